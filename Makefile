@@ -1,0 +1,102 @@
+# lockd - one plain GNU Makefile.
+#
+#   make            build lockd (and the libraries and tools)
+#   make run        install build dependencies, build, run lockd in the foreground
+#   make test       install test dependencies, build, run every test
+#   make fuzz       build the libFuzzer targets with clang and run them (long)
+#   make clean
+#
+# SANITIZE=1 builds everything with ASan and UBSan.
+
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+            -Wmissing-prototypes -Wformat=2
+STD      := -std=c11 -D_GNU_SOURCE
+B        := build
+
+ifeq ($(SANITIZE),1)
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+            -fno-sanitize-recover=undefined
+B        := build-san
+endif
+
+# Libraries through pkg-config; LMDB ships no .pc on Debian.
+pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
+pc_libs   = $(shell pkg-config --libs $(1) 2>/dev/null || echo $(2))
+UV_CFLAGS     := $(call pc_cflags,libuv)
+UV_LIBS       := $(call pc_libs,libuv,-luv)
+LMDB_CFLAGS   := $(call pc_cflags,lmdb)
+LMDB_LIBS     := $(call pc_libs,lmdb,-llmdb)
+CMOCKA_CFLAGS := $(call pc_cflags,cmocka)
+CMOCKA_LIBS   := $(call pc_libs,cmocka,-lcmocka)
+
+ALL_CFLAGS = $(STD) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
+ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
+
+CORE_SRC   := $(wildcard core/*.c)
+PROTO_SRC  := $(wildcard proto/*.c)
+DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+
+CORE_OBJ   := $(CORE_SRC:%.c=$(B)/%.o)
+PROTO_OBJ  := $(PROTO_SRC:%.c=$(B)/%.o)
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+MODEL_BIN  := $(B)/tests/model_check
+INTEG_SRC  := $(wildcard tests/integration/test_*.c)
+INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
+
+.PHONY: all run test test-run deps-build deps-test fuzz clean
+all: $(B)/lockd
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(UV_CFLAGS) $(LMDB_CFLAGS) $(CMOCKA_CFLAGS) -c $< -o $@
+
+$(B)/libcore.a: $(CORE_OBJ)
+	$(AR) rcs $@ $^
+$(B)/libproto.a: $(PROTO_OBJ)
+	$(AR) rcs $@ $^
+$(B)/libdaemon.a: $(DAEMON_OBJ)
+	$(AR) rcs $@ $^
+
+$(B)/lockd: $(B)/daemon/main.o $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS)
+
+# Unit tests link everything but the daemon's main().
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS)
+
+MODEL_SRC := $(wildcard tests/model/*.c)
+$(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(B)/libcore.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+# Integration tests start the real lockd; they share tests/integration/*.c
+# helpers that are not test_*.c.
+$(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(INTEG_LIB:%.c=$(B)/%.o) $(B)/libproto.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+INTEG_BIN := $(INTEG_SRC:tests/integration/test_%.c=$(B)/tests/integ_%)
+
+deps-build:
+	@tools/deps.sh build
+deps-test:
+	@tools/deps.sh test
+
+run: deps-build
+	@$(MAKE) --no-print-directory $(B)/lockd
+	@mkdir -p lockd-data
+	exec $(B)/lockd --listen 127.0.0.1:7420 --data-dir ./lockd-data
+
+test: deps-test
+	@$(MAKE) --no-print-directory test-run
+
+test-run: $(B)/lockd $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN)
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,395 @@
+/*
+ * core.h - the lock semantics of lockd, pure and deterministic.
+ *
+ * Everything that decides safety lives behind this header: fences, grants,
+ * expiry, renewal, release, FIFO queues and deadlines.  The core performs no
+ * I/O, reads no clock and draws no random numbers of its own: time (`now`,
+ * milliseconds on a clock that never steps) and secrets are passed in.  The
+ * daemon, the model checker and the simulator all drive this same code.
+ *
+ * Two layers:
+ *  - the rules: small functions over one struct core_lock that make each
+ *    safety decision.  They are reached through a table of function pointers
+ *    (struct core_rules) so the model checker can swap in broken variants
+ *    and show that it catches them; the daemon always uses core_rules_std.
+ *  - the table: lock name -> entry, each entry with its holder, its strict
+ *    FIFO queue of waiters and its deadline in one heap shared by all locks.
+ *    Operations report what the caller must do through a sink (replies to
+ *    deliver, events to count) and by marking entries whose durable record
+ *    changed; the caller commits those (core_table_changes) before it lets
+ *    GRANTED or RENEWED replies out.
+ */
+#ifndef LOCKD_CORE_H
+#define LOCKD_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int64_t core_time;               /* ms on a clock that never steps */
+#define CORE_NEVER INT64_MAX             /* "no deadline" */
+#define CORE_FENCE_MAX ((uint64_t)INT64_MAX)  /* 2^63 - 1, never exceeded */
+#define CORE_NAME_MAX 255
+#define CORE_WAIT_FOREVER (-1)           /* acquire without a wait limit */
+
+enum core_status {
+	CORE_OK = 0,
+	CORE_ERR_OVERFLOW,   /* the fence counter is exhausted */
+	CORE_ERR_CONFLICT,   /* the handle is not the current holder's */
+	CORE_ERR_BADARG,     /* negative lease or wait, bad name */
+	CORE_ERR_LIMIT,      /* a configured limit was hit */
+	CORE_ERR_NOMEM       /* the allocator failed */
+};
+
+/* The holder's proof: the fence of its grant and the secret minted with it. */
+struct core_handle {
+	uint64_t fence;
+	uint64_t secret;
+};
+
+/*
+ * The state of one lock as the rules see it.  fence == 0 means free; then
+ * the other fields are meaningless.
+ */
+struct core_lock {
+	uint64_t fence;       /* the holder's fence */
+	uint64_t secret;      /* the holder's secret */
+	core_time expiry;     /* the lease ends at this instant (exclusive) */
+	int64_t lease_ms;     /* the length last granted or renewed */
+};
+
+/* ---- the rules -------------------------------------------------------- */
+
+/*
+ * Each rule is a pure function.  `hwm` is the fence high-water mark: the
+ * largest fence ever minted, shared by every name, so that fences stay
+ * strictly increasing per name while a freed lock keeps no record.
+ */
+struct core_entry;
+struct core_waiter;
+struct core_rules {
+	/* *next = last + 1; CORE_ERR_OVERFLOW (and *next untouched) when last
+	 * is already CORE_FENCE_MAX. */
+	enum core_status (*fence_next)(uint64_t last, uint64_t *next);
+	/* Held and now >= expiry.  A free lock is never expired. */
+	bool (*lease_expired)(const struct core_lock *lock, core_time now);
+	/* May the lock be granted now: free, or held with an expired lease. */
+	bool (*decide)(const struct core_lock *lock, core_time now);
+	/* The only place a fence is minted: requires decide(); sets the lock to
+	 * a new holder with fence hwm+1 and the given secret, lease and expiry
+	 * now + lease_ms, and advances *hwm.  CORE_ERR_OVERFLOW changes
+	 * nothing. */
+	enum core_status (*grant)(struct core_lock *lock, uint64_t *hwm,
+	    core_time now, int64_t lease_ms, uint64_t secret);
+	/* Held, and both the fence and the secret of h match. */
+	bool (*is_holder)(const struct core_lock *lock, struct core_handle h);
+	/* Extends the lease to now + lease_ms iff h is the current holder;
+	 * CORE_ERR_CONFLICT otherwise. */
+	enum core_status (*renew)(struct core_lock *lock, struct core_handle h,
+	    core_time now, int64_t lease_ms);
+	/* Frees the lock iff h is the current holder and returns true; a stale
+	 * handle is a no-op that returns false. */
+	bool (*release)(struct core_lock *lock, struct core_handle h);
+	/* Frees the lock iff its lease has expired (returns true); the fence
+	 * counter is not touched. */
+	bool (*reclaim_if_expired)(struct core_lock *lock, core_time now);
+	/* The waiter a free lock is handed to: the head of the FIFO queue. */
+	struct core_waiter *(*next_waiter)(struct core_entry *entry);
+};
+
+/* The rules the daemon runs. */
+extern const struct core_rules core_rules_std;
+
+enum core_status core_rule_fence_next(uint64_t last, uint64_t *next);
+bool core_rule_lease_expired(const struct core_lock *lock, core_time now);
+bool core_rule_decide(const struct core_lock *lock, core_time now);
+enum core_status core_rule_grant(struct core_lock *lock, uint64_t *hwm,
+    core_time now, int64_t lease_ms, uint64_t secret);
+bool core_rule_is_holder(const struct core_lock *lock, struct core_handle h);
+enum core_status core_rule_renew(struct core_lock *lock, struct core_handle h,
+    core_time now, int64_t lease_ms);
+bool core_rule_release(struct core_lock *lock, struct core_handle h);
+bool core_rule_reclaim_if_expired(struct core_lock *lock, core_time now);
+
+/* ---- configuration ---------------------------------------------------- */
+
+struct core_config {
+	int64_t default_lease_ms;   /* lease 0 means this (30 s) */
+	int64_t max_lease_ms;       /* longer leases are capped to this (5 min) */
+	uint32_t max_held;          /* held locks in all; 0 = unlimited */
+	uint32_t max_waiters;       /* waiters in all; 0 = unlimited */
+	uint32_t max_waiters_per_session;  /* 0 = unlimited */
+	uint64_t hash_key[2];       /* secret key for the name hash */
+	/* The source of handle secrets; called once per grant. */
+	uint64_t (*secret)(void *ctx);
+	void *secret_ctx;
+	/* Allocation seam: realloc(p, 0) is never called; free is. */
+	void *(*realloc)(void *p, size_t size);
+	void (*free)(void *p);
+};
+
+/* Fills in the defaults above (30 s, 5 min, no limits, libc allocator). */
+void core_config_defaults(struct core_config *config);
+
+/*
+ * The lease actually granted for a requested length: 0 means the default,
+ * anything above the maximum is capped.  Negative is CORE_ERR_BADARG.
+ */
+enum core_status core_lease_effective(const struct core_config *config,
+    int64_t requested_ms, int64_t *effective_ms);
+
+/* ---- sessions, replies, events ---------------------------------------- */
+
+/* An intrusive doubly linked list; an empty list points at itself. */
+struct core_link {
+	struct core_link *prev, *next;
+};
+
+/*
+ * One client as the core sees it (a connection in the daemon).  The caller
+ * embeds it, calls core_session_init, and must call core_disconnect before
+ * it goes away.
+ */
+struct core_session {
+	uint64_t id;                 /* the caller's, for its own use */
+	struct core_link waiters;    /* its waiters, in no particular order */
+	struct core_link onclose;    /* entries it holds with onclose=release */
+	uint32_t waiter_count;
+};
+
+void core_session_init(struct core_session *session, uint64_t id);
+
+enum core_reply_kind {
+	CORE_REPLY_GRANTED,     /* durable: wait for the commit */
+	CORE_REPLY_RENEWED,     /* durable: wait for the commit */
+	CORE_REPLY_RELEASED,
+	CORE_REPLY_NOTHELD,
+	CORE_REPLY_HELD,
+	CORE_REPLY_TIMEOUT,     /* ACQUIRE's wait elapsed */
+	CORE_REPLY_CONFLICT,    /* RENEW with a stale handle */
+	CORE_REPLY_OVERFLOW,
+	CORE_REPLY_LIMIT,
+	CORE_REPLY_NOMEM,
+	CORE_REPLY_BADARG,
+	CORE_REPLY_SHUTDOWN,    /* the waiter was cancelled by a clean stop */
+	/* Events with no request behind them (session and tag are 0): */
+	CORE_EVENT_RECLAIMED,   /* an expired lease was freed */
+	CORE_EVENT_RELEASED_ONCLOSE  /* a connection's close released a lease */
+};
+
+enum core_limit_kind {
+	CORE_LIMIT_NONE = 0,
+	CORE_LIMIT_HELD,
+	CORE_LIMIT_WAITERS,
+	CORE_LIMIT_SESSION_WAITERS
+};
+
+/*
+ * What an operation tells its caller.  `tag` is the caller's own request id,
+ * handed in with the request; a waiter's reply carries the tag of the
+ * ACQUIRE that queued it.  name points at the entry's copy, valid until the
+ * next call to core_table_changes.
+ */
+struct core_reply {
+	enum core_reply_kind kind;
+	struct core_session *session;
+	uint64_t tag;
+	const char *name;
+	size_t name_len;
+	uint64_t fence;             /* GRANTED, RENEWED, RECLAIMED, RELEASED* */
+	uint64_t secret;            /* GRANTED */
+	int64_t lease_ms;           /* GRANTED, RENEWED */
+	int64_t waited_ms;          /* GRANTED: time in the queue */
+	int64_t held_ms;            /* RELEASED*, RECLAIMED: grant to end */
+	enum core_limit_kind limit; /* LIMIT */
+};
+
+struct core_sink {
+	void (*reply)(void *ctx, const struct core_reply *reply);
+	void *ctx;
+};
+
+/* ---- the lock table --------------------------------------------------- */
+
+struct core_timer {
+	core_time when;
+	uint32_t slot;               /* index in the heap; UINT32_MAX if out */
+	uint8_t kind;                /* lease expiry or wait deadline */
+};
+
+struct core_entry {
+	struct core_entry *hash_next;
+	struct core_lock lock;
+	core_time granted_at;
+	struct core_timer timer;     /* the lease expiry while held */
+	struct core_link queue;      /* waiters, head first */
+	struct core_link onclose_link;  /* in the holder's session, if bound */
+	struct core_session *owner;  /* the session bound by onclose=release */
+	struct core_entry *changed_next;  /* on the table's changed list */
+	uint32_t queue_len;
+	uint8_t flags;
+	uint8_t name_len;            /* 1..255 */
+	char name[];
+};
+
+struct core_waiter {
+	struct core_link queue_link;    /* in its entry's queue */
+	struct core_link session_link;  /* in its session's list */
+	struct core_entry *entry;
+	struct core_session *session;
+	struct core_timer timer;        /* the wait deadline, if any */
+	uint64_t tag;
+	int64_t lease_ms;               /* effective lease to grant */
+	core_time enqueued_at;
+	bool onclose_release;
+};
+
+struct core_stats {
+	uint64_t locks;        /* entries in memory */
+	uint64_t held;         /* held leases */
+	uint64_t waiters;
+	uint64_t granted;      /* grants (fences minted) */
+	uint64_t timeouts;     /* ACQUIREs answered TIMEOUT (incl. wait=0) */
+	uint64_t unavailable;  /* TRYs answered HELD */
+	uint64_t released;     /* real releases, by RELEASE */
+	uint64_t released_onclose;  /* releases by a closing onclose session */
+	uint64_t reclaimed;    /* expired leases freed */
+	uint64_t renewed;
+	uint64_t conflicts;
+	uint64_t limit_hits;
+};
+
+struct core_table {
+	struct core_config config;
+	const struct core_rules *rules;
+	struct core_sink sink;
+	uint64_t hwm;                /* largest fence ever minted */
+	bool hwm_changed;            /* since the last core_table_changes */
+	struct core_entry **buckets;
+	size_t bucket_count;         /* a power of two */
+	struct core_timer **heap;
+	size_t heap_len, heap_cap;
+	struct core_entry *changed;  /* entries touched since last drain */
+	struct core_stats stats;
+};
+
+/* Initialises an empty table; CORE_ERR_NOMEM when allocation fails. */
+enum core_status core_table_init(struct core_table *table,
+    const struct core_config *config, const struct core_rules *rules,
+    struct core_sink sink);
+/* Frees every entry and waiter without reporting anything. */
+void core_table_destroy(struct core_table *table);
+
+struct core_acquire_args {
+	int64_t lease_ms;        /* 0 = default; capped; negative = BADARG */
+	int64_t wait_ms;         /* CORE_WAIT_FOREVER, 0 = fail at once, > 0 */
+	bool onclose_release;
+};
+
+/*
+ * Every operation first reclaims the named lock's lease if it has expired
+ * (handing the lock to its queue's head), then acts.  Each reports its
+ * answer through the sink, now or later (a queued ACQUIRE), exactly once per
+ * request, with the request's tag.  The return value repeats the immediate
+ * outcome for the caller's convenience.
+ */
+enum core_status core_acquire(struct core_table *table,
+    struct core_session *session, const char *name, size_t name_len,
+    const struct core_acquire_args *args, uint64_t tag, core_time now);
+/* TRY: GRANTED when free (or expired) and nobody waits, else HELD. */
+enum core_status core_try(struct core_table *table,
+    struct core_session *session, const char *name, size_t name_len,
+    int64_t lease_ms, bool onclose_release, uint64_t tag, core_time now);
+enum core_status core_renew(struct core_table *table,
+    struct core_session *session, const char *name, size_t name_len,
+    struct core_handle handle, int64_t lease_ms, uint64_t tag,
+    core_time now);
+enum core_status core_release(struct core_table *table,
+    struct core_session *session, const char *name, size_t name_len,
+    struct core_handle handle, uint64_t tag, core_time now);
+
+struct core_lock_status {
+	bool held;
+	uint64_t fence;
+	int64_t ttl_ms;
+	uint32_t queue;
+};
+/* STATUS: diagnostics only.  Reclaims an expired lease first, like every
+ * operation, so it may report events and grants through the sink. */
+void core_status(struct core_table *table, const char *name,
+    size_t name_len, core_time now, struct core_lock_status *status);
+
+/*
+ * The session's connection closed: its waiters leave their queues without a
+ * reply, and the leases it holds with onclose=release are released (each
+ * lock handed on at once).
+ */
+void core_disconnect(struct core_table *table, struct core_session *session,
+    core_time now);
+
+/*
+ * Answers every waiter of the session with `kind` (CORE_REPLY_SHUTDOWN on a
+ * clean stop, CORE_REPLY_NOMEM...) and removes them.
+ */
+void core_cancel_waiters(struct core_table *table,
+    struct core_session *session, enum core_reply_kind kind);
+
+/*
+ * Reclaims every lease that has expired by `now` and hands each lock on,
+ * times out every waiter whose wait has elapsed, and returns the earliest
+ * deadline still pending (CORE_NEVER if none): the one timer the caller
+ * needs.
+ */
+core_time core_tick(struct core_table *table, core_time now);
+
+/* The earliest pending deadline without doing anything. */
+core_time core_next_deadline(const struct core_table *table);
+
+/* ---- durability ------------------------------------------------------- */
+
+/*
+ * The durable record of one held lock.  A lock that is not held has no
+ * record; the high-water mark is stored on its own.
+ */
+struct core_record {
+	uint64_t fence;
+	uint64_t secret;
+	core_time expiry;
+	int64_t lease_ms;
+	bool onclose_release;
+};
+
+/*
+ * Reports every change to durable state since the last call: for each lock
+ * touched, its record (or NULL: delete it), and then the high-water mark
+ * when it moved (*hwm_changed).  After the callbacks the entries that are
+ * idle (free, nobody waiting) are dropped.  Returns the number of records
+ * reported.  The caller commits all of it atomically before it delivers the
+ * GRANTED and RENEWED replies made before this call.
+ */
+size_t core_table_changes(struct core_table *table,
+    void (*record)(void *ctx, const char *name, size_t name_len,
+        const struct core_record *rec),
+    void *ctx, bool *hwm_changed);
+
+/*
+ * Sets a lock to what durable storage says (rec, or free when rec is NULL)
+ * without marking it changed: used by recovery, and after a failed commit to
+ * fall back to the durable truth.  A held record whose fence is above the
+ * high-water mark raises it.  A lock restored to free with waiters is handed
+ * to its head at once (through the sink).  A lease restored with
+ * onclose_release set has no connection to bind to and is released when the
+ * next tick runs (it is left to expire if no session matches).
+ */
+enum core_status core_table_restore(struct core_table *table,
+    const char *name, size_t name_len, const struct core_record *rec,
+    core_time now);
+
+/* Recovery: the durable high-water mark (never lowers the table's). */
+void core_table_restore_hwm(struct core_table *table, uint64_t hwm);
+
+/* Looks a lock up without touching it; NULL when not in memory. */
+const struct core_entry *core_table_find(const struct core_table *table,
+    const char *name, size_t name_len);
+
+#endif /* LOCKD_CORE_H */

@@ -1,0 +1,879 @@
+/*
+ * table.c - the lock table: name -> entry, each entry with its holder, its
+ * strict FIFO queue and its deadline in the shared heap.  Still pure: no
+ * I/O, no clock, no randomness of its own.  Every safety decision is
+ * delegated to the rules (table->rules); this file only keeps the books -
+ * queues, timers, sessions, counters, the list of changed entries - and
+ * reports answers through the sink.
+ *
+ * An entry exists while it is held, has waiters, or was touched since the
+ * last core_table_changes(); idle entries are dropped there, so a name costs
+ * nothing when nobody uses it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/heap.h"
+#include "core/list.h"
+
+enum {
+	TIMER_LEASE = 0,  /* sorts first at equal instants */
+	TIMER_WAIT = 1
+};
+
+enum {
+	ENTRY_LISTED = 1,  /* on table->changed */
+	ENTRY_DIRTY = 2    /* its durable record changed */
+};
+
+void
+core_session_init(struct core_session *session, uint64_t id)
+{
+	session->id = id;
+	link_init(&session->waiters);
+	link_init(&session->onclose);
+	session->waiter_count = 0;
+}
+
+/* ---- configuration ---------------------------------------------------- */
+
+static uint64_t
+secret_zero(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+void
+core_config_defaults(struct core_config *config)
+{
+	memset(config, 0, sizeof(*config));
+	config->default_lease_ms = 30 * 1000;
+	config->max_lease_ms = 5 * 60 * 1000;
+	config->secret = secret_zero;
+	config->realloc = realloc;
+	config->free = free;
+}
+
+enum core_status
+core_lease_effective(const struct core_config *config, int64_t requested_ms,
+    int64_t *effective_ms)
+{
+	if (requested_ms < 0)
+		return CORE_ERR_BADARG;
+	if (requested_ms == 0)
+		requested_ms = config->default_lease_ms;
+	if (requested_ms > config->max_lease_ms)
+		requested_ms = config->max_lease_ms;
+	*effective_ms = requested_ms;
+	return CORE_OK;
+}
+
+/* ---- the name hash: SipHash-1-3, keyed so clients cannot aim collisions */
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND do { \
+	v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32); \
+	v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2; \
+	v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0; \
+	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32); \
+} while (0)
+
+static uint64_t
+name_hash(const uint64_t key[2], const char *name, size_t len)
+{
+	const unsigned char *in = (const unsigned char *)name;
+	uint64_t v0 = 0x736f6d6570736575ULL ^ key[0];
+	uint64_t v1 = 0x646f72616e646f6dULL ^ key[1];
+	uint64_t v2 = 0x6c7967656e657261ULL ^ key[0];
+	uint64_t v3 = 0x7465646279746573ULL ^ key[1];
+	uint64_t b = (uint64_t)len << 56, m;
+	size_t i, j;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		m = 0;
+		for (j = 0; j < 8; j++)
+			m |= (uint64_t)in[i + j] << (8 * j);
+		v3 ^= m;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (j = 0; i + j < len; j++)
+		b |= (uint64_t)in[i + j] << (8 * j);
+	v3 ^= b;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* ---- table life ------------------------------------------------------- */
+
+#define INITIAL_BUCKETS 64
+
+enum core_status
+core_table_init(struct core_table *table, const struct core_config *config,
+    const struct core_rules *rules, struct core_sink sink)
+{
+	memset(table, 0, sizeof(*table));
+	table->config = *config;
+	table->rules = rules;
+	table->sink = sink;
+	table->buckets = config->realloc(NULL,
+	    INITIAL_BUCKETS * sizeof(*table->buckets));
+	if (table->buckets == NULL)
+		return CORE_ERR_NOMEM;
+	memset(table->buckets, 0, INITIAL_BUCKETS * sizeof(*table->buckets));
+	table->bucket_count = INITIAL_BUCKETS;
+	return CORE_OK;
+}
+
+static void
+waiter_free(struct core_table *table, struct core_waiter *w)
+{
+	table->config.free(w);
+}
+
+void
+core_table_destroy(struct core_table *table)
+{
+	size_t i;
+
+	for (i = 0; i < table->bucket_count; i++) {
+		struct core_entry *e = table->buckets[i], *next;
+		for (; e != NULL; e = next) {
+			next = e->hash_next;
+			while (!link_empty(&e->queue)) {
+				struct core_waiter *w = container_of(
+				    e->queue.next, struct core_waiter,
+				    queue_link);
+				link_remove(&w->queue_link);
+				link_remove(&w->session_link);
+				w->session->waiter_count--;
+				waiter_free(table, w);
+			}
+			if (e->owner != NULL)
+				link_remove(&e->onclose_link);
+			table->config.free(e);
+		}
+	}
+	table->config.free(table->buckets);
+	table->config.free(table->heap);
+	memset(table, 0, sizeof(*table));
+}
+
+/* ---- heap room -------------------------------------------------------- */
+
+/* Every entry and waiter may carry a timer: keep room for all of them. */
+static bool
+heap_reserve(struct core_table *table, size_t extra)
+{
+	size_t need = table->stats.locks + table->stats.waiters + extra;
+	size_t cap = table->heap_cap ? table->heap_cap : 64;
+	struct core_timer **heap;
+
+	if (need <= table->heap_cap)
+		return true;
+	while (cap < need)
+		cap *= 2;
+	heap = table->config.realloc(table->heap, cap * sizeof(*heap));
+	if (heap == NULL)
+		return false;
+	table->heap = heap;
+	table->heap_cap = cap;
+	return true;
+}
+
+static void
+timer_set(struct core_table *table, struct core_timer *t, core_time when)
+{
+	t->when = when;
+	if (t->slot == CORE__HEAP_OUT)
+		core__heap_push(table->heap, &table->heap_len, t);
+	else
+		core__heap_update(table->heap, table->heap_len, t);
+}
+
+static void
+timer_clear(struct core_table *table, struct core_timer *t)
+{
+	core__heap_remove(table->heap, &table->heap_len, t);
+}
+
+/* ---- entries ---------------------------------------------------------- */
+
+static struct core_entry **
+bucket_of(const struct core_table *table, const char *name, size_t len)
+{
+	uint64_t h = name_hash(table->config.hash_key, name, len);
+	return &table->buckets[h & (table->bucket_count - 1)];
+}
+
+const struct core_entry *
+core_table_find(const struct core_table *table, const char *name,
+    size_t name_len)
+{
+	struct core_entry *e;
+
+	if (name_len == 0 || name_len > CORE_NAME_MAX)
+		return NULL;
+	for (e = *bucket_of(table, name, name_len); e != NULL;
+	    e = e->hash_next)
+		if (e->name_len == name_len &&
+		    memcmp(e->name, name, name_len) == 0)
+			return e;
+	return NULL;
+}
+
+static struct core_entry *
+entry_find(struct core_table *table, const char *name, size_t len)
+{
+	return (struct core_entry *)core_table_find(table, name, len);
+}
+
+/* Doubles the buckets when the table is fuller than one entry a bucket; a
+ * failed allocation only makes chains longer. */
+static void
+table_grow(struct core_table *table)
+{
+	size_t count = table->bucket_count * 2, i;
+	struct core_entry **buckets;
+
+	buckets = table->config.realloc(NULL, count * sizeof(*buckets));
+	if (buckets == NULL)
+		return;
+	memset(buckets, 0, count * sizeof(*buckets));
+	for (i = 0; i < table->bucket_count; i++) {
+		struct core_entry *e = table->buckets[i], *next;
+		for (; e != NULL; e = next) {
+			uint64_t h = name_hash(table->config.hash_key, e->name,
+			    e->name_len);
+			next = e->hash_next;
+			e->hash_next = buckets[h & (count - 1)];
+			buckets[h & (count - 1)] = e;
+		}
+	}
+	table->config.free(table->buckets);
+	table->buckets = buckets;
+	table->bucket_count = count;
+}
+
+/* Puts e on the changed list, where it stays (and is not dropped) until the
+ * next core_table_changes(). */
+static void
+entry_touch(struct core_table *table, struct core_entry *e)
+{
+	if (e->flags & ENTRY_LISTED)
+		return;
+	e->flags |= ENTRY_LISTED;
+	e->changed_next = table->changed;
+	table->changed = e;
+}
+
+static void
+entry_dirty(struct core_table *table, struct core_entry *e)
+{
+	e->flags |= ENTRY_DIRTY;
+	entry_touch(table, e);
+}
+
+static struct core_entry *
+entry_get(struct core_table *table, const char *name, size_t len)
+{
+	struct core_entry *e = entry_find(table, name, len), **bucket;
+
+	if (e != NULL)
+		return e;
+	if (!heap_reserve(table, 1))
+		return NULL;
+	e = table->config.realloc(NULL, sizeof(*e) + len);
+	if (e == NULL)
+		return NULL;
+	memset(e, 0, sizeof(*e));
+	memcpy(e->name, name, len);
+	e->name_len = (uint8_t)len;
+	e->timer.slot = CORE__HEAP_OUT;
+	e->timer.kind = TIMER_LEASE;
+	link_init(&e->queue);
+	link_init(&e->onclose_link);
+	bucket = bucket_of(table, name, len);
+	e->hash_next = *bucket;
+	*bucket = e;
+	table->stats.locks++;
+	/* A new entry is idle until used: list it so it is dropped if the
+	 * operation that made it leaves it idle. */
+	entry_touch(table, e);
+	if (table->stats.locks > table->bucket_count)
+		table_grow(table);
+	return e;
+}
+
+static bool
+entry_idle(const struct core_entry *e)
+{
+	return e->lock.fence == 0 && link_empty(&e->queue);
+}
+
+static void
+entry_drop(struct core_table *table, struct core_entry *e)
+{
+	struct core_entry **p = bucket_of(table, e->name, e->name_len);
+
+	while (*p != e)
+		p = &(*p)->hash_next;
+	*p = e->hash_next;
+	timer_clear(table, &e->timer);
+	table->stats.locks--;
+	table->config.free(e);
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+static void
+emit(struct core_table *table, enum core_reply_kind kind,
+    struct core_session *session, uint64_t tag, const struct core_entry *e,
+    struct core_reply *r)
+{
+	r->kind = kind;
+	r->session = session;
+	r->tag = tag;
+	if (e != NULL) {
+		r->name = e->name;
+		r->name_len = e->name_len;
+	}
+	table->sink.reply(table->sink.ctx, r);
+}
+
+static void
+reply_simple(struct core_table *table, enum core_reply_kind kind,
+    struct core_session *session, uint64_t tag, const struct core_entry *e)
+{
+	struct core_reply r;
+
+	memset(&r, 0, sizeof(r));
+	emit(table, kind, session, tag, e, &r);
+}
+
+static void
+reply_limit(struct core_table *table, struct core_session *session,
+    uint64_t tag, const struct core_entry *e, enum core_limit_kind kind)
+{
+	struct core_reply r;
+
+	memset(&r, 0, sizeof(r));
+	r.limit = kind;
+	table->stats.limit_hits++;
+	emit(table, CORE_REPLY_LIMIT, session, tag, e, &r);
+}
+
+/* ---- holding ---------------------------------------------------------- */
+
+static void
+unbind_owner(struct core_entry *e)
+{
+	if (e->owner != NULL) {
+		link_remove(&e->onclose_link);
+		e->owner = NULL;
+	}
+}
+
+/* Book-keeping after the rules freed a held lock. */
+static void
+holding_ended(struct core_table *table, struct core_entry *e)
+{
+	unbind_owner(e);
+	timer_clear(table, &e->timer);
+	table->stats.held--;
+	entry_dirty(table, e);
+}
+
+/*
+ * Hands the lock to a new holder through the rules' grant (the only place a
+ * fence is minted) and reports GRANTED or OVERFLOW to (session, tag).
+ */
+static enum core_status
+grant_to(struct core_table *table, struct core_entry *e,
+    struct core_session *session, uint64_t tag, int64_t lease_ms,
+    bool onclose_release, core_time enqueued_at, core_time now)
+{
+	bool was_held = e->lock.fence != 0;
+	uint64_t secret = table->config.secret(table->config.secret_ctx);
+	enum core_status st;
+	struct core_reply r;
+
+	st = table->rules->grant(&e->lock, &table->hwm, now, lease_ms, secret);
+	if (st != CORE_OK) {
+		reply_simple(table, st == CORE_ERR_OVERFLOW ?
+		    CORE_REPLY_OVERFLOW : CORE_REPLY_CONFLICT, session, tag, e);
+		return st;
+	}
+	table->hwm_changed = true;
+	if (was_held)
+		unbind_owner(e);   /* only reachable through broken rules */
+	else
+		table->stats.held++;
+	table->stats.granted++;
+	e->granted_at = now;
+	if (onclose_release && session != NULL) {
+		e->owner = session;
+		link_append(&session->onclose, &e->onclose_link);
+	}
+	timer_set(table, &e->timer, e->lock.expiry);
+	entry_dirty(table, e);
+
+	memset(&r, 0, sizeof(r));
+	r.fence = e->lock.fence;
+	r.secret = e->lock.secret;
+	r.lease_ms = e->lock.lease_ms;
+	r.waited_ms = now - enqueued_at;
+	emit(table, CORE_REPLY_GRANTED, session, tag, e, &r);
+	return CORE_OK;
+}
+
+static void
+waiter_remove(struct core_table *table, struct core_waiter *w)
+{
+	link_remove(&w->queue_link);
+	link_remove(&w->session_link);
+	timer_clear(table, &w->timer);
+	w->entry->queue_len--;
+	w->session->waiter_count--;
+	table->stats.waiters--;
+	entry_touch(table, w->entry);
+	waiter_free(table, w);
+}
+
+/* Grants a grantable lock to the head of its queue, as long as it stays
+ * grantable (a grant that overflows answers the waiter and tries the
+ * next one). */
+static void
+hand_off(struct core_table *table, struct core_entry *e, core_time now)
+{
+	struct core_waiter *w;
+
+	while (table->rules->decide(&e->lock, now) &&
+	    (w = table->rules->next_waiter(e)) != NULL) {
+		struct core_session *s = w->session;
+		uint64_t tag = w->tag;
+		int64_t lease = w->lease_ms;
+		bool onclose = w->onclose_release;
+		core_time since = w->enqueued_at;
+
+		waiter_remove(table, w);
+		grant_to(table, e, s, tag, lease, onclose, since, now);
+	}
+}
+
+static void
+report_end(struct core_table *table, enum core_reply_kind kind,
+    struct core_session *session, uint64_t tag, struct core_entry *e,
+    uint64_t fence, core_time now)
+{
+	struct core_reply r;
+
+	memset(&r, 0, sizeof(r));
+	r.fence = fence;
+	r.held_ms = now - e->granted_at;
+	emit(table, kind, session, tag, e, &r);
+}
+
+/* Every operation starts here: an expired lease is freed and the lock
+ * handed to the head of its queue. */
+static void
+reclaim(struct core_table *table, struct core_entry *e, core_time now)
+{
+	uint64_t fence = e->lock.fence;
+
+	if (!table->rules->reclaim_if_expired(&e->lock, now))
+		return;
+	table->stats.reclaimed++;
+	report_end(table, CORE_EVENT_RECLAIMED, NULL, 0, e, fence, now);
+	holding_ended(table, e);
+	hand_off(table, e, now);
+}
+
+static bool
+name_ok(size_t len)
+{
+	return len >= 1 && len <= CORE_NAME_MAX;
+}
+
+static bool
+held_limit_hit(const struct core_table *table, const struct core_entry *e)
+{
+	return e->lock.fence == 0 && table->config.max_held != 0 &&
+	    table->stats.held >= table->config.max_held;
+}
+
+/* ---- operations ------------------------------------------------------- */
+
+enum core_status
+core_acquire(struct core_table *table, struct core_session *session,
+    const char *name, size_t name_len, const struct core_acquire_args *args,
+    uint64_t tag, core_time now)
+{
+	struct core_entry *e;
+	struct core_waiter *w;
+	int64_t lease;
+
+	if (!name_ok(name_len) ||
+	    core_lease_effective(&table->config, args->lease_ms, &lease) !=
+	    CORE_OK || args->wait_ms < CORE_WAIT_FOREVER) {
+		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
+		return CORE_ERR_BADARG;
+	}
+	if ((e = entry_get(table, name, name_len)) == NULL) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, NULL);
+		return CORE_ERR_NOMEM;
+	}
+	reclaim(table, e, now);
+
+	if (link_empty(&e->queue) && table->rules->decide(&e->lock, now)) {
+		if (held_limit_hit(table, e)) {
+			reply_limit(table, session, tag, e, CORE_LIMIT_HELD);
+			return CORE_ERR_LIMIT;
+		}
+		return grant_to(table, e, session, tag, lease,
+		    args->onclose_release, now, now);
+	}
+	if (args->wait_ms == 0) {
+		table->stats.timeouts++;
+		reply_simple(table, CORE_REPLY_TIMEOUT, session, tag, e);
+		return CORE_OK;
+	}
+	if (table->config.max_waiters != 0 &&
+	    table->stats.waiters >= table->config.max_waiters) {
+		reply_limit(table, session, tag, e, CORE_LIMIT_WAITERS);
+		return CORE_ERR_LIMIT;
+	}
+	if (table->config.max_waiters_per_session != 0 &&
+	    session->waiter_count >= table->config.max_waiters_per_session) {
+		reply_limit(table, session, tag, e, CORE_LIMIT_SESSION_WAITERS);
+		return CORE_ERR_LIMIT;
+	}
+	if (!heap_reserve(table, 1) ||
+	    (w = table->config.realloc(NULL, sizeof(*w))) == NULL) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+		return CORE_ERR_NOMEM;
+	}
+	memset(w, 0, sizeof(*w));
+	w->entry = e;
+	w->session = session;
+	w->tag = tag;
+	w->lease_ms = lease;
+	w->onclose_release = args->onclose_release;
+	w->enqueued_at = now;
+	w->timer.slot = CORE__HEAP_OUT;
+	w->timer.kind = TIMER_WAIT;
+	link_append(&e->queue, &w->queue_link);
+	link_append(&session->waiters, &w->session_link);
+	e->queue_len++;
+	session->waiter_count++;
+	table->stats.waiters++;
+	if (args->wait_ms > 0)
+		timer_set(table, &w->timer, now > CORE_NEVER - args->wait_ms ?
+		    CORE_NEVER - 1 : now + args->wait_ms);
+	return CORE_OK;
+}
+
+enum core_status
+core_try(struct core_table *table, struct core_session *session,
+    const char *name, size_t name_len, int64_t lease_ms,
+    bool onclose_release, uint64_t tag, core_time now)
+{
+	struct core_entry *e;
+	int64_t lease;
+
+	if (!name_ok(name_len) ||
+	    core_lease_effective(&table->config, lease_ms, &lease) != CORE_OK) {
+		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
+		return CORE_ERR_BADARG;
+	}
+	if ((e = entry_get(table, name, name_len)) == NULL) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, NULL);
+		return CORE_ERR_NOMEM;
+	}
+	reclaim(table, e, now);
+	if (link_empty(&e->queue) && table->rules->decide(&e->lock, now)) {
+		if (held_limit_hit(table, e)) {
+			reply_limit(table, session, tag, e, CORE_LIMIT_HELD);
+			return CORE_ERR_LIMIT;
+		}
+		return grant_to(table, e, session, tag, lease, onclose_release,
+		    now, now);
+	}
+	table->stats.unavailable++;
+	reply_simple(table, CORE_REPLY_HELD, session, tag, e);
+	return CORE_OK;
+}
+
+enum core_status
+core_renew(struct core_table *table, struct core_session *session,
+    const char *name, size_t name_len, struct core_handle handle,
+    int64_t lease_ms, uint64_t tag, core_time now)
+{
+	struct core_entry *e;
+	struct core_reply r;
+	int64_t lease;
+
+	if (!name_ok(name_len) ||
+	    core_lease_effective(&table->config, lease_ms, &lease) != CORE_OK) {
+		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
+		return CORE_ERR_BADARG;
+	}
+	/* A lock not in memory is held by nobody: no entry is made for it. */
+	if ((e = entry_find(table, name, name_len)) != NULL)
+		reclaim(table, e, now);
+	if (e == NULL || table->rules->renew(&e->lock, handle, now, lease) !=
+	    CORE_OK) {
+		table->stats.conflicts++;
+		if (e == NULL) {
+			/* Name the lock in the reply all the same. */
+			memset(&r, 0, sizeof(r));
+			r.name = name;
+			r.name_len = name_len;
+			emit(table, CORE_REPLY_CONFLICT, session, tag, NULL, &r);
+		} else
+			reply_simple(table, CORE_REPLY_CONFLICT, session, tag,
+			    e);
+		return CORE_ERR_CONFLICT;
+	}
+	table->stats.renewed++;
+	timer_set(table, &e->timer, e->lock.expiry);
+	entry_dirty(table, e);
+	memset(&r, 0, sizeof(r));
+	r.fence = e->lock.fence;
+	r.lease_ms = e->lock.lease_ms;
+	emit(table, CORE_REPLY_RENEWED, session, tag, e, &r);
+	return CORE_OK;
+}
+
+enum core_status
+core_release(struct core_table *table, struct core_session *session,
+    const char *name, size_t name_len, struct core_handle handle,
+    uint64_t tag, core_time now)
+{
+	struct core_entry *e;
+	struct core_reply r;
+	uint64_t fence;
+
+	if (!name_ok(name_len)) {
+		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
+		return CORE_ERR_BADARG;
+	}
+	if ((e = entry_find(table, name, name_len)) != NULL)
+		reclaim(table, e, now);
+	fence = e != NULL ? e->lock.fence : 0;
+	if (e == NULL || !table->rules->release(&e->lock, handle)) {
+		memset(&r, 0, sizeof(r));
+		r.name = name;
+		r.name_len = name_len;
+		emit(table, CORE_REPLY_NOTHELD, session, tag, e, &r);
+		return CORE_OK;
+	}
+	table->stats.released++;
+	report_end(table, CORE_REPLY_RELEASED, session, tag, e, fence, now);
+	holding_ended(table, e);
+	hand_off(table, e, now);
+	return CORE_OK;
+}
+
+void
+core_status(struct core_table *table, const char *name, size_t name_len,
+    core_time now, struct core_lock_status *status)
+{
+	struct core_entry *e = entry_find(table, name, name_len);
+
+	memset(status, 0, sizeof(*status));
+	if (e == NULL)
+		return;
+	reclaim(table, e, now);
+	status->queue = e->queue_len;
+	if (e->lock.fence != 0) {
+		status->held = true;
+		status->fence = e->lock.fence;
+		status->ttl_ms = e->lock.expiry - now;
+	}
+}
+
+/* Releases a lease because its onclose session went away. */
+static void
+release_onclose(struct core_table *table, struct core_entry *e, core_time now)
+{
+	struct core_handle h = { e->lock.fence, e->lock.secret };
+
+	if (!table->rules->release(&e->lock, h)) {
+		unbind_owner(e);
+		return;
+	}
+	table->stats.released_onclose++;
+	report_end(table, CORE_EVENT_RELEASED_ONCLOSE, NULL, 0, e, h.fence,
+	    now);
+	holding_ended(table, e);
+	hand_off(table, e, now);
+}
+
+void
+core_disconnect(struct core_table *table, struct core_session *session,
+    core_time now)
+{
+	while (!link_empty(&session->waiters))
+		waiter_remove(table, container_of(session->waiters.next,
+		    struct core_waiter, session_link));
+	while (!link_empty(&session->onclose)) {
+		struct core_entry *e = container_of(session->onclose.next,
+		    struct core_entry, onclose_link);
+		/* An expired lease is reclaimed (and reported) as such. */
+		reclaim(table, e, now);
+		if (e->owner == session)
+			release_onclose(table, e, now);
+	}
+}
+
+void
+core_cancel_waiters(struct core_table *table, struct core_session *session,
+    enum core_reply_kind kind)
+{
+	while (!link_empty(&session->waiters)) {
+		struct core_waiter *w = container_of(session->waiters.next,
+		    struct core_waiter, session_link);
+		uint64_t tag = w->tag;
+		struct core_entry *e = w->entry;
+
+		waiter_remove(table, w);
+		reply_simple(table, kind, session, tag, e);
+	}
+}
+
+core_time
+core_next_deadline(const struct core_table *table)
+{
+	return table->heap_len ? table->heap[0]->when : CORE_NEVER;
+}
+
+core_time
+core_tick(struct core_table *table, core_time now)
+{
+	while (table->heap_len > 0 && table->heap[0]->when <= now) {
+		struct core_timer *t = table->heap[0];
+
+		timer_clear(table, t);
+		if (t->kind == TIMER_LEASE) {
+			reclaim(table, container_of(t, struct core_entry,
+			    timer), now);
+		} else {
+			struct core_waiter *w = container_of(t,
+			    struct core_waiter, timer);
+			struct core_session *s = w->session;
+			struct core_entry *e = w->entry;
+			uint64_t tag = w->tag;
+
+			waiter_remove(table, w);
+			table->stats.timeouts++;
+			reply_simple(table, CORE_REPLY_TIMEOUT, s, tag, e);
+		}
+	}
+	return core_next_deadline(table);
+}
+
+/* ---- durability ------------------------------------------------------- */
+
+size_t
+core_table_changes(struct core_table *table,
+    void (*record)(void *ctx, const char *name, size_t name_len,
+        const struct core_record *rec),
+    void *ctx, bool *hwm_changed)
+{
+	struct core_entry *e = table->changed, *next;
+	size_t n = 0;
+
+	table->changed = NULL;
+	for (; e != NULL; e = next) {
+		next = e->changed_next;
+		e->changed_next = NULL;
+		if (e->flags & ENTRY_DIRTY) {
+			struct core_record rec;
+			memset(&rec, 0, sizeof(rec));
+			if (e->lock.fence != 0) {
+				rec.fence = e->lock.fence;
+				rec.secret = e->lock.secret;
+				rec.expiry = e->lock.expiry;
+				rec.lease_ms = e->lock.lease_ms;
+				rec.onclose_release = e->owner != NULL;
+			}
+			if (record != NULL)
+				record(ctx, e->name, e->name_len,
+				    e->lock.fence != 0 ? &rec : NULL);
+			n++;
+		}
+		e->flags = 0;
+		if (entry_idle(e))
+			entry_drop(table, e);
+	}
+	if (hwm_changed != NULL)
+		*hwm_changed = table->hwm_changed;
+	table->hwm_changed = false;
+	return n;
+}
+
+void
+core_table_restore_hwm(struct core_table *table, uint64_t hwm)
+{
+	if (hwm > table->hwm)
+		table->hwm = hwm;
+}
+
+enum core_status
+core_table_restore(struct core_table *table, const char *name,
+    size_t name_len, const struct core_record *rec, core_time now)
+{
+	struct core_entry *e;
+
+	if (!name_ok(name_len))
+		return CORE_ERR_BADARG;
+	if ((e = entry_get(table, name, name_len)) == NULL)
+		return CORE_ERR_NOMEM;
+	e->flags &= (uint8_t)~ENTRY_DIRTY;
+
+	if (rec == NULL || rec->fence == 0) {
+		if (e->lock.fence != 0) {
+			unbind_owner(e);
+			timer_clear(table, &e->timer);
+			table->stats.held--;
+			memset(&e->lock, 0, sizeof(e->lock));
+		}
+		hand_off(table, e, now);
+		return CORE_OK;
+	}
+
+	core_table_restore_hwm(table, rec->fence);
+	if (e->lock.fence == rec->fence && e->lock.secret == rec->secret) {
+		/* The same holder (a renewal rolled back): keep its binding. */
+		e->lock.expiry = rec->expiry;
+		e->lock.lease_ms = rec->lease_ms;
+	} else {
+		if (e->lock.fence != 0)
+			unbind_owner(e);
+		else
+			table->stats.held++;
+		e->lock.fence = rec->fence;
+		e->lock.secret = rec->secret;
+		e->lock.expiry = rec->expiry;
+		e->lock.lease_ms = rec->lease_ms;
+		e->granted_at = now;
+		if (rec->onclose_release) {
+			/* Its connection is gone: release it as its close
+			 * would have, and make that durable. */
+			timer_set(table, &e->timer, e->lock.expiry);
+			release_onclose(table, e, now);
+			return CORE_OK;
+		}
+	}
+	timer_set(table, &e->timer, e->lock.expiry);
+	reclaim(table, e, now);
+	return CORE_OK;
+}

@@ -1,0 +1,374 @@
+/*
+ * config.c - parsing lockd's command line and config file.  Numbers take
+ * digits only; durations take the protocol's forms (1500, 30s, 5m).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "proto/proto.h"
+
+enum kind { K_STRING, K_DURATION, K_U32, K_SIZE, K_LEVEL, K_NONE };
+
+struct option {
+	const char *key;
+	enum kind kind;
+	size_t offset;
+	size_t size;          /* for strings */
+	const char *help;
+};
+
+#define STR(f) K_STRING, offsetof(struct config, f), \
+	sizeof(((struct config *)0)->f)
+#define NUM(k, f) k, offsetof(struct config, f), 0
+
+static const struct option options[] = {
+	{ "listen", STR(listen),
+	  "HOST:PORT  TCP address (default " CONFIG_DEFAULT_LISTEN
+	  "; port 0 picks a free one; \"none\" disables TCP)" },
+	{ "unix", STR(unix_path), "PATH       also listen on a Unix socket" },
+	{ "data-dir", STR(data_dir),
+	  "DIR        data directory (default $STATE_DIRECTORY, else "
+	  CONFIG_DEFAULT_DATA_DIR ")" },
+	{ "default-lease", NUM(K_DURATION, default_lease_ms),
+	  "D          lease when none is asked for (default 30s)" },
+	{ "max-lease", NUM(K_DURATION, max_lease_ms),
+	  "D          longest lease; longer ones are capped (default 5m)" },
+	{ "max-connections", NUM(K_U32, max_connections),
+	  "N          concurrent connections (default 10000)" },
+	{ "max-line", NUM(K_SIZE, max_line),
+	  "BYTES      longest request line (default 4096)" },
+	{ "max-output", NUM(K_SIZE, max_output),
+	  "BYTES      replies queued for a client that does not read, then "
+	  "it is cut off (default 1048576)" },
+	{ "max-held", NUM(K_U32, max_held),
+	  "N          held locks in all (default 4000000)" },
+	{ "max-waiters", NUM(K_U32, max_waiters),
+	  "N          waiting ACQUIREs in all (default 1000000)" },
+	{ "max-waiters-per-connection", NUM(K_U32, max_conn_waiters),
+	  "N          waiting ACQUIREs per connection (default 1024)" },
+	{ "map-size", NUM(K_SIZE, map_size),
+	  "BYTES      LMDB map size, the most the store can hold "
+	  "(default 1073741824)" },
+	{ "metrics-listen", STR(metrics_listen),
+	  "HOST:PORT  serve Prometheus metrics at /metrics (default off)" },
+	{ "config", STR(config_file),
+	  "FILE       read settings from FILE (same keys, key = value)" },
+	{ "log-level", NUM(K_LEVEL, log_level),
+	  "LEVEL      error|warn|info|debug (default info)" },
+};
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+static void
+usage(void)
+{
+	size_t i;
+
+	printf("usage: lockd [--KEY VALUE | --KEY=VALUE]...\n"
+	    "       lockd --help | --version\n\n");
+	for (i = 0; i < NOPTIONS; i++)
+		printf("  --%-27s %s\n", options[i].key, options[i].help);
+	printf("\nDurations D: 1500 (ms), 1500ms, 30s, 5m, 1h.\n"
+	    "The config file takes the same keys without the dashes.\n");
+}
+
+static bool
+parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		if (v > (max - (uint64_t)(*s - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
+static const struct option *
+find_option(const char *key, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < NOPTIONS; i++)
+		if (strlen(options[i].key) == len &&
+		    strncmp(options[i].key, key, len) == 0)
+			return &options[i];
+	return NULL;
+}
+
+static int
+apply(struct config *cfg, const struct option *o, const char *value,
+    char *err, size_t err_len)
+{
+	char *field = (char *)cfg + o->offset;
+	int64_t ms;
+	uint64_t n;
+	int level;
+
+	switch (o->kind) {
+	case K_STRING:
+		if (strlen(value) >= o->size) {
+			snprintf(err, err_len, "--%s: value too long", o->key);
+			return -1;
+		}
+		memcpy(field, value, strlen(value) + 1);
+		return 0;
+	case K_DURATION:
+		if (!proto_parse_duration(value, strlen(value), &ms)) {
+			snprintf(err, err_len, "--%s: bad duration '%s'",
+			    o->key, value);
+			return -1;
+		}
+		memcpy(field, &ms, sizeof(ms));
+		return 0;
+	case K_U32:
+		if (!parse_u64(value, UINT32_MAX, &n)) {
+			snprintf(err, err_len, "--%s: bad number '%s'",
+			    o->key, value);
+			return -1;
+		}
+		*(uint32_t *)(void *)field = (uint32_t)n;
+		return 0;
+	case K_SIZE:
+		if (!parse_u64(value, SIZE_MAX / 2, &n)) {
+			snprintf(err, err_len, "--%s: bad number '%s'",
+			    o->key, value);
+			return -1;
+		}
+		*(size_t *)(void *)field = (size_t)n;
+		return 0;
+	case K_LEVEL:
+		if ((level = log_level_parse(value)) < 0) {
+			snprintf(err, err_len, "--%s: bad level '%s'", o->key,
+			    value);
+			return -1;
+		}
+		*(int *)(void *)field = level;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static char *
+trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' ||
+	    end[-1] == '\n' || end[-1] == '\r'))
+		*--end = '\0';
+	return s;
+}
+
+static int
+load_file(struct config *cfg, const char *path, char *err, size_t err_len)
+{
+	char line[4096 + 64];
+	FILE *f = fopen(path, "r");
+	int lineno = 0;
+
+	if (f == NULL) {
+		snprintf(err, err_len, "--config: cannot open %s", path);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		const struct option *o;
+		char *s = trim(line), *sep, *key, *value;
+
+		lineno++;
+		if (*s == '\0' || *s == '#')
+			continue;
+		sep = strpbrk(s, "= \t");
+		if (sep == NULL) {
+			snprintf(err, err_len, "%s:%d: expected key = value",
+			    path, lineno);
+			goto fail;
+		}
+		key = s;
+		value = sep + 1;
+		*sep = '\0';
+		key = trim(key);
+		value = trim(value);
+		if (*value == '=')
+			value = trim(value + 1);
+		o = find_option(key, strlen(key));
+		if (o == NULL || strcmp(key, "config") == 0) {
+			snprintf(err, err_len, "%s:%d: unknown key '%s'", path,
+			    lineno, key);
+			goto fail;
+		}
+		if (apply(cfg, o, value, err, err_len) != 0)
+			goto fail;
+	}
+	fclose(f);
+	return 0;
+fail:
+	fclose(f);
+	return -1;
+}
+
+int
+config_split_hostport(const char *s, char *host, size_t host_len, int *port)
+{
+	const char *colon, *h = s;
+	size_t hl;
+	uint64_t p;
+
+	colon = strrchr(s, ':');
+	if (colon == NULL)
+		return -1;
+	hl = (size_t)(colon - s);
+	if (s[0] == '[') {
+		if (hl < 2 || s[hl - 1] != ']')
+			return -1;
+		h = s + 1;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= host_len || !parse_u64(colon + 1, 65535, &p))
+		return -1;
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	*port = (int)p;
+	return 0;
+}
+
+static void
+defaults(struct config *cfg)
+{
+	const char *state = getenv("STATE_DIRECTORY");
+
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->listen, sizeof(cfg->listen), "%s",
+	    CONFIG_DEFAULT_LISTEN);
+	/* systemd may pass several directories separated by ':'. */
+	if (state != NULL && *state != '\0')
+		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%.*s",
+		    (int)strcspn(state, ":"), state);
+	else
+		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s",
+		    CONFIG_DEFAULT_DATA_DIR);
+	cfg->default_lease_ms = 30 * 1000;
+	cfg->max_lease_ms = 5 * 60 * 1000;
+	cfg->max_connections = CONFIG_DEFAULT_MAX_CONNECTIONS;
+	cfg->max_line = PROTO_LINE_MAX_DEFAULT;
+	cfg->max_output = CONFIG_DEFAULT_MAX_OUTPUT;
+	cfg->max_held = CONFIG_DEFAULT_MAX_HELD;
+	cfg->max_waiters = CONFIG_DEFAULT_MAX_WAITERS;
+	cfg->max_conn_waiters = CONFIG_DEFAULT_MAX_CONN_WAITERS;
+	cfg->map_size = CONFIG_DEFAULT_MAP_SIZE;
+	cfg->log_level = LOG_INFO;
+}
+
+/* Walks argv; with only_config set, applies --config alone. */
+static enum config_result
+parse_args(struct config *cfg, int argc, char **argv, bool only_config,
+    char *err, size_t err_len)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i], *eq, *value;
+		const struct option *o;
+		size_t klen;
+
+		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+			if (!only_config)
+				usage();
+			return CONFIG_EXIT_OK;
+		}
+		if (strcmp(arg, "--version") == 0) {
+			if (!only_config)
+				printf("lockd %s\n", LOCKD_VERSION);
+			return CONFIG_EXIT_OK;
+		}
+		if (strncmp(arg, "--", 2) != 0) {
+			snprintf(err, err_len, "unexpected argument '%s'", arg);
+			return CONFIG_ERROR;
+		}
+		eq = strchr(arg + 2, '=');
+		klen = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+		if ((o = find_option(arg + 2, klen)) == NULL) {
+			snprintf(err, err_len, "unknown flag '%.*s'",
+			    (int)(klen + 2), arg);
+			return CONFIG_ERROR;
+		}
+		if (eq != NULL) {
+			value = eq + 1;
+		} else if (i + 1 < argc) {
+			value = argv[++i];
+		} else {
+			snprintf(err, err_len, "--%s needs a value", o->key);
+			return CONFIG_ERROR;
+		}
+		if (only_config != (strcmp(o->key, "config") == 0))
+			continue;
+		if (apply(cfg, o, value, err, err_len) != 0)
+			return CONFIG_ERROR;
+	}
+	return CONFIG_OK;
+}
+
+enum config_result
+config_load(struct config *cfg, int argc, char **argv, char *err,
+    size_t err_len)
+{
+	enum config_result r;
+	char host[256];
+	int port;
+
+	defaults(cfg);
+	if ((r = parse_args(cfg, argc, argv, true, err, err_len)) != CONFIG_OK)
+		return r == CONFIG_EXIT_OK ?
+		    parse_args(cfg, argc, argv, false, err, err_len) : r;
+	if (cfg->config_file[0] != '\0' &&
+	    load_file(cfg, cfg->config_file, err, err_len) != 0)
+		return CONFIG_ERROR;
+	if ((r = parse_args(cfg, argc, argv, false, err, err_len)) != CONFIG_OK)
+		return r;
+	if (cfg->max_lease_ms <= 0) {
+		snprintf(err, err_len, "--max-lease must be positive");
+		return CONFIG_ERROR;
+	}
+	if (cfg->default_lease_ms <= 0 ||
+	    cfg->default_lease_ms > cfg->max_lease_ms) {
+		snprintf(err, err_len,
+		    "--default-lease must be positive and at most --max-lease");
+		return CONFIG_ERROR;
+	}
+	if (cfg->max_line < 64 || cfg->max_line > (1u << 20)) {
+		snprintf(err, err_len, "--max-line must be 64 to 1048576");
+		return CONFIG_ERROR;
+	}
+	if (strcmp(cfg->listen, "none") == 0)
+		cfg->listen[0] = '\0';
+	if (cfg->listen[0] != '\0' &&
+	    config_split_hostport(cfg->listen, host, sizeof(host), &port) != 0) {
+		snprintf(err, err_len, "--listen: bad address '%s'",
+		    cfg->listen);
+		return CONFIG_ERROR;
+	}
+	if (cfg->metrics_listen[0] != '\0' &&
+	    config_split_hostport(cfg->metrics_listen, host, sizeof(host),
+	    &port) != 0) {
+		snprintf(err, err_len, "--metrics-listen: bad address '%s'",
+		    cfg->metrics_listen);
+		return CONFIG_ERROR;
+	}
+	if (cfg->listen[0] == '\0' && cfg->unix_path[0] == '\0') {
+		snprintf(err, err_len, "nothing to listen on");
+		return CONFIG_ERROR;
+	}
+	return CONFIG_OK;
+}

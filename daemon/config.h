@@ -1,0 +1,55 @@
+/*
+ * config.h - lockd's settings: the command line of the spec, plus an
+ * optional config file with the same keys ("key = value" lines, '#'
+ * comments).  Every limit of the daemon is named and defaulted here.
+ */
+#ifndef LOCKD_CONFIG_H
+#define LOCKD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LOCKD_VERSION "0.1.0"
+
+#define CONFIG_DEFAULT_LISTEN "127.0.0.1:7420"
+#define CONFIG_DEFAULT_DATA_DIR "./lockd-data"
+#define CONFIG_DEFAULT_MAX_CONNECTIONS 10000
+#define CONFIG_DEFAULT_MAX_OUTPUT (1u << 20)          /* 1 MiB */
+#define CONFIG_DEFAULT_MAX_HELD 4000000
+#define CONFIG_DEFAULT_MAX_WAITERS 1000000
+#define CONFIG_DEFAULT_MAX_CONN_WAITERS 1024
+#define CONFIG_DEFAULT_MAP_SIZE ((size_t)1 << 30)     /* 1 GiB */
+
+struct config {
+	char listen[300];          /* HOST:PORT, [V6]:PORT; "" = none */
+	char unix_path[108];
+	char data_dir[4096];
+	char metrics_listen[300];
+	char config_file[4096];
+	int64_t default_lease_ms;
+	int64_t max_lease_ms;
+	uint32_t max_connections;
+	size_t max_line;
+	size_t max_output;
+	uint32_t max_held;
+	uint32_t max_waiters;
+	uint32_t max_conn_waiters;
+	size_t map_size;
+	int log_level;
+};
+
+enum config_result { CONFIG_OK, CONFIG_EXIT_OK, CONFIG_ERROR };
+
+/*
+ * Fills cfg from defaults, the config file (--config) and the arguments, in
+ * that order.  --help and --version print and return CONFIG_EXIT_OK.  On a
+ * bad flag or value returns CONFIG_ERROR with a one-line message in err.
+ */
+enum config_result config_load(struct config *cfg, int argc, char **argv,
+    char *err, size_t err_len);
+
+/* Splits "HOST:PORT" or "[V6]:PORT"; returns -1 when malformed. */
+int config_split_hostport(const char *s, char *host, size_t host_len,
+    int *port);
+
+#endif

@@ -1,0 +1,445 @@
+/*
+ * server.c - the libuv side of lockd: listeners, connections, the one
+ * deadline timer, signals.  The only file that touches sockets.  It moves
+ * bytes between the sockets and the service (service.c) and decides when a
+ * loop pass ends: then the pass's changes are committed in one transaction
+ * and the replies that waited for it are written.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "core/list.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+#define READ_BUFFER 65536
+#define COMMIT_RETRY_MS 100   /* after a failed commit */
+#define SHUTDOWN_GRACE_MS 2000
+
+struct conn {
+	union {
+		uv_handle_t handle;
+		uv_stream_t stream;
+		uv_tcp_t tcp;
+		uv_pipe_t pipe;
+	} h;                      /* first: libuv hands back this pointer */
+	struct server *srv;
+	struct service_conn sc;
+	uv_write_t write_req;
+	char *writing;            /* the buffer in flight, owned by us */
+	bool closing;
+};
+
+static void flush_conn(struct conn *c);
+static void end_of_pass(struct server *srv);
+static void maybe_finish(struct server *srv);
+
+static char read_buffer[READ_BUFFER];
+
+/* ---- connections ------------------------------------------------------ */
+
+static void
+on_conn_closed(uv_handle_t *h)
+{
+	struct conn *c = (struct conn *)h;
+
+	free(c->writing);
+	free(c);
+}
+
+static void
+conn_close(struct conn *c)
+{
+	struct server *srv = c->srv;
+
+	if (c->closing)
+		return;
+	c->closing = true;
+	/* The service lets go at once: waiters leave their queues and
+	 * onclose leases are released now, not when libuv gets round to it. */
+	service_conn_close(&srv->svc, &c->sc);
+	srv->connections--;
+	uv_close(&c->h.handle, on_conn_closed);
+	maybe_finish(srv);
+}
+
+static void
+on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	(void)h;
+	(void)hint;
+	/* One buffer serves every connection: a read is consumed before the
+	 * next one starts; a partial line is copied out by the service. */
+	*buf = uv_buf_init(read_buffer, sizeof(read_buffer));
+}
+
+static void
+on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct conn *c = (struct conn *)stream;
+
+	if (nread < 0) {
+		conn_close(c);
+		return;
+	}
+	if (nread == 0)
+		return;
+	service_conn_feed(&c->srv->svc, &c->sc, buf->base, (size_t)nread);
+	if (c->sc.quit || c->sc.overflow)
+		uv_read_stop(stream);
+}
+
+static void
+on_written(uv_write_t *req, int status)
+{
+	struct conn *c = req->data;
+
+	free(c->writing);
+	c->writing = NULL;
+	if (c->closing)
+		return;
+	if (status < 0) {
+		conn_close(c);
+		return;
+	}
+	flush_conn(c);
+}
+
+/* Writes what the service has for c: at once if the socket takes it,
+ * else from a buffer we keep until libuv is done with it. */
+static void
+flush_conn(struct conn *c)
+{
+	struct service_buf *out = &c->sc.out;
+	uv_buf_t buf;
+	int n;
+
+	if (c->closing)
+		return;
+	if (c->sc.overflow) {
+		conn_close(c);
+		return;
+	}
+	if (c->writing != NULL)
+		return;
+	if (out->len > 0) {
+		buf = uv_buf_init(out->data, (unsigned int)out->len);
+		n = uv_try_write(&c->h.stream, &buf, 1);
+		if (n > 0)
+			service_conn_written(&c->sc, (size_t)n);
+		else if (n != UV_EAGAIN && n != UV_ENOSYS) {
+			conn_close(c);
+			return;
+		}
+	}
+	if (out->len > 0) {
+		/* Take the buffer over; the service starts a new one. */
+		c->writing = out->data;
+		buf = uv_buf_init(out->data, (unsigned int)out->len);
+		memset(out, 0, sizeof(*out));
+		c->write_req.data = c;
+		if (uv_write(&c->write_req, &c->h.stream, &buf, 1,
+		    on_written) != 0) {
+			conn_close(c);
+			return;
+		}
+		return;
+	}
+	if (c->sc.quit && c->sc.slots_head == NULL)
+		conn_close(c);
+	else if (c->srv->stopping && c->sc.slots_head == NULL)
+		conn_close(c);
+}
+
+static void
+refuse(uv_stream_t *stream, const char *line)
+{
+	uv_buf_t buf = uv_buf_init((char *)line, (unsigned int)strlen(line));
+
+	uv_try_write(stream, &buf, 1);
+}
+
+static void
+on_connection(uv_stream_t *listener, int status)
+{
+	struct server *srv = listener->data;
+	struct conn *c;
+	int rc;
+
+	if (status < 0) {
+		log_event(LOG_WARN, "accept_error", "error=\"%s\"",
+		    uv_strerror(status));
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return;
+	c->srv = srv;
+	if (listener->type == UV_TCP)
+		rc = uv_tcp_init(srv->loop, &c->h.tcp);
+	else
+		rc = uv_pipe_init(srv->loop, &c->h.pipe, 0);
+	if (rc != 0) {
+		free(c);
+		return;
+	}
+	if (uv_accept(listener, &c->h.stream) != 0) {
+		uv_close(&c->h.handle, on_conn_closed);
+		return;
+	}
+	if (srv->stopping || srv->connections >= srv->cfg->max_connections) {
+		if (!srv->stopping)
+			log_event(LOG_WARN, "limit", "kind=connections max=%u",
+			    srv->cfg->max_connections);
+		srv->svc.stats.protocol_errors[PROTO_ERR_LIMIT]++;
+		refuse(&c->h.stream, srv->stopping ?
+		    "ERR SHUTDOWN server is stopping\r\n" :
+		    "ERR LIMIT too many connections\r\n");
+		uv_close(&c->h.handle, on_conn_closed);
+		return;
+	}
+	if (listener->type == UV_TCP)
+		uv_tcp_nodelay(&c->h.tcp, 1);
+	service_conn_open(&srv->svc, &c->sc);
+	srv->connections++;
+	uv_read_start(&c->h.stream, on_alloc, on_read);
+}
+
+/* ---- the end of a loop pass ------------------------------------------- */
+
+static core_time
+mono_now(struct server *srv)
+{
+	return srv->svc.clock.mono(srv->svc.clock.ctx);
+}
+
+static void on_timer(uv_timer_t *t);
+
+/* Commits the pass's changes, writes the replies, re-arms the timer. */
+static void
+end_of_pass(struct server *srv)
+{
+	struct service_conn *sc;
+	core_time deadline, now;
+
+	service_commit(&srv->svc);
+	while ((sc = service_next_ready(&srv->svc)) != NULL)
+		flush_conn(container_of(sc, struct conn, sc));
+	if (srv->finished)
+		return;
+
+	deadline = core_next_deadline(&srv->svc.table);
+	now = mono_now(srv);
+	if (service_commit_pending(&srv->svc) && deadline > now +
+	    COMMIT_RETRY_MS)
+		deadline = now + COMMIT_RETRY_MS;
+	if (deadline == CORE_NEVER) {
+		uv_timer_stop(&srv->timer);
+		return;
+	}
+	/* The commit may have blocked: libuv's cached time is stale. */
+	uv_update_time(srv->loop);
+	uv_timer_start(&srv->timer, on_timer,
+	    deadline > now ? (uint64_t)(deadline - now) : 0, 0);
+}
+
+static void
+on_timer(uv_timer_t *t)
+{
+	struct server *srv = t->data;
+
+	service_tick(&srv->svc);
+	/* libuv polls before it runs check handles again: finish now. */
+	end_of_pass(srv);
+}
+
+static void
+on_check(uv_check_t *check)
+{
+	end_of_pass(check->data);
+}
+
+/* ---- stopping --------------------------------------------------------- */
+
+static void
+close_all(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (h->type == UV_TCP || h->type == UV_NAMED_PIPE) {
+		struct server *srv = h->loop->data;
+		if (h == (uv_handle_t *)&srv->tcp ||
+		    h == (uv_handle_t *)&srv->unix_listener)
+			return;
+		conn_close((struct conn *)h);
+		return;
+	}
+}
+
+/* Once stopping and every connection is gone, the loop's own handles go
+ * too and uv_run returns. */
+static void
+maybe_finish(struct server *srv)
+{
+	if (!srv->stopping || srv->connections > 0 || srv->finished)
+		return;
+	srv->finished = true;
+	service_commit(&srv->svc);
+	uv_close((uv_handle_t *)&srv->timer, NULL);
+	uv_close((uv_handle_t *)&srv->check, NULL);
+	uv_close((uv_handle_t *)&srv->grace, NULL);
+}
+
+static void
+on_grace_over(uv_timer_t *t)
+{
+	/* Clients that do not take their last replies are cut off. */
+	uv_walk(t->loop, close_all, NULL);
+}
+
+static void
+on_signal(uv_signal_t *sig, int signum)
+{
+	struct server *srv = sig->data;
+	struct core_link *l, *next;
+
+	if (srv->stopping)
+		return;
+	srv->stopping = true;
+	log_event(LOG_INFO, "stopping", "signal=%s connections=%u",
+	    signum == SIGTERM ? "TERM" : "INT", srv->connections);
+	if (srv->has_tcp)
+		uv_close((uv_handle_t *)&srv->tcp, NULL);
+	if (srv->has_unix)
+		uv_close((uv_handle_t *)&srv->unix_listener, NULL);
+	uv_close((uv_handle_t *)&srv->sigterm, NULL);
+	uv_close((uv_handle_t *)&srv->sigint, NULL);
+	if (srv->on_stopping != NULL)
+		srv->on_stopping(srv);
+	/* Waiters are told ERR SHUTDOWN; pending commits finish; then every
+	 * connection closes as soon as its replies are written. */
+	service_shutdown(&srv->svc);
+	end_of_pass(srv);
+	uv_timer_init(srv->loop, &srv->grace);
+	srv->grace.data = srv;
+	uv_timer_start(&srv->grace, on_grace_over, SHUTDOWN_GRACE_MS, 0);
+	/* Idle connections close now; busy ones once their replies are out. */
+	for (l = srv->svc.conns.next; l != &srv->svc.conns; l = next) {
+		next = l->next;
+		flush_conn(container_of(container_of(l, struct service_conn,
+		    all_link), struct conn, sc));
+	}
+	maybe_finish(srv);
+}
+
+/* ---- listeners -------------------------------------------------------- */
+
+static int
+listen_tcp(struct server *srv, const char *hostport)
+{
+	struct sockaddr_storage addr;
+	char host[256], shown[300];
+	int port, rc, len = sizeof(addr);
+
+	if (config_split_hostport(hostport, host, sizeof(host), &port) != 0)
+		return UV_EINVAL;
+	if (strchr(host, ':') != NULL)
+		rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
+	else
+		rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+	if (rc != 0)
+		return rc;
+	if ((rc = uv_tcp_init(srv->loop, &srv->tcp)) != 0)
+		return rc;
+	srv->tcp.data = srv;
+	srv->has_tcp = true;
+	if ((rc = uv_tcp_bind(&srv->tcp, (struct sockaddr *)&addr, 0)) != 0 ||
+	    (rc = uv_listen((uv_stream_t *)&srv->tcp, 1024,
+	    on_connection)) != 0)
+		return rc;
+	uv_tcp_getsockname(&srv->tcp, (struct sockaddr *)&addr, &len);
+	if (addr.ss_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&addr;
+		uv_ip6_name(a, host, sizeof(host));
+		snprintf(shown, sizeof(shown), "[%s]:%d", host,
+		    ntohs(a->sin6_port));
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&addr;
+		uv_ip4_name(a, host, sizeof(host));
+		snprintf(shown, sizeof(shown), "%s:%d", host,
+		    ntohs(a->sin_port));
+	}
+	srv->port = port == 0 ? atoi(strrchr(shown, ':') + 1) : port;
+	log_event(LOG_INFO, "listen", "addr=%s msg=\"listening on %s\"",
+	    shown, shown);
+	return 0;
+}
+
+static int
+listen_unix(struct server *srv, const char *path)
+{
+	int rc;
+
+	if ((rc = uv_pipe_init(srv->loop, &srv->unix_listener, 0)) != 0)
+		return rc;
+	srv->unix_listener.data = srv;
+	srv->has_unix = true;
+	unlink(path);   /* a stale socket of an earlier run; the data
+			 * directory lock already proved we are alone */
+	if ((rc = uv_pipe_bind(&srv->unix_listener, path)) != 0 ||
+	    (rc = uv_listen((uv_stream_t *)&srv->unix_listener, 1024,
+	    on_connection)) != 0)
+		return rc;
+	log_event(LOG_INFO, "listen", "unix=%s msg=\"listening on %s\"",
+	    path, path);
+	return 0;
+}
+
+int
+server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
+{
+	int rc;
+
+	srv->loop = loop;
+	srv->cfg = cfg;
+	loop->data = srv;
+	signal(SIGPIPE, SIG_IGN);
+	uv_timer_init(loop, &srv->timer);
+	srv->timer.data = srv;
+	uv_check_init(loop, &srv->check);
+	srv->check.data = srv;
+	uv_check_start(&srv->check, on_check);
+	uv_signal_init(loop, &srv->sigterm);
+	uv_signal_init(loop, &srv->sigint);
+	srv->sigterm.data = srv->sigint.data = srv;
+	uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&srv->sigint, on_signal, SIGINT);
+
+	if (cfg->listen[0] != '\0' && (rc = listen_tcp(srv, cfg->listen)) != 0) {
+		log_event(LOG_ERROR, "listen_error", "addr=%s error=\"%s\"",
+		    cfg->listen, uv_strerror(rc));
+		return rc;
+	}
+	if (cfg->unix_path[0] != '\0' &&
+	    (rc = listen_unix(srv, cfg->unix_path)) != 0) {
+		log_event(LOG_ERROR, "listen_error", "unix=%s error=\"%s\"",
+		    cfg->unix_path, uv_strerror(rc));
+		return rc;
+	}
+	/* The deadlines recovered from the store. */
+	end_of_pass(srv);
+	return 0;
+}
+
+int
+server_run(struct server *srv)
+{
+	int rc = uv_run(srv->loop, UV_RUN_DEFAULT);
+
+	if (srv->cfg->unix_path[0] != '\0')
+		unlink(srv->cfg->unix_path);
+	return rc;
+}

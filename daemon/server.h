@@ -1,0 +1,39 @@
+/*
+ * server.h - the libuv event loop around the service: listeners,
+ * connections, the deadline timer, group commit at the end of each pass,
+ * signals.
+ */
+#ifndef LOCKD_SERVER_H
+#define LOCKD_SERVER_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "daemon/config.h"
+#include "daemon/service.h"
+
+struct server {
+	uv_loop_t *loop;
+	const struct config *cfg;
+	struct service svc;         /* opened by the caller before server_init */
+	uv_tcp_t tcp;
+	uv_pipe_t unix_listener;
+	bool has_tcp, has_unix;
+	int port;                   /* the TCP port bound */
+	uv_timer_t timer;           /* the one timer: the next core deadline */
+	uv_timer_t grace;           /* bounds a clean stop */
+	uv_check_t check;           /* the end of each loop pass */
+	uv_signal_t sigterm, sigint;
+	uint32_t connections;
+	bool stopping;
+	bool finished;               /* the loop's handles are closing */
+	void (*on_stopping)(struct server *srv);  /* e.g. sd_notify */
+};
+
+/* Starts listening; returns 0 or a libuv error (already logged). */
+int server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg);
+
+/* Runs until a signal has stopped everything. */
+int server_run(struct server *srv);
+
+#endif

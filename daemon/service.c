@@ -1,0 +1,980 @@
+/*
+ * service.c - request handling, reply ordering, group commit and recovery,
+ * over an abstract clock and store.  No sockets, no libuv, no threads: the
+ * server (server.c) and the simulator (tests/sim) both drive this file.
+ *
+ * Replies leave in request order.  A reply that can go at once is appended
+ * to the connection's output; one that cannot - an ACQUIRE still waiting, a
+ * GRANTED or RENEWED whose state is not yet on disk, or anything behind
+ * those - waits in a slot.  Each GRANTED/RENEWED slot names the batch that
+ * must be durable before it may leave; service_commit() makes it so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/list.h"
+#include "daemon/log.h"
+#include "daemon/service.h"
+
+/* A reply waiting for its turn, or for its batch to be committed. */
+struct service_slot {
+	struct service_slot *next;
+	uint64_t seq;            /* the request's number on its connection */
+	uint64_t batch;          /* must be durable first; 0: none */
+	bool resolved;           /* the text is there */
+	uint16_t len;
+	char text[PROTO_REPLY_MAX];
+};
+
+/* The durable record of one held lock, as stored (little-endian):
+ *   0 version, 1 flags (bit 0: onclose=release), 2..7 zero,
+ *   8 fence, 16 secret, 24 lease ms, 32 expiry on the boot clock,
+ *   40 expiry on the wall clock (ms since the epoch), 48..63 boot id. */
+#define RECORD_VERSION 1
+#define RECORD_SIZE 64
+
+static void
+put64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t
+get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static void
+record_encode(const struct service *svc, const struct core_record *rec,
+    core_time now, int64_t wall_now, unsigned char out[RECORD_SIZE])
+{
+	memset(out, 0, RECORD_SIZE);
+	out[0] = RECORD_VERSION;
+	out[1] = rec->onclose_release ? 1 : 0;
+	put64(out + 8, rec->fence);
+	put64(out + 16, rec->secret);
+	put64(out + 24, (uint64_t)rec->lease_ms);
+	put64(out + 32, (uint64_t)rec->expiry);
+	put64(out + 40, (uint64_t)(wall_now + (rec->expiry - now)));
+	memcpy(out + 48, svc->clock.boot_id, 16);
+}
+
+/*
+ * Decodes a stored record into the core's terms.  Within the boot that
+ * wrote it the boot-clock expiry stands, untouched by wall-clock steps;
+ * after a reboot only the wall-clock expiry is known, and no lease may then
+ * run longer than the maximum lease from now.
+ */
+static bool
+record_decode(const struct service *svc, const void *val, size_t len,
+    core_time now, int64_t wall_now, struct core_record *rec)
+{
+	const unsigned char *p = val;
+	int64_t max = svc->config.core.max_lease_ms;
+
+	if (len != RECORD_SIZE || p[0] != RECORD_VERSION)
+		return false;
+	memset(rec, 0, sizeof(*rec));
+	rec->onclose_release = (p[1] & 1) != 0;
+	rec->fence = get64(p + 8);
+	rec->secret = get64(p + 16);
+	rec->lease_ms = (int64_t)get64(p + 24);
+	if (rec->fence == 0 || rec->fence > CORE_FENCE_MAX)
+		return false;
+	if (memcmp(p + 48, svc->clock.boot_id, 16) == 0) {
+		rec->expiry = (core_time)get64(p + 32);
+	} else {
+		int64_t left = (int64_t)get64(p + 40) - wall_now;
+		rec->expiry = now + (left < 0 ? 0 : left);
+	}
+	if (rec->expiry > now + max)
+		rec->expiry = now + max;
+	return true;
+}
+
+/* ---- buffers ---------------------------------------------------------- */
+
+static bool
+buf_append(struct service_buf *b, const char *data, size_t len)
+{
+	if (b->len + len > b->cap) {
+		size_t cap = b->cap ? b->cap : 512;
+		char *p;
+		while (cap < b->len + len)
+			cap *= 2;
+		if ((p = realloc(b->data, cap)) == NULL)
+			return false;
+		b->data = p;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	return true;
+}
+
+static void
+buf_free(struct service_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
+/* ---- reply delivery --------------------------------------------------- */
+
+static void
+mark_ready(struct service *svc, struct service_conn *conn)
+{
+	if (link_empty(&conn->ready_link))
+		link_append(&svc->ready, &conn->ready_link);
+}
+
+static void
+check_output_cap(struct service *svc, struct service_conn *conn)
+{
+	if (conn->overflow ||
+	    conn->out.len + conn->slots_bytes <= svc->config.max_output)
+		return;
+	conn->overflow = true;
+	svc->stats.output_overflows++;
+	log_event(LOG_WARN, "limit", "kind=output conn=%llu bytes=%zu",
+	    (unsigned long long)conn->session.id,
+	    conn->out.len + conn->slots_bytes);
+	mark_ready(svc, conn);
+}
+
+/* Moves the writable prefix of the slots to the output. */
+static void
+advance(struct service *svc, struct service_conn *conn)
+{
+	struct service_slot *s;
+	bool moved = false;
+
+	while ((s = conn->slots_head) != NULL && s->resolved &&
+	    s->batch <= svc->durable_seq) {
+		if (!conn->overflow && !buf_append(&conn->out, s->text, s->len))
+			conn->overflow = true;
+		conn->slots_head = s->next;
+		if (conn->slots_head == NULL)
+			conn->slots_tail = NULL;
+		conn->slots_bytes -= sizeof(*s);
+		free(s);
+		moved = true;
+	}
+	if (s != NULL && s->resolved && s->batch > svc->durable_seq) {
+		if (link_empty(&conn->waiting_link))
+			link_append(&svc->waiting, &conn->waiting_link);
+	} else if (!link_empty(&conn->waiting_link)) {
+		link_remove(&conn->waiting_link);
+	}
+	if (moved || conn->overflow)
+		mark_ready(svc, conn);
+}
+
+static struct service_slot *
+slot_add(struct service *svc, struct service_conn *conn, uint64_t seq)
+{
+	struct service_slot *s = malloc(sizeof(*s));
+
+	if (s == NULL) {
+		/* Without a slot the reply order cannot be kept: give up on
+		 * this client rather than answer out of order. */
+		conn->overflow = true;
+		mark_ready(svc, conn);
+		return NULL;
+	}
+	s->next = NULL;
+	s->seq = seq;
+	s->batch = 0;
+	s->resolved = false;
+	s->len = 0;
+	if (conn->slots_tail != NULL)
+		conn->slots_tail->next = s;
+	else
+		conn->slots_head = s;
+	conn->slots_tail = s;
+	conn->slots_bytes += sizeof(*s);
+	check_output_cap(svc, conn);
+	return s;
+}
+
+/*
+ * Delivers the reply text of request `seq` on conn.  `batch` is the batch
+ * that must be durable first (0: none).
+ */
+static void
+deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
+    uint64_t batch, const char *text, size_t len)
+{
+	struct service_slot *s;
+
+	if (conn->overflow)
+		return;
+	if (conn->slots_head == NULL && batch == 0) {
+		/* The common case: nothing ahead of it, nothing to wait for. */
+		if (!buf_append(&conn->out, text, len))
+			conn->overflow = true;
+		mark_ready(svc, conn);
+		check_output_cap(svc, conn);
+		return;
+	}
+	for (s = conn->slots_head; s != NULL; s = s->next)
+		if (s->seq == seq)
+			break;
+	if (s == NULL && (s = slot_add(svc, conn, seq)) == NULL)
+		return;
+	memcpy(s->text, text, len);
+	s->len = (uint16_t)len;
+	s->batch = batch;
+	s->resolved = true;
+	advance(svc, conn);
+}
+
+/* Routes a reply for request `seq` of conn: the request being executed
+ * answers in place; others (a queued ACQUIRE) find their slot. */
+static void
+answer(struct service *svc, struct service_conn *conn, uint64_t seq,
+    uint64_t batch, const char *text, size_t len)
+{
+	if (conn == svc->current && seq == svc->current_seq)
+		svc->current_answered = true;
+	deliver(svc, conn, seq, batch, text, len);
+}
+
+static void
+answer_error(struct service *svc, struct service_conn *conn, uint64_t seq,
+    enum proto_error_code code, const char *text)
+{
+	char line[PROTO_REPLY_MAX];
+	size_t n = proto_format_error(line, sizeof(line), code, text);
+
+	svc->stats.protocol_errors[code]++;
+	answer(svc, conn, seq, 0, line, n);
+}
+
+static const char *
+limit_text(enum core_limit_kind kind)
+{
+	switch (kind) {
+	case CORE_LIMIT_HELD:
+		return "too many held locks";
+	case CORE_LIMIT_WAITERS:
+		return "too many waiters";
+	case CORE_LIMIT_SESSION_WAITERS:
+		return "too many waiters on this connection";
+	default:
+		return "limit reached";
+	}
+}
+
+/* The core's sink: every answer and event of the lock table comes here. */
+static void
+on_core_reply(void *ctx, const struct core_reply *r)
+{
+	struct service *svc = ctx;
+	struct service_conn *conn;
+	char line[PROTO_REPLY_MAX];
+	uint64_t batch = 0;
+	size_t n = 0;
+
+	switch (r->kind) {
+	case CORE_EVENT_RECLAIMED:
+		log_event(LOG_INFO, "reclaim", "name=%.*s fence=%llu held_ms=%lld",
+		    (int)r->name_len, r->name, (unsigned long long)r->fence,
+		    (long long)r->held_ms);
+		return;
+	case CORE_EVENT_RELEASED_ONCLOSE:
+		log_event(LOG_DEBUG, "release_onclose", "name=%.*s fence=%llu",
+		    (int)r->name_len, r->name, (unsigned long long)r->fence);
+		return;
+	default:
+		break;
+	}
+	conn = container_of(r->session, struct service_conn, session);
+	switch (r->kind) {
+	case CORE_REPLY_GRANTED: {
+		struct proto_handle h = { r->fence, r->secret };
+		n = proto_format_granted(line, sizeof(line), r->name,
+		    r->name_len, h, r->lease_ms);
+		batch = svc->batch_seq;
+		svc->commit_needed = true;
+		break;
+	}
+	case CORE_REPLY_RENEWED:
+		n = proto_format_renewed(line, sizeof(line), r->name,
+		    r->name_len, r->fence, r->lease_ms);
+		batch = svc->batch_seq;
+		svc->commit_needed = true;
+		break;
+	case CORE_REPLY_RELEASED:
+		n = proto_format_released(line, sizeof(line), r->name,
+		    r->name_len);
+		break;
+	case CORE_REPLY_NOTHELD:
+		n = proto_format_notheld(line, sizeof(line), r->name,
+		    r->name_len);
+		break;
+	case CORE_REPLY_HELD:
+		n = proto_format_held(line, sizeof(line), r->name, r->name_len);
+		break;
+	case CORE_REPLY_TIMEOUT:
+		answer_error(svc, conn, r->tag, PROTO_ERR_TIMEOUT,
+		    "lock not acquired within wait");
+		return;
+	case CORE_REPLY_CONFLICT:
+		answer_error(svc, conn, r->tag, PROTO_ERR_CONFLICT,
+		    "handle is not the current holder's");
+		return;
+	case CORE_REPLY_OVERFLOW:
+		log_event(LOG_ERROR, "overflow", "name=%.*s",
+		    (int)r->name_len, r->name);
+		answer_error(svc, conn, r->tag, PROTO_ERR_OVERFLOW,
+		    "fence counter exhausted");
+		return;
+	case CORE_REPLY_LIMIT:
+		log_event(LOG_WARN, "limit", "kind=%s conn=%llu",
+		    r->limit == CORE_LIMIT_HELD ? "held" :
+		    r->limit == CORE_LIMIT_WAITERS ? "waiters" :
+		    "connection_waiters", (unsigned long long)conn->session.id);
+		answer_error(svc, conn, r->tag, PROTO_ERR_LIMIT,
+		    limit_text(r->limit));
+		return;
+	case CORE_REPLY_NOMEM:
+		log_event(LOG_ERROR, "nomem", "conn=%llu",
+		    (unsigned long long)conn->session.id);
+		answer_error(svc, conn, r->tag, PROTO_ERR_UNAVAILABLE,
+		    "out of memory");
+		return;
+	case CORE_REPLY_BADARG:
+		answer_error(svc, conn, r->tag, PROTO_ERR_BADARG,
+		    "bad argument");
+		return;
+	case CORE_REPLY_SHUTDOWN:
+		answer_error(svc, conn, r->tag, PROTO_ERR_SHUTDOWN,
+		    "server is stopping");
+		return;
+	default:
+		return;
+	}
+	answer(svc, conn, r->tag, batch, line, n);
+}
+
+/* ---- commands --------------------------------------------------------- */
+
+static void
+cmd_acquire(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	struct core_acquire_args args = {
+		.lease_ms = req->has_lease ? req->lease_ms : 0,
+		.wait_ms = req->has_wait ? req->wait_ms : CORE_WAIT_FOREVER,
+		.onclose_release = req->onclose == PROTO_ONCLOSE_RELEASE,
+	};
+
+	core_acquire(&svc->table, &conn->session, req->name, req->name_len,
+	    &args, seq, now);
+}
+
+static void
+cmd_try(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	core_try(&svc->table, &conn->session, req->name, req->name_len,
+	    req->has_lease ? req->lease_ms : 0,
+	    req->onclose == PROTO_ONCLOSE_RELEASE, seq, now);
+}
+
+static struct core_handle
+handle_of(const struct proto_request *req)
+{
+	struct core_handle h = { req->handle.fence, req->handle.secret };
+	return h;
+}
+
+static void
+cmd_renew(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	core_renew(&svc->table, &conn->session, req->name, req->name_len,
+	    handle_of(req), req->has_lease ? req->lease_ms : 0, seq, now);
+}
+
+static void
+cmd_release(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	core_release(&svc->table, &conn->session, req->name, req->name_len,
+	    handle_of(req), seq, now);
+}
+
+static void
+cmd_status(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	struct core_lock_status st;
+	char line[PROTO_REPLY_MAX];
+	size_t n;
+
+	core_status(&svc->table, req->name, req->name_len, now, &st);
+	n = proto_format_status(line, sizeof(line), req->name, req->name_len,
+	    st.held, st.fence, st.ttl_ms, st.queue);
+	answer(svc, conn, seq, 0, line, n);
+}
+
+static void
+cmd_ping(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	char line[16];
+
+	(void)req;
+	(void)now;
+	answer(svc, conn, seq, 0, line, proto_format_pong(line, sizeof(line)));
+}
+
+static void
+cmd_quit(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	char line[16];
+
+	(void)req;
+	(void)now;
+	conn->quit = true;
+	answer(svc, conn, seq, 0, line, proto_format_bye(line, sizeof(line)));
+}
+
+static void
+cmd_help(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	char line[PROTO_REPLY_MAX];
+
+	(void)req;
+	(void)now;
+	answer(svc, conn, seq, 0, line, proto_format_help(line, sizeof(line)));
+}
+
+static void
+cmd_stats(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	struct proto_stat stats[32];
+	char line[1024];
+	size_t n;
+
+	(void)req;
+	(void)now;
+	n = service_stats(svc, stats, 32);
+	n = proto_format_stats(line, sizeof(line), stats, n);
+	if (n > PROTO_REPLY_MAX) {
+		/* Longer than a slot holds: only when nothing waits ahead. */
+		if (conn->slots_head == NULL) {
+			svc->current_answered = true;
+			deliver(svc, conn, seq, 0, line, n);
+			return;
+		}
+		n = proto_format_error(line, PROTO_REPLY_MAX,
+		    PROTO_ERR_LIMIT, "STATS behind a waiting request");
+	}
+	answer(svc, conn, seq, 0, line, n);
+}
+
+typedef void (*command_handler)(struct service *, struct service_conn *,
+    const struct proto_request *, uint64_t, core_time);
+
+/* The command table: proto_parse_request has checked the name, the arity
+ * and the options; each handler executes its command. */
+static const command_handler commands[PROTO_CMD_COUNT] = {
+	[PROTO_CMD_ACQUIRE] = cmd_acquire,
+	[PROTO_CMD_TRY] = cmd_try,
+	[PROTO_CMD_RENEW] = cmd_renew,
+	[PROTO_CMD_RELEASE] = cmd_release,
+	[PROTO_CMD_STATUS] = cmd_status,
+	[PROTO_CMD_PING] = cmd_ping,
+	[PROTO_CMD_QUIT] = cmd_quit,
+	[PROTO_CMD_HELP] = cmd_help,
+	[PROTO_CMD_STATS] = cmd_stats,
+};
+
+/* Runs one request and makes sure it holds its place in the reply order. */
+static void
+execute(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, core_time now)
+{
+	uint64_t seq = ++conn->next_seq;
+
+	svc->stats.requests++;
+	svc->current = conn;
+	svc->current_seq = seq;
+	svc->current_answered = false;
+	commands[req->command](svc, conn, req, seq, now);
+	if (!svc->current_answered)
+		slot_add(svc, conn, seq);   /* a waiting ACQUIRE */
+	svc->current = NULL;
+}
+
+static void
+reject(struct service *svc, struct service_conn *conn,
+    const struct proto_error *err)
+{
+	uint64_t seq = ++conn->next_seq;
+
+	svc->current = conn;
+	svc->current_seq = seq;
+	answer_error(svc, conn, seq, err->code, err->message);
+	svc->current = NULL;
+}
+
+/* Parses and executes what p[0..len) holds; returns the bytes used. */
+static size_t
+parse_all(struct service *svc, struct service_conn *conn, const char *p,
+    size_t len, core_time now)
+{
+	struct proto_request req;
+	struct proto_error err;
+	size_t pos = 0, used;
+
+	while (pos < len && !conn->quit && !conn->overflow) {
+		if (conn->discarding) {
+			if (proto_discard_line(p + pos, len - pos, &used))
+				conn->discarding = false;
+			pos += used;
+			continue;
+		}
+		switch (proto_parse_request(p + pos, len - pos,
+		    svc->config.max_line, &req, &used, &err)) {
+		case PROTO_PARTIAL:
+			return pos;
+		case PROTO_EMPTY:
+			break;
+		case PROTO_DONE:
+			execute(svc, conn, &req, now);
+			break;
+		case PROTO_TOOLONG:
+			if (used == 0 || p[pos + used - 1] != '\n')
+				conn->discarding = true;
+			/* FALLTHROUGH */
+		case PROTO_BAD:
+			reject(svc, conn, &err);
+			break;
+		}
+		pos += used;
+	}
+	return conn->quit || conn->overflow ? len : pos;
+}
+
+void
+service_conn_feed(struct service *svc, struct service_conn *conn,
+    const char *data, size_t len)
+{
+	core_time now = svc->clock.mono(svc->clock.ctx);
+	size_t used;
+
+	if (conn->quit || conn->overflow)
+		return;
+	if (conn->in.len == 0) {
+		/* Straight from the caller's buffer; keep a partial line. */
+		used = parse_all(svc, conn, data, len, now);
+		if (used < len && !buf_append(&conn->in, data + used,
+		    len - used))
+			conn->overflow = true;
+		return;
+	}
+	if (!buf_append(&conn->in, data, len)) {
+		conn->overflow = true;
+		mark_ready(svc, conn);
+		return;
+	}
+	used = parse_all(svc, conn, conn->in.data, conn->in.len, now);
+	memmove(conn->in.data, conn->in.data + used, conn->in.len - used);
+	conn->in.len -= used;
+	if (conn->in.len == 0)
+		buf_free(&conn->in);   /* idle connections keep no buffer */
+}
+
+void
+service_conn_written(struct service_conn *conn, size_t n)
+{
+	memmove(conn->out.data, conn->out.data + n, conn->out.len - n);
+	conn->out.len -= n;
+	if (conn->out.len == 0 && conn->out.cap > 65536)
+		buf_free(&conn->out);
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+void
+service_conn_open(struct service *svc, struct service_conn *conn)
+{
+	memset(conn, 0, sizeof(*conn));
+	core_session_init(&conn->session, ++svc->stats.connections_total);
+	link_init(&conn->ready_link);
+	link_init(&conn->waiting_link);
+	link_append(&svc->conns, &conn->all_link);
+	svc->stats.connections++;
+}
+
+void
+service_conn_close(struct service *svc, struct service_conn *conn)
+{
+	struct service_slot *s, *next;
+
+	core_disconnect(&svc->table, &conn->session,
+	    svc->clock.mono(svc->clock.ctx));
+	for (s = conn->slots_head; s != NULL; s = next) {
+		next = s->next;
+		free(s);
+	}
+	conn->slots_head = conn->slots_tail = NULL;
+	link_remove(&conn->all_link);
+	link_remove(&conn->ready_link);
+	link_remove(&conn->waiting_link);
+	buf_free(&conn->in);
+	buf_free(&conn->out);
+	svc->stats.connections--;
+}
+
+struct service_conn *
+service_next_ready(struct service *svc)
+{
+	struct service_conn *conn;
+
+	if (link_empty(&svc->ready))
+		return NULL;
+	conn = container_of(svc->ready.next, struct service_conn, ready_link);
+	link_remove(&conn->ready_link);
+	return conn;
+}
+
+/* ---- time ------------------------------------------------------------- */
+
+core_time
+service_tick(struct service *svc)
+{
+	return core_tick(&svc->table, svc->clock.mono(svc->clock.ctx));
+}
+
+/* ---- group commit ----------------------------------------------------- */
+
+struct collect {
+	struct service *svc;
+	core_time now;
+	int64_t wall;
+	bool failed;
+};
+
+static void
+collect_record(void *ctx, const char *name, size_t name_len,
+    const struct core_record *rec)
+{
+	struct collect *c = ctx;
+	unsigned char val[RECORD_SIZE];
+	int rc;
+
+	if (rec != NULL) {
+		record_encode(c->svc, rec, c->now, c->wall, val);
+		rc = store_batch_add(&c->svc->batch, STORE_PUT, name, name_len,
+		    val, sizeof(val));
+	} else {
+		rc = store_batch_add(&c->svc->batch, STORE_DEL, name, name_len,
+		    NULL, 0);
+	}
+	if (rc != 0)
+		c->failed = true;
+}
+
+/* Turns every GRANTED/RENEWED reply waiting on `batch` into UNAVAILABLE. */
+static void
+fail_replies(struct service *svc, uint64_t batch)
+{
+	struct core_link *l, *next;
+
+	for (l = svc->waiting.next; l != &svc->waiting; l = next) {
+		struct service_conn *conn = container_of(l,
+		    struct service_conn, waiting_link);
+		struct service_slot *s;
+
+		next = l->next;
+		for (s = conn->slots_head; s != NULL; s = s->next) {
+			if (!s->resolved || s->batch != batch)
+				continue;
+			s->len = (uint16_t)proto_format_error(s->text,
+			    sizeof(s->text), PROTO_ERR_UNAVAILABLE,
+			    "store failed; nothing was granted or changed");
+			s->batch = 0;
+			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;
+		}
+		advance(svc, conn);
+	}
+}
+
+/* After a failed commit: every lock the batch touched falls back to what
+ * the store holds.  A store that cannot even be read leaves no safe state
+ * to serve from, so lockd stops; recovery starts over from the disk. */
+static void
+fall_back(struct service *svc, core_time now, int64_t wall)
+{
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	while (store_batch_next(&svc->batch, &pos, &op)) {
+		unsigned char val[STORE_VALUE_MAX];
+		struct core_record rec;
+		size_t len = 0;
+		int rc;
+
+		rc = svc->store->ops->get(svc->store, op.name, op.name_len,
+		    val, &len);
+		if (rc < 0) {
+			log_event(LOG_ERROR, "store_error",
+			    "op=get error=\"%s\" action=exit",
+			    svc->store->error);
+			abort();
+		}
+		if (rc == 1 && !record_decode(svc, val, len, now, wall, &rec)) {
+			log_event(LOG_ERROR, "store_corrupt",
+			    "name=%.*s action=exit", (int)op.name_len, op.name);
+			abort();
+		}
+		core_table_restore(&svc->table, op.name, op.name_len,
+		    rc == 1 ? &rec : NULL, now);
+	}
+}
+
+bool
+service_commit_pending(const struct service *svc)
+{
+	return svc->commit_needed || svc->table.changed != NULL ||
+	    svc->table.hwm != svc->committed_hwm;
+}
+
+int
+service_commit(struct service *svc)
+{
+	struct collect c = { svc, svc->clock.mono(svc->clock.ctx),
+	    svc->clock.wall(svc->clock.ctx), false };
+	uint64_t batch = svc->batch_seq;
+	struct core_link *l, *next;
+	int rc = 0;
+
+	if (!service_commit_pending(svc))
+		return 0;
+	store_batch_reset(&svc->batch);
+	core_table_changes(&svc->table, collect_record, &c, NULL);
+	if (svc->table.hwm != svc->committed_hwm) {
+		svc->batch.has_hwm = true;
+		svc->batch.hwm = svc->table.hwm;
+	}
+	svc->batch_seq++;
+	svc->commit_needed = false;
+	if (svc->batch.count == 0 && !svc->batch.has_hwm) {
+		/* Only idle entries were dropped: nothing to write. */
+		svc->durable_seq = batch;
+		goto release;
+	}
+	if (c.failed) {
+		snprintf(svc->store->error, sizeof(svc->store->error),
+		    "out of memory building the batch");
+		rc = -1;
+	} else if (svc->hooks.before_commit != NULL &&
+	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
+		snprintf(svc->store->error, sizeof(svc->store->error),
+		    "injected failure");
+		rc = -1;
+	} else {
+		rc = svc->store->ops->commit(svc->store, &svc->batch);
+	}
+	if (rc != 0) {
+		svc->stats.commit_failures++;
+		log_event(LOG_ERROR, "store_error",
+		    "op=commit records=%zu error=\"%s\"", svc->batch.count,
+		    svc->store->error);
+		fail_replies(svc, batch);
+		fall_back(svc, c.now, c.wall);
+		return -1;
+	}
+	svc->stats.commits++;
+	svc->stats.commit_records += svc->batch.count;
+	if (svc->batch.has_hwm)
+		svc->committed_hwm = svc->batch.hwm;
+	svc->durable_seq = batch;
+	if (svc->hooks.after_commit != NULL)
+		svc->hooks.after_commit(svc->hooks.ctx);
+release:
+	for (l = svc->waiting.next; l != &svc->waiting; l = next) {
+		next = l->next;
+		advance(svc, container_of(l, struct service_conn,
+		    waiting_link));
+	}
+	return 0;
+}
+
+/* ---- life ------------------------------------------------------------- */
+
+void
+service_config_defaults(struct service_config *config)
+{
+	memset(config, 0, sizeof(*config));
+	core_config_defaults(&config->core);
+	config->max_line = PROTO_LINE_MAX_DEFAULT;
+	config->max_output = 1 << 20;
+}
+
+struct load {
+	struct service *svc;
+	struct service_recovery *rec;
+	core_time now;
+	int64_t wall;
+};
+
+static int
+load_record(void *ctx, const char *name, size_t name_len, const void *val,
+    size_t val_len)
+{
+	struct load *l = ctx;
+	struct core_record rec;
+
+	if (!record_decode(l->svc, val, val_len, l->now, l->wall, &rec)) {
+		snprintf(l->svc->error, sizeof(l->svc->error),
+		    "unreadable record for lock %.*s", (int)name_len, name);
+		return -1;
+	}
+	l->rec->leases++;
+	if (rec.onclose_release)
+		l->rec->onclose++;
+	else if (rec.expiry <= l->now)
+		l->rec->expired++;
+	if (core_table_restore(&l->svc->table, name, name_len, &rec,
+	    l->now) != CORE_OK) {
+		snprintf(l->svc->error, sizeof(l->svc->error),
+		    "cannot restore lock %.*s", (int)name_len, name);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+service_sink_init(struct service *svc, struct core_sink *sink)
+{
+	sink->reply = on_core_reply;
+	sink->ctx = svc;
+}
+
+int
+service_open(struct service *svc, const struct service_config *config,
+    struct store *store, const struct service_clock *clock,
+    struct service_recovery *recovered)
+{
+	struct service_recovery scratch;
+	struct core_sink sink;
+	struct load l;
+	uint64_t hwm = 0;
+
+	memset(svc, 0, sizeof(*svc));
+	if (recovered == NULL)
+		recovered = &scratch;
+	memset(recovered, 0, sizeof(*recovered));
+	svc->config = *config;
+	svc->store = store;
+	svc->clock = *clock;
+	svc->batch_seq = 1;
+	link_init(&svc->conns);
+	link_init(&svc->ready);
+	link_init(&svc->waiting);
+	store_batch_init(&svc->batch);
+	service_sink_init(svc, &sink);
+	if (core_table_init(&svc->table, &config->core, &core_rules_std,
+	    sink) != CORE_OK) {
+		snprintf(svc->error, sizeof(svc->error), "out of memory");
+		return -1;
+	}
+	l.svc = svc;
+	l.rec = recovered;
+	l.now = clock->mono(clock->ctx);
+	l.wall = clock->wall(clock->ctx);
+	if (store->ops->load(store, load_record, &l, &hwm) != 0) {
+		if (svc->error[0] == '\0')
+			snprintf(svc->error, sizeof(svc->error), "%s",
+			    store->error);
+		core_table_destroy(&svc->table);
+		return -1;
+	}
+	core_table_restore_hwm(&svc->table, hwm);
+	svc->committed_hwm = hwm;
+	recovered->hwm = svc->table.hwm;
+	/* Leases that ended while lockd was down end now, and that (like the
+	 * onclose leases released during the load) is made durable. */
+	core_tick(&svc->table, l.now);
+	if (service_commit(svc) != 0) {
+		snprintf(svc->error, sizeof(svc->error),
+		    "cannot commit recovery: %.200s", store->error);
+		core_table_destroy(&svc->table);
+		return -1;
+	}
+	return 0;
+}
+
+void
+service_shutdown(struct service *svc)
+{
+	struct core_link *l;
+
+	for (l = svc->conns.next; l != &svc->conns; l = l->next) {
+		struct service_conn *conn = container_of(l,
+		    struct service_conn, all_link);
+		core_cancel_waiters(&svc->table, &conn->session,
+		    CORE_REPLY_SHUTDOWN);
+	}
+}
+
+void
+service_close(struct service *svc)
+{
+	while (!link_empty(&svc->conns))
+		service_conn_close(svc, container_of(svc->conns.next,
+		    struct service_conn, all_link));
+	core_table_destroy(&svc->table);
+	store_batch_free(&svc->batch);
+}
+
+size_t
+service_stats(struct service *svc, struct proto_stat *stats, size_t cap)
+{
+	const struct core_stats *c = &svc->table.stats;
+	struct proto_stat all[] = {
+		{ "connections", svc->stats.connections },
+		{ "locks", c->locks },
+		{ "held", c->held },
+		{ "waiters", c->waiters },
+		{ "granted", c->granted },
+		{ "timeouts", c->timeouts },
+		{ "released", c->released },
+		{ "reclaimed", c->reclaimed },
+		{ "unavailable", c->unavailable },
+		{ "renewed", c->renewed },
+		{ "conflicts", c->conflicts },
+		{ "released_onclose", c->released_onclose },
+		{ "limit_hits", c->limit_hits },
+		{ "requests", svc->stats.requests },
+		{ "commits", svc->stats.commits },
+		{ "commit_failures", svc->stats.commit_failures },
+		{ "commit_records", svc->stats.commit_records },
+		{ "fence_hwm", svc->table.hwm },
+	};
+	size_t n = sizeof(all) / sizeof(all[0]);
+
+	if (n > cap)
+		n = cap;
+	memcpy(stats, all, n * sizeof(*stats));
+	return n;
+}

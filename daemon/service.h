@@ -1,0 +1,169 @@
+/*
+ * service.h - everything the daemon does except moving bytes: request
+ * handling for each connection, reply ordering, group commit and recovery.
+ *
+ * The service runs against an abstract clock (struct service_clock) and an
+ * abstract store (struct store), and never touches a socket: the server
+ * hands it the bytes a connection received, and takes from it the bytes to
+ * write.  That is what lets the simulator run this same code with a
+ * simulated clock, simulated clients and a store that fails and crashes.
+ *
+ * The life of a loop pass:
+ *   service_conn_feed()    parse and execute requests as they arrive;
+ *                          replies are queued per connection in request order
+ *   service_tick()         deadlines (lease expiries, wait limits)
+ *   service_commit()       one write transaction for every change of the
+ *                          pass; only then may GRANTED/RENEWED replies leave
+ *   service_next_ready()   the connections with bytes to write
+ */
+#ifndef LOCKD_SERVICE_H
+#define LOCKD_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "daemon/store.h"
+#include "proto/proto.h"
+
+/* The clocks the service reads; the simulator supplies its own. */
+struct service_clock {
+	/* Milliseconds on a clock that wall-clock steps do not move and that
+	 * keeps counting across a process restart within one boot
+	 * (CLOCK_BOOTTIME). */
+	core_time (*mono)(void *ctx);
+	/* Milliseconds since the epoch (CLOCK_REALTIME). */
+	int64_t (*wall)(void *ctx);
+	void *ctx;
+	/* Identifies the boot the mono clock belongs to. */
+	uint8_t boot_id[16];
+};
+
+struct service_config {
+	struct core_config core;   /* leases, limits, secrets, hash key */
+	size_t max_line;           /* bytes in a request line */
+	size_t max_output;         /* bytes queued for one client, then cut */
+};
+
+/* Fault-injection seams for the tests: each, when set, is called at its
+ * point of the commit and may fail it (return non-zero) or not return. */
+struct service_hooks {
+	int (*before_commit)(void *ctx);
+	void (*after_commit)(void *ctx);  /* durable, replies not yet out */
+	void *ctx;
+};
+
+struct service_buf {
+	char *data;
+	size_t len, cap;
+};
+
+struct service_slot;
+
+/* One client connection as the service sees it; embedded by the server. */
+struct service_conn {
+	struct core_session session;
+	struct core_link all_link;      /* in service->conns */
+	struct core_link ready_link;    /* in service->ready when it has output */
+	struct core_link waiting_link;  /* in service->waiting: needs a commit */
+	struct service_buf in;          /* a partial line carried over */
+	struct service_buf out;         /* replies ready to be written */
+	struct service_slot *slots_head, *slots_tail;  /* not yet writable */
+	size_t slots_bytes;
+	uint64_t next_seq;
+	bool discarding;    /* dropping the rest of an overlong line */
+	bool quit;          /* QUIT seen: read no more, close once written */
+	bool overflow;      /* output cap exceeded: the server closes it */
+};
+
+struct service_stats {
+	uint64_t connections;
+	uint64_t connections_total;
+	uint64_t requests;
+	uint64_t commits;
+	uint64_t commit_failures;
+	uint64_t commit_records;
+	uint64_t protocol_errors[PROTO_ERR_COUNT];
+	uint64_t output_overflows;
+};
+
+struct service {
+	struct service_config config;
+	struct core_table table;
+	struct store *store;
+	struct service_clock clock;
+	struct service_hooks hooks;
+	struct store_batch batch;
+	uint64_t batch_seq;      /* the batch now forming */
+	uint64_t durable_seq;    /* the last batch on disk */
+	uint64_t committed_hwm;
+	bool commit_needed;      /* a reply waits for batch_seq */
+	struct core_link conns;
+	struct core_link ready;
+	struct core_link waiting;
+	/* The request being executed, so its immediate reply needs no slot. */
+	struct service_conn *current;
+	uint64_t current_seq;
+	bool current_answered;
+	struct service_stats stats;
+	char error[256];
+};
+
+/* Fills in the defaults (protocol line limit, 1 MiB output cap). */
+void service_config_defaults(struct service_config *config);
+
+/*
+ * Opens the service over an open store and recovers from it: loads the
+ * high-water mark and the held leases, reclaims the ones that expired while
+ * lockd was down and commits that.  Returns 0, or -1 with svc->error set.
+ * recovered, when not NULL, receives counts for the startup log.
+ */
+struct service_recovery {
+	uint64_t leases;         /* records found */
+	uint64_t expired;        /* reclaimed at once */
+	uint64_t onclose;        /* released: their connection is gone */
+	uint64_t hwm;
+};
+int service_open(struct service *svc, const struct service_config *config,
+    struct store *store, const struct service_clock *clock,
+    struct service_recovery *recovered);
+/* Frees everything; the store stays open (the caller closes it). */
+void service_close(struct service *svc);
+
+void service_conn_open(struct service *svc, struct service_conn *conn);
+/* The connection closed: its waiters leave, its onclose leases go. */
+void service_conn_close(struct service *svc, struct service_conn *conn);
+
+/* Parses and executes every complete request in data[0..len). */
+void service_conn_feed(struct service *svc, struct service_conn *conn,
+    const char *data, size_t len);
+
+/* The server wrote n bytes of conn->out. */
+void service_conn_written(struct service_conn *conn, size_t n);
+
+/* Runs the deadlines due now; returns the next one (CORE_NEVER: none). */
+core_time service_tick(struct service *svc);
+
+/*
+ * Commits every state change made since the last commit in one store
+ * transaction, then releases the replies that waited for it.  On failure
+ * the affected GRANTED/RENEWED replies become ERR UNAVAILABLE and the
+ * locks fall back to what the store holds.  Returns 0 or -1.
+ */
+int service_commit(struct service *svc);
+
+/* True when changes wait for a commit (e.g. after a failed one). */
+bool service_commit_pending(const struct service *svc);
+
+/* Pops a connection whose output grew (or that must close); NULL: none. */
+struct service_conn *service_next_ready(struct service *svc);
+
+/* Clean stop: every waiter is answered ERR SHUTDOWN. */
+void service_shutdown(struct service *svc);
+
+/* Writes the STATS key=value pairs into stats[]; returns how many. */
+size_t service_stats(struct service *svc, struct proto_stat *stats,
+    size_t cap);
+
+#endif

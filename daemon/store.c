@@ -1,0 +1,78 @@
+/*
+ * store.c - store batches: a flat, append-only encoding of the operations
+ * one group commit applies.  No I/O here.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/store.h"
+
+void
+store_batch_init(struct store_batch *batch)
+{
+	memset(batch, 0, sizeof(*batch));
+}
+
+void
+store_batch_reset(struct store_batch *batch)
+{
+	batch->len = 0;
+	batch->count = 0;
+	batch->has_hwm = false;
+	batch->hwm = 0;
+}
+
+void
+store_batch_free(struct store_batch *batch)
+{
+	free(batch->ops);
+	store_batch_init(batch);
+}
+
+int
+store_batch_add(struct store_batch *batch, enum store_op op, const char *name,
+    size_t name_len, const void *val, size_t val_len)
+{
+	size_t need = 3 + name_len + val_len;
+	char *p;
+
+	if (name_len == 0 || name_len > 255 || val_len > STORE_VALUE_MAX)
+		return -1;
+	if (batch->len + need > batch->cap) {
+		size_t cap = batch->cap ? batch->cap * 2 : 4096;
+		while (cap < batch->len + need)
+			cap *= 2;
+		if ((p = realloc(batch->ops, cap)) == NULL)
+			return -1;
+		batch->ops = p;
+		batch->cap = cap;
+	}
+	p = batch->ops + batch->len;
+	p[0] = (char)op;
+	p[1] = (char)(unsigned char)name_len;
+	p[2] = (char)(unsigned char)val_len;
+	memcpy(p + 3, name, name_len);
+	if (val_len)
+		memcpy(p + 3 + name_len, val, val_len);
+	batch->len += need;
+	batch->count++;
+	return 0;
+}
+
+bool
+store_batch_next(const struct store_batch *batch, size_t *pos,
+    struct store_batch_op *op)
+{
+	const unsigned char *p;
+
+	if (*pos >= batch->len)
+		return false;
+	p = (const unsigned char *)batch->ops + *pos;
+	op->op = (enum store_op)p[0];
+	op->name_len = p[1];
+	op->val_len = p[2];
+	op->name = (const char *)p + 3;
+	op->val = p + 3 + op->name_len;
+	*pos += 3 + op->name_len + op->val_len;
+	return true;
+}

@@ -1,0 +1,78 @@
+/*
+ * store.h - the durable store as the service sees it: a map from lock name
+ * to an opaque value (the record of a held lock), plus the fence high-water
+ * mark, changed only by whole batches that commit atomically and durably.
+ *
+ * The daemon runs it on LMDB (store_lmdb.c); the simulator runs the same
+ * service against an in-memory store that can fail and lose unsynced data.
+ * Every call returns 0 or a negative error; store_error() says what failed.
+ */
+#ifndef LOCKD_STORE_H
+#define LOCKD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_VALUE_MAX 64
+
+/* One batch: puts and deletes in order, then the high-water mark. */
+struct store_batch {
+	char *ops;          /* encoded: op, name_len, value_len, name, value */
+	size_t len, cap;
+	size_t count;       /* operations */
+	bool has_hwm;
+	uint64_t hwm;
+};
+
+enum store_op { STORE_PUT = 1, STORE_DEL = 2 };
+
+struct store;
+struct store_ops {
+	/* Applies the batch atomically and durably (fsync'd) or not at all. */
+	int (*commit)(struct store *store, const struct store_batch *batch);
+	/* Copies the value of name into val (STORE_VALUE_MAX bytes); returns 1
+	 * when found, 0 when absent, negative on error. */
+	int (*get)(struct store *store, const char *name, size_t name_len,
+	    void *val, size_t *val_len);
+	/* Calls fn for every record, then sets *hwm.  fn returning non-zero
+	 * stops the walk with that value. */
+	int (*load)(struct store *store,
+	    int (*fn)(void *ctx, const char *name, size_t name_len,
+	        const void *val, size_t val_len),
+	    void *ctx, uint64_t *hwm);
+	void (*close)(struct store *store);
+};
+
+struct store {
+	const struct store_ops *ops;
+	char error[256];    /* the last failure, for logs */
+};
+
+/* Batch building; allocation failure returns -1 and leaves it unchanged. */
+void store_batch_init(struct store_batch *batch);
+void store_batch_reset(struct store_batch *batch);
+void store_batch_free(struct store_batch *batch);
+int store_batch_add(struct store_batch *batch, enum store_op op,
+    const char *name, size_t name_len, const void *val, size_t val_len);
+
+/* Walks a batch: *pos starts at 0; returns false at the end. */
+struct store_batch_op {
+	enum store_op op;
+	const char *name;
+	size_t name_len;
+	const void *val;
+	size_t val_len;
+};
+bool store_batch_next(const struct store_batch *batch, size_t *pos,
+    struct store_batch_op *op);
+
+/*
+ * Opens (creating if needed) the LMDB store in dir, taking an exclusive lock
+ * on the directory so a second lockd refuses to start.  map_size is the
+ * LMDB map size in bytes.  On failure returns NULL and writes why to err.
+ */
+struct store *store_lmdb_open(const char *dir, size_t map_size, char *err,
+    size_t err_len);
+
+#endif

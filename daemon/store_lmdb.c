@@ -1,0 +1,252 @@
+/*
+ * store_lmdb.c - the durable store on LMDB.
+ *
+ * One environment in the data directory, opened with LMDB's default, fully
+ * synced commit mode: mdb_txn_commit returns only after the data and the
+ * meta page are on disk.  Never MDB_NOSYNC, MDB_NOMETASYNC or MDB_NOLOCK.
+ * Two databases: "leases" (name -> record of a held lock) and "meta"
+ * ("hwm" -> the fence high-water mark, 8 bytes little-endian).  A file
+ * lock on DIR/lockd.lock keeps a second lockd out of the directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/store.h"
+
+struct store_lmdb {
+	struct store base;    /* first: the service holds a struct store * */
+	MDB_env *env;
+	MDB_dbi leases;
+	MDB_dbi meta;
+	int lock_fd;
+};
+
+static const char hwm_key[] = "hwm";
+
+static void
+put_u64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t
+get_u64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static int
+fail(struct store_lmdb *s, const char *what, int rc)
+{
+	snprintf(s->base.error, sizeof(s->base.error), "%s: %s", what,
+	    mdb_strerror(rc));
+	return rc < 0 ? rc : -rc;
+}
+
+static int
+lmdb_commit(struct store *base, const struct store_batch *batch)
+{
+	struct store_lmdb *s = (struct store_lmdb *)base;
+	struct store_batch_op op;
+	unsigned char hwm[8];
+	MDB_txn *txn;
+	MDB_val k, v;
+	size_t pos = 0;
+	int rc;
+
+	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
+		return fail(s, "mdb_txn_begin", rc);
+	while (store_batch_next(batch, &pos, &op)) {
+		k.mv_data = (void *)op.name;
+		k.mv_size = op.name_len;
+		if (op.op == STORE_PUT) {
+			v.mv_data = (void *)op.val;
+			v.mv_size = op.val_len;
+			rc = mdb_put(txn, s->leases, &k, &v, 0);
+		} else {
+			rc = mdb_del(txn, s->leases, &k, NULL);
+			if (rc == MDB_NOTFOUND)
+				rc = 0;
+		}
+		if (rc != 0)
+			goto abort;
+	}
+	if (batch->has_hwm) {
+		put_u64(hwm, batch->hwm);
+		k.mv_data = (void *)hwm_key;
+		k.mv_size = sizeof(hwm_key) - 1;
+		v.mv_data = hwm;
+		v.mv_size = sizeof(hwm);
+		if ((rc = mdb_put(txn, s->meta, &k, &v, 0)) != 0)
+			goto abort;
+	}
+	/* mdb_txn_commit frees the transaction even when it fails. */
+	if ((rc = mdb_txn_commit(txn)) != 0)
+		return fail(s, "mdb_txn_commit", rc);
+	return 0;
+abort:
+	mdb_txn_abort(txn);
+	return fail(s, op.op == STORE_DEL ? "mdb_del" : "mdb_put", rc);
+}
+
+static int
+lmdb_get(struct store *base, const char *name, size_t name_len, void *val,
+    size_t *val_len)
+{
+	struct store_lmdb *s = (struct store_lmdb *)base;
+	MDB_txn *txn;
+	MDB_val k, v;
+	int rc, found = 0;
+
+	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
+		return fail(s, "mdb_txn_begin", rc);
+	k.mv_data = (void *)name;
+	k.mv_size = name_len;
+	rc = mdb_get(txn, s->leases, &k, &v);
+	if (rc == 0 && v.mv_size <= STORE_VALUE_MAX) {
+		memcpy(val, v.mv_data, v.mv_size);
+		*val_len = v.mv_size;
+		found = 1;
+	} else if (rc != 0 && rc != MDB_NOTFOUND) {
+		mdb_txn_abort(txn);
+		return fail(s, "mdb_get", rc);
+	}
+	mdb_txn_abort(txn);
+	return found;
+}
+
+static int
+lmdb_load(struct store *base,
+    int (*fn)(void *ctx, const char *name, size_t name_len, const void *val,
+        size_t val_len),
+    void *ctx, uint64_t *hwm)
+{
+	struct store_lmdb *s = (struct store_lmdb *)base;
+	MDB_cursor *cur;
+	MDB_txn *txn;
+	MDB_val k, v;
+	int rc, stop = 0;
+
+	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
+		return fail(s, "mdb_txn_begin", rc);
+	*hwm = 0;
+	k.mv_data = (void *)hwm_key;
+	k.mv_size = sizeof(hwm_key) - 1;
+	rc = mdb_get(txn, s->meta, &k, &v);
+	if (rc == 0 && v.mv_size == 8)
+		*hwm = get_u64(v.mv_data);
+	else if (rc != 0 && rc != MDB_NOTFOUND)
+		goto abort;
+	if ((rc = mdb_cursor_open(txn, s->leases, &cur)) != 0)
+		goto abort;
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && !stop;
+	    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+		stop = fn(ctx, k.mv_data, k.mv_size, v.mv_data, v.mv_size);
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	if (stop)
+		return stop;
+	return rc == MDB_NOTFOUND ? 0 : fail(s, "mdb_cursor_get", rc);
+abort:
+	mdb_txn_abort(txn);
+	return fail(s, "load", rc);
+}
+
+static void
+lmdb_close(struct store *base)
+{
+	struct store_lmdb *s = (struct store_lmdb *)base;
+
+	mdb_env_close(s->env);
+	close(s->lock_fd);   /* drops the directory lock */
+	free(s);
+}
+
+static const struct store_ops lmdb_ops = {
+	.commit = lmdb_commit,
+	.get = lmdb_get,
+	.load = lmdb_load,
+	.close = lmdb_close,
+};
+
+struct store *
+store_lmdb_open(const char *dir, size_t map_size, char *err, size_t err_len)
+{
+	struct store_lmdb *s;
+	char path[4096];
+	MDB_txn *txn;
+	int rc, dead;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	s->base.ops = &lmdb_ops;
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		snprintf(err, err_len, "cannot create data directory %s: %s",
+		    dir, strerror(errno));
+		goto free;
+	}
+	snprintf(path, sizeof(path), "%s/lockd.lock", dir);
+	s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (s->lock_fd < 0) {
+		snprintf(err, err_len, "cannot open %s: %s", path,
+		    strerror(errno));
+		goto free;
+	}
+	if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+		snprintf(err, err_len, errno == EWOULDBLOCK ?
+		    "data directory %s is in use by another lockd" :
+		    "cannot lock data directory %s", dir);
+		goto close_lock;
+	}
+	if ((rc = mdb_env_create(&s->env)) != 0 ||
+	    (rc = mdb_env_set_maxdbs(s->env, 2)) != 0 ||
+	    (rc = mdb_env_set_mapsize(s->env, map_size)) != 0) {
+		snprintf(err, err_len, "lmdb: %s", mdb_strerror(rc));
+		goto close_env;
+	}
+	if ((rc = mdb_env_open(s->env, dir, 0, 0600)) != 0) {
+		snprintf(err, err_len, "cannot open store in %s: %s", dir,
+		    mdb_strerror(rc));
+		goto close_env;
+	}
+	/* Clear reader slots left by a crashed process. */
+	mdb_reader_check(s->env, &dead);
+	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
+		goto lmdb_fail;
+	if ((rc = mdb_dbi_open(txn, "leases", MDB_CREATE, &s->leases)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->meta)) != 0) {
+		mdb_txn_abort(txn);
+		goto lmdb_fail;
+	}
+	if ((rc = mdb_txn_commit(txn)) != 0)
+		goto lmdb_fail;
+	return &s->base;
+lmdb_fail:
+	snprintf(err, err_len, "cannot open store in %s: %s", dir,
+	    mdb_strerror(rc));
+close_env:
+	if (s->env != NULL)
+		mdb_env_close(s->env);
+close_lock:
+	close(s->lock_fd);
+free:
+	free(s);
+	return NULL;
+}

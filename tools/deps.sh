@@ -1,0 +1,29 @@
+#!/bin/sh
+# deps.sh - install the Debian packages a make target needs, when missing.
+# Usage: tools/deps.sh build|test|fuzz|bench
+# Uses apt-get directly as root, sudo otherwise; does nothing when all the
+# packages are already installed, so it is cheap to call from make.
+set -eu
+
+build="libuv1-dev liblmdb-dev pkg-config gcc make"
+case "${1:-build}" in
+build) want="$build" ;;
+test)  want="$build libcmocka-dev clang libclang-rt-14-dev lmdb-utils" ;;
+fuzz)  want="$build clang libclang-rt-14-dev" ;;
+bench) want="$build redis-server etcd-server etcd-client libhiredis-dev util-linux" ;;
+*) echo "usage: $0 build|test|fuzz|bench" >&2; exit 2 ;;
+esac
+
+missing=""
+for p in $want; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "deps: installing$missing" >&2
+if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
