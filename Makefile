@@ -38,11 +38,13 @@ CORE_SRC   := $(wildcard core/*.c)
 PROTO_SRC  := $(wildcard proto/*.c)
 DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
 
 CORE_OBJ   := $(CORE_SRC:%.c=$(B)/%.o)
 PROTO_OBJ  := $(PROTO_SRC:%.c=$(B)/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
 MODEL_BIN  := $(B)/tests/model_check
 INTEG_SRC  := $(wildcard tests/integration/test_*.c)
 INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
@@ -65,7 +67,7 @@ $(B)/lockd: $(B)/daemon/main.o $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS)
 
 # Unit tests link everything but the daemon's main().
-$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(TESTLIB_OBJ) $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS)
 

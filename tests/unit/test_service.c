@@ -1,0 +1,626 @@
+/*
+ * test_service.c - the service layer (daemon/service.c) against a simulated
+ * clock and the in-memory store: group commit, reply ordering, failed
+ * commits, recovery and its clock rules, limits, and the fault-injection
+ * seams.  No sockets: connections are fed bytes and their output is read.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/service.h"
+#include "tests/lib/store_mem.h"
+
+struct fake_clock {
+	core_time mono;
+	int64_t wall;
+};
+
+static core_time
+fake_mono(void *ctx)
+{
+	return ((struct fake_clock *)ctx)->mono;
+}
+
+static int64_t
+fake_wall(void *ctx)
+{
+	return ((struct fake_clock *)ctx)->wall;
+}
+
+static uint64_t
+counting_secret(void *ctx)
+{
+	uint64_t *n = ctx;
+
+	return 0x1000 + (*n)++;
+}
+
+struct world {
+	struct fake_clock clock;
+	struct service_clock sclock;
+	struct store_mem store;
+	struct service_config config;
+	struct service svc;
+	struct service_conn conns[4];
+	uint64_t secrets;
+	bool open;
+};
+
+static void
+world_open(struct world *w)
+{
+	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
+	    &w->sclock, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		service_conn_open(&w->svc, &w->conns[i]);
+	w->open = true;
+}
+
+static struct world *
+world_new(void)
+{
+	struct world *w = calloc(1, sizeof(*w));
+
+	w->clock.mono = 1000000;
+	w->clock.wall = 1700000000000;
+	w->sclock.mono = fake_mono;
+	w->sclock.wall = fake_wall;
+	w->sclock.ctx = &w->clock;
+	memset(w->sclock.boot_id, 0xab, 16);
+	store_mem_init(&w->store);
+	service_config_defaults(&w->config);
+	w->config.core.secret = counting_secret;
+	w->config.core.secret_ctx = &w->secrets;
+	return w;
+}
+
+/* The process dies: memory is gone, the store stays. */
+static void
+world_crash(struct world *w)
+{
+	service_close(&w->svc);
+	w->open = false;
+}
+
+static void
+world_free(struct world *w)
+{
+	if (w->open)
+		service_close(&w->svc);
+	store_mem_free(&w->store);
+	free(w);
+}
+
+static void
+feed(struct world *w, int c, const char *text)
+{
+	service_conn_feed(&w->svc, &w->conns[c], text, strlen(text));
+}
+
+/* Takes everything written to connection c so far, as a string. */
+static char *
+take(struct world *w, int c)
+{
+	static char buf[1 << 16];
+	struct service_conn *conn = &w->conns[c];
+	size_t n = conn->out.len < sizeof(buf) - 1 ? conn->out.len :
+	    sizeof(buf) - 1;
+
+	memcpy(buf, conn->out.data, n);
+	buf[n] = '\0';
+	service_conn_written(conn, conn->out.len);
+	return buf;
+}
+
+/* The handle from a GRANTED line. */
+static void
+handle_of(const char *granted, char *out)
+{
+	const char *h = strstr(granted, "handle=");
+
+	assert_non_null(h);
+	h += 7;
+	size_t n = strcspn(h, " \r\n");
+	memcpy(out, h, n);
+	out[n] = '\0';
+}
+
+static void
+test_service_granted_reply_waits_for_the_commit(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a\n");
+	assert_string_equal(take(w, 0), "");
+	assert_int_equal(w->store.commits, 0);
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_int_equal(w->store.commits, 1);
+	assert_non_null(store_mem_find(&w->store, "a"));
+	assert_int_equal(w->store.hwm, 1);
+	assert_string_equal(take(w, 0),
+	    "GRANTED a fence=1 handle=1-0000000000001000 lease=30000\r\n");
+	world_free(w);
+}
+
+static void
+test_service_one_commit_serves_every_request_of_a_pass(void **state)
+{
+	struct world *w = world_new();
+	char line[64];
+
+	(void)state;
+	world_open(w);
+	for (int i = 0; i < 4; i++) {
+		snprintf(line, sizeof(line), "ACQUIRE n%d\nRENEW n%d 1-00\n",
+		    i, i);
+		feed(w, i, line);
+	}
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_int_equal(w->store.commits, 1);
+	assert_int_equal(w->store.count, 4);
+	for (int i = 0; i < 4; i++)
+		assert_non_null(strstr(take(w, i), "GRANTED"));
+	world_free(w);
+}
+
+static void
+test_service_released_reply_does_not_wait_for_the_commit(void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	snprintf(line, sizeof(line), "RELEASE a %s\nRELEASE a %s\n", h, h);
+	feed(w, 0, line);
+	assert_string_equal(take(w, 0), "RELEASED a\r\nNOTHELD a\r\n");
+	assert_non_null(store_mem_find(&w->store, "a"));
+	service_commit(&w->svc);
+	assert_null(store_mem_find(&w->store, "a"));
+	world_free(w);
+}
+
+static void
+test_service_replies_keep_request_order_behind_a_waiting_acquire(void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE x\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+
+	feed(w, 1, "ACQUIRE x\nPING\nTRY y\n");
+	service_commit(&w->svc);
+	assert_string_equal(take(w, 1), "");
+	/* The TRY ran at arrival although its reply waits. */
+	feed(w, 0, "STATUS y\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS y held=1 fence=2 ttl=30000 queue=0\r\n");
+
+	snprintf(line, sizeof(line), "RELEASE x %s\n", h);
+	feed(w, 0, line);
+	assert_string_equal(take(w, 0), "RELEASED x\r\n");
+	assert_string_equal(take(w, 1), "");
+	service_commit(&w->svc);
+	assert_string_equal(take(w, 1),
+	    "GRANTED x fence=3 handle=3-0000000000001002 lease=30000\r\n"
+	    "PONG\r\n"
+	    "GRANTED y fence=2 handle=2-0000000000001001 lease=30000\r\n");
+	world_free(w);
+}
+
+static void
+test_service_failed_commit_answers_unavailable_and_grants_nothing(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	w->store.fail_commits = 1;
+	feed(w, 0, "ACQUIRE a\nPING\n");
+	assert_int_equal(service_commit(&w->svc), -1);
+	assert_string_equal(take(w, 0),
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n"
+	    "PONG\r\n");
+	assert_int_equal(w->store.count, 0);
+	feed(w, 1, "STATUS a\n");
+	assert_string_equal(take(w, 1),
+	    "STATUS a held=0 fence=0 ttl=0 queue=0\r\n");
+	/* Service goes on; the burnt fence is never reused. */
+	feed(w, 1, "ACQUIRE a\n");
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_non_null(strstr(take(w, 1), "GRANTED a fence=2 "));
+	assert_int_equal(w->svc.stats.commit_failures, 1);
+	world_free(w);
+}
+
+static void
+test_service_failed_commit_of_a_renewal_keeps_the_durable_expiry(void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a lease=10s\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	w->clock.mono += 5000;
+	w->store.fail_commits = 1;
+	snprintf(line, sizeof(line), "RENEW a %s lease=60s\n", h);
+	feed(w, 0, line);
+	service_commit(&w->svc);
+	assert_non_null(strstr(take(w, 0), "ERR UNAVAILABLE"));
+	feed(w, 0, "STATUS a\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS a held=1 fence=1 ttl=5000 queue=0\r\n");
+	world_free(w);
+}
+
+static void
+test_service_failed_commit_of_a_handoff_falls_back_to_the_durable_holder(
+    void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a lease=10s\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	feed(w, 1, "ACQUIRE a\n");
+	feed(w, 2, "ACQUIRE a\n");
+	service_commit(&w->svc);
+
+	w->store.fail_commits = 1;
+	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
+	feed(w, 0, line);
+	assert_string_equal(take(w, 0), "RELEASED a\r\n");
+	assert_int_equal(service_commit(&w->svc), -1);
+	/* The hand-off to conn 1 was not durable: it is told so. */
+	assert_non_null(strstr(take(w, 1), "ERR UNAVAILABLE"));
+	/* On disk conn 0 still holds the lease: so it does in memory, until
+	 * it expires; conn 2 keeps waiting. */
+	feed(w, 3, "STATUS a\n");
+	assert_string_equal(take(w, 3),
+	    "STATUS a held=1 fence=1 ttl=10000 queue=1\r\n");
+	w->clock.mono += 10000;
+	service_tick(&w->svc);
+	service_commit(&w->svc);
+	assert_non_null(strstr(take(w, 2), "GRANTED a fence=3 "));
+	world_free(w);
+}
+
+static void
+test_service_recovery_resumes_the_holder_and_the_counter(void **state)
+{
+	struct world *w = world_new();
+	struct service_recovery rec;
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a lease=10s\nACQUIRE b\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	world_crash(w);
+
+	w->clock.mono += 4000;
+	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
+	    &w->sclock, &rec), 0);
+	w->open = true;
+	assert_int_equal(rec.leases, 2);
+	assert_int_equal(rec.hwm, 2);
+	for (int i = 0; i < 4; i++)
+		service_conn_open(&w->svc, &w->conns[i]);
+	snprintf(line, sizeof(line), "STATUS a\nRENEW a %s lease=20s\n", h);
+	feed(w, 0, line);
+	service_commit(&w->svc);
+	assert_string_equal(take(w, 0),
+	    "STATUS a held=1 fence=1 ttl=6000 queue=0\r\n"
+	    "RENEWED a fence=1 lease=20000\r\n");
+	feed(w, 1, "ACQUIRE c\n");
+	service_commit(&w->svc);
+	assert_non_null(strstr(take(w, 1), "GRANTED c fence=3 "));
+	world_free(w);
+}
+
+static void
+test_service_recovery_reclaims_leases_that_ended_while_down(void **state)
+{
+	struct world *w = world_new();
+	struct service_recovery rec;
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a lease=1s\nACQUIRE b lease=60s\n");
+	service_commit(&w->svc);
+	world_crash(w);
+	w->clock.mono += 2000;
+	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
+	    &w->sclock, &rec), 0);
+	w->open = true;
+	assert_int_equal(rec.expired, 1);
+	/* The reclaim was committed before serving. */
+	assert_null(store_mem_find(&w->store, "a"));
+	assert_non_null(store_mem_find(&w->store, "b"));
+	assert_int_equal(w->svc.table.stats.held, 1);
+	world_free(w);
+}
+
+static void
+test_service_wall_clock_steps_do_not_move_a_lease_within_a_boot(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a lease=60s\n");
+	service_commit(&w->svc);
+	world_crash(w);
+	w->clock.mono += 1000;
+	w->clock.wall += 3600 * 1000;   /* a step forward by an hour */
+	world_open(w);
+	feed(w, 0, "STATUS a\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS a held=1 fence=1 ttl=59000 queue=0\r\n");
+	world_crash(w);
+	w->clock.wall -= 2 * 3600 * 1000;   /* and back, past the start */
+	world_open(w);
+	feed(w, 0, "STATUS a\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS a held=1 fence=1 ttl=59000 queue=0\r\n");
+	world_free(w);
+}
+
+static void
+test_service_after_a_reboot_no_lease_outlives_the_maximum(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a lease=60s\nACQUIRE b lease=60s\n");
+	service_commit(&w->svc);
+	world_crash(w);
+	/* A reboot: new boot id, the boot clock starts again near zero, and
+	 * the wall clock was stepped back by a day. */
+	memset(w->sclock.boot_id, 0xcd, 16);
+	w->clock.mono = 5000;
+	w->clock.wall -= 24 * 3600 * 1000;
+	w->config.core.max_lease_ms = 20000;
+	world_open(w);
+	feed(w, 0, "STATUS a\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS a held=1 fence=1 ttl=20000 queue=0\r\n");
+	world_crash(w);
+	/* Rebooted again with the wall clock right: 50 s of the lease had
+	 * gone (by the wall clock) when it comes back. */
+	memset(w->sclock.boot_id, 0xef, 16);
+	w->clock.mono = 100;
+	w->clock.wall += 24 * 3600 * 1000 + 50000;
+	w->config.core.max_lease_ms = 300000;
+	world_open(w);
+	feed(w, 0, "STATUS b\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS b held=1 fence=2 ttl=10000 queue=0\r\n");
+	world_free(w);
+}
+
+static void
+test_service_onclose_leases_are_released_at_recovery(void **state)
+{
+	struct world *w = world_new();
+	struct service_recovery rec;
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a onclose=release\nACQUIRE b\n");
+	service_commit(&w->svc);
+	world_crash(w);
+	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
+	    &w->sclock, &rec), 0);
+	w->open = true;
+	assert_int_equal(rec.onclose, 1);
+	assert_null(store_mem_find(&w->store, "a"));
+	assert_non_null(store_mem_find(&w->store, "b"));
+	world_free(w);
+}
+
+static void
+test_service_onclose_lease_is_released_when_its_connection_closes(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a onclose=release\n");
+	feed(w, 1, "ACQUIRE a\n");
+	service_commit(&w->svc);
+	assert_non_null(strstr(take(w, 0), "GRANTED a fence=1 "));
+	service_conn_close(&w->svc, &w->conns[0]);
+	service_commit(&w->svc);
+	assert_non_null(strstr(take(w, 1), "GRANTED a fence=2 "));
+	service_conn_open(&w->svc, &w->conns[0]);
+	world_free(w);
+}
+
+static void
+test_service_client_that_does_not_read_is_cut_off_at_the_output_cap(
+    void **state)
+{
+	struct world *w = world_new();
+	char *many = malloc(6 * 4000 + 1);
+
+	(void)state;
+	w->config.max_output = 8192;
+	world_open(w);
+	for (int i = 0; i < 4000; i++)
+		memcpy(many + 6 * i, "PING \n", 6);
+	many[6 * 4000] = '\0';
+	feed(w, 0, many);
+	assert_true(w->conns[0].overflow);
+	assert_true(w->conns[0].out.len <= 8192 + 16);
+	/* Everybody else is served as before. */
+	feed(w, 1, "PING\n");
+	assert_string_equal(take(w, 1), "PONG\r\n");
+	assert_int_equal(w->svc.stats.output_overflows, 1);
+	free(many);
+	world_free(w);
+}
+
+static void
+test_service_overlong_line_is_answered_and_the_connection_lives(void **state)
+{
+	struct world *w = world_new();
+	char *line = malloc(5001), *out;
+
+	(void)state;
+	world_open(w);
+	memset(line, 'x', 5000);
+	line[5000] = '\0';
+	/* In pieces, the end of the line in a later piece. */
+	feed(w, 0, "ACQUIRE ");
+	feed(w, 0, line);
+	feed(w, 0, line);
+	feed(w, 0, "\nPI");
+	feed(w, 0, "NG\n");
+	out = take(w, 0);
+	assert_memory_equal(out, "ERR TOOLONG ", 12);
+	assert_non_null(strstr(out, "\r\nPONG\r\n"));
+	assert_null(strstr(out + 2, "ERR"));
+	free(line);
+	world_free(w);
+}
+
+static void
+test_service_quit_answers_bye_and_reads_no_more(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "PING\nQUIT\nPING\n");
+	assert_string_equal(take(w, 0), "PONG\r\nBYE\r\n");
+	assert_true(w->conns[0].quit);
+	world_free(w);
+}
+
+static int hook_calls;
+static int hook_out_len;
+static struct world *hook_world;
+
+static int
+fail_before_commit(void *ctx)
+{
+	(void)ctx;
+	hook_calls++;
+	return 1;
+}
+
+static void
+look_after_commit(void *ctx)
+{
+	(void)ctx;
+	hook_calls++;
+	hook_out_len = (int)hook_world->conns[0].out.len;
+}
+
+static void
+test_service_before_commit_seam_can_fail_the_commit(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	hook_calls = 0;
+	w->svc.hooks.before_commit = fail_before_commit;
+	feed(w, 0, "ACQUIRE a\n");
+	assert_int_equal(service_commit(&w->svc), -1);
+	assert_int_equal(hook_calls, 1);
+	assert_int_equal(w->store.commits, 0);
+	assert_non_null(strstr(take(w, 0), "ERR UNAVAILABLE"));
+	world_free(w);
+}
+
+static void
+test_service_after_commit_seam_runs_before_any_grant_is_written(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	hook_calls = 0;
+	hook_world = w;
+	hook_out_len = -1;
+	w->svc.hooks.after_commit = look_after_commit;
+	feed(w, 0, "ACQUIRE a\n");
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_int_equal(hook_calls, 1);
+	assert_int_equal(w->store.commits, 1);
+	assert_int_equal(hook_out_len, 0);
+	assert_non_null(strstr(take(w, 0), "GRANTED"));
+	world_free(w);
+}
+
+static void
+test_service_shutdown_answers_every_waiter(void **state)
+{
+	struct world *w = world_new();
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a\n");
+	feed(w, 1, "ACQUIRE a\nPING\n");
+	service_commit(&w->svc);
+	take(w, 0);
+	service_shutdown(&w->svc);
+	service_commit(&w->svc);
+	assert_string_equal(take(w, 1),
+	    "ERR SHUTDOWN server is stopping\r\nPONG\r\n");
+	world_free(w);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_service_granted_reply_waits_for_the_commit),
+		cmocka_unit_test(test_service_one_commit_serves_every_request_of_a_pass),
+		cmocka_unit_test(test_service_released_reply_does_not_wait_for_the_commit),
+		cmocka_unit_test(test_service_replies_keep_request_order_behind_a_waiting_acquire),
+		cmocka_unit_test(test_service_failed_commit_answers_unavailable_and_grants_nothing),
+		cmocka_unit_test(test_service_failed_commit_of_a_renewal_keeps_the_durable_expiry),
+		cmocka_unit_test(test_service_failed_commit_of_a_handoff_falls_back_to_the_durable_holder),
+		cmocka_unit_test(test_service_recovery_resumes_the_holder_and_the_counter),
+		cmocka_unit_test(test_service_recovery_reclaims_leases_that_ended_while_down),
+		cmocka_unit_test(test_service_wall_clock_steps_do_not_move_a_lease_within_a_boot),
+		cmocka_unit_test(test_service_after_a_reboot_no_lease_outlives_the_maximum),
+		cmocka_unit_test(test_service_onclose_leases_are_released_at_recovery),
+		cmocka_unit_test(test_service_onclose_lease_is_released_when_its_connection_closes),
+		cmocka_unit_test(test_service_client_that_does_not_read_is_cut_off_at_the_output_cap),
+		cmocka_unit_test(test_service_overlong_line_is_answered_and_the_connection_lives),
+		cmocka_unit_test(test_service_quit_answers_bye_and_reads_no_more),
+		cmocka_unit_test(test_service_before_commit_seam_can_fail_the_commit),
+		cmocka_unit_test(test_service_after_commit_seam_runs_before_any_grant_is_written),
+		cmocka_unit_test(test_service_shutdown_answers_every_waiter),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
