@@ -225,17 +225,18 @@ end_of_pass(struct server *srv)
 {
 	struct service_conn *sc;
 	core_time deadline, now;
+	int rc;
 
-	service_commit(&srv->svc);
+	rc = srv->stopping ? service_commit(&srv->svc) :
+	    service_end_pass(&srv->svc);
 	while ((sc = service_next_ready(&srv->svc)) != NULL)
 		flush_conn(container_of(sc, struct conn, sc));
 	if (srv->finished)
 		return;
 
-	deadline = core_next_deadline(&srv->svc.table);
+	deadline = service_next_deadline(&srv->svc);
 	now = mono_now(srv);
-	if (service_commit_pending(&srv->svc) && deadline > now +
-	    COMMIT_RETRY_MS)
+	if (rc != 0 && deadline > now + COMMIT_RETRY_MS)
 		deadline = now + COMMIT_RETRY_MS;
 	if (deadline == CORE_NEVER) {
 		uv_timer_stop(&srv->timer);

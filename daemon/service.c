@@ -770,6 +770,7 @@ service_commit(struct service *svc)
 	if (!service_commit_pending(svc))
 		return 0;
 	store_batch_reset(&svc->batch);
+	svc->lazy_since = 0;
 	core_table_changes(&svc->table, collect_record, &c, NULL);
 	if (svc->table.hwm != svc->committed_hwm) {
 		svc->batch.has_hwm = true;
@@ -817,6 +818,36 @@ release:
 		    waiting_link));
 	}
 	return 0;
+}
+
+int
+service_end_pass(struct service *svc)
+{
+	core_time now;
+
+	if (svc->commit_needed)
+		return service_commit(svc);
+	if (!service_commit_pending(svc))
+		return 0;
+	now = svc->clock.mono(svc->clock.ctx);
+	if (svc->lazy_since == 0) {
+		svc->lazy_since = now;
+		return 0;
+	}
+	if (now - svc->lazy_since < SERVICE_LAZY_COMMIT_MS)
+		return 0;
+	return service_commit(svc);
+}
+
+core_time
+service_next_deadline(const struct service *svc)
+{
+	core_time next = core_next_deadline(&svc->table);
+
+	if (svc->lazy_since != 0 &&
+	    svc->lazy_since + SERVICE_LAZY_COMMIT_MS < next)
+		next = svc->lazy_since + SERVICE_LAZY_COMMIT_MS;
+	return next;
 }
 
 /* ---- life ------------------------------------------------------------- */

@@ -99,6 +99,7 @@ struct service {
 	uint64_t durable_seq;    /* the last batch on disk */
 	uint64_t committed_hwm;
 	bool commit_needed;      /* a reply waits for batch_seq */
+	core_time lazy_since;    /* unpromised changes pending since; 0: none */
 	struct core_link conns;
 	struct core_link ready;
 	struct core_link waiting;
@@ -155,6 +156,20 @@ int service_commit(struct service *svc);
 
 /* True when changes wait for a commit (e.g. after a failed one). */
 bool service_commit_pending(const struct service *svc);
+
+/*
+ * The end of a loop pass: commits when a GRANTED or RENEWED reply waits
+ * for it, or when changes that promise nothing to anybody (releases,
+ * reclaims) have waited SERVICE_LAZY_COMMIT_MS - they then ride along with
+ * the next grant's commit instead of costing an fsync of their own.
+ * Returns what service_commit returns, or 0 when it did not commit.
+ */
+#define SERVICE_LAZY_COMMIT_MS 50
+int service_end_pass(struct service *svc);
+
+/* The next instant the service must run: a core deadline or a lazy
+ * commit; CORE_NEVER when none. */
+core_time service_next_deadline(const struct service *svc);
 
 /* Pops a connection whose output grew (or that must close); NULL: none. */
 struct service_conn *service_next_ready(struct service *svc);

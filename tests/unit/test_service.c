@@ -193,6 +193,50 @@ test_service_released_reply_does_not_wait_for_the_commit(void **state)
 }
 
 static void
+test_service_releases_ride_along_with_the_next_grant_or_wait_briefly(
+    void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a\n");
+	assert_int_equal(service_end_pass(&w->svc), 0);
+	assert_int_equal(w->store.commits, 1);
+	handle_of(take(w, 0), h);
+
+	/* A release alone does not cost a commit at once... */
+	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
+	feed(w, 0, line);
+	service_end_pass(&w->svc);
+	assert_int_equal(w->store.commits, 1);
+	assert_int_equal(service_next_deadline(&w->svc),
+	    w->clock.mono + SERVICE_LAZY_COMMIT_MS);
+	/* ...it rides along with the next grant's commit... */
+	feed(w, 0, "ACQUIRE b\n");
+	service_end_pass(&w->svc);
+	assert_int_equal(w->store.commits, 2);
+	assert_null(store_mem_find(&w->store, "a"));
+	assert_non_null(store_mem_find(&w->store, "b"));
+	handle_of(take(w, 0), h);
+
+	/* ...or is committed once it has waited long enough. */
+	snprintf(line, sizeof(line), "RELEASE b %s\n", h);
+	feed(w, 0, line);
+	service_end_pass(&w->svc);
+	w->clock.mono += SERVICE_LAZY_COMMIT_MS - 1;
+	service_end_pass(&w->svc);
+	assert_int_equal(w->store.commits, 2);
+	w->clock.mono += 1;
+	service_end_pass(&w->svc);
+	assert_int_equal(w->store.commits, 3);
+	assert_null(store_mem_find(&w->store, "b"));
+	assert_int_equal(service_next_deadline(&w->svc), CORE_NEVER);
+	world_free(w);
+}
+
+static void
 test_service_replies_keep_request_order_behind_a_waiting_acquire(void **state)
 {
 	struct world *w = world_new();
@@ -604,6 +648,7 @@ main(void)
 		cmocka_unit_test(test_service_granted_reply_waits_for_the_commit),
 		cmocka_unit_test(test_service_one_commit_serves_every_request_of_a_pass),
 		cmocka_unit_test(test_service_released_reply_does_not_wait_for_the_commit),
+		cmocka_unit_test(test_service_releases_ride_along_with_the_next_grant_or_wait_briefly),
 		cmocka_unit_test(test_service_replies_keep_request_order_behind_a_waiting_acquire),
 		cmocka_unit_test(test_service_failed_commit_answers_unavailable_and_grants_nothing),
 		cmocka_unit_test(test_service_failed_commit_of_a_renewal_keeps_the_durable_expiry),
