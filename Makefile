@@ -30,6 +30,12 @@ LMDB_CFLAGS   := $(call pc_cflags,lmdb)
 LMDB_LIBS     := $(call pc_libs,lmdb,-llmdb)
 CMOCKA_CFLAGS := $(call pc_cflags,cmocka)
 CMOCKA_LIBS   := $(call pc_libs,cmocka,-lcmocka)
+# libsystemd is optional: without it lockd speaks sd_notify's protocol itself.
+WITH_SYSTEMD  ?= $(shell pkg-config --exists libsystemd 2>/dev/null && echo 1 || echo 0)
+ifeq ($(WITH_SYSTEMD),1)
+SYSTEMD_CFLAGS := -DLOCKD_WITH_SYSTEMD $(call pc_cflags,libsystemd)
+SYSTEMD_LIBS   := $(call pc_libs,libsystemd,-lsystemd)
+endif
 
 ALL_CFLAGS = $(STD) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
@@ -54,7 +60,7 @@ all: $(B)/lockd
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(UV_CFLAGS) $(LMDB_CFLAGS) $(CMOCKA_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(UV_CFLAGS) $(LMDB_CFLAGS) $(CMOCKA_CFLAGS) $(SYSTEMD_CFLAGS) -c $< -o $@
 
 $(B)/libcore.a: $(CORE_OBJ)
 	$(AR) rcs $@ $^
@@ -64,12 +70,12 @@ $(B)/libdaemon.a: $(DAEMON_OBJ)
 	$(AR) rcs $@ $^
 
 $(B)/lockd: $(B)/daemon/main.o $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 # Unit tests link everything but the daemon's main().
 $(B)/tests/test_%: $(B)/tests/unit/test_%.o $(TESTLIB_OBJ) $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 MODEL_SRC := $(wildcard tests/model/*.c)
 $(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(B)/libcore.a

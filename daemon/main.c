@@ -12,6 +12,7 @@
 
 #include "daemon/config.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/server.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
@@ -175,6 +176,15 @@ main(int argc, char **argv)
 		service_close(&srv.svc);
 		store->ops->close(store);
 		return 1;
+	}
+	{
+		char status[256];
+		snprintf(status, sizeof(status), "READY=1\nSTATUS=serving; "
+		    "recovered %llu leases, %llu held, fence high-water mark "
+		    "%llu", (unsigned long long)rec.leases,
+		    (unsigned long long)srv.svc.table.stats.held,
+		    (unsigned long long)rec.hwm);
+		notify_send(status);
 	}
 	server_run(&srv);
 	service_commit(&srv.svc);

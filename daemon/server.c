@@ -10,11 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <uv.h>
 
 #include "core/list.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/server.h"
 
 #define READ_BUFFER 65536
@@ -272,9 +275,9 @@ close_all(uv_handle_t *h, void *arg)
 	(void)arg;
 	if (h->type == UV_TCP || h->type == UV_NAMED_PIPE) {
 		struct server *srv = h->loop->data;
-		if (h == (uv_handle_t *)&srv->tcp ||
-		    h == (uv_handle_t *)&srv->unix_listener)
-			return;
+		for (int i = 0; i < srv->nlisteners; i++)
+			if (h == &srv->listeners[i].h.handle)
+				return;
 		conn_close((struct conn *)h);
 		return;
 	}
@@ -312,14 +315,11 @@ on_signal(uv_signal_t *sig, int signum)
 	srv->stopping = true;
 	log_event(LOG_INFO, "stopping", "signal=%s connections=%u",
 	    signum == SIGTERM ? "TERM" : "INT", srv->connections);
-	if (srv->has_tcp)
-		uv_close((uv_handle_t *)&srv->tcp, NULL);
-	if (srv->has_unix)
-		uv_close((uv_handle_t *)&srv->unix_listener, NULL);
+	for (int i = 0; i < srv->nlisteners; i++)
+		uv_close(&srv->listeners[i].h.handle, NULL);
+	notify_send("STOPPING=1\nSTATUS=stopping");
 	uv_close((uv_handle_t *)&srv->sigterm, NULL);
 	uv_close((uv_handle_t *)&srv->sigint, NULL);
-	if (srv->on_stopping != NULL)
-		srv->on_stopping(srv);
 	/* Waiters are told ERR SHUTDOWN; pending commits finish; then every
 	 * connection closes as soon as its replies are written. */
 	service_shutdown(&srv->svc);
@@ -338,12 +338,47 @@ on_signal(uv_signal_t *sig, int signum)
 
 /* ---- listeners -------------------------------------------------------- */
 
+static struct server_listener *
+listener_new(struct server *srv)
+{
+	if (srv->nlisteners == SERVER_MAX_LISTENERS)
+		return NULL;
+	return &srv->listeners[srv->nlisteners++];
+}
+
+/* Logs where a TCP listener is bound, in the form the spec promises. */
+static void
+log_bound(struct server *srv, uv_tcp_t *tcp)
+{
+	struct sockaddr_storage addr;
+	char host[128], shown[160];
+	int len = sizeof(addr);
+
+	uv_tcp_getsockname(tcp, (struct sockaddr *)&addr, &len);
+	if (addr.ss_family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&addr;
+		uv_ip6_name(a, host, sizeof(host));
+		snprintf(shown, sizeof(shown), "[%s]:%d", host,
+		    ntohs(a->sin6_port));
+		srv->port = ntohs(a->sin6_port);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&addr;
+		uv_ip4_name(a, host, sizeof(host));
+		snprintf(shown, sizeof(shown), "%s:%d", host,
+		    ntohs(a->sin_port));
+		srv->port = ntohs(a->sin_port);
+	}
+	log_event(LOG_INFO, "listen", "addr=%s msg=\"listening on %s\"",
+	    shown, shown);
+}
+
 static int
 listen_tcp(struct server *srv, const char *hostport)
 {
 	struct sockaddr_storage addr;
-	char host[256], shown[300];
-	int port, rc, len = sizeof(addr);
+	struct server_listener *l;
+	char host[256];
+	int port, rc;
 
 	if (config_split_hostport(hostport, host, sizeof(host), &port) != 0)
 		return UV_EINVAL;
@@ -353,56 +388,85 @@ listen_tcp(struct server *srv, const char *hostport)
 		rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
 	if (rc != 0)
 		return rc;
-	if ((rc = uv_tcp_init(srv->loop, &srv->tcp)) != 0)
+	if ((l = listener_new(srv)) == NULL)
+		return UV_EMFILE;
+	if ((rc = uv_tcp_init(srv->loop, &l->h.tcp)) != 0) {
+		srv->nlisteners--;
 		return rc;
-	srv->tcp.data = srv;
-	srv->has_tcp = true;
-	if ((rc = uv_tcp_bind(&srv->tcp, (struct sockaddr *)&addr, 0)) != 0 ||
-	    (rc = uv_listen((uv_stream_t *)&srv->tcp, 1024,
-	    on_connection)) != 0)
-		return rc;
-	uv_tcp_getsockname(&srv->tcp, (struct sockaddr *)&addr, &len);
-	if (addr.ss_family == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&addr;
-		uv_ip6_name(a, host, sizeof(host));
-		snprintf(shown, sizeof(shown), "[%s]:%d", host,
-		    ntohs(a->sin6_port));
-	} else {
-		struct sockaddr_in *a = (struct sockaddr_in *)&addr;
-		uv_ip4_name(a, host, sizeof(host));
-		snprintf(shown, sizeof(shown), "%s:%d", host,
-		    ntohs(a->sin_port));
 	}
-	srv->port = port == 0 ? atoi(strrchr(shown, ':') + 1) : port;
-	log_event(LOG_INFO, "listen", "addr=%s msg=\"listening on %s\"",
-	    shown, shown);
+	l->h.handle.data = srv;
+	if ((rc = uv_tcp_bind(&l->h.tcp, (struct sockaddr *)&addr, 0)) != 0 ||
+	    (rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+		return rc;
+	log_bound(srv, &l->h.tcp);
 	return 0;
 }
 
 static int
 listen_unix(struct server *srv, const char *path)
 {
+	struct server_listener *l;
 	int rc;
 
-	if ((rc = uv_pipe_init(srv->loop, &srv->unix_listener, 0)) != 0)
+	if ((l = listener_new(srv)) == NULL)
+		return UV_EMFILE;
+	if ((rc = uv_pipe_init(srv->loop, &l->h.pipe, 0)) != 0) {
+		srv->nlisteners--;
 		return rc;
-	srv->unix_listener.data = srv;
-	srv->has_unix = true;
+	}
+	l->h.handle.data = srv;
 	unlink(path);   /* a stale socket of an earlier run; the data
 			 * directory lock already proved we are alone */
-	if ((rc = uv_pipe_bind(&srv->unix_listener, path)) != 0 ||
-	    (rc = uv_listen((uv_stream_t *)&srv->unix_listener, 1024,
-	    on_connection)) != 0)
+	if ((rc = uv_pipe_bind(&l->h.pipe, path)) != 0 ||
+	    (rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
 		return rc;
 	log_event(LOG_INFO, "listen", "unix=%s msg=\"listening on %s\"",
 	    path, path);
 	return 0;
 }
 
+/* Socket activation: serve the listening sockets systemd passed. */
+static int
+listen_passed(struct server *srv, int count)
+{
+	struct server_listener *l;
+	struct sockaddr_storage addr;
+	socklen_t len;
+	int i, rc, fd;
+
+	for (i = 0; i < count; i++) {
+		fd = 3 + i;
+		len = sizeof(addr);
+		if (getsockname(fd, (struct sockaddr *)&addr, &len) != 0)
+			return UV_EBADF;
+		if ((l = listener_new(srv)) == NULL)
+			return UV_EMFILE;
+		if (addr.ss_family == AF_UNIX) {
+			if ((rc = uv_pipe_init(srv->loop, &l->h.pipe, 0)) != 0 ||
+			    (rc = uv_pipe_open(&l->h.pipe, fd)) != 0)
+				return rc;
+		} else {
+			if ((rc = uv_tcp_init(srv->loop, &l->h.tcp)) != 0 ||
+			    (rc = uv_tcp_open(&l->h.tcp, fd)) != 0)
+				return rc;
+		}
+		l->h.handle.data = srv;
+		if ((rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+			return rc;
+		if (addr.ss_family == AF_UNIX)
+			log_event(LOG_INFO, "listen", "fd=%d unix=%s "
+			    "msg=\"listening on passed socket\"", fd,
+			    ((struct sockaddr_un *)&addr)->sun_path);
+		else
+			log_bound(srv, &l->h.tcp);
+	}
+	return 0;
+}
+
 int
 server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 {
-	int rc;
+	int rc, passed;
 
 	srv->loop = loop;
 	srv->cfg = cfg;
@@ -419,12 +483,20 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&srv->sigint, on_signal, SIGINT);
 
-	if (cfg->listen[0] != '\0' && (rc = listen_tcp(srv, cfg->listen)) != 0) {
+	if ((passed = notify_listen_fds()) > 0) {
+		if ((rc = listen_passed(srv, passed)) != 0) {
+			log_event(LOG_ERROR, "listen_error",
+			    "passed_fds=%d error=\"%s\"", passed,
+			    uv_strerror(rc));
+			return rc;
+		}
+	} else if (cfg->listen[0] != '\0' &&
+	    (rc = listen_tcp(srv, cfg->listen)) != 0) {
 		log_event(LOG_ERROR, "listen_error", "addr=%s error=\"%s\"",
 		    cfg->listen, uv_strerror(rc));
 		return rc;
 	}
-	if (cfg->unix_path[0] != '\0' &&
+	if (passed == 0 && cfg->unix_path[0] != '\0' &&
 	    (rc = listen_unix(srv, cfg->unix_path)) != 0) {
 		log_event(LOG_ERROR, "listen_error", "unix=%s error=\"%s\"",
 		    cfg->unix_path, uv_strerror(rc));

@@ -12,13 +12,21 @@
 #include "daemon/config.h"
 #include "daemon/service.h"
 
+#define SERVER_MAX_LISTENERS 8
+
 struct server {
 	uv_loop_t *loop;
 	const struct config *cfg;
 	struct service svc;         /* opened by the caller before server_init */
-	uv_tcp_t tcp;
-	uv_pipe_t unix_listener;
-	bool has_tcp, has_unix;
+	struct server_listener {
+		union {
+			uv_handle_t handle;
+			uv_stream_t stream;
+			uv_tcp_t tcp;
+			uv_pipe_t pipe;
+		} h;
+	} listeners[SERVER_MAX_LISTENERS];
+	int nlisteners;
 	int port;                   /* the TCP port bound */
 	uv_timer_t timer;           /* the one timer: the next core deadline */
 	uv_timer_t grace;           /* bounds a clean stop */
@@ -27,7 +35,6 @@ struct server {
 	uint32_t connections;
 	bool stopping;
 	bool finished;               /* the loop's handles are closing */
-	void (*on_stopping)(struct server *srv);  /* e.g. sd_notify */
 };
 
 /* Starts listening; returns 0 or a libuv error (already logged). */

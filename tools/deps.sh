@@ -5,7 +5,7 @@
 # packages are already installed, so it is cheap to call from make.
 set -eu
 
-build="libuv1-dev liblmdb-dev pkg-config gcc make"
+build="libuv1-dev liblmdb-dev libsystemd-dev pkg-config gcc make"
 case "${1:-build}" in
 build) want="$build" ;;
 test)  want="$build libcmocka-dev clang libclang-rt-14-dev lmdb-utils" ;;
@@ -26,4 +26,4 @@ echo "deps: installing$missing" >&2
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 # shellcheck disable=SC2086
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
