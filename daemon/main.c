@@ -57,6 +57,16 @@ clock_mono(void *ctx)
 }
 
 static int64_t
+clock_mono_ns(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t
 clock_wall(void *ctx)
 {
 	struct timespec ts;
@@ -129,9 +139,6 @@ main(int argc, char **argv)
 	log_threshold = (enum log_level)cfg.log_level;
 	log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
 	    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
-	if (cfg.metrics_listen[0] != '\0')
-		log_event(LOG_WARN, "metrics_unavailable",
-		    "msg=\"--metrics-listen is not served by this build\"");
 
 	store = store_lmdb_open(cfg.data_dir, cfg.map_size, err, sizeof(err));
 	if (store == NULL) {
@@ -155,6 +162,7 @@ main(int argc, char **argv)
 	memset(&clock, 0, sizeof(clock));
 	clock.mono = clock_mono;
 	clock.wall = clock_wall;
+	clock.mono_ns = clock_mono_ns;
 	read_boot_id(clock.boot_id);
 
 	if (service_open(&srv.svc, &scfg, store, &clock, &rec) != 0) {

@@ -195,9 +195,12 @@ on_connection(uv_stream_t *listener, int status)
 		return;
 	}
 	if (srv->stopping || srv->connections >= srv->cfg->max_connections) {
-		if (!srv->stopping)
+		if (!srv->stopping) {
 			log_event(LOG_WARN, "limit", "kind=connections max=%u",
 			    srv->cfg->max_connections);
+			srv->svc.metrics.limit_hits[
+			    METRICS_LIMIT_CONNECTIONS]++;
+		}
 		srv->svc.stats.protocol_errors[PROTO_ERR_LIMIT]++;
 		refuse(&c->h.stream, srv->stopping ?
 		    "ERR SHUTDOWN server is stopping\r\n" :
@@ -317,6 +320,7 @@ on_signal(uv_signal_t *sig, int signum)
 	    signum == SIGTERM ? "TERM" : "INT", srv->connections);
 	for (int i = 0; i < srv->nlisteners; i++)
 		uv_close(&srv->listeners[i].h.handle, NULL);
+	http_close_listener(&srv->http);
 	notify_send("STOPPING=1\nSTATUS=stopping");
 	uv_close((uv_handle_t *)&srv->sigterm, NULL);
 	uv_close((uv_handle_t *)&srv->sigint, NULL);
@@ -501,6 +505,19 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 		log_event(LOG_ERROR, "listen_error", "unix=%s error=\"%s\"",
 		    cfg->unix_path, uv_strerror(rc));
 		return rc;
+	}
+	if (cfg->metrics_listen[0] != '\0') {
+		char host[256];
+		int port;
+		config_split_hostport(cfg->metrics_listen, host, sizeof(host),
+		    &port);
+		if ((rc = http_listen(&srv->http, loop, host, port,
+		    &srv->svc)) != 0) {
+			log_event(LOG_ERROR, "listen_error",
+			    "metrics=%s error=\"%s\"", cfg->metrics_listen,
+			    uv_strerror(rc));
+			return rc;
+		}
 	}
 	/* The deadlines recovered from the store. */
 	end_of_pass(srv);

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "daemon/config.h"
+#include "daemon/http.h"
 #include "daemon/service.h"
 
 #define SERVER_MAX_LISTENERS 8
@@ -32,6 +33,7 @@ struct server {
 	uv_timer_t grace;           /* bounds a clean stop */
 	uv_check_t check;           /* the end of each loop pass */
 	uv_signal_t sigterm, sigint;
+	struct http_server http;    /* --metrics-listen */
 	uint32_t connections;
 	bool stopping;
 	bool finished;               /* the loop's handles are closing */

@@ -146,6 +146,7 @@ check_output_cap(struct service *svc, struct service_conn *conn)
 		return;
 	conn->overflow = true;
 	svc->stats.output_overflows++;
+	svc->metrics.limit_hits[METRICS_LIMIT_OUTPUT]++;
 	log_event(LOG_WARN, "limit", "kind=output conn=%llu bytes=%zu",
 	    (unsigned long long)conn->session.id,
 	    conn->out.len + conn->slots_bytes);
@@ -286,6 +287,24 @@ on_core_reply(void *ctx, const struct core_reply *r)
 	uint64_t batch = 0;
 	size_t n = 0;
 
+	switch (r->kind) {
+	case CORE_REPLY_GRANTED:
+		metrics_observe(&svc->metrics.acquire_wait,
+		    (double)r->waited_ms / 1000);
+		break;
+	case CORE_REPLY_RELEASED:
+	case CORE_EVENT_RELEASED_ONCLOSE:
+	case CORE_EVENT_RECLAIMED:
+		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
+		break;
+	case CORE_REPLY_LIMIT:
+		svc->metrics.limit_hits[r->limit == CORE_LIMIT_HELD ?
+		    METRICS_LIMIT_HELD : r->limit == CORE_LIMIT_WAITERS ?
+		    METRICS_LIMIT_WAITERS : METRICS_LIMIT_CONNECTION_WAITERS]++;
+		break;
+	default:
+		break;
+	}
 	switch (r->kind) {
 	case CORE_EVENT_RECLAIMED:
 		log_event(LOG_INFO, "reclaim", "name=%.*s fence=%llu held_ms=%lld",
@@ -751,6 +770,14 @@ fall_back(struct service *svc, core_time now, int64_t wall)
 	}
 }
 
+static int64_t
+precise_now(const struct service *svc)
+{
+	if (svc->clock.mono_ns != NULL)
+		return svc->clock.mono_ns(svc->clock.ctx);
+	return svc->clock.mono(svc->clock.ctx) * 1000000;
+}
+
 bool
 service_commit_pending(const struct service *svc)
 {
@@ -793,7 +820,10 @@ service_commit(struct service *svc)
 		    "injected failure");
 		rc = -1;
 	} else {
+		int64_t t0 = precise_now(svc);
 		rc = svc->store->ops->commit(svc->store, &svc->batch);
+		metrics_observe(&svc->metrics.commit_duration,
+		    (double)(precise_now(svc) - t0) / 1e9);
 	}
 	if (rc != 0) {
 		svc->stats.commit_failures++;
@@ -806,6 +836,7 @@ service_commit(struct service *svc)
 	}
 	svc->stats.commits++;
 	svc->stats.commit_records += svc->batch.count;
+	metrics_observe(&svc->metrics.commit_records, (double)svc->batch.count);
 	if (svc->batch.has_hwm)
 		svc->committed_hwm = svc->batch.hwm;
 	svc->durable_seq = batch;
@@ -919,6 +950,8 @@ service_open(struct service *svc, const struct service_config *config,
 	svc->store = store;
 	svc->clock = *clock;
 	svc->batch_seq = 1;
+	metrics_init(&svc->metrics);
+	svc->metrics.start_time = (double)clock->wall(clock->ctx) / 1000;
 	link_init(&svc->conns);
 	link_init(&svc->ready);
 	link_init(&svc->waiting);

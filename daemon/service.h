@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "proto/proto.h"
 
@@ -35,6 +36,8 @@ struct service_clock {
 	core_time (*mono)(void *ctx);
 	/* Milliseconds since the epoch (CLOCK_REALTIME). */
 	int64_t (*wall)(void *ctx);
+	/* Nanoseconds on the mono clock, for timing commits; may be NULL. */
+	int64_t (*mono_ns)(void *ctx);
 	void *ctx;
 	/* Identifies the boot the mono clock belongs to. */
 	uint8_t boot_id[16];
@@ -108,6 +111,7 @@ struct service {
 	uint64_t current_seq;
 	bool current_answered;
 	struct service_stats stats;
+	struct metrics metrics;
 	char error[256];
 };
 
@@ -176,6 +180,9 @@ struct service_conn *service_next_ready(struct service *svc);
 
 /* Clean stop: every waiter is answered ERR SHUTDOWN. */
 void service_shutdown(struct service *svc);
+
+/* Renders every metric in the Prometheus text format (service_metrics.c). */
+void service_render_metrics(struct service *svc, struct metrics_text *t);
 
 /* Writes the STATS key=value pairs into stats[]; returns how many. */
 size_t service_stats(struct service *svc, struct proto_stat *stats,

@@ -194,7 +194,7 @@ test_store_full_map_is_unavailable_loses_nothing_and_recovers(void **state)
 	char err[256], req[64];
 	struct store *s = store_lmdb_open(dir, 64 * 1024, err, sizeof(err));
 	struct service_config cfg;
-	struct service_clock clock = { mono, wall, NULL, { 1 } };
+	struct service_clock clock = { mono, wall, NULL, NULL, { 1 } };
 	struct service *svc = calloc(1, sizeof(*svc));
 	struct service_conn conn;
 	int i, granted = 0, unavailable = 0;

@@ -1,0 +1,24 @@
+/*
+ * http.h - the Prometheus metrics endpoint (--metrics-listen).
+ */
+#ifndef LOCKD_HTTP_H
+#define LOCKD_HTTP_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "daemon/service.h"
+
+struct http_server {
+	uv_tcp_t tcp;
+	struct service *svc;
+	int port;
+	bool active;
+};
+
+/* Listens on host:port (port 0 picks one); returns 0 or a libuv error. */
+int http_listen(struct http_server *http, uv_loop_t *loop, const char *host,
+    int port, struct service *svc);
+void http_close_listener(struct http_server *http);
+
+#endif
