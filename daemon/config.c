@@ -2,9 +2,13 @@
  * config.c - parsing lockd's command line and config file.  Numbers take
  * digits only; durations take the protocol's forms (1500, 30s, 5m).
  */
+#include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "daemon/config.h"
 #include "daemon/log.h"
@@ -244,6 +248,65 @@ config_split_hostport(const char *s, char *host, size_t host_len, int *port)
 	return 0;
 }
 
+int
+config_resolve(const char *hostport, struct sockaddr_storage *addr,
+    socklen_t *len, char *err, size_t err_len)
+{
+	struct addrinfo hints, *res = NULL;
+	char host[256], service[16];
+	int port, rc;
+
+	if (config_split_hostport(hostport, host, sizeof(host), &port) != 0) {
+		snprintf(err, err_len, "bad address '%s' (HOST:PORT)",
+		    hostport);
+		return -1;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+	snprintf(service, sizeof(service), "%d", port);
+	if ((rc = getaddrinfo(host, service, &hints, &res)) != 0) {
+		snprintf(err, err_len, "cannot resolve '%s': %s", host,
+		    gai_strerror(rc));
+		return -1;
+	}
+	memcpy(addr, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+/*
+ * A listening address must be an IP address (or a name that resolves to
+ * one) of this machine: try to bind it, so a bad one is reported as a bad
+ * flag, at once, before the data directory is touched.
+ */
+static int
+check_address(const char *flag, const char *value, char *err, size_t err_len)
+{
+	struct sockaddr_storage addr;
+	char why[300];
+	socklen_t len;
+	int fd, one = 1;
+
+	if (config_resolve(value, &addr, &len, why, sizeof(why)) != 0) {
+		snprintf(err, err_len, "--%s: %s", flag, why);
+		return -1;
+	}
+	fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, (struct sockaddr *)&addr, len) != 0) {
+		snprintf(err, err_len, "--%s: cannot listen on '%s': %s", flag,
+		    value, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 static void
 defaults(struct config *cfg)
 {
@@ -259,7 +322,7 @@ defaults(struct config *cfg)
 	else
 		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s",
 		    CONFIG_DEFAULT_DATA_DIR);
-	cfg->default_lease_ms = 30 * 1000;
+	cfg->default_lease_ms = 0;   /* not set: 30 s, capped to max-lease */
 	cfg->max_lease_ms = 5 * 60 * 1000;
 	cfg->max_connections = CONFIG_DEFAULT_MAX_CONNECTIONS;
 	cfg->max_line = PROTO_LINE_MAX_DEFAULT;
@@ -325,9 +388,6 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
     size_t err_len)
 {
 	enum config_result r;
-	char host[256];
-	int port;
-
 	defaults(cfg);
 	if ((r = parse_args(cfg, argc, argv, true, err, err_len)) != CONFIG_OK)
 		return r == CONFIG_EXIT_OK ?
@@ -341,10 +401,13 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 		snprintf(err, err_len, "--max-lease must be positive");
 		return CONFIG_ERROR;
 	}
-	if (cfg->default_lease_ms <= 0 ||
-	    cfg->default_lease_ms > cfg->max_lease_ms) {
+	if (cfg->default_lease_ms == 0) {
+		cfg->default_lease_ms = CONFIG_DEFAULT_LEASE_MS;
+		if (cfg->default_lease_ms > cfg->max_lease_ms)
+			cfg->default_lease_ms = cfg->max_lease_ms;
+	} else if (cfg->default_lease_ms > cfg->max_lease_ms) {
 		snprintf(err, err_len,
-		    "--default-lease must be positive and at most --max-lease");
+		    "--default-lease must be at most --max-lease");
 		return CONFIG_ERROR;
 	}
 	if (cfg->max_line < 64 || cfg->max_line > (1u << 20)) {
@@ -354,18 +417,12 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 	if (strcmp(cfg->listen, "none") == 0)
 		cfg->listen[0] = '\0';
 	if (cfg->listen[0] != '\0' &&
-	    config_split_hostport(cfg->listen, host, sizeof(host), &port) != 0) {
-		snprintf(err, err_len, "--listen: bad address '%s'",
-		    cfg->listen);
+	    check_address("listen", cfg->listen, err, err_len) != 0)
 		return CONFIG_ERROR;
-	}
 	if (cfg->metrics_listen[0] != '\0' &&
-	    config_split_hostport(cfg->metrics_listen, host, sizeof(host),
-	    &port) != 0) {
-		snprintf(err, err_len, "--metrics-listen: bad address '%s'",
-		    cfg->metrics_listen);
+	    check_address("metrics-listen", cfg->metrics_listen, err,
+	    err_len) != 0)
 		return CONFIG_ERROR;
-	}
 	if (cfg->listen[0] == '\0' && cfg->unix_path[0] == '\0') {
 		snprintf(err, err_len, "nothing to listen on");
 		return CONFIG_ERROR;

@@ -8,10 +8,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #define LOCKD_VERSION "0.1.0"
 
 #define CONFIG_DEFAULT_LISTEN "127.0.0.1:7420"
+#define CONFIG_DEFAULT_LEASE_MS (30 * 1000)
 #define CONFIG_DEFAULT_DATA_DIR "./lockd-data"
 #define CONFIG_DEFAULT_MAX_CONNECTIONS 10000
 #define CONFIG_DEFAULT_MAX_OUTPUT (1u << 20)          /* 1 MiB */
@@ -51,5 +53,10 @@ enum config_result config_load(struct config *cfg, int argc, char **argv,
 /* Splits "HOST:PORT" or "[V6]:PORT"; returns -1 when malformed. */
 int config_split_hostport(const char *s, char *host, size_t host_len,
     int *port);
+
+/* Resolves "HOST:PORT" (an IP literal or a name) to a socket address;
+ * returns -1 with a message in err. */
+int config_resolve(const char *hostport, struct sockaddr_storage *addr,
+    socklen_t *len, char *err, size_t err_len);
 
 #endif

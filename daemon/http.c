@@ -12,6 +12,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "daemon/config.h"
 #include "daemon/http.h"
 #include "daemon/log.h"
 
@@ -202,20 +203,18 @@ on_connection(uv_stream_t *listener, int status)
 }
 
 int
-http_listen(struct http_server *http, uv_loop_t *loop, const char *host,
-    int port, struct service *svc)
+http_listen(struct http_server *http, uv_loop_t *loop, const char *hostport,
+    struct service *svc)
 {
 	struct sockaddr_storage addr;
-	char shown[300];
-	int rc, len = sizeof(addr);
+	char shown[300], host[256], err[300];
+	socklen_t alen;
+	int rc, port, len = sizeof(addr);
 
 	http->svc = svc;
-	if (strchr(host, ':') != NULL)
-		rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
-	else
-		rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
-	if (rc != 0)
-		return rc;
+	if (config_resolve(hostport, &addr, &alen, err, sizeof(err)) != 0 ||
+	    config_split_hostport(hostport, host, sizeof(host), &port) != 0)
+		return UV_EINVAL;
 	if ((rc = uv_tcp_init(loop, &http->tcp)) != 0)
 		return rc;
 	http->tcp.data = http;

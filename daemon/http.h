@@ -16,9 +16,9 @@ struct http_server {
 	bool active;
 };
 
-/* Listens on host:port (port 0 picks one); returns 0 or a libuv error. */
-int http_listen(struct http_server *http, uv_loop_t *loop, const char *host,
-    int port, struct service *svc);
+/* Listens on HOST:PORT (port 0 picks one); returns 0 or a libuv error. */
+int http_listen(struct http_server *http, uv_loop_t *loop,
+    const char *hostport, struct service *svc);
 void http_close_listener(struct http_server *http);
 
 #endif

@@ -381,17 +381,12 @@ listen_tcp(struct server *srv, const char *hostport)
 {
 	struct sockaddr_storage addr;
 	struct server_listener *l;
-	char host[256];
-	int port, rc;
+	char err[300];
+	socklen_t len;
+	int rc;
 
-	if (config_split_hostport(hostport, host, sizeof(host), &port) != 0)
+	if (config_resolve(hostport, &addr, &len, err, sizeof(err)) != 0)
 		return UV_EINVAL;
-	if (strchr(host, ':') != NULL)
-		rc = uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr);
-	else
-		rc = uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
-	if (rc != 0)
-		return rc;
 	if ((l = listener_new(srv)) == NULL)
 		return UV_EMFILE;
 	if ((rc = uv_tcp_init(srv->loop, &l->h.tcp)) != 0) {
@@ -507,11 +502,7 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 		return rc;
 	}
 	if (cfg->metrics_listen[0] != '\0') {
-		char host[256];
-		int port;
-		config_split_hostport(cfg->metrics_listen, host, sizeof(host),
-		    &port);
-		if ((rc = http_listen(&srv->http, loop, host, port,
+		if ((rc = http_listen(&srv->http, loop, cfg->metrics_listen,
 		    &srv->svc)) != 0) {
 			log_event(LOG_ERROR, "listen_error",
 			    "metrics=%s error=\"%s\"", cfg->metrics_listen,

@@ -24,7 +24,8 @@ struct service_slot {
 	uint64_t batch;          /* must be durable first; 0: none */
 	bool resolved;           /* the text is there */
 	uint16_t len;
-	char text[PROTO_REPLY_MAX];
+	uint16_t cap;
+	char text[];             /* cap bytes */
 };
 
 /* The durable record of one held lock, as stored (little-endian):
@@ -167,7 +168,7 @@ advance(struct service *svc, struct service_conn *conn)
 		conn->slots_head = s->next;
 		if (conn->slots_head == NULL)
 			conn->slots_tail = NULL;
-		conn->slots_bytes -= sizeof(*s);
+		conn->slots_bytes -= sizeof(*s) + s->cap;
 		free(s);
 		moved = true;
 	}
@@ -181,10 +182,12 @@ advance(struct service *svc, struct service_conn *conn)
 		mark_ready(svc, conn);
 }
 
+/* A slot for request seq whose reply will take at most cap bytes. */
 static struct service_slot *
-slot_add(struct service *svc, struct service_conn *conn, uint64_t seq)
+slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
+    size_t cap)
 {
-	struct service_slot *s = malloc(sizeof(*s));
+	struct service_slot *s = malloc(sizeof(*s) + cap);
 
 	if (s == NULL) {
 		/* Without a slot the reply order cannot be kept: give up on
@@ -198,12 +201,13 @@ slot_add(struct service *svc, struct service_conn *conn, uint64_t seq)
 	s->batch = 0;
 	s->resolved = false;
 	s->len = 0;
+	s->cap = (uint16_t)cap;
 	if (conn->slots_tail != NULL)
 		conn->slots_tail->next = s;
 	else
 		conn->slots_head = s;
 	conn->slots_tail = s;
-	conn->slots_bytes += sizeof(*s);
+	conn->slots_bytes += sizeof(*s) + cap;
 	check_output_cap(svc, conn);
 	return s;
 }
@@ -231,8 +235,18 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 	for (s = conn->slots_head; s != NULL; s = s->next)
 		if (s->seq == seq)
 			break;
-	if (s == NULL && (s = slot_add(svc, conn, seq)) == NULL)
+	/* A reply that waits for a commit may yet become ERR UNAVAILABLE. */
+	if (s == NULL && (s = slot_add(svc, conn, seq,
+	    batch != 0 && len < PROTO_REPLY_MAX ? PROTO_REPLY_MAX : len)) ==
+	    NULL)
 		return;
+	if (len > s->cap) {
+		/* Only a waiting ACQUIRE's slot exists before its reply,
+		 * and its replies all fit PROTO_REPLY_MAX. */
+		conn->overflow = true;
+		mark_ready(svc, conn);
+		return;
+	}
 	memcpy(s->text, text, len);
 	s->len = (uint16_t)len;
 	s->batch = batch;
@@ -495,16 +509,6 @@ cmd_stats(struct service *svc, struct service_conn *conn,
 	(void)now;
 	n = service_stats(svc, stats, 32);
 	n = proto_format_stats(line, sizeof(line), stats, n);
-	if (n > PROTO_REPLY_MAX) {
-		/* Longer than a slot holds: only when nothing waits ahead. */
-		if (conn->slots_head == NULL) {
-			svc->current_answered = true;
-			deliver(svc, conn, seq, 0, line, n);
-			return;
-		}
-		n = proto_format_error(line, PROTO_REPLY_MAX,
-		    PROTO_ERR_LIMIT, "STATS behind a waiting request");
-	}
 	answer(svc, conn, seq, 0, line, n);
 }
 
@@ -537,8 +541,8 @@ execute(struct service *svc, struct service_conn *conn,
 	svc->current_seq = seq;
 	svc->current_answered = false;
 	commands[req->command](svc, conn, req, seq, now);
-	if (!svc->current_answered)
-		slot_add(svc, conn, seq);   /* a waiting ACQUIRE */
+	if (!svc->current_answered)   /* a waiting ACQUIRE */
+		slot_add(svc, conn, seq, PROTO_REPLY_MAX);
 	svc->current = NULL;
 }
 
@@ -728,7 +732,7 @@ fail_replies(struct service *svc, uint64_t batch)
 			if (!s->resolved || s->batch != batch)
 				continue;
 			s->len = (uint16_t)proto_format_error(s->text,
-			    sizeof(s->text), PROTO_ERR_UNAVAILABLE,
+			    s->cap, PROTO_ERR_UNAVAILABLE,
 			    "store failed; nothing was granted or changed");
 			s->batch = 0;
 			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;

@@ -1,0 +1,291 @@
+/*
+ * harness.h - the shared harness of the integration tests: it starts the
+ * real lockd as a child process on port 0 in a fresh temporary directory,
+ * speaks the raw line protocol to it over TCP or a Unix socket, and stops,
+ * kills and restarts it.  Like beanstalkd's tests, nothing here links the
+ * daemon's code: the server is LOCKD_BIN (build/lockd when unset), and the
+ * only project code used is proto/, to parse replies exactly as liblockd
+ * does.
+ *
+ * No test may hang: every read and every wait for a process is bounded in
+ * time, a watchdog ends a test that runs too long, and a started lockd dies
+ * with the test process (PR_SET_PDEATHSIG).  Servers are stopped and killed
+ * by their own PID only.  Everything a test starts, opens or creates is
+ * registered and undone by harness_teardown(), also after a failed check.
+ *
+ * The helpers that check something are macros over functions taking the
+ * caller's __FILE__ and __LINE__, so cmocka reports the line of the test,
+ * not of the harness.
+ */
+#ifndef LOCKD_TEST_HARNESS_H
+#define LOCKD_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/proto.h"
+
+/* Time limits, in milliseconds. */
+#define HARNESS_START_TIMEOUT_MS 5000  /* until "listening on" is logged */
+#define HARNESS_STOP_TIMEOUT_MS 5000   /* until a stopped lockd exits */
+#define HARNESS_REPLY_TIMEOUT_MS 3000  /* for a reply that is due now */
+#define HARNESS_TEST_TIMEOUT_S 40      /* the watchdog, per test */
+
+/*
+ * lockd and the tests both count whole milliseconds, so an interval measured
+ * here may read up to this much shorter than the one lockd timed.  Lower
+ * bounds allow exactly this and nothing more.
+ */
+#define HARNESS_CLOCK_SLACK_MS 2
+
+#define HARNESS_MAX_FLAGS 32
+#define HARNESS_LINE_MAX 65536         /* longest reply line kept */
+
+/* One lockd, running or not, and its temporary directory. */
+struct harness_server {
+	pid_t pid;                  /* 0 when not running */
+	int port;                   /* the TCP port of the current run */
+	char dir[64];               /* the temporary directory */
+	char data_dir[128];         /* dir/data, given as --data-dir */
+	char log_path[128];         /* dir/lockd.log: its stdout and stderr */
+	char unix_path[128];        /* dir/lockd.sock, free for --unix */
+	char *flags[HARNESS_MAX_FLAGS];  /* extra flags, kept for restarts */
+	int nflags;
+	int exit_status;            /* raw wait status of the last run */
+};
+
+/* One client connection. */
+struct harness_conn {
+	int fd;                     /* -1 once closed */
+	bool eof;                   /* the server closed it (or reset it) */
+	bool crlf;                  /* the last line read ended in CRLF */
+	size_t len;                 /* bytes buffered in buf */
+	char buf[HARNESS_LINE_MAX * 2];
+	char line[HARNESS_LINE_MAX + 1];  /* the last line read, no CRLF */
+};
+
+/* A parsed GRANTED reply. */
+struct harness_grant {
+	char name[PROTO_NAME_MAX + 1];
+	uint64_t fence;
+	char handle[64];            /* "<fence>-<16 hex>" as sent */
+	int64_t lease_ms;
+};
+
+/* A parsed STATUS reply. */
+struct harness_status {
+	bool held;
+	uint64_t fence;
+	int64_t ttl_ms;
+	uint64_t queue;
+};
+
+/* What a lockd run to completion did (see harness_run). */
+struct harness_run_result {
+	int exit_code;              /* -1: killed by a signal or timed out */
+	bool timed_out;
+	char out[8192];             /* its stdout, NUL-terminated */
+	char err[8192];             /* its stderr, NUL-terminated */
+};
+
+/* ---- cmocka fixtures ---------------------------------------------------- */
+
+/* Arms the watchdog. */
+int harness_setup(void **state);
+/* Closes every connection, kills every lockd, removes every directory. */
+int harness_teardown(void **state);
+#define HARNESS_TEST(f) cmocka_unit_test_setup_teardown(f, harness_setup, \
+	harness_teardown)
+
+/* ---- time --------------------------------------------------------------- */
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t harness_now_ms(void);
+void harness_sleep_ms(int64_t ms);
+
+/* ---- servers ------------------------------------------------------------ */
+
+/* A fresh temporary directory, removed at teardown. */
+const char *harness__tempdir(const char *file, int line);
+#define harness_tempdir() harness__tempdir(__FILE__, __LINE__)
+
+/* A server with its own temporary directory, not yet started. */
+struct harness_server *harness__server_new(const char *file, int line);
+#define harness_server_new() harness__server_new(__FILE__, __LINE__)
+
+/*
+ * Starts lockd with --listen 127.0.0.1:0 --data-dir s->data_dir and the
+ * extra flags given (a NULL-terminated list of strings), and waits for it to
+ * log the port it listens on.  Fails the test when it does not within
+ * HARNESS_START_TIMEOUT_MS or exits instead.
+ */
+void harness__server_start(const char *file, int line,
+    struct harness_server *s, ...);
+#define harness_server_start(...) \
+	harness__server_start(__FILE__, __LINE__, __VA_ARGS__)
+
+/* harness_server_new() and harness_server_start() with the flags given. */
+struct harness_server *harness__start(const char *file, int line, ...);
+#define harness_start(...) harness__start(__FILE__, __LINE__, __VA_ARGS__)
+
+/* Starts a stopped server again, same flags, same data directory. */
+void harness__server_restart(const char *file, int line,
+    struct harness_server *s);
+#define harness_server_restart(s) \
+	harness__server_restart(__FILE__, __LINE__, (s))
+
+/*
+ * Sends SIGTERM and waits at most timeout_ms for the exit.  Returns its exit
+ * code, or -1 when it died by a signal or did not exit in time (it is then
+ * killed).  *elapsed_ms, when not NULL, is the time the exit took.
+ */
+int harness_server_stop(struct harness_server *s, int64_t timeout_ms,
+    int64_t *elapsed_ms);
+/* The same with another signal (SIGINT). */
+int harness_server_stop_signal(struct harness_server *s, int sig,
+    int64_t timeout_ms, int64_t *elapsed_ms);
+
+/* SIGKILL, and reaps it. */
+void harness_server_kill(struct harness_server *s);
+
+/* True when the server's log holds needle. */
+bool harness_log_contains(const struct harness_server *s, const char *needle);
+
+/*
+ * Runs lockd with exactly the arguments given (NULL-terminated; argv[0] is
+ * supplied) to completion, at most timeout_ms, capturing stdout and stderr.
+ * It runs in a fresh temporary directory, so a lockd that starts when it
+ * should not makes its ./lockd-data there.
+ */
+void harness__run(const char *file, int line, struct harness_run_result *r,
+    int64_t timeout_ms, ...);
+#define harness_run(...) harness__run(__FILE__, __LINE__, __VA_ARGS__)
+
+/* ---- connections -------------------------------------------------------- */
+
+struct harness_conn *harness__connect(const char *file, int line,
+    const struct harness_server *s);
+#define harness_connect(s) harness__connect(__FILE__, __LINE__, (s))
+
+struct harness_conn *harness__connect_unix(const char *file, int line,
+    const char *path);
+#define harness_connect_unix(p) harness__connect_unix(__FILE__, __LINE__, (p))
+
+/*
+ * Connects with the given receive buffer size set before the connection is
+ * made (0: the system's), for a client that is meant not to read.
+ */
+struct harness_conn *harness__connect_rcvbuf(const char *file, int line,
+    const struct harness_server *s, int rcvbuf);
+#define harness_connect_rcvbuf(s, n) \
+	harness__connect_rcvbuf(__FILE__, __LINE__, (s), (n))
+
+/* Closes the client side now (teardown closes the rest). */
+void harness_close(struct harness_conn *c);
+
+/* Sends data[0..len) in full or fails the test. */
+void harness__send_bytes(const char *file, int line, struct harness_conn *c,
+    const void *data, size_t len);
+#define harness_send_bytes(c, d, n) \
+	harness__send_bytes(__FILE__, __LINE__, (c), (d), (n))
+
+/* Sends the formatted text as it is: the caller writes the "\n". */
+void harness__send(const char *file, int line, struct harness_conn *c,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#define harness_send(c, ...) harness__send(__FILE__, __LINE__, (c), __VA_ARGS__)
+
+/*
+ * Tries to send len bytes within timeout_ms; returns the bytes sent, or -1
+ * with errno set when the connection broke.  Never fails the test.
+ */
+ssize_t harness_try_send(struct harness_conn *c, const void *data,
+    size_t len, int64_t timeout_ms);
+
+/*
+ * Reads one reply line within timeout_ms.  Returns it without its line end
+ * (valid until the next read), or NULL on timeout, end of stream or error.
+ */
+const char *harness_read_line(struct harness_conn *c, int64_t timeout_ms);
+
+/* Reads one line and requires it to be exactly `want` (ending in CRLF). */
+void harness__expect_line(const char *file, int line, struct harness_conn *c,
+    const char *want);
+#define harness_expect_line(c, w) \
+	harness__expect_line(__FILE__, __LINE__, (c), (w))
+
+/* Reads one line, requires it to start with prefix; returns it. */
+const char *harness__expect_prefix(const char *file, int line,
+    struct harness_conn *c, const char *prefix);
+#define harness_expect_prefix(c, p) \
+	harness__expect_prefix(__FILE__, __LINE__, (c), (p))
+
+/* Reads one line and requires "ERR <code>" (then a space or the end). */
+const char *harness__expect_error(const char *file, int line,
+    struct harness_conn *c, const char *code);
+#define harness_expect_error(c, code) \
+	harness__expect_error(__FILE__, __LINE__, (c), (code))
+
+/*
+ * Reads one line within timeout_ms and requires a GRANTED for name, parsed
+ * into *g (g may be NULL).
+ */
+void harness__expect_granted(const char *file, int line,
+    struct harness_conn *c, const char *name, int64_t timeout_ms,
+    struct harness_grant *g);
+#define harness_expect_granted(c, name, g) harness__expect_granted(__FILE__, \
+	__LINE__, (c), (name), HARNESS_REPLY_TIMEOUT_MS, (g))
+#define harness_expect_granted_within(c, name, ms, g) \
+	harness__expect_granted(__FILE__, __LINE__, (c), (name), (ms), (g))
+
+/* Requires that no byte arrives for ms milliseconds. */
+void harness__expect_silence(const char *file, int line,
+    struct harness_conn *c, int64_t ms);
+#define harness_expect_silence(c, ms) \
+	harness__expect_silence(__FILE__, __LINE__, (c), (ms))
+
+/* Requires the server to close the connection within timeout_ms, with no
+ * further reply line before it. */
+void harness__expect_eof(const char *file, int line, struct harness_conn *c,
+    int64_t timeout_ms);
+#define harness_expect_eof(c, ms) \
+	harness__expect_eof(__FILE__, __LINE__, (c), (ms))
+
+/* ---- commands ----------------------------------------------------------- */
+
+/* Sends "TRY name lease=lease_ms" and requires a GRANTED. */
+void harness__try(const char *file, int line, struct harness_conn *c,
+    const char *name, int64_t lease_ms, struct harness_grant *g);
+#define harness_try(c, name, ms, g) \
+	harness__try(__FILE__, __LINE__, (c), (name), (ms), (g))
+
+/* Sends "STATUS name" and parses the reply. */
+void harness__status(const char *file, int line, struct harness_conn *c,
+    const char *name, struct harness_status *st);
+#define harness_status(c, name, st) \
+	harness__status(__FILE__, __LINE__, (c), (name), (st))
+
+/* STATUS until queue reaches `queue` (waiters are queued asynchronously
+ * from the sender's point of view); fails after HARNESS_REPLY_TIMEOUT_MS. */
+void harness__await_queue(const char *file, int line, struct harness_conn *c,
+    const char *name, uint64_t queue);
+#define harness_await_queue(c, name, q) \
+	harness__await_queue(__FILE__, __LINE__, (c), (name), (q))
+
+/* Sends "STATS" and returns the value of key; fails when it is absent. */
+uint64_t harness__stat(const char *file, int line, struct harness_conn *c,
+    const char *key);
+#define harness_stat(c, key) harness__stat(__FILE__, __LINE__, (c), (key))
+
+/* ---- parsing ------------------------------------------------------------ */
+
+/*
+ * Parses "GRANTED name fence=N handle=H lease=L" (without its line end)
+ * with proto_parse_reply, the parser liblockd uses.  Returns false when the
+ * line is anything else.
+ */
+bool harness_parse_granted(const char *line, struct harness_grant *g);
+bool harness_parse_status(const char *line, struct harness_status *st);
+
+#endif /* LOCKD_TEST_HARNESS_H */

@@ -1,0 +1,352 @@
+/*
+ * test_lifecycle.c - integration tests of lockd as a process, the part of
+ * protocol-v1.md headed "Running the daemon": a clean stop on SIGTERM or
+ * SIGINT, one instance per data directory, bad flags, --help and
+ * --version, the Unix socket listener and the config file.
+ *
+ * lockd runs here as a child process (harness.c), either as a server or to
+ * completion with its output captured.  This file checks exit codes,
+ * messages and behaviour on the wire only; it includes nothing of daemon/.
+ */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tests/integration/harness.h"
+
+/* How long a clean stop of idle, reading clients may take. */
+#define PROMPT_STOP_MS 1500
+/* How long a refusal to start may take. */
+#define PROMPT_EXIT_MS 2000
+
+static void
+stop_answers_waiters_shutdown_and_exits_zero(int sig)
+{
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *holder = harness_connect(s);
+	struct harness_conn *waiter = harness_connect(s);
+	struct harness_conn *idle = harness_connect(s);
+	int64_t elapsed;
+
+	harness_try(holder, "stop", 10000, NULL);
+	harness_send(waiter, "ACQUIRE stop\nPING\n");
+	harness_await_queue(holder, "stop", 1);
+	harness_send(idle, "PING\n");
+	harness_expect_line(idle, "PONG");
+
+	assert_int_equal(harness_server_stop_signal(s, sig,
+	    HARNESS_STOP_TIMEOUT_MS, &elapsed), 0);
+	if (elapsed > PROMPT_STOP_MS)
+		fail_msg("lockd took %lld ms to stop", (long long)elapsed);
+	/* The waiter is told, its later request still answered in order,
+	 * then every connection closes. */
+	harness_expect_error(waiter, "SHUTDOWN");
+	harness_expect_line(waiter, "PONG");
+	harness_expect_eof(waiter, HARNESS_REPLY_TIMEOUT_MS);
+	harness_expect_eof(holder, HARNESS_REPLY_TIMEOUT_MS);
+	harness_expect_eof(idle, HARNESS_REPLY_TIMEOUT_MS);
+}
+
+static void
+test_lifecycle_sigterm_answers_waiters_shutdown_and_exits_zero(void **state)
+{
+	(void)state;
+	stop_answers_waiters_shutdown_and_exits_zero(SIGTERM);
+}
+
+static void
+test_lifecycle_sigint_stops_the_same_way(void **state)
+{
+	(void)state;
+	stop_answers_waiters_shutdown_and_exits_zero(SIGINT);
+}
+
+static void
+test_lifecycle_second_lockd_on_a_data_dir_refuses_to_start(
+    void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *c = harness_connect(s);
+	struct harness_run_result r;
+
+	(void)state;
+	harness_try(c, "mine", 10000, NULL);
+	harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+	    "--data-dir", s->data_dir, NULL);
+	if (r.timed_out)
+		fail_msg("a second lockd started on %s", s->data_dir);
+	assert_true(r.exit_code > 0);
+	if (strstr(r.err, s->data_dir) == NULL)
+		fail_msg("the refusal does not name the directory: '%s'",
+		    r.err);
+	/* The first one is undisturbed. */
+	harness_send(c, "PING\n");
+	harness_expect_line(c, "PONG");
+	harness_send(c, "STATUS mine\n");
+	harness_expect_prefix(c, "STATUS mine held=1 ");
+}
+
+static void
+test_lifecycle_state_directory_is_the_default_data_dir(void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	struct harness_run_result r;
+
+	(void)state;
+	/* Shown by the refusal of a second lockd that was given no
+	 * --data-dir, only systemd's STATE_DIRECTORY. */
+	setenv("STATE_DIRECTORY", s->data_dir, 1);
+	harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0", NULL);
+	unsetenv("STATE_DIRECTORY");
+	if (r.timed_out)
+		fail_msg("lockd ignored STATE_DIRECTORY=%s", s->data_dir);
+	assert_true(r.exit_code > 0);
+	assert_non_null(strstr(r.err, s->data_dir));
+}
+
+struct bad_flags {
+	const char *args[3];
+	const char *named;       /* what the message must mention */
+};
+
+static void
+test_lifecycle_bad_flag_exits_nonzero_with_one_line_naming_it(void **state)
+{
+	static const struct bad_flags bad[] = {
+		{ { "--bogus", NULL, NULL }, "--bogus" },
+		{ { "--bogus=1", NULL, NULL }, "--bogus" },
+		{ { "stray", NULL, NULL }, "stray" },
+		{ { "--max-lease", "abc", NULL }, "max-lease" },
+		{ { "--max-lease", "-5s", NULL }, "max-lease" },
+		{ { "--max-lease", "0", NULL }, "max-lease" },
+		{ { "--default-lease", "10m", NULL }, "default-lease" },
+		{ { "--default-lease", "1.5s", NULL }, "default-lease" },
+		{ { "--max-connections", "lots", NULL }, "max-connections" },
+		{ { "--max-line", "12x", NULL }, "max-line" },
+		{ { "--log-level", "loud", NULL }, "log-level" },
+		{ { "--listen", "nonsense", NULL }, "listen" },
+		{ { "--max-line", NULL, NULL }, "max-line" },
+		{ { "--config", "/nonexistent/lockd.conf", NULL }, "config" },
+	};
+	const char *dir = harness_tempdir();
+	char data_dir[128];
+	size_t i;
+
+	(void)state;
+	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct harness_run_result r;
+		const char *nl;
+
+		/* A valid listener and data directory come first, so only the
+		 * bad flag can make it fail. */
+		harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+		    "--data-dir", data_dir, bad[i].args[0], bad[i].args[1],
+		    bad[i].args[2]);
+		if (r.timed_out)
+			fail_msg("lockd %s %s: started instead of refusing",
+			    bad[i].args[0], bad[i].args[1] ? bad[i].args[1] :
+			    "");
+		if (r.exit_code <= 0)
+			fail_msg("lockd %s %s: exit code %d", bad[i].args[0],
+			    bad[i].args[1] ? bad[i].args[1] : "", r.exit_code);
+		nl = strchr(r.err, '\n');
+		if (nl == NULL || nl[1] != '\0')
+			fail_msg("lockd %s: not one line on stderr: '%s'",
+			    bad[i].args[0], r.err);
+		if (strstr(r.err, bad[i].named) == NULL)
+			fail_msg("lockd %s: message does not name %s: '%s'",
+			    bad[i].args[0], bad[i].named, r.err);
+	}
+}
+
+/*
+ * An address that parses as HOST:PORT but is no IP address is as bad a
+ * value as any: one line naming --listen, before anything is opened.
+ */
+static void
+test_lifecycle_unusable_listen_address_exits_with_one_line_naming_it(
+    void **state)
+{
+	const char *dir = harness_tempdir();
+	struct harness_run_result r;
+	char data_dir[128];
+	const char *nl;
+
+	(void)state;
+	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
+	harness_run(&r, PROMPT_EXIT_MS, "--listen", "999.1.1.1:0",
+	    "--data-dir", data_dir, NULL);
+	assert_false(r.timed_out);
+	assert_true(r.exit_code > 0);
+	nl = strchr(r.err, '\n');
+	if (nl == NULL || nl[1] != '\0' || strstr(r.err, "--listen") == NULL)
+		fail_msg("--listen 999.1.1.1:0: expected one line naming "
+		    "--listen on stderr, got:\n%s", r.err);
+}
+
+static void
+test_lifecycle_help_and_version_exit_zero(void **state)
+{
+	struct harness_run_result r;
+
+	(void)state;
+	harness_run(&r, PROMPT_EXIT_MS, "--help", NULL);
+	assert_false(r.timed_out);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.out, "--listen"));
+	assert_non_null(strstr(r.out, "--data-dir"));
+	assert_non_null(strstr(r.out, "--max-lease"));
+
+	harness_run(&r, PROMPT_EXIT_MS, "--version", NULL);
+	assert_false(r.timed_out);
+	assert_int_equal(r.exit_code, 0);
+	assert_int_equal(strncmp(r.out, "lockd ", 6), 0);
+}
+
+static void
+test_lifecycle_unix_socket_serves_the_same_locks(void **state)
+{
+	struct harness_server *s = harness_server_new();
+	struct harness_conn *u, *t;
+	struct harness_grant g;
+
+	(void)state;
+	harness_server_start(s, "--unix", s->unix_path, NULL);
+	u = harness_connect_unix(s->unix_path);
+	t = harness_connect(s);
+	harness_send(u, "PING\n");
+	harness_expect_line(u, "PONG");
+	harness_try(u, "over-unix", 10000, &g);
+	harness_send(t, "STATUS over-unix\n");
+	harness_expect_prefix(t, "STATUS over-unix held=1 ");
+	harness_send(t, "RELEASE over-unix %s\n", g.handle);
+	harness_expect_line(t, "RELEASED over-unix");
+}
+
+/* Writes text to dir/name; returns the path. */
+static const char *
+write_config(const char *dir, const char *text)
+{
+	static char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/lockd.conf", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static void
+test_lifecycle_config_file_is_honoured(void **state)
+{
+	struct harness_server *s = harness_server_new();
+	struct harness_conn *c;
+	struct harness_grant g;
+	const char *path = write_config(s->dir,
+	    "# lockd test settings\n"
+	    "\n"
+	    "max-lease = 2s\n"
+	    "default-lease=1500\n");
+
+	(void)state;
+	harness_server_start(s, "--config", path, NULL);
+	c = harness_connect(s);
+	harness_send(c, "ACQUIRE conf-a lease=10s\n");
+	harness_expect_granted(c, "conf-a", &g);
+	assert_int_equal(g.lease_ms, 2000);
+	harness_send(c, "ACQUIRE conf-b\n");
+	harness_expect_granted(c, "conf-b", &g);
+	assert_int_equal(g.lease_ms, 1500);
+}
+
+/*
+ * The spec caps a lease above the maximum; the default lease (30 s unless
+ * set) is a lease like any other, so a maximum below it caps it rather than
+ * making lockd refuse to start.
+ */
+static void
+test_lifecycle_max_lease_below_the_default_caps_the_default(
+    void **state)
+{
+	struct harness_server *s = harness_server_new();
+	struct harness_server *t;
+	struct harness_conn *c;
+	struct harness_grant g;
+	const char *path = write_config(s->dir, "max-lease = 2s\n");
+
+	(void)state;
+	harness_server_start(s, "--config", path, NULL);
+	c = harness_connect(s);
+	harness_send(c, "ACQUIRE alone-a lease=10s\n");
+	harness_expect_granted(c, "alone-a", &g);
+	assert_int_equal(g.lease_ms, 2000);
+	harness_send(c, "ACQUIRE alone-b\n");
+	harness_expect_granted(c, "alone-b", &g);
+	assert_int_equal(g.lease_ms, 2000);
+
+	t = harness_start("--max-lease", "2s", NULL);
+	c = harness_connect(t);
+	harness_send(c, "ACQUIRE alone-c\n");
+	harness_expect_granted(c, "alone-c", &g);
+	assert_int_equal(g.lease_ms, 2000);
+}
+
+static void
+test_lifecycle_config_file_with_an_unknown_key_is_refused(void **state)
+{
+	const char *dir = harness_tempdir();
+	const char *path = write_config(dir,
+	    "default-lease = 2s\nno-such-key = 1\n");
+	struct harness_run_result r;
+	char data_dir[128];
+	const char *nl;
+
+	(void)state;
+	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
+	harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+	    "--data-dir", data_dir, "--config", path, NULL);
+	if (r.timed_out)
+		fail_msg("lockd started with an unknown config key");
+	assert_true(r.exit_code > 0);
+	nl = strchr(r.err, '\n');
+	if (nl == NULL || nl[1] != '\0' || strstr(r.err, "no-such-key") == NULL)
+		fail_msg("expected one line naming no-such-key, got '%s'",
+		    r.err);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		HARNESS_TEST(
+		    test_lifecycle_sigterm_answers_waiters_shutdown_and_exits_zero),
+		HARNESS_TEST(test_lifecycle_sigint_stops_the_same_way),
+		HARNESS_TEST(
+		    test_lifecycle_second_lockd_on_a_data_dir_refuses_to_start),
+		HARNESS_TEST(
+		    test_lifecycle_state_directory_is_the_default_data_dir),
+		HARNESS_TEST(
+		    test_lifecycle_bad_flag_exits_nonzero_with_one_line_naming_it),
+		HARNESS_TEST(
+		    test_lifecycle_unusable_listen_address_exits_with_one_line_naming_it),
+		HARNESS_TEST(test_lifecycle_help_and_version_exit_zero),
+		HARNESS_TEST(test_lifecycle_unix_socket_serves_the_same_locks),
+		HARNESS_TEST(test_lifecycle_config_file_is_honoured),
+		HARNESS_TEST(
+		    test_lifecycle_max_lease_below_the_default_caps_the_default),
+		HARNESS_TEST(
+		    test_lifecycle_config_file_with_an_unknown_key_is_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
