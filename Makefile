@@ -102,7 +102,8 @@ test: deps-test
 	@$(MAKE) --no-print-directory test-run
 
 test-run: $(B)/lockd $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) \
+	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)"
 
 clean:
 	rm -rf build build-san build-fuzz
