@@ -108,6 +108,8 @@ record_decode(const struct service *svc, const void *val, size_t len,
 static bool
 buf_append(struct service_buf *b, const char *data, size_t len)
 {
+	if (len == 0)
+		return true;
 	if (b->len + len > b->cap) {
 		size_t cap = b->cap ? b->cap : 512;
 		char *p;
@@ -716,16 +718,21 @@ collect_record(void *ctx, const char *name, size_t name_len,
 		c->failed = true;
 }
 
-/* Turns every GRANTED/RENEWED reply waiting on `batch` into UNAVAILABLE. */
+/*
+ * Turns every GRANTED/RENEWED reply waiting on `batch` into UNAVAILABLE.
+ * Every connection is looked at: such a reply may sit behind a waiting
+ * ACQUIRE, on a connection that is not on the waiting list.
+ */
 static void
 fail_replies(struct service *svc, uint64_t batch)
 {
 	struct core_link *l, *next;
 
-	for (l = svc->waiting.next; l != &svc->waiting; l = next) {
+	for (l = svc->conns.next; l != &svc->conns; l = next) {
 		struct service_conn *conn = container_of(l,
-		    struct service_conn, waiting_link);
+		    struct service_conn, all_link);
 		struct service_slot *s;
+		bool failed = false;
 
 		next = l->next;
 		for (s = conn->slots_head; s != NULL; s = s->next) {
@@ -736,8 +743,10 @@ fail_replies(struct service *svc, uint64_t batch)
 			    "store failed; nothing was granted or changed");
 			s->batch = 0;
 			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;
+			failed = true;
 		}
-		advance(svc, conn);
+		if (failed)
+			advance(svc, conn);
 	}
 }
 
@@ -987,6 +996,7 @@ service_open(struct service *svc, const struct service_config *config,
 		snprintf(svc->error, sizeof(svc->error),
 		    "cannot commit recovery: %.200s", store->error);
 		core_table_destroy(&svc->table);
+		store_batch_free(&svc->batch);
 		return -1;
 	}
 	return 0;

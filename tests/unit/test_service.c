@@ -294,6 +294,33 @@ test_service_failed_commit_answers_unavailable_and_grants_nothing(void **state)
 }
 
 static void
+test_service_failed_commit_fails_a_grant_queued_behind_a_waiting_acquire(
+    void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE x\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	/* conn 1 waits for x; its TRY y is granted at once, reply queued. */
+	feed(w, 1, "ACQUIRE x\nTRY y\n");
+	w->store.fail_commits = 1;
+	assert_int_equal(service_commit(&w->svc), -1);
+	/* Later batches commit; the failed grant must never be told. */
+	snprintf(line, sizeof(line), "RELEASE x %s\n", h);
+	feed(w, 0, line);
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_string_equal(take(w, 1),
+	    "GRANTED x fence=3 handle=3-0000000000001002 lease=30000\r\n"
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
+	assert_null(store_mem_find(&w->store, "y"));
+	world_free(w);
+}
+
+static void
 test_service_failed_commit_of_a_renewal_keeps_the_durable_expiry(void **state)
 {
 	struct world *w = world_new();
@@ -651,6 +678,7 @@ main(void)
 		cmocka_unit_test(test_service_releases_ride_along_with_the_next_grant_or_wait_briefly),
 		cmocka_unit_test(test_service_replies_keep_request_order_behind_a_waiting_acquire),
 		cmocka_unit_test(test_service_failed_commit_answers_unavailable_and_grants_nothing),
+		cmocka_unit_test(test_service_failed_commit_fails_a_grant_queued_behind_a_waiting_acquire),
 		cmocka_unit_test(test_service_failed_commit_of_a_renewal_keeps_the_durable_expiry),
 		cmocka_unit_test(test_service_failed_commit_of_a_handoff_falls_back_to_the_durable_holder),
 		cmocka_unit_test(test_service_recovery_resumes_the_holder_and_the_counter),

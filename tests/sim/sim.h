@@ -1,0 +1,165 @@
+/*
+ * sim.h - the deterministic simulator of lockd (tests/sim/).
+ *
+ * The simulator runs the daemon's own service layer (daemon/service.c, the
+ * core and the protocol code, linked from the same libraries as lockd)
+ * under simulated clients, a simulated clock and a simulated store that
+ * fails commits and crashes.  One seeded PRNG drives every choice, so a run
+ * is a pure function of its seed and options: `build/tests/sim --seed N`
+ * replays it exactly.
+ *
+ * After every step the run is checked against the property catalogue,
+ * judged from what the clients were told (the history), with the service's
+ * lock table and the store consulted only where the history cannot know
+ * (see history.c).  Broken variants (variants.c) exist to show that every
+ * check can fail; the daemon has no way to select them.
+ */
+#ifndef LOCKD_TESTS_SIM_H
+#define LOCKD_TESTS_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/core.h"
+#include "daemon/store.h"
+
+/* The properties the simulator checks, in the order of the catalogue. */
+enum sim_property {
+	SIM_FENCING_MONOTONIC,
+	SIM_MUTUAL_EXCLUSION,
+	SIM_STALE_TOKEN_REJECTION,
+	SIM_LEASE_RECLAMATION_SAFETY,
+	SIM_FIFO_FAIRNESS,
+	SIM_NO_STARVATION,
+	/* Every request gets exactly one reply, of a kind that answers it,
+	 * in request order per connection. */
+	SIM_REPLY_ORDER,
+	/* GRANTED and RENEWED leave only once the store holds their state,
+	 * and a crash forgets no told grant or renewal. */
+	SIM_DURABILITY,
+	/* The converse of StaleTokenRejection: the current holder's RENEW
+	 * or RELEASE is not refused. */
+	SIM_HOLDER_ACCEPTED,
+	SIM_PROPERTIES
+};
+
+/* The broken variants of the guard tests (variants.c). */
+enum sim_variant {
+	SIM_VARIANT_NONE,
+	/* Stores. */
+	SIM_VARIANT_STORE_DROPS_BATCHES,   /* claims success, writes nothing */
+	SIM_VARIANT_STORE_FORGETS_HWM,     /* never writes the high-water mark */
+	/* The way out. */
+	SIM_VARIANT_REPLIES_BEFORE_COMMIT, /* reply gate open, output first */
+	SIM_VARIANT_TRANSPORT_LOSES_REPLY, /* a reply line is lost */
+	/* Core rules (struct core_rules swapped in after service_open). */
+	SIM_VARIANT_RELEASE_IGNORES_HANDLE,
+	SIM_VARIANT_RENEW_BY_FENCE_ONLY,
+	SIM_VARIANT_GRANT_REUSES_FENCE,
+	SIM_VARIANT_QUEUE_IS_LIFO,
+	SIM_VARIANT_WAITERS_NEVER_GRANTED,
+	SIM_VARIANT_LEASE_ENDS_EARLY,      /* expired 1 ms before its expiry */
+	SIM_VARIANT_LEASE_ENDS_LATE,       /* expired 1 ms after its expiry */
+	SIM_VARIANT_NEVER_RECLAIMS,
+	SIM_VARIANT_GRANT_WHILE_HELD,
+	SIM_VARIANT_RENEW_REFUSES_HOLDER,
+	SIM_VARIANTS
+};
+
+/*
+ * Things the standard runs must make happen, or the simulator no longer
+ * tests what it claims to.  test_sim requires each at least once.
+ */
+enum sim_coverage {
+	SIM_COV_GRANT_AT_ONCE,
+	SIM_COV_GRANT_AFTER_WAIT,
+	SIM_COV_GRANT_TOLD_LATE,         /* behind a waiting reply, passes later */
+	SIM_COV_RENEWED,
+	SIM_COV_RELEASED,
+	SIM_COV_STALE_RENEW_REFUSED,     /* a told handle, no longer current */
+	SIM_COV_STALE_RELEASE_REFUSED,
+	SIM_COV_FORGED_REFUSED,
+	SIM_COV_TRY_HELD,
+	SIM_COV_WAIT_TIMEOUT,
+	SIM_COV_DISCONNECT_WHILE_WAITING,
+	SIM_COV_ONCLOSE_RELEASE,
+	SIM_COV_EXACT_DEADLINE_TICK,
+	SIM_COV_PARTIAL_LINE,
+	SIM_COV_COMMIT_FAILED,
+	SIM_COV_UNAVAILABLE_TOLD,
+	SIM_COV_RELEASE_RESURRECTED,     /* a release lost, the lease back */
+	SIM_COV_CRASH_BEFORE_COMMIT,
+	SIM_COV_CRASH_BEFORE_DELIVERY,
+	SIM_COV_CRASH_AT_PASS_END,
+	SIM_COV_LEASE_SURVIVED_CRASH,
+	SIM_COV_FENCE_REMINTED,          /* an untold fence lost and reused */
+	SIM_COV_CLEAN_RESTART,
+	SIM_COV_SHUTDOWN_TOLD,
+	SIM_COV_REBOOT,
+	SIM_COVERAGE
+};
+
+struct sim_options {
+	uint64_t steps;             /* loop passes per run */
+	enum sim_variant variant;
+	bool trace;                 /* every step, to `out` */
+	bool show_logs;             /* let the daemon's log lines through */
+	unsigned max_reports;       /* violations printed per run */
+	FILE *out;                  /* where reports go; NULL: stdout */
+};
+
+#define SIM_STEPS_DEFAULT 1500
+
+struct sim_result {
+	uint64_t seed;
+	uint64_t passes;
+	uint64_t requests;          /* executed by the service */
+	uint64_t replies;           /* delivered to clients */
+	uint64_t grants;            /* GRANTED told */
+	uint64_t renewals;          /* RENEWED told */
+	uint64_t releases;          /* RELEASED told */
+	uint64_t timeouts;
+	uint64_t unavailable;
+	uint64_t connections;
+	uint64_t disconnects;
+	uint64_t crashes;
+	uint64_t clean_restarts;
+	uint64_t commits;           /* successful store commits */
+	uint64_t failed_commits;
+	uint64_t checks;            /* individual property evaluations */
+	uint64_t violations;
+	uint64_t by_property[SIM_PROPERTIES];
+	uint64_t coverage[SIM_COVERAGE];
+	uint64_t digest;            /* of everything the clients were told */
+	enum sim_property first_property;
+	char first_violation[512];
+	char first_of[SIM_PROPERTIES][400];   /* per property */
+};
+
+void sim_options_defaults(struct sim_options *opt);
+
+/* One run.  Returns the number of violations (0: every check held). */
+uint64_t sim_run(uint64_t seed, const struct sim_options *opt,
+    struct sim_result *res);
+
+/* One line of figures for a run. */
+void sim_print_result(FILE *out, const struct sim_result *r);
+/* "<bin> --seed N [--steps S] [--variant V]": the command that replays a
+ * run exactly. */
+size_t sim_replay_command(char *out, size_t cap, const char *bin,
+    uint64_t seed, const struct sim_options *opt);
+
+const char *sim_property_name(enum sim_property p);
+const char *sim_coverage_name(enum sim_coverage c);
+const char *sim_variant_name(enum sim_variant v);
+/* Returns false when name is not a variant. */
+bool sim_variant_parse(const char *name, enum sim_variant *v);
+
+/* ---- variants.c ------------------------------------------------------- */
+
+/* The broken rules of a rules variant; NULL for the others. */
+const struct core_rules *sim_variant_rules(enum sim_variant v);
+
+#endif
