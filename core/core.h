@@ -378,8 +378,10 @@ size_t core_table_changes(struct core_table *table,
  * fall back to the durable truth.  A held record whose fence is above the
  * high-water mark raises it.  A lock restored to free with waiters is handed
  * to its head at once (through the sink).  A lease restored with
- * onclose_release set has no connection to bind to and is released when the
- * next tick runs (it is left to expire if no session matches).
+ * onclose_release set has no connection to bind to (unless it is the holder
+ * the table already has, whose binding stays): it is released at once, as
+ * the close of its connection would have done, and the release is marked for
+ * the next commit.
  */
 enum core_status core_table_restore(struct core_table *table,
     const char *name, size_t name_len, const struct core_record *rec,

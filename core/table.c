@@ -447,6 +447,19 @@ waiter_remove(struct core_table *table, struct core_waiter *w)
 	waiter_free(table, w);
 }
 
+/* Answers TIMEOUT to a waiter whose wait has elapsed and removes it. */
+static void
+waiter_time_out(struct core_table *table, struct core_waiter *w)
+{
+	struct core_session *s = w->session;
+	struct core_entry *e = w->entry;
+	uint64_t tag = w->tag;
+
+	waiter_remove(table, w);
+	table->stats.timeouts++;
+	reply_simple(table, CORE_REPLY_TIMEOUT, s, tag, e);
+}
+
 /* Grants a grantable lock to the head of its queue, as long as it stays
  * grantable (a grant that overflows answers the waiter and tries the
  * next one). */
@@ -463,6 +476,13 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		bool onclose = w->onclose_release;
 		core_time since = w->enqueued_at;
 
+		/* A wait that ended before now has timed out, whether or not
+		 * core_tick has run since.  At the deadline's own instant the
+		 * grant wins, as it does over a lease expiring then. */
+		if (w->timer.slot != CORE__HEAP_OUT && w->timer.when < now) {
+			waiter_time_out(table, w);
+			continue;
+		}
 		waiter_remove(table, w);
 		grant_to(table, e, s, tag, lease, onclose, since, now);
 	}
@@ -766,15 +786,8 @@ core_tick(struct core_table *table, core_time now)
 			reclaim(table, container_of(t, struct core_entry,
 			    timer), now);
 		} else {
-			struct core_waiter *w = container_of(t,
-			    struct core_waiter, timer);
-			struct core_session *s = w->session;
-			struct core_entry *e = w->entry;
-			uint64_t tag = w->tag;
-
-			waiter_remove(table, w);
-			table->stats.timeouts++;
-			reply_simple(table, CORE_REPLY_TIMEOUT, s, tag, e);
+			waiter_time_out(table, container_of(t,
+			    struct core_waiter, timer));
 		}
 	}
 	return core_next_deadline(table);
@@ -838,6 +851,9 @@ core_table_restore(struct core_table *table, const char *name,
 	if ((e = entry_get(table, name, name_len)) == NULL)
 		return CORE_ERR_NOMEM;
 	e->flags &= (uint8_t)~ENTRY_DIRTY;
+	/* Listed without being dirty, so that an entry restored to free with
+	 * nobody waiting is dropped by the next core_table_changes. */
+	entry_touch(table, e);
 
 	if (rec == NULL || rec->fence == 0) {
 		if (e->lock.fence != 0) {

@@ -1,0 +1,87 @@
+/*
+ * scenarios.c - the bounded worlds the model checker explores.  Each is a
+ * few scripted clients, the clock instants it may step to and a crash
+ * budget; the checker tries every order of every client's next op, every
+ * clock step, every due tick and every crash (after or before a commit).
+ * The instants are chosen around the lease boundaries: the instant before
+ * an expiry, the expiry itself, and after.  docs/design-core.md explains
+ * what each one is for and how big it is.
+ */
+#include "tests/model/model.h"
+
+#define LEASE 10
+#define FOREVER CORE_WAIT_FOREVER
+
+#define ACQ(n, wait, onclose) { MODEL_ACQUIRE, (n), LEASE, (wait), (onclose) }
+#define TRY(n) { MODEL_TRY, (n), LEASE, 0, false }
+#define RENEW(n) { MODEL_RENEW, (n), LEASE, 0, false }
+#define RELEASE(n) { MODEL_RELEASE, (n), 0, 0, false }
+#define FORGE_RENEW(n) { MODEL_FORGE_RENEW, (n), LEASE, 0, false }
+#define FORGE_RELEASE(n) { MODEL_FORGE_RELEASE, (n), 0, 0, false }
+#define DISCONNECT { MODEL_DISCONNECT, 0, 0, 0, false }
+
+const struct model_scenario model_scenarios[] = {
+	{
+		.name = "expiry",
+		.summary = "A's lease expires under B (wait 10) and C (forever, "
+		    "onclose=release, then disconnects); A renews and "
+		    "releases late; F forges A's fence; D tries; one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 5,
+		.clients = {
+			{ 'A', 3, { ACQ(0, FOREVER, false), RENEW(0),
+			    RELEASE(0) } },
+			{ 'B', 2, { ACQ(0, 10, false), RELEASE(0) } },
+			{ 'C', 2, { ACQ(0, FOREVER, true), DISCONNECT } },
+			{ 'F', 2, { FORGE_RENEW(0), FORGE_RELEASE(0) } },
+			{ 'D', 2, { TRY(0), RELEASE(0) } },
+		},
+		.ntimes = 5,
+		.times = { 0, 9, 10, 19, 20 },
+		.crashes = 1,
+	},
+	{
+		.name = "two-locks",
+		.summary = "A holds L (onclose=release) and M (keep) and "
+		    "disconnects; B waits for L, C for M (wait 5) and they "
+		    "release; two crashes and a failed commit, one fence "
+		    "counter for both locks",
+		.nnames = 2,
+		.names = { "L", "M" },
+		.nclients = 3,
+		.clients = {
+			{ 'A', 3, { ACQ(0, FOREVER, true),
+			    ACQ(1, FOREVER, false), DISCONNECT } },
+			{ 'B', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+			{ 'C', 2, { ACQ(1, 5, false), RELEASE(1) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 5, 10 },
+		.crashes = 2,
+		.commit_failures = 1,
+	},
+	{
+		.name = "restarts",
+		.summary = "A's lease expires or is renewed across up to two "
+		    "crashes and a failed commit; B fails at once (wait=0), "
+		    "then queues with wait 5 and onclose=release; D tries",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'A', 3, { ACQ(0, FOREVER, false), RENEW(0),
+			    RELEASE(0) } },
+			{ 'B', 4, { ACQ(0, 0, false), RELEASE(0),
+			    ACQ(0, 5, true), RELEASE(0) } },
+			{ 'D', 2, { TRY(0), RELEASE(0) } },
+		},
+		.ntimes = 4,
+		.times = { 0, 9, 10, 15 },
+		.crashes = 2,
+		.commit_failures = 1,
+	},
+};
+
+const size_t model_nscenarios = sizeof(model_scenarios) /
+    sizeof(model_scenarios[0]);

@@ -1,0 +1,1635 @@
+/*
+ * test_table.c - the lock table: entries, FIFO queues, deadlines, sessions,
+ * limits, the allocation seam, the changed-records drain, recovery and
+ * rollback, and the deadline heap underneath.  Every test drives the table
+ * with explicit times and records what it reports through a small sink, so
+ * each expectation names the exact reply, in order.  The rules themselves
+ * are in test_core.c; the properties over every interleaving are in
+ * tests/model/.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/core.h"
+#include "core/heap.h"
+
+#define SESSIONS 8
+#define LEASE 1000
+
+/* One reply as the sink saw it, with its own copy of the name. */
+struct got {
+	struct core_reply r;
+	char name[CORE_NAME_MAX + 1];
+};
+
+/* One record reported by core_table_changes. */
+struct change {
+	char name[CORE_NAME_MAX + 1];
+	bool present;
+	struct core_record rec;
+};
+
+struct fixture {
+	struct core_table table;
+	struct core_config config;
+	struct core_session s[SESSIONS];
+	struct got *got;
+	size_t ngot, capgot;
+	struct change changes[1024];
+	size_t nchanges;
+	bool hwm_changed;
+	uint64_t secrets;
+};
+
+/* ---- seams ------------------------------------------------------------ */
+
+/* Allocations left before the seam fails; negative means never fail. */
+static long alloc_budget = -1;
+static unsigned long alloc_failures;
+
+static void *
+seam_realloc(void *p, size_t size)
+{
+	/* core.h promises never to ask for zero bytes. */
+	assert_true(size != 0);
+	if (alloc_budget == 0) {
+		alloc_failures++;
+		return NULL;
+	}
+	if (alloc_budget > 0)
+		alloc_budget--;
+	return realloc(p, size);
+}
+
+static uint64_t
+seam_secret(void *ctx)
+{
+	struct fixture *f = ctx;
+
+	return 0x5ec0000000000000ULL + ++f->secrets;
+}
+
+static void
+sink_record(void *ctx, const struct core_reply *r)
+{
+	struct fixture *f = ctx;
+	struct got *g;
+
+	if (f->ngot == f->capgot) {
+		f->capgot = f->capgot ? 2 * f->capgot : 256;
+		f->got = realloc(f->got, f->capgot * sizeof(*f->got));
+		assert_non_null(f->got);
+	}
+	g = &f->got[f->ngot++];
+	memset(g, 0, sizeof(*g));
+	g->r = *r;
+	if (r->name != NULL) {
+		assert_true(r->name_len <= CORE_NAME_MAX);
+		memcpy(g->name, r->name, r->name_len);
+	}
+	g->r.name = NULL;
+}
+
+static void
+change_record(void *ctx, const char *name, size_t name_len,
+    const struct core_record *rec)
+{
+	struct fixture *f = ctx;
+	struct change *c;
+
+	assert_true(f->nchanges < sizeof(f->changes) / sizeof(f->changes[0]));
+	c = &f->changes[f->nchanges++];
+	memset(c, 0, sizeof(*c));
+	memcpy(c->name, name, name_len);
+	c->present = rec != NULL;
+	if (rec != NULL)
+		c->rec = *rec;
+}
+
+/* ---- fixture ---------------------------------------------------------- */
+
+static void
+fixture_start(struct fixture *f)
+{
+	struct core_sink sink = { sink_record, f };
+	size_t i;
+
+	assert_int_equal(core_table_init(&f->table, &f->config, &core_rules_std,
+	    sink), CORE_OK);
+	for (i = 0; i < SESSIONS; i++)
+		core_session_init(&f->s[i], i + 1);
+	f->ngot = 0;
+}
+
+static void
+fixture_stop(struct fixture *f)
+{
+	size_t i;
+
+	for (i = 0; i < SESSIONS; i++)
+		core_disconnect(&f->table, &f->s[i], 0);
+	core_table_destroy(&f->table);
+}
+
+static int
+setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	if (f == NULL)
+		return -1;
+	alloc_budget = -1;
+	core_config_defaults(&f->config);
+	f->config.secret = seam_secret;
+	f->config.secret_ctx = f;
+	f->config.realloc = seam_realloc;
+	f->config.hash_key[0] = 0x0123456789abcdefULL;
+	f->config.hash_key[1] = 0xfedcba9876543210ULL;
+	fixture_start(f);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	alloc_budget = -1;
+	fixture_stop(f);
+	free(f->got);
+	free(f);
+	return 0;
+}
+
+/* Starts over with f->config as the test has changed it. */
+static void
+fixture_restart(struct fixture *f)
+{
+	fixture_stop(f);
+	fixture_start(f);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static enum core_status
+acquire(struct fixture *f, int s, const char *name, int64_t lease,
+    int64_t wait, bool onclose, uint64_t tag, core_time now)
+{
+	struct core_acquire_args args = { lease, wait, onclose };
+
+	return core_acquire(&f->table, &f->s[s], name, strlen(name), &args,
+	    tag, now);
+}
+
+static enum core_status
+try_lock(struct fixture *f, int s, const char *name, int64_t lease,
+    uint64_t tag, core_time now)
+{
+	return core_try(&f->table, &f->s[s], name, strlen(name), lease, false,
+	    tag, now);
+}
+
+static enum core_status
+renew(struct fixture *f, int s, const char *name, struct core_handle h,
+    int64_t lease, uint64_t tag, core_time now)
+{
+	return core_renew(&f->table, &f->s[s], name, strlen(name), h, lease,
+	    tag, now);
+}
+
+static enum core_status
+release(struct fixture *f, int s, const char *name, struct core_handle h,
+    uint64_t tag, core_time now)
+{
+	return core_release(&f->table, &f->s[s], name, strlen(name), h, tag,
+	    now);
+}
+
+static const struct core_entry *
+find(struct fixture *f, const char *name)
+{
+	return core_table_find(&f->table, name, strlen(name));
+}
+
+/* Drains the changed records into f->changes and returns their count. */
+static size_t
+drain(struct fixture *f)
+{
+	size_t n;
+
+	f->nchanges = 0;
+	n = core_table_changes(&f->table, change_record, f, &f->hwm_changed);
+	assert_int_equal(n, f->nchanges);
+	return n;
+}
+
+static const struct change *
+change_of(struct fixture *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->nchanges; i++)
+		if (strcmp(f->changes[i].name, name) == 0)
+			return &f->changes[i];
+	fail_msg("no change reported for %s", name);
+	return NULL;
+}
+
+/* Checks reply i and returns it. */
+static const struct got *
+expect(struct fixture *f, size_t i, enum core_reply_kind kind, int s,
+    uint64_t tag, const char *name)
+{
+	const struct got *g;
+
+	if (i >= f->ngot)
+		fail_msg("reply %zu expected, only %zu made", i, f->ngot);
+	g = &f->got[i];
+	if (g->r.kind != kind)
+		fail_msg("reply %zu: kind %d, expected %d", i, (int)g->r.kind,
+		    (int)kind);
+	if (s < 0)
+		assert_null(g->r.session);
+	else
+		assert_ptr_equal(g->r.session, &f->s[s]);
+	assert_int_equal(g->r.tag, tag);
+	if (name != NULL)
+		assert_string_equal(g->name, name);
+	return g;
+}
+
+static struct core_handle
+handle_of(const struct got *g)
+{
+	struct core_handle h = { g->r.fence, g->r.secret };
+
+	assert_int_equal(g->r.kind, CORE_REPLY_GRANTED);
+	return h;
+}
+
+/* Checks that the stats agree with what is in memory. */
+static void
+assert_books_balance(struct fixture *f)
+{
+	const struct core_table *t = &f->table;
+	uint64_t locks = 0, held = 0, waiters = 0;
+	uint32_t per_session[SESSIONS];
+	size_t i;
+
+	memset(per_session, 0, sizeof(per_session));
+	for (i = 0; i < t->bucket_count; i++) {
+		const struct core_entry *e;
+		for (e = t->buckets[i]; e != NULL; e = e->hash_next) {
+			const struct core_link *l;
+			uint32_t q = 0;
+
+			locks++;
+			if (e->lock.fence != 0) {
+				held++;
+				assert_true(e->timer.slot != UINT32_MAX);
+				assert_true(e->timer.when == e->lock.expiry);
+			} else {
+				assert_true(e->timer.slot == UINT32_MAX);
+				assert_null(e->owner);
+			}
+			for (l = e->queue.next; l != &e->queue; l = l->next) {
+				const struct core_waiter *w = (const void *)
+				    ((const char *)l -
+				    offsetof(struct core_waiter, queue_link));
+				assert_ptr_equal(w->entry, e);
+				if (w->session >= &f->s[0] &&
+				    w->session < &f->s[SESSIONS])
+					per_session[w->session - &f->s[0]]++;
+				q++;
+			}
+			assert_int_equal(q, e->queue_len);
+			waiters += q;
+		}
+	}
+	assert_int_equal(t->stats.locks, locks);
+	assert_int_equal(t->stats.held, held);
+	assert_int_equal(t->stats.waiters, waiters);
+	for (i = 0; i < SESSIONS; i++)
+		assert_int_equal(f->s[i].waiter_count, per_session[i]);
+	/* The heap is ordered and every slot points back at itself. */
+	for (i = 0; i < t->heap_len; i++) {
+		assert_int_equal(t->heap[i]->slot, i);
+		if (i > 0)
+			assert_true(t->heap[(i - 1) / 2]->when <=
+			    t->heap[i]->when);
+	}
+}
+
+/* ---- acquiring -------------------------------------------------------- */
+
+static void
+test_table_acquire_of_a_free_lock_is_granted_at_once(void **state)
+{
+	struct fixture *f = *state;
+	const struct got *g;
+
+	assert_int_equal(acquire(f, 0, "inventory/sku-42", 0, -1, false, 11,
+	    500), CORE_OK);
+	assert_int_equal(f->ngot, 1);
+	g = expect(f, 0, CORE_REPLY_GRANTED, 0, 11, "inventory/sku-42");
+	assert_int_equal(g->r.fence, 1);
+	assert_true(g->r.secret == 0x5ec0000000000001ULL);
+	assert_int_equal(g->r.lease_ms, 30000);
+	assert_int_equal(g->r.waited_ms, 0);
+	assert_non_null(find(f, "inventory/sku-42"));
+	assert_int_equal(find(f, "inventory/sku-42")->lock.expiry, 30500);
+	assert_int_equal(f->table.stats.held, 1);
+	assert_int_equal(f->table.stats.granted, 1);
+	assert_int_equal(core_next_deadline(&f->table), 30500);
+	assert_books_balance(f);
+}
+
+static void
+test_table_bad_arguments_are_badarg_and_make_no_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct core_acquire_args args = { 10, -1, false };
+	struct core_handle h = { 1, 1 };
+	char long_name[CORE_NAME_MAX + 2];
+	size_t i;
+
+	memset(long_name, 'x', sizeof(long_name));
+	assert_int_equal(acquire(f, 0, "a", -1, -1, false, 1, 0),
+	    CORE_ERR_BADARG);
+	assert_int_equal(acquire(f, 0, "a", 10, -2, false, 2, 0),
+	    CORE_ERR_BADARG);
+	assert_int_equal(core_acquire(&f->table, &f->s[0], "", 0, &args, 3, 0),
+	    CORE_ERR_BADARG);
+	assert_int_equal(core_acquire(&f->table, &f->s[0], long_name,
+	    CORE_NAME_MAX + 1, &args, 4, 0), CORE_ERR_BADARG);
+	assert_int_equal(try_lock(f, 0, "a", -1, 5, 0), CORE_ERR_BADARG);
+	assert_int_equal(renew(f, 0, "a", h, -1, 6, 0), CORE_ERR_BADARG);
+	assert_int_equal(core_release(&f->table, &f->s[0], "", 0, h, 7, 0),
+	    CORE_ERR_BADARG);
+	assert_int_equal(f->ngot, 7);
+	for (i = 0; i < 7; i++)
+		expect(f, i, CORE_REPLY_BADARG, 0, i + 1, NULL);
+	assert_int_equal(f->table.stats.locks, 0);
+
+	/* The longest name is fine. */
+	assert_int_equal(core_acquire(&f->table, &f->s[0], long_name,
+	    CORE_NAME_MAX, &args, 8, 0), CORE_OK);
+	expect(f, 7, CORE_REPLY_GRANTED, 0, 8, NULL);
+	assert_int_equal(strlen(f->got[7].name), CORE_NAME_MAX);
+}
+
+static void
+test_table_acquire_defaults_and_caps_the_lease(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", 0, -1, false, 1, 0);
+	acquire(f, 0, "b", 1000000000, -1, false, 2, 0);
+	acquire(f, 1, "b", 1000000000, -1, false, 3, 0);
+	assert_int_equal(f->got[0].r.lease_ms, 30000);
+	assert_int_equal(f->got[1].r.lease_ms, 300000);
+	assert_int_equal(find(f, "b")->lock.expiry, 300000);
+	/* The waiter's lease is capped too when it is finally granted. */
+	core_tick(&f->table, 300000);
+	expect(f, 2, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	expect(f, 3, CORE_EVENT_RECLAIMED, -1, 0, "b");
+	expect(f, 4, CORE_REPLY_GRANTED, 1, 3, "b");
+	assert_int_equal(f->got[4].r.lease_ms, 300000);
+	assert_int_equal(f->got[4].r.waited_ms, 300000);
+}
+
+static void
+test_table_waiters_are_granted_in_strict_fifo_order(void **state)
+{
+	struct fixture *f = *state;
+	struct core_handle h;
+	size_t i, next = 1;
+	int holder = 0;
+	const int waiters = 50;
+
+	acquire(f, 0, "q", LEASE, -1, false, 1000, 0);
+	h = handle_of(&f->got[0]);
+	/* 50 waiters from every session, mixed finite and forever waits. */
+	for (i = 0; i < (size_t)waiters; i++)
+		assert_int_equal(acquire(f, (int)(i % SESSIONS), "q", LEASE,
+		    i % 2 ? 100000 : -1, false, 1 + i, (core_time)i), CORE_OK);
+	assert_int_equal(f->ngot, 1);
+	assert_int_equal(find(f, "q")->queue_len, waiters);
+	assert_int_equal(f->table.stats.waiters, waiters);
+	assert_books_balance(f);
+
+	/* Each release hands the lock to the head, and only to the head. */
+	for (i = 0; i < (size_t)waiters; i++) {
+		const struct got *g;
+		size_t before = f->ngot;
+
+		release(f, holder, "q", h, 2000 + i, 100 + (core_time)i);
+		assert_int_equal(f->ngot, before + 2);
+		expect(f, next++, CORE_REPLY_RELEASED, holder, 2000 + i, "q");
+		holder = (int)(i % SESSIONS);
+		g = expect(f, next++, CORE_REPLY_GRANTED, holder, 1 + i, "q");
+		assert_int_equal(g->r.fence, 2 + i);
+		assert_int_equal(g->r.waited_ms, 100);
+		assert_int_equal(find(f, "q")->queue_len, waiters - 1 - i);
+		h = handle_of(g);
+	}
+	release(f, holder, "q", h, 0, 1000);
+	assert_int_equal(f->table.stats.held, 0);
+	assert_int_equal(f->table.stats.waiters, 0);
+	drain(f);
+	assert_int_equal(f->table.stats.locks, 0);
+}
+
+static void
+test_table_release_hands_the_lock_to_the_next_waiter_at_once(void **state)
+{
+	struct fixture *f = *state;
+	const struct got *g;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	acquire(f, 1, "a", 500, -1, false, 2, 10);
+	assert_int_equal(release(f, 0, "a", handle_of(&f->got[0]), 3, 20),
+	    CORE_OK);
+	g = expect(f, 1, CORE_REPLY_RELEASED, 0, 3, "a");
+	assert_int_equal(g->r.fence, 1);
+	assert_int_equal(g->r.held_ms, 20);
+	g = expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(g->r.fence, 2);
+	assert_int_equal(g->r.waited_ms, 10);
+	assert_int_equal(find(f, "a")->lock.expiry, 520);
+	assert_int_equal(f->table.stats.released, 1);
+}
+
+/* ---- deadlines -------------------------------------------------------- */
+
+static void
+test_table_waiter_times_out_and_leaves_the_queue(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, 100, false, 2, 0);
+	acquire(f, 2, "a", LEASE, -1, false, 3, 10);
+	assert_int_equal(core_tick(&f->table, 50), 100);
+	assert_int_equal(f->ngot, 1);
+	assert_int_equal(core_tick(&f->table, 99), 100);
+	assert_int_equal(core_tick(&f->table, 100), LEASE);
+	assert_int_equal(f->ngot, 2);
+	expect(f, 1, CORE_REPLY_TIMEOUT, 1, 2, "a");
+	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_int_equal(f->table.stats.timeouts, 1);
+	assert_int_equal(f->s[1].waiter_count, 0);
+	assert_books_balance(f);
+
+	/* The one who left is never granted; the next in line is. */
+	release(f, 0, "a", handle_of(&f->got[0]), 4, 200);
+	expect(f, 2, CORE_REPLY_RELEASED, 0, 4, "a");
+	expect(f, 3, CORE_REPLY_GRANTED, 2, 3, "a");
+	assert_int_equal(f->ngot, 4);
+	assert_int_equal(core_tick(&f->table, 10000), CORE_NEVER);
+	expect(f, 4, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	assert_int_equal(f->ngot, 5);
+}
+
+static void
+test_table_tick_returns_the_earliest_pending_deadline(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(core_tick(&f->table, 0), CORE_NEVER);
+	assert_int_equal(core_next_deadline(&f->table), CORE_NEVER);
+	acquire(f, 0, "a", 700, -1, false, 1, 0);     /* lease to 700 */
+	acquire(f, 0, "b", 400, -1, false, 2, 0);     /* lease to 400 */
+	acquire(f, 1, "a", LEASE, 300, false, 3, 0);  /* wait to 300 */
+	acquire(f, 2, "b", LEASE, 50, false, 4, 200); /* wait to 250 */
+	acquire(f, 3, "b", LEASE, -1, false, 5, 0);   /* no deadline */
+	assert_int_equal(core_next_deadline(&f->table), 250);
+	assert_int_equal(core_tick(&f->table, 249), 250);
+	assert_int_equal(core_tick(&f->table, 250), 300);
+	assert_int_equal(core_tick(&f->table, 300), 400);
+	/* At 400 "b" passes to session 3 with a lease to 1400. */
+	assert_int_equal(core_tick(&f->table, 400), 700);
+	assert_int_equal(core_tick(&f->table, 700), 1400);
+	assert_int_equal(core_tick(&f->table, 1400), CORE_NEVER);
+	assert_books_balance(f);
+}
+
+static void
+test_table_wait_zero_fails_at_once_when_held(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	assert_int_equal(acquire(f, 1, "a", LEASE, 0, false, 2, 5), CORE_OK);
+	expect(f, 1, CORE_REPLY_TIMEOUT, 1, 2, "a");
+	assert_int_equal(find(f, "a")->queue_len, 0);
+	assert_int_equal(f->table.stats.timeouts, 1);
+	assert_int_equal(f->table.stats.waiters, 0);
+}
+
+static void
+test_table_wait_zero_succeeds_when_free_or_expired(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, 0, false, 1, 0);
+	expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a");
+	/* At the expiry instant the lease is over: reclaimed, then granted. */
+	acquire(f, 1, "a", LEASE, 0, false, 2, LEASE);
+	expect(f, 1, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(f->got[2].r.fence, 2);
+}
+
+static void
+test_table_waiter_timeout_after_its_grant_does_not_disturb_the_holder(
+    void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", 100, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, 500, false, 2, 0);
+	release(f, 0, "a", handle_of(&f->got[0]), 3, 50);
+	expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	/* The wait limit (500) is gone with the waiter; the lease is next. */
+	assert_int_equal(core_tick(&f->table, 500), 1050);
+	assert_int_equal(core_tick(&f->table, 600), 1050);
+	assert_int_equal(f->ngot, 3);
+	assert_int_equal(find(f, "a")->lock.fence, 2);
+	assert_int_equal(renew(f, 1, "a", handle_of(&f->got[2]), LEASE, 4,
+	    700), CORE_OK);
+}
+
+static void
+test_table_expiry_hands_off_to_the_next_waiter_at_exactly_the_expiry_instant(
+    void **state)
+{
+	struct fixture *f = *state;
+	const struct got *g;
+
+	acquire(f, 0, "a", 100, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
+	assert_int_equal(core_tick(&f->table, 99), 100);
+	assert_int_equal(f->ngot, 1);
+	assert_int_equal(core_tick(&f->table, 100), 1100);
+	g = expect(f, 1, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	assert_int_equal(g->r.fence, 1);
+	assert_int_equal(g->r.held_ms, 100);
+	g = expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(g->r.fence, 2);
+	assert_int_equal(g->r.waited_ms, 100);
+	assert_int_equal(f->table.stats.reclaimed, 1);
+	assert_int_equal(f->ngot, 3);
+}
+
+static void
+test_table_expiry_and_a_wait_limit_at_the_same_instant_grant_the_waiter(
+    void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", 100, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, 100, false, 2, 0);
+	core_tick(&f->table, 100);
+	expect(f, 1, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(f->ngot, 3);
+	assert_int_equal(f->table.stats.timeouts, 0);
+}
+
+static void
+test_table_hand_off_times_out_a_waiter_whose_wait_elapsed_before_its_tick(
+    void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, 50, false, 2, 0);   /* waits until 50 */
+	acquire(f, 2, "a", LEASE, -1, false, 3, 0);
+	/* No tick ran at 50; the lock comes free at 60. */
+	release(f, 0, "a", handle_of(&f->got[0]), 4, 60);
+	expect(f, 1, CORE_REPLY_RELEASED, 0, 4, "a");
+	expect(f, 2, CORE_REPLY_TIMEOUT, 1, 2, "a");
+	expect(f, 3, CORE_REPLY_GRANTED, 2, 3, "a");
+	assert_int_equal(f->ngot, 4);
+	assert_int_equal(f->table.stats.timeouts, 1);
+	assert_int_equal(core_tick(&f->table, 60), 60 + LEASE);
+	assert_int_equal(f->ngot, 4);
+	assert_books_balance(f);
+}
+
+static void
+test_table_hand_off_at_the_wait_deadline_instant_still_grants(void **state)
+{
+	struct fixture *f = *state;
+
+	/* As at a lease expiry, the instant of the deadline grants first. */
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, 50, false, 2, 0);
+	release(f, 0, "a", handle_of(&f->got[0]), 3, 50);
+	expect(f, 1, CORE_REPLY_RELEASED, 0, 3, "a");
+	expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(f->table.stats.timeouts, 0);
+}
+
+/* ---- TRY -------------------------------------------------------------- */
+
+static void
+test_table_try_never_queues(void **state)
+{
+	struct fixture *f = *state;
+
+	try_lock(f, 0, "a", LEASE, 1, 0);
+	expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a");
+	assert_int_equal(try_lock(f, 1, "a", LEASE, 2, 10), CORE_OK);
+	expect(f, 1, CORE_REPLY_HELD, 1, 2, "a");
+	assert_int_equal(find(f, "a")->queue_len, 0);
+	assert_int_equal(f->table.stats.waiters, 0);
+	assert_int_equal(f->table.stats.unavailable, 1);
+	/* Once the lease is over TRY gets it, with a fresh fence. */
+	try_lock(f, 1, "a", LEASE, 3, LEASE);
+	expect(f, 2, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	expect(f, 3, CORE_REPLY_GRANTED, 1, 3, "a");
+	assert_int_equal(f->got[3].r.fence, 2);
+}
+
+static void
+test_table_try_says_held_when_anyone_waits_even_if_the_lease_expired(
+    void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", 100, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
+	/* The lease has expired but nobody ticked: the waiter comes first. */
+	try_lock(f, 2, "a", LEASE, 3, 150);
+	expect(f, 1, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	expect(f, 3, CORE_REPLY_HELD, 2, 3, "a");
+	assert_int_equal(f->ngot, 4);
+
+	/* A queue behind a live lease: HELD, and the queue is unchanged. */
+	acquire(f, 3, "a", LEASE, -1, false, 4, 200);
+	try_lock(f, 2, "a", LEASE, 5, 200);
+	expect(f, 4, CORE_REPLY_HELD, 2, 5, "a");
+	assert_int_equal(find(f, "a")->queue_len, 1);
+}
+
+/* ---- renew and release ------------------------------------------------ */
+
+static void
+test_table_renew_extends_the_lease_and_keeps_the_fence(void **state)
+{
+	struct fixture *f = *state;
+	struct core_handle h;
+	const struct got *g;
+
+	acquire(f, 0, "a", 100, -1, false, 1, 0);
+	h = handle_of(&f->got[0]);
+	drain(f);
+	assert_int_equal(renew(f, 3, "a", h, 500, 2, 90), CORE_OK);
+	g = expect(f, 1, CORE_REPLY_RENEWED, 3, 2, "a");
+	assert_int_equal(g->r.fence, 1);
+	assert_int_equal(g->r.lease_ms, 500);
+	assert_int_equal(find(f, "a")->lock.expiry, 590);
+	assert_int_equal(core_tick(&f->table, 100), 590);
+	assert_int_equal(f->ngot, 2);
+	assert_int_equal(drain(f), 1);
+	assert_int_equal(change_of(f, "a")->rec.expiry, 590);
+	assert_false(f->hwm_changed);
+	assert_int_equal(f->table.stats.renewed, 1);
+}
+
+static void
+test_table_renew_with_a_stale_handle_is_conflict_and_changes_nothing(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_handle h, forged, old;
+	struct core_lock before;
+
+	acquire(f, 0, "a", 100, -1, false, 1, 0);
+	h = handle_of(&f->got[0]);
+	drain(f);
+	before = find(f, "a")->lock;
+
+	forged = h;
+	forged.secret ^= 1;
+	assert_int_equal(renew(f, 1, "a", forged, 500, 2, 10),
+	    CORE_ERR_CONFLICT);
+	expect(f, 1, CORE_REPLY_CONFLICT, 1, 2, "a");
+	forged = h;
+	forged.fence++;
+	assert_int_equal(renew(f, 1, "a", forged, 500, 3, 10),
+	    CORE_ERR_CONFLICT);
+	expect(f, 2, CORE_REPLY_CONFLICT, 1, 3, "a");
+	assert_memory_equal(&find(f, "a")->lock, &before, sizeof(before));
+	assert_int_equal(drain(f), 0);
+	assert_int_equal(f->table.stats.conflicts, 2);
+
+	/* At the expiry instant the holder's own handle is stale. */
+	assert_int_equal(renew(f, 0, "a", h, 500, 4, 100), CORE_ERR_CONFLICT);
+	expect(f, 3, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	expect(f, 4, CORE_REPLY_CONFLICT, 0, 4, "a");
+	assert_int_equal(find(f, "a")->lock.fence, 0);
+
+	/* Reclaimed and granted again: the old handle stays stale. */
+	old = h;
+	acquire(f, 1, "a", 100, -1, false, 5, 100);
+	h = handle_of(&f->got[5]);
+	before = find(f, "a")->lock;
+	assert_int_equal(renew(f, 0, "a", old, 500, 6, 110),
+	    CORE_ERR_CONFLICT);
+	expect(f, 6, CORE_REPLY_CONFLICT, 0, 6, "a");
+	assert_memory_equal(&find(f, "a")->lock, &before, sizeof(before));
+
+	/* A lock nobody holds has no entry, and renewing makes none. */
+	drain(f);
+	assert_int_equal(renew(f, 0, "nobody", old, 500, 7, 110),
+	    CORE_ERR_CONFLICT);
+	expect(f, 7, CORE_REPLY_CONFLICT, 0, 7, "nobody");
+	assert_null(find(f, "nobody"));
+}
+
+static void
+test_table_release_with_a_stale_handle_is_notheld_and_disturbs_nobody(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_handle a, b, forged;
+	struct core_lock before;
+
+	acquire(f, 0, "a", 100, -1, false, 1, 0);
+	a = handle_of(&f->got[0]);
+	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
+	core_tick(&f->table, 100);
+	b = handle_of(expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a"));
+	drain(f);
+	before = find(f, "a")->lock;
+
+	/* The old holder's release, twice, and a forged one. */
+	assert_int_equal(release(f, 0, "a", a, 3, 110), CORE_OK);
+	assert_int_equal(release(f, 0, "a", a, 4, 111), CORE_OK);
+	forged = b;
+	forged.secret ^= 0xff;
+	assert_int_equal(release(f, 2, "a", forged, 5, 112), CORE_OK);
+	expect(f, 3, CORE_REPLY_NOTHELD, 0, 3, "a");
+	expect(f, 4, CORE_REPLY_NOTHELD, 0, 4, "a");
+	expect(f, 5, CORE_REPLY_NOTHELD, 2, 5, "a");
+	assert_memory_equal(&find(f, "a")->lock, &before, sizeof(before));
+	assert_int_equal(drain(f), 0);
+	assert_int_equal(f->table.stats.released, 0);
+
+	/* The holder's release works once, then it is stale too. */
+	release(f, 1, "a", b, 6, 120);
+	expect(f, 6, CORE_REPLY_RELEASED, 1, 6, "a");
+	release(f, 1, "a", b, 7, 121);
+	expect(f, 7, CORE_REPLY_NOTHELD, 1, 7, "a");
+	assert_int_equal(drain(f), 1);
+	assert_false(change_of(f, "a")->present);
+	assert_null(find(f, "a"));
+	/* No entry: still NOTHELD, named, and no entry is made. */
+	release(f, 1, "a", b, 8, 122);
+	expect(f, 8, CORE_REPLY_NOTHELD, 1, 8, "a");
+	assert_null(find(f, "a"));
+}
+
+/* ---- sessions --------------------------------------------------------- */
+
+static void
+test_table_disconnect_releases_onclose_leases_and_hands_them_on(void **state)
+{
+	struct fixture *f = *state;
+	const struct got *g;
+
+	acquire(f, 0, "a", LEASE, -1, true, 1, 0);
+	acquire(f, 0, "b", LEASE, -1, true, 2, 0);
+	acquire(f, 0, "c", LEASE, -1, false, 3, 0);
+	acquire(f, 1, "a", LEASE, -1, false, 4, 0);
+	drain(f);
+	assert_true(change_of(f, "a")->rec.onclose_release);
+	assert_false(change_of(f, "c")->rec.onclose_release);
+
+	core_disconnect(&f->table, &f->s[0], 50);
+	assert_int_equal(f->ngot, 6);
+	/* Each lease is released as by RELEASE, and "a" goes to its waiter. */
+	g = expect(f, 3, CORE_EVENT_RELEASED_ONCLOSE, -1, 0, "a");
+	assert_int_equal(g->r.fence, 1);
+	assert_int_equal(g->r.held_ms, 50);
+	g = expect(f, 4, CORE_REPLY_GRANTED, 1, 4, "a");
+	assert_int_equal(g->r.fence, 4);
+	g = expect(f, 5, CORE_EVENT_RELEASED_ONCLOSE, -1, 0, "b");
+	assert_int_equal(g->r.fence, 2);
+	/* onclose=keep outlives the connection. */
+	assert_int_equal(find(f, "c")->lock.fence, 3);
+	assert_int_equal(f->table.stats.released_onclose, 2);
+	assert_int_equal(drain(f), 2);
+	assert_int_equal(change_of(f, "a")->rec.fence, 4);
+	assert_false(change_of(f, "b")->present);
+	assert_null(find(f, "b"));
+	assert_books_balance(f);
+}
+
+static void
+test_table_disconnect_reclaims_an_expired_onclose_lease_as_reclaimed(
+    void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", 100, -1, true, 1, 0);
+	core_disconnect(&f->table, &f->s[0], 100);
+	expect(f, 1, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	assert_int_equal(f->ngot, 2);
+	assert_int_equal(f->table.stats.reclaimed, 1);
+	assert_int_equal(f->table.stats.released_onclose, 0);
+}
+
+static void
+test_table_release_by_handle_unbinds_an_onclose_lease(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, -1, true, 1, 0);
+	release(f, 0, "a", handle_of(&f->got[0]), 2, 10);
+	acquire(f, 1, "a", LEASE, -1, false, 3, 20);
+	/* The old holder's session closing must not touch the new lease. */
+	core_disconnect(&f->table, &f->s[0], 30);
+	assert_int_equal(f->ngot, 3);
+	assert_int_equal(find(f, "a")->lock.fence, 2);
+}
+
+static void
+test_table_disconnect_removes_waiters_without_reply_and_they_are_never_granted(
+    void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
+	acquire(f, 1, "b", LEASE, -1, false, 3, 0);
+	acquire(f, 0, "b", LEASE, -1, false, 4, 0);  /* waits behind 1 */
+	acquire(f, 2, "a", LEASE, 300, false, 5, 0);
+	assert_int_equal(f->table.stats.waiters, 3);
+	core_disconnect(&f->table, &f->s[1], 10);
+	/* Session 1's waiter leaves silently; its "b" lease is keep. */
+	assert_int_equal(f->ngot, 2);
+	assert_int_equal(f->table.stats.waiters, 2);
+	assert_int_equal(f->s[1].waiter_count, 0);
+	assert_int_equal(find(f, "a")->queue_len, 1);
+	release(f, 0, "a", handle_of(&f->got[0]), 6, 20);
+	expect(f, 2, CORE_REPLY_RELEASED, 0, 6, "a");
+	expect(f, 3, CORE_REPLY_GRANTED, 2, 5, "a");
+	/* "b" expires at 1000 and passes to session 0's waiter. */
+	assert_int_equal(core_tick(&f->table, 100000), 101000);
+	assert_int_equal(core_tick(&f->table, 101000), CORE_NEVER);
+	/* Nothing was addressed to the session after it disconnected. */
+	{
+		size_t i;
+		for (i = 2; i < f->ngot; i++)
+			assert_true(f->got[i].r.session != &f->s[1]);
+	}
+	assert_books_balance(f);
+}
+
+static void
+test_table_cancel_waiters_answers_shutdown(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
+	acquire(f, 1, "a", LEASE, 500, false, 3, 0);
+	acquire(f, 2, "a", LEASE, -1, false, 4, 0);
+	core_cancel_waiters(&f->table, &f->s[1], CORE_REPLY_SHUTDOWN);
+	assert_int_equal(f->ngot, 3);
+	expect(f, 1, CORE_REPLY_SHUTDOWN, 1, 2, "a");
+	expect(f, 2, CORE_REPLY_SHUTDOWN, 1, 3, "a");
+	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_int_equal(core_next_deadline(&f->table), LEASE);
+	release(f, 0, "a", handle_of(&f->got[0]), 5, 10);
+	expect(f, 4, CORE_REPLY_GRANTED, 2, 4, "a");
+	assert_books_balance(f);
+}
+
+/* ---- limits ----------------------------------------------------------- */
+
+static void
+test_table_limits_answer_limit(void **state)
+{
+	struct fixture *f = *state;
+	const struct got *g;
+
+	f->config.max_held = 1;
+	f->config.max_waiters = 2;
+	f->config.max_waiters_per_session = 1;
+	fixture_restart(f);
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	assert_int_equal(acquire(f, 0, "b", LEASE, -1, false, 2, 0),
+	    CORE_ERR_LIMIT);
+	g = expect(f, 1, CORE_REPLY_LIMIT, 0, 2, "b");
+	assert_int_equal(g->r.limit, CORE_LIMIT_HELD);
+	assert_int_equal(try_lock(f, 0, "b", LEASE, 3, 0), CORE_ERR_LIMIT);
+	assert_int_equal(expect(f, 2, CORE_REPLY_LIMIT, 0, 3, "b")->r.limit,
+	    CORE_LIMIT_HELD);
+
+	assert_int_equal(acquire(f, 1, "a", LEASE, -1, false, 4, 0), CORE_OK);
+	assert_int_equal(acquire(f, 1, "a", LEASE, -1, false, 5, 0),
+	    CORE_ERR_LIMIT);
+	assert_int_equal(expect(f, 3, CORE_REPLY_LIMIT, 1, 5, "a")->r.limit,
+	    CORE_LIMIT_SESSION_WAITERS);
+	assert_int_equal(acquire(f, 2, "a", LEASE, -1, false, 6, 0), CORE_OK);
+	assert_int_equal(acquire(f, 3, "a", LEASE, -1, false, 7, 0),
+	    CORE_ERR_LIMIT);
+	assert_int_equal(expect(f, 4, CORE_REPLY_LIMIT, 3, 7, "a")->r.limit,
+	    CORE_LIMIT_WAITERS);
+	assert_int_equal(f->table.stats.limit_hits, 4);
+	assert_int_equal(f->table.stats.waiters, 2);
+
+	/* A hand-off is not a new held lock: the limit does not apply. */
+	release(f, 0, "a", handle_of(&f->got[0]), 8, 10);
+	expect(f, 6, CORE_REPLY_GRANTED, 1, 4, "a");
+	/* A released lock makes room. */
+	release(f, 1, "a", handle_of(&f->got[6]), 9, 20);
+	expect(f, 8, CORE_REPLY_GRANTED, 2, 6, "a");
+	release(f, 2, "a", handle_of(&f->got[8]), 10, 30);
+	acquire(f, 0, "b", LEASE, -1, false, 11, 40);
+	expect(f, 10, CORE_REPLY_GRANTED, 0, 11, "b");
+	assert_books_balance(f);
+}
+
+/* ---- allocation failure ----------------------------------------------- */
+
+static void
+test_table_init_answers_nomem_when_allocation_fails(void **state)
+{
+	struct fixture *f = *state;
+	struct core_table t;
+	struct core_sink sink = { sink_record, f };
+
+	alloc_budget = 0;
+	assert_int_equal(core_table_init(&t, &f->config, &core_rules_std,
+	    sink), CORE_ERR_NOMEM);
+	alloc_budget = -1;
+	core_table_destroy(&t);
+}
+
+/*
+ * Runs a fixed workload (75 names, so the buckets grow and the heap's first
+ * 64 slots overflow; waiters; releases) with the allocator failing after
+ * `budget` allocations, then checks that every operation was answered, that
+ * NOMEM changed nothing, and that the table is whole afterwards.
+ */
+static void
+nomem_workload(struct fixture *f, long budget)
+{
+	struct core_handle held[80];
+	bool have[80];
+	char name[16];
+	size_t i, granted = 0, base;
+	const size_t names = 75;
+
+	memset(have, 0, sizeof(have));
+	fixture_restart(f);
+	alloc_budget = budget;
+	for (i = 0; i < names; i++) {
+		snprintf(name, sizeof(name), "n%zu", i);
+		base = f->ngot;
+		acquire(f, 0, name, LEASE, -1, false, i, 0);
+		assert_int_equal(f->ngot, base + 1);
+		if (f->got[base].r.kind == CORE_REPLY_NOMEM) {
+			assert_null(find(f, name));
+			continue;
+		}
+		expect(f, base, CORE_REPLY_GRANTED, 0, i, name);
+		held[i] = handle_of(&f->got[base]);
+		have[i] = true;
+		granted++;
+		/* A waiter on every third name. */
+		if (i % 3 == 0) {
+			size_t q = find(f, name)->queue_len;
+
+			acquire(f, 1, name, LEASE, 5000, false, 1000 + i, 0);
+			if (f->ngot == base + 2) {
+				expect(f, base + 1, CORE_REPLY_NOMEM, 1,
+				    1000 + i, name);
+				assert_int_equal(find(f, name)->queue_len, q);
+			} else
+				assert_int_equal(find(f, name)->queue_len,
+				    q + 1);
+		}
+		assert_books_balance(f);
+	}
+	alloc_budget = -1;
+	assert_books_balance(f);
+	assert_int_equal(f->table.stats.held, granted);
+
+	/* Everything still works: release all, hand-offs included. */
+	for (i = 0; i < names; i++) {
+		if (!have[i])
+			continue;
+		snprintf(name, sizeof(name), "n%zu", i);
+		base = f->ngot;
+		release(f, 0, name, held[i], 0, 10);
+		expect(f, base, CORE_REPLY_RELEASED, 0, 0, name);
+		if (f->ngot == base + 2) {
+			const struct got *g = expect(f, base + 1,
+			    CORE_REPLY_GRANTED, 1, 1000 + i, name);
+			release(f, 1, name, handle_of(g), 0, 20);
+		}
+	}
+	assert_int_equal(core_tick(&f->table, 100000), CORE_NEVER);
+	drain(f);
+	assert_int_equal(f->table.stats.locks, 0);
+	assert_int_equal(f->table.stats.held, 0);
+	assert_int_equal(f->table.stats.waiters, 0);
+	assert_int_equal(f->table.heap_len, 0);
+	assert_books_balance(f);
+}
+
+static void
+test_table_allocation_failure_answers_nomem_and_keeps_the_table_whole(
+    void **state)
+{
+	struct fixture *f = *state;
+	long budget;
+	unsigned long failures = alloc_failures;
+
+	for (budget = 0; budget < 130; budget++)
+		nomem_workload(f, budget);
+	assert_true(alloc_failures > failures);
+}
+
+static void
+test_table_waiter_allocation_failure_leaves_the_holder_alone(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	alloc_budget = 0;
+	assert_int_equal(acquire(f, 1, "a", LEASE, -1, false, 2, 0),
+	    CORE_ERR_NOMEM);
+	alloc_budget = -1;
+	expect(f, 1, CORE_REPLY_NOMEM, 1, 2, "a");
+	assert_int_equal(find(f, "a")->queue_len, 0);
+	assert_int_equal(find(f, "a")->lock.fence, 1);
+	/* A new name fails before anything exists. */
+	alloc_budget = 0;
+	assert_int_equal(acquire(f, 1, "b", LEASE, -1, false, 3, 0),
+	    CORE_ERR_NOMEM);
+	assert_int_equal(try_lock(f, 1, "b", LEASE, 4, 0), CORE_ERR_NOMEM);
+	alloc_budget = -1;
+	expect(f, 2, CORE_REPLY_NOMEM, 1, 3, NULL);
+	expect(f, 3, CORE_REPLY_NOMEM, 1, 4, NULL);
+	assert_null(find(f, "b"));
+	assert_int_equal(f->table.stats.locks, 1);
+	assert_books_balance(f);
+}
+
+/* ---- the changed records ---------------------------------------------- */
+
+static void
+test_table_idle_entries_are_dropped_at_changes(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, 0, false, 2, 0);   /* TIMEOUT at once */
+	acquire(f, 1, "a", LEASE, 100, false, 3, 0); /* waits, times out */
+	try_lock(f, 2, "a", LEASE, 4, 0);
+	acquire(f, 2, "b", LEASE, -1, false, 5, 0);
+	assert_int_equal(f->table.stats.locks, 2);
+	drain(f);
+	assert_int_equal(f->table.stats.locks, 2);
+	core_tick(&f->table, 100);
+	drain(f);
+	assert_int_equal(f->table.stats.locks, 2);
+	release(f, 0, "a", handle_of(&f->got[0]), 6, 200);
+	assert_int_equal(f->table.stats.locks, 2);
+	drain(f);
+	assert_int_equal(f->table.stats.locks, 1);
+	assert_null(find(f, "a"));
+	core_tick(&f->table, LEASE);  /* "b" expires */
+	drain(f);
+	assert_int_equal(f->table.stats.locks, 0);
+	assert_null(find(f, "b"));
+	assert_books_balance(f);
+}
+
+static void
+test_table_changes_reports_exactly_the_changed_records(void **state)
+{
+	struct fixture *f = *state;
+	struct core_handle a, b;
+	const struct change *c;
+
+	acquire(f, 0, "a", 100, -1, true, 1, 0);
+	acquire(f, 1, "b", 200, -1, false, 2, 0);
+	a = handle_of(&f->got[0]);
+	b = handle_of(&f->got[1]);
+	assert_int_equal(drain(f), 2);
+	assert_true(f->hwm_changed);
+	c = change_of(f, "a");
+	assert_true(c->present);
+	assert_int_equal(c->rec.fence, 1);
+	assert_int_equal(c->rec.secret, a.secret);
+	assert_int_equal(c->rec.expiry, 100);
+	assert_int_equal(c->rec.lease_ms, 100);
+	assert_true(c->rec.onclose_release);
+	c = change_of(f, "b");
+	assert_int_equal(c->rec.fence, 2);
+	assert_int_equal(c->rec.expiry, 200);
+	assert_false(c->rec.onclose_release);
+
+	/* Nothing changed, nothing reported. */
+	assert_int_equal(drain(f), 0);
+	assert_false(f->hwm_changed);
+
+	/* Waiting, stale handles, TRY refused, STATUS: nothing durable. */
+	acquire(f, 2, "a", LEASE, -1, false, 3, 10);
+	release(f, 2, "a", b, 4, 10);
+	renew(f, 2, "b", a, LEASE, 5, 10);
+	try_lock(f, 2, "b", LEASE, 6, 10);
+	{
+		struct core_lock_status st;
+		core_status(&f->table, "b", 1, 10, &st);
+	}
+	assert_int_equal(drain(f), 0);
+	assert_false(f->hwm_changed);
+
+	/* Renewal: a put with the new expiry; the counter did not move. */
+	renew(f, 1, "b", b, 300, 7, 20);
+	assert_int_equal(drain(f), 1);
+	assert_int_equal(change_of(f, "b")->rec.expiry, 320);
+	assert_false(f->hwm_changed);
+
+	/* Release with a waiter: one put, the new holder, and a new fence. */
+	release(f, 0, "a", a, 8, 30);
+	assert_int_equal(drain(f), 1);
+	c = change_of(f, "a");
+	assert_true(c->present);
+	assert_int_equal(c->rec.fence, 3);
+	assert_false(c->rec.onclose_release);
+	assert_true(f->hwm_changed);
+
+	/* Release with nobody waiting: a delete. */
+	release(f, 1, "b", b, 9, 40);
+	assert_int_equal(drain(f), 1);
+	assert_false(change_of(f, "b")->present);
+	assert_false(f->hwm_changed);
+
+	/* Granted and released between two drains: a delete, new hwm. */
+	acquire(f, 3, "c", LEASE, -1, false, 10, 50);
+	release(f, 3, "c", handle_of(&f->got[f->ngot - 1]), 11, 50);
+	assert_int_equal(drain(f), 1);
+	assert_false(change_of(f, "c")->present);
+	assert_true(f->hwm_changed);
+	assert_int_equal(f->table.hwm, 4);
+
+	/* Reclaimed by a tick with nobody waiting: a delete. */
+	core_tick(&f->table, 30 + LEASE);
+	assert_int_equal(drain(f), 1);
+	assert_false(change_of(f, "a")->present);
+	assert_int_equal(f->table.stats.locks, 0);
+}
+
+/* ---- recovery and rollback -------------------------------------------- */
+
+/* The durable record of a lock as a test builds it by hand. */
+static struct core_record
+record(uint64_t fence, uint64_t secret, core_time expiry, int64_t lease,
+    bool onclose)
+{
+	struct core_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.fence = fence;
+	rec.secret = secret;
+	rec.expiry = expiry;
+	rec.lease_ms = lease;
+	rec.onclose_release = onclose;
+	return rec;
+}
+
+static void
+test_table_recovery_resumes_the_holder_and_continues_the_counter(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec = record(41, 0x8c1f0e9b2a7d4c35ULL, 5000,
+	    5000, false);
+	struct core_handle h = { 41, 0x8c1f0e9b2a7d4c35ULL };
+	const struct got *g;
+
+	core_table_restore_hwm(&f->table, 57);
+	assert_int_equal(core_table_restore(&f->table, "a", 1, &rec, 1000),
+	    CORE_OK);
+	assert_int_equal(f->ngot, 0);
+	assert_int_equal(f->table.hwm, 57);
+	assert_int_equal(f->table.stats.held, 1);
+	/* Restoring is not a change. */
+	assert_int_equal(drain(f), 0);
+	assert_false(f->hwm_changed);
+	assert_int_equal(core_next_deadline(&f->table), 5000);
+
+	/* Its handle still renews, and it still excludes others. */
+	assert_int_equal(renew(f, 0, "a", h, 2000, 1, 1500), CORE_OK);
+	expect(f, 0, CORE_REPLY_RENEWED, 0, 1, "a");
+	try_lock(f, 1, "a", LEASE, 2, 1600);
+	expect(f, 1, CORE_REPLY_HELD, 1, 2, "a");
+
+	/* The counter continues above the durable high-water mark. */
+	acquire(f, 1, "b", LEASE, -1, false, 3, 1600);
+	g = expect(f, 2, CORE_REPLY_GRANTED, 1, 3, "b");
+	assert_int_equal(g->r.fence, 58);
+	acquire(f, 2, "a", LEASE, -1, false, 4, 1600);
+	release(f, 0, "a", h, 5, 1700);
+	expect(f, 3, CORE_REPLY_RELEASED, 0, 5, "a");
+	g = expect(f, 4, CORE_REPLY_GRANTED, 2, 4, "a");
+	assert_int_equal(g->r.fence, 59);
+
+	/* restore_hwm never lowers the counter. */
+	core_table_restore_hwm(&f->table, 3);
+	assert_int_equal(f->table.hwm, 59);
+}
+
+static void
+test_table_recovery_raises_the_counter_to_a_restored_fence(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec = record(90, 1, 5000, 5000, false);
+
+	core_table_restore_hwm(&f->table, 10);
+	core_table_restore(&f->table, "a", 1, &rec, 0);
+	assert_int_equal(f->table.hwm, 90);
+	acquire(f, 0, "b", LEASE, -1, false, 1, 0);
+	assert_int_equal(f->got[0].r.fence, 91);
+}
+
+static void
+test_table_recovery_reclaims_an_expired_record_by_tick_and_hands_it_on(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec = record(5, 77, 3000, 3000, false);
+	const struct got *g;
+
+	core_table_restore_hwm(&f->table, 5);
+	core_table_restore(&f->table, "a", 1, &rec, 1000);
+	acquire(f, 1, "a", LEASE, -1, false, 1, 1000);
+	assert_int_equal(f->ngot, 0);
+	assert_int_equal(core_tick(&f->table, 2999), 3000);
+	assert_int_equal(core_tick(&f->table, 3000), 3000 + LEASE);
+	g = expect(f, 0, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	assert_int_equal(g->r.fence, 5);
+	g = expect(f, 1, CORE_REPLY_GRANTED, 1, 1, "a");
+	assert_int_equal(g->r.fence, 6);
+	assert_int_equal(drain(f), 1);
+	assert_int_equal(change_of(f, "a")->rec.fence, 6);
+	assert_true(f->hwm_changed);
+}
+
+static void
+test_table_recovery_of_a_record_that_expired_while_down_reclaims_it_at_once(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec = record(5, 77, 3000, 3000, false);
+
+	core_table_restore_hwm(&f->table, 5);
+	core_table_restore(&f->table, "a", 1, &rec, 3000);
+	expect(f, 0, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	assert_int_equal(f->table.stats.held, 0);
+	/* The reclaim is a change to commit: a delete. */
+	assert_int_equal(drain(f), 1);
+	assert_false(change_of(f, "a")->present);
+	assert_int_equal(f->table.stats.locks, 0);
+}
+
+static void
+test_table_restore_of_an_onclose_record_releases_it(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec = record(5, 77, 3000, 3000, true);
+	const struct got *g;
+
+	core_table_restore_hwm(&f->table, 5);
+	core_table_restore(&f->table, "a", 1, &rec, 1000);
+	g = expect(f, 0, CORE_EVENT_RELEASED_ONCLOSE, -1, 0, "a");
+	assert_int_equal(g->r.fence, 5);
+	assert_int_equal(f->ngot, 1);
+	assert_int_equal(f->table.stats.held, 0);
+	assert_int_equal(core_next_deadline(&f->table), CORE_NEVER);
+	assert_int_equal(drain(f), 1);
+	assert_false(change_of(f, "a")->present);
+	assert_int_equal(f->table.stats.locks, 0);
+	/* The next grant is above the released fence. */
+	acquire(f, 0, "a", LEASE, -1, false, 1, 1000);
+	assert_int_equal(f->got[1].r.fence, 6);
+}
+
+static void
+test_table_rollback_after_a_grant_reverts_the_grant(void **state)
+{
+	struct fixture *f = *state;
+
+	/* The grant is drained for commit, and the commit fails. */
+	acquire(f, 0, "a", LEASE, -1, true, 1, 0);
+	assert_int_equal(drain(f), 1);
+	assert_int_equal(core_table_restore(&f->table, "a", 1, NULL, 0),
+	    CORE_OK);
+	assert_int_equal(find(f, "a")->lock.fence, 0);
+	assert_int_equal(f->table.stats.held, 0);
+	assert_int_equal(core_next_deadline(&f->table), CORE_NEVER);
+	assert_int_equal(f->ngot, 1);
+	/* Nothing left to commit, and the idle entry goes away. */
+	assert_int_equal(drain(f), 0);
+	assert_null(find(f, "a"));
+	assert_int_equal(f->table.stats.locks, 0);
+	/* The session closing touches nothing. */
+	core_disconnect(&f->table, &f->s[0], 10);
+	assert_int_equal(f->ngot, 1);
+	/* The fence is never minted twice. */
+	acquire(f, 1, "a", LEASE, -1, false, 2, 20);
+	assert_int_equal(f->got[1].r.fence, 2);
+	assert_books_balance(f);
+}
+
+static void
+test_table_rollback_of_a_hand_off_restores_the_old_holder(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record old;
+	struct core_handle a;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	a = handle_of(&f->got[0]);
+	drain(f);
+	old = f->changes[0].rec;
+	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
+	release(f, 0, "a", a, 3, 10);
+	expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(drain(f), 1);
+	/* The commit failed: back to the durable truth. */
+	core_table_restore(&f->table, "a", 1, &old, 10);
+	assert_int_equal(find(f, "a")->lock.fence, 1);
+	assert_int_equal(find(f, "a")->lock.secret, a.secret);
+	assert_int_equal(f->table.stats.held, 1);
+	assert_int_equal(f->table.hwm, 2);
+	assert_int_equal(drain(f), 0);
+	assert_int_equal(renew(f, 0, "a", a, LEASE, 4, 20), CORE_OK);
+	acquire(f, 2, "b", LEASE, -1, false, 5, 20);
+	assert_int_equal(f->got[f->ngot - 1].r.fence, 3);
+	assert_books_balance(f);
+}
+
+static void
+test_table_rollback_of_a_renewal_keeps_the_holder_and_its_binding(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_record old;
+	struct core_handle a;
+
+	acquire(f, 0, "a", 100, -1, true, 1, 0);
+	a = handle_of(&f->got[0]);
+	drain(f);
+	old = f->changes[0].rec;
+	renew(f, 0, "a", a, 500, 2, 50);
+	drain(f);
+	core_table_restore(&f->table, "a", 1, &old, 50);
+	assert_int_equal(find(f, "a")->lock.expiry, 100);
+	assert_int_equal(core_next_deadline(&f->table), 100);
+	assert_int_equal(drain(f), 0);
+	/* Still bound to its session: closing it releases the lease. */
+	core_disconnect(&f->table, &f->s[0], 60);
+	expect(f, 2, CORE_EVENT_RELEASED_ONCLOSE, -1, 0, "a");
+	assert_int_equal(f->table.stats.held, 0);
+}
+
+/* ---- the counter's end ------------------------------------------------ */
+
+static void
+test_table_fence_overflow_answers_overflow_and_grants_nothing(void **state)
+{
+	struct fixture *f = *state;
+	const struct got *g;
+
+	core_table_restore_hwm(&f->table, CORE_FENCE_MAX - 1);
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	g = expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a");
+	assert_true(g->r.fence == CORE_FENCE_MAX);
+	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
+	acquire(f, 2, "a", LEASE, 100, false, 3, 0);
+	assert_int_equal(acquire(f, 3, "b", LEASE, -1, false, 4, 0),
+	    CORE_ERR_OVERFLOW);
+	expect(f, 1, CORE_REPLY_OVERFLOW, 3, 4, "b");
+	assert_int_equal(try_lock(f, 3, "c", LEASE, 5, 0), CORE_ERR_OVERFLOW);
+	expect(f, 2, CORE_REPLY_OVERFLOW, 3, 5, "c");
+	/* On release each waiter in turn is answered OVERFLOW. */
+	release(f, 0, "a", handle_of(&f->got[0]), 6, 10);
+	expect(f, 3, CORE_REPLY_RELEASED, 0, 6, "a");
+	expect(f, 4, CORE_REPLY_OVERFLOW, 1, 2, "a");
+	expect(f, 5, CORE_REPLY_OVERFLOW, 2, 3, "a");
+	assert_int_equal(f->ngot, 6);
+	assert_true(f->table.hwm == CORE_FENCE_MAX);
+	assert_int_equal(f->table.stats.held, 0);
+	assert_int_equal(f->table.stats.waiters, 0);
+	drain(f);
+	assert_int_equal(f->table.stats.locks, 0);
+	assert_books_balance(f);
+}
+
+/* ---- status and size -------------------------------------------------- */
+
+static void
+test_table_status_reports_the_holder_ttl_and_queue(void **state)
+{
+	struct fixture *f = *state;
+	struct core_lock_status st;
+
+	core_status(&f->table, "a", 1, 0, &st);
+	assert_false(st.held);
+	assert_int_equal(st.fence, 0);
+	assert_null(find(f, "a"));
+	acquire(f, 0, "a", 100, -1, false, 1, 0);
+	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
+	core_status(&f->table, "a", 1, 40, &st);
+	assert_true(st.held);
+	assert_int_equal(st.fence, 1);
+	assert_int_equal(st.ttl_ms, 60);
+	assert_int_equal(st.queue, 1);
+	/* STATUS reclaims an expired lease first, like every operation. */
+	core_status(&f->table, "a", 1, 100, &st);
+	expect(f, 1, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(st.fence, 2);
+	assert_int_equal(st.ttl_ms, LEASE);
+	assert_int_equal(st.queue, 0);
+}
+
+static void
+test_table_many_names_grow_the_buckets_and_stay_found(void **state)
+{
+	struct fixture *f = *state;
+	char name[32];
+	size_t i;
+	const size_t names = 1000;
+
+	for (i = 0; i < names; i++) {
+		snprintf(name, sizeof(name), "lock/%zu", i);
+		acquire(f, (int)(i % SESSIONS), name, 10 + (int64_t)i, -1,
+		    false, i, 0);
+	}
+	assert_true(f->table.bucket_count >= names);
+	assert_int_equal(f->table.stats.held, names);
+	for (i = 0; i < names; i++) {
+		const struct core_entry *e;
+
+		snprintf(name, sizeof(name), "lock/%zu", i);
+		e = find(f, name);
+		assert_non_null(e);
+		assert_int_equal(e->lock.fence, i + 1);
+	}
+	assert_books_balance(f);
+	/* They expire in order of their leases. */
+	assert_int_equal(core_tick(&f->table, 10 + 499), 10 + 500);
+	assert_int_equal(f->table.stats.held, 500);
+	assert_int_equal(core_tick(&f->table, CORE_NEVER - 1), CORE_NEVER);
+	drain(f);
+	assert_int_equal(f->table.stats.locks, 0);
+	assert_books_balance(f);
+}
+
+/* ---- the heap --------------------------------------------------------- */
+
+static uint64_t
+next_random(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void
+test_table_heap_keeps_the_earliest_deadline_first(void **state)
+{
+	enum { N = 300 };
+	struct core_timer timers[N], *heap[N];
+	bool in[N];
+	size_t len = 0, i, round;
+	uint64_t x = 88172645463325252ULL;
+
+	(void)state;
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < N; i++) {
+		timers[i].slot = CORE__HEAP_OUT;
+		timers[i].kind = (uint8_t)(i % 2);
+	}
+	for (round = 0; round < 20000; round++) {
+		size_t k = next_random(&x) % N, j;
+		core_time min = CORE_NEVER;
+
+		switch (next_random(&x) % 3) {
+		case 0:
+			if (!in[k]) {
+				timers[k].when = (core_time)(next_random(&x) %
+				    1000);
+				core__heap_push(heap, &len, &timers[k]);
+				in[k] = true;
+			}
+			break;
+		case 1:
+			core__heap_remove(heap, &len, &timers[k]);
+			in[k] = false;
+			assert_true(timers[k].slot == CORE__HEAP_OUT);
+			break;
+		default:
+			if (in[k]) {
+				timers[k].when = (core_time)(next_random(&x) %
+				    1000);
+				core__heap_update(heap, len, &timers[k]);
+			}
+			break;
+		}
+		for (i = 0, j = 0; i < N; i++)
+			if (in[i]) {
+				j++;
+				if (timers[i].when < min)
+					min = timers[i].when;
+				assert_ptr_equal(heap[timers[i].slot],
+				    &timers[i]);
+			}
+		assert_int_equal(j, len);
+		if (len > 0)
+			assert_int_equal(heap[0]->when, min);
+		for (i = 1; i < len; i++) {
+			const struct core_timer *p = heap[(i - 1) / 2];
+			assert_true(p->when < heap[i]->when ||
+			    (p->when == heap[i]->when &&
+			    p->kind <= heap[i]->kind));
+		}
+	}
+}
+
+int
+main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_table_acquire_of_a_free_lock_is_granted_at_once),
+		T(test_table_bad_arguments_are_badarg_and_make_no_entry),
+		T(test_table_acquire_defaults_and_caps_the_lease),
+		T(test_table_waiters_are_granted_in_strict_fifo_order),
+		T(test_table_release_hands_the_lock_to_the_next_waiter_at_once),
+		T(test_table_waiter_times_out_and_leaves_the_queue),
+		T(test_table_tick_returns_the_earliest_pending_deadline),
+		T(test_table_wait_zero_fails_at_once_when_held),
+		T(test_table_wait_zero_succeeds_when_free_or_expired),
+		T(test_table_waiter_timeout_after_its_grant_does_not_disturb_the_holder),
+		T(test_table_expiry_hands_off_to_the_next_waiter_at_exactly_the_expiry_instant),
+		T(test_table_expiry_and_a_wait_limit_at_the_same_instant_grant_the_waiter),
+		T(test_table_hand_off_times_out_a_waiter_whose_wait_elapsed_before_its_tick),
+		T(test_table_hand_off_at_the_wait_deadline_instant_still_grants),
+		T(test_table_try_never_queues),
+		T(test_table_try_says_held_when_anyone_waits_even_if_the_lease_expired),
+		T(test_table_renew_extends_the_lease_and_keeps_the_fence),
+		T(test_table_renew_with_a_stale_handle_is_conflict_and_changes_nothing),
+		T(test_table_release_with_a_stale_handle_is_notheld_and_disturbs_nobody),
+		T(test_table_disconnect_releases_onclose_leases_and_hands_them_on),
+		T(test_table_disconnect_reclaims_an_expired_onclose_lease_as_reclaimed),
+		T(test_table_release_by_handle_unbinds_an_onclose_lease),
+		T(test_table_disconnect_removes_waiters_without_reply_and_they_are_never_granted),
+		T(test_table_cancel_waiters_answers_shutdown),
+		T(test_table_limits_answer_limit),
+		T(test_table_init_answers_nomem_when_allocation_fails),
+		T(test_table_allocation_failure_answers_nomem_and_keeps_the_table_whole),
+		T(test_table_waiter_allocation_failure_leaves_the_holder_alone),
+		T(test_table_idle_entries_are_dropped_at_changes),
+		T(test_table_changes_reports_exactly_the_changed_records),
+		T(test_table_recovery_resumes_the_holder_and_continues_the_counter),
+		T(test_table_recovery_raises_the_counter_to_a_restored_fence),
+		T(test_table_recovery_reclaims_an_expired_record_by_tick_and_hands_it_on),
+		T(test_table_recovery_of_a_record_that_expired_while_down_reclaims_it_at_once),
+		T(test_table_restore_of_an_onclose_record_releases_it),
+		T(test_table_rollback_after_a_grant_reverts_the_grant),
+		T(test_table_rollback_of_a_hand_off_restores_the_old_holder),
+		T(test_table_rollback_of_a_renewal_keeps_the_holder_and_its_binding),
+		T(test_table_fence_overflow_answers_overflow_and_grants_nothing),
+		T(test_table_status_reports_the_holder_ttl_and_queue),
+		T(test_table_many_names_grow_the_buckets_and_stay_found),
+		T(test_table_heap_keeps_the_earliest_deadline_first),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
