@@ -74,5 +74,9 @@ bool store_batch_next(const struct store_batch *batch, size_t *pos,
  */
 struct store *store_lmdb_open(const char *dir, size_t map_size, char *err,
     size_t err_len);
+/* The same with extra mdb_env_open flags: for the power-loss test's guard
+ * (MDB_NOSYNC must fail it), never for lockd itself. */
+struct store *store_lmdb_open_flags(const char *dir, size_t map_size,
+    unsigned env_flags, char *err, size_t err_len);
 
 #endif

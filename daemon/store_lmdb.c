@@ -187,6 +187,13 @@ static const struct store_ops lmdb_ops = {
 struct store *
 store_lmdb_open(const char *dir, size_t map_size, char *err, size_t err_len)
 {
+	return store_lmdb_open_flags(dir, map_size, 0, err, err_len);
+}
+
+struct store *
+store_lmdb_open_flags(const char *dir, size_t map_size, unsigned env_flags,
+    char *err, size_t err_len)
+{
 	struct store_lmdb *s;
 	char path[4096];
 	MDB_txn *txn;
@@ -221,7 +228,7 @@ store_lmdb_open(const char *dir, size_t map_size, char *err, size_t err_len)
 		snprintf(err, err_len, "lmdb: %s", mdb_strerror(rc));
 		goto close_env;
 	}
-	if ((rc = mdb_env_open(s->env, dir, 0, 0600)) != 0) {
+	if ((rc = mdb_env_open(s->env, dir, env_flags, 0600)) != 0) {
 		snprintf(err, err_len, "cannot open store in %s: %s", dir,
 		    mdb_strerror(rc));
 		goto close_env;

@@ -1,0 +1,212 @@
+/*
+ * lockd.c - the daemon's life: settings, the store, recovery, the loop,
+ * the stop.  main.c calls lockd_run() with no seams; test programs call it
+ * with seams that inject faults at exact points (see lockd.h).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "daemon/config.h"
+#include "daemon/lockd.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/server.h"
+#include "daemon/service.h"
+#include "daemon/store.h"
+
+/* Handle secrets come from the kernel's random source, read in blocks so
+ * a grant costs no system call. */
+struct random_pool {
+	uint64_t words[512];
+	size_t left;
+};
+
+static uint64_t
+random_secret(void *ctx)
+{
+	struct random_pool *pool = ctx;
+	size_t got = 0;
+
+	if (pool->left == 0) {
+		while (got < sizeof(pool->words)) {
+			ssize_t n = getrandom((char *)pool->words + got,
+			    sizeof(pool->words) - got, 0);
+			if (n < 0) {
+				log_event(LOG_ERROR, "random_error",
+				    "action=exit");
+				abort();
+			}
+			got += (size_t)n;
+		}
+		pool->left = sizeof(pool->words) / sizeof(pool->words[0]);
+	}
+	return pool->words[--pool->left];
+}
+
+static core_time
+clock_mono(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (core_time)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t
+clock_mono_ns(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t
+clock_wall(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* The kernel's id of this boot: stored with each lease, so a restart
+ * within the same boot can trust the boot clock. */
+static void
+read_boot_id(uint8_t id[16])
+{
+	char text[64];
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+	int i = 0, j;
+
+	memset(id, 0, 16);
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0) {
+		/* Unknown boot: every record is then trusted only by its
+		 * wall-clock expiry, capped at the maximum lease. */
+		getrandom(id, 16, 0);
+		return;
+	}
+	for (j = 0; j < n && i < 32; j++) {
+		int v = hexval(text[j]);
+		if (v < 0)
+			continue;
+		id[i / 2] |= (uint8_t)(v << (i % 2 ? 0 : 4));
+		i++;
+	}
+}
+
+int
+lockd_run(int argc, char **argv, const struct lockd_seams *seams)
+{
+	static struct random_pool pool;
+	static struct server srv;
+	struct service_config scfg;
+	struct service_recovery rec;
+	struct service_clock clock;
+	struct config cfg;
+	struct store *store;
+	char err[512];
+	uv_loop_t *loop = uv_default_loop();
+
+	switch (config_load(&cfg, argc, argv, err, sizeof(err))) {
+	case CONFIG_EXIT_OK:
+		return 0;
+	case CONFIG_ERROR:
+		fprintf(stderr, "lockd: %s\n", err);
+		return 2;
+	case CONFIG_OK:
+		break;
+	}
+	log_threshold = (enum log_level)cfg.log_level;
+	log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
+	    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
+
+	store = store_lmdb_open_flags(cfg.data_dir, cfg.map_size,
+	    seams != NULL ? seams->lmdb_flags : 0, err, sizeof(err));
+	if (store == NULL) {
+		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
+		fprintf(stderr, "lockd: %s\n", err);
+		return 1;
+	}
+
+	service_config_defaults(&scfg);
+	scfg.core.default_lease_ms = cfg.default_lease_ms;
+	scfg.core.max_lease_ms = cfg.max_lease_ms;
+	scfg.core.max_held = cfg.max_held;
+	scfg.core.max_waiters = cfg.max_waiters;
+	scfg.core.max_waiters_per_session = cfg.max_conn_waiters;
+	scfg.core.secret = random_secret;
+	scfg.core.secret_ctx = &pool;
+	scfg.core.hash_key[0] = random_secret(&pool);
+	scfg.core.hash_key[1] = random_secret(&pool);
+	scfg.max_line = cfg.max_line;
+	scfg.max_output = cfg.max_output;
+	memset(&clock, 0, sizeof(clock));
+	clock.mono = clock_mono;
+	clock.wall = clock_wall;
+	clock.mono_ns = clock_mono_ns;
+	read_boot_id(clock.boot_id);
+
+	if (service_open(&srv.svc, &scfg, store, &clock, &rec) != 0) {
+		log_event(LOG_ERROR, "recovery_error", "error=\"%s\"",
+		    srv.svc.error);
+		fprintf(stderr, "lockd: recovery failed: %s\n", srv.svc.error);
+		store->ops->close(store);
+		return 1;
+	}
+	log_event(LOG_INFO, "recovered",
+	    "leases=%llu expired=%llu onclose_released=%llu held=%llu "
+	    "fence_hwm=%llu", (unsigned long long)rec.leases,
+	    (unsigned long long)rec.expired, (unsigned long long)rec.onclose,
+	    (unsigned long long)srv.svc.table.stats.held,
+	    (unsigned long long)rec.hwm);
+
+	if (seams != NULL)
+		srv.svc.hooks = seams->hooks;
+	if (server_init(&srv, loop, &cfg) != 0) {
+		fprintf(stderr, "lockd: cannot listen (see log)\n");
+		service_close(&srv.svc);
+		store->ops->close(store);
+		return 1;
+	}
+	{
+		char status[256];
+		snprintf(status, sizeof(status), "READY=1\nSTATUS=serving; "
+		    "recovered %llu leases, %llu held, fence high-water mark "
+		    "%llu", (unsigned long long)rec.leases,
+		    (unsigned long long)srv.svc.table.stats.held,
+		    (unsigned long long)rec.hwm);
+		notify_send(status);
+	}
+	if (seams != NULL && seams->started != NULL)
+		seams->started(&srv, seams->ctx);
+	server_run(&srv);
+	service_commit(&srv.svc);
+	service_close(&srv.svc);
+	store->ops->close(store);
+	uv_loop_close(loop);
+	log_event(LOG_INFO, "stop", "status=clean");
+	return 0;
+}

@@ -1,0 +1,24 @@
+/*
+ * lockd.h - the daemon as a function, so that test programs can run the
+ * real lockd with fault-injection seams: function pointers called at exact
+ * points (before a commit, after it but before the replies), and the LMDB
+ * flags of the power-loss guard.  The lockd binary passes no seams.
+ */
+#ifndef LOCKD_LOCKD_H
+#define LOCKD_LOCKD_H
+
+#include "daemon/server.h"
+#include "daemon/service.h"
+
+struct lockd_seams {
+	struct service_hooks hooks;  /* commit fault points (service.h) */
+	unsigned lmdb_flags;         /* extra mdb_env_open flags: guards only */
+	/* Called once lockd listens, before the loop runs. */
+	void (*started)(struct server *srv, void *ctx);
+	void *ctx;
+};
+
+/* Runs lockd with the command line of the spec; returns its exit status. */
+int lockd_run(int argc, char **argv, const struct lockd_seams *seams);
+
+#endif
