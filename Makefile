@@ -55,8 +55,8 @@ MODEL_BIN  := $(B)/tests/model_check
 INTEG_SRC  := $(wildcard tests/integration/test_*.c)
 INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
 
-.PHONY: all run test test-run deps-build deps-test fuzz clean
-all: $(B)/lockd
+.PHONY: all run test test-run deps-build deps-test fuzz clean install uninstall
+all: $(B)/lockd client
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -101,15 +101,140 @@ run: deps-build
 test: deps-test
 	@$(MAKE) --no-print-directory test-run
 
-test-run: $(B)/lockd $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
-	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)"
+test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) \
+	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
+	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)"
+
+# --- install ----------------------------------------------------------------
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
+              $(PREFIX)/lib/liblockd.a $(PREFIX)/lib/$(CLIENT_SONAME) \
+              $(PREFIX)/lib/liblockd.so $(PREFIX)/lib/pkgconfig/lockd.pc \
+              $(PREFIX)/include/lockd.h \
+              $(PREFIX)/share/man/man1/lockctl.1 \
+              $(PREFIX)/share/man/man3/liblockd.3 \
+              $(PREFIX)/share/man/man8/lockd.8 \
+              $(UNITDIR)/lockd.service $(UNITDIR)/lockd.socket
+
+# The sample config is installed only where none exists, and uninstalled
+# only while it is still the sample: an edited config is the admin's.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man3 \
+	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(SYSCONFDIR)/lockd
+	install -m 755 $(B)/lockd $(B)/lockctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(B)/liblockd.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(B)/$(CLIENT_SONAME) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(CLIENT_SONAME) $(DESTDIR)$(PREFIX)/lib/liblockd.so
+	install -m 644 client/lockd.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$${prefix}/lib|' \
+	    -e 's|@includedir@|$${prefix}/include|' \
+	    -e 's|@version@|$(CLIENT_VERSION)|' -e 's|@rpath@||' \
+	    client/lockd.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lockd.pc
+	install -m 644 docs/lockctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 docs/liblockd.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -m 644 docs/lockd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	sed -e 's|/usr/local/bin/lockd|$(PREFIX)/bin/lockd|' \
+	    -e 's|/etc/lockd/lockd.conf|$(SYSCONFDIR)/lockd/lockd.conf|' \
+	    systemd/lockd.service > $(DESTDIR)$(UNITDIR)/lockd.service
+	install -m 644 systemd/lockd.socket $(DESTDIR)$(UNITDIR)/
+	test -e $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf || \
+	    install -m 644 systemd/lockd.conf $(DESTDIR)$(SYSCONFDIR)/lockd/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	if cmp -s systemd/lockd.conf $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf; \
+	then rm -f $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf; fi
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/lockd 2>/dev/null
 
 clean:
 	rm -rf build build-san build-fuzz
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
+
+
+# --- liblockd, lockctl, examples -------------------------------------------
+# liblockd.a holds one relocatable object made of the client and proto
+# objects in which only lockd_* symbols stay global, so a program linking it
+# statically cannot clash with proto's names; liblockd.so exports the same
+# set through client/liblockd.map.  The examples build the way a user's
+# program does: through pkg-config (a lockd.pc for the build tree).
+CLIENT_SRC       := client/lockd.c client/keepalive.c
+CLIENT_OBJ       := $(CLIENT_SRC:%.c=$(B)/%.o)
+CLIENT_PIC_OBJ   := $(CLIENT_SRC:%.c=$(B)/pic/%.o) $(PROTO_SRC:%.c=$(B)/pic/%.o)
+CLIENT_VERSION   := $(shell sed -n 's/^\#define LOCKD_VERSION "\(.*\)"/\1/p' daemon/config.h)
+CLIENT_SONAME    := liblockd.so.0
+CLIENT_PC_DIR    := $(B)/pkgconfig
+CLIENT_PKG_CONFIG = PKG_CONFIG_PATH=$(abspath $(CLIENT_PC_DIR)) pkg-config
+CLIENT_EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+CLIENT_TEST_SRC  := $(wildcard tests/client/test_*.c)
+CLIENT_TEST_LIB  := $(filter-out $(CLIENT_TEST_SRC),$(wildcard tests/client/*.c))
+CLIENT_TEST_BIN  := $(CLIENT_TEST_SRC:tests/client/test_%.c=$(B)/tests/client_%)
+CLIENT_LIBS      := $(B)/liblockd.a $(B)/$(CLIENT_SONAME) $(B)/liblockd.so
+CLIENT_ALL       := $(CLIENT_LIBS) $(B)/lockctl $(CLIENT_PC_DIR)/lockd.pc \
+                    $(CLIENT_EXAMPLES) $(CLIENT_TEST_BIN)
+
+OBJCOPY ?= objcopy
+
+.PHONY: client
+client: $(CLIENT_ALL)
+
+# The keep-alive helper runs a thread; the tests start some too.
+$(B)/client/%.o $(B)/tests/client/%.o: ALL_CFLAGS += -pthread
+
+$(B)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -pthread -fPIC -c $< -o $@
+
+$(B)/client/liblockd-all.o: $(CLIENT_OBJ) $(PROTO_OBJ)
+	$(LD) -r -o $@ $^
+	$(OBJCOPY) --wildcard --keep-global-symbol='lockd_[a-z]*' $@
+
+$(B)/liblockd.a: $(B)/client/liblockd-all.o
+	rm -f $@
+	$(AR) rcs $@ $<
+
+$(B)/$(CLIENT_SONAME): $(CLIENT_PIC_OBJ) client/liblockd.map
+	$(CC) $(ALL_LDFLAGS) -pthread -shared -Wl,-soname,$(CLIENT_SONAME) \
+	    -Wl,--version-script=client/liblockd.map -o $@ $(CLIENT_PIC_OBJ)
+
+$(B)/liblockd.so: $(B)/$(CLIENT_SONAME)
+	ln -sf $(CLIENT_SONAME) $@
+
+$(B)/lockctl: $(B)/client/lockctl.o $(B)/liblockd.a
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^
+
+# lockd.pc for the build tree: headers from client/, the library from $(B),
+# and an rpath so that programs built against it run from the tree.
+$(CLIENT_PC_DIR)/lockd.pc: client/lockd.pc.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@prefix@|$(abspath .)|' -e 's|@libdir@|$(abspath $(B))|' \
+	    -e 's|@includedir@|$(abspath client)|' \
+	    -e 's|@version@|$(CLIENT_VERSION)|' \
+	    -e 's|@rpath@|-Wl,-rpath,$${libdir} |' $< > $@
+
+# The examples build the way a user's program does: through pkg-config and
+# nothing else (no -I. to the project's internals).
+$(B)/examples/%: examples/%.c $(CLIENT_PC_DIR)/lockd.pc $(CLIENT_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -I.,$(ALL_CFLAGS)) \
+	    $$($(CLIENT_PKG_CONFIG) --cflags lockd) -o $@ $< \
+	    $(ALL_LDFLAGS) $$($(CLIENT_PKG_CONFIG) --libs lockd)
+
+$(B)/tests/client_%: $(B)/tests/client/test_%.o \
+    $(CLIENT_TEST_LIB:%.c=$(B)/%.o) $(B)/liblockd.a \
+    | $(B)/lockd $(B)/lockctl $(CLIENT_EXAMPLES)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
+
+# The test objects are intermediate to make; keep them for quick rebuilds.
+.SECONDARY: $(CLIENT_TEST_SRC:%.c=$(B)/%.o) $(CLIENT_TEST_LIB:%.c=$(B)/%.o)
 
 # --- deterministic simulation ----------------------------------------------
 # build/tests/sim runs the daemon's service layer (not libuv) under simulated

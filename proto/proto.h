@@ -128,8 +128,9 @@ bool proto_discard_line(const char *buf, size_t len, size_t *consumed);
  * Value parsers, exposed for the command line and the config file.  Each
  * takes exactly the bytes given (no sign, no spaces, digits only) and returns
  * false on anything else.  A handle must be canonical: no leading zeros in
- * its fence.  A valid name also holds no '=', since a request word with '='
- * is an option and such a name could never be sent.
+ * its fence.  A name may hold '=' (the spec allows any byte but whitespace
+ * and control bytes): requests place arguments by position, so the first
+ * word after the command is the name whatever it holds.
  */
 bool proto_parse_duration(const char *s, size_t len, int64_t *ms);
 bool proto_parse_handle(const char *s, size_t len, struct proto_handle *h);

@@ -1,0 +1,282 @@
+/*
+ * lockd.h - liblockd, the C client library of lockd.
+ *
+ * Shaped like hiredis: a context made from an options struct carries the
+ * connection, an error code and a sentence for humans.  A blocking call is
+ * an append followed by a read of its reply, so pipelining comes free: append
+ * several requests, then read their replies in order.  Requests are formatted
+ * and replies parsed by lockd's own protocol module, the code the daemon
+ * runs.
+ *
+ * Results.  Every call returns an int: LOCKD_OK (0) or another non-negative
+ * LOCKD_* result on success, a negative LOCKD_ERR_* code on failure.  After
+ * every call c->err holds what it returned when that was an error (0 after a
+ * success) and c->errstr a sentence saying why.  The errors IO, EOF,
+ * PROTOCOL and TIMEOUT are fatal: the connection is closed, the replies
+ * still due are lost, and every later call fails with the same error until
+ * lockd_reconnect().  Server errors (BADREQ .. SHUTDOWN) and caller errors
+ * (INVALID, OOM) leave the context usable.
+ *
+ * Threads.  A context belongs to one thread at a time, as in hiredis: never
+ * call into the same context from two threads at once.  Distinct contexts are
+ * independent; the library has no global state and installs no signal
+ * handler (it writes with MSG_NOSIGNAL, so a closed peer never raises
+ * SIGPIPE).  The keep-alive helper runs its own thread on its own
+ * connection; see lockd_keepalive_start().
+ *
+ * Every public symbol starts with "lockd_"; internal ones with "lockd__".
+ */
+#ifndef LOCKD_H
+#define LOCKD_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOCKD_DEFAULT_HOST "127.0.0.1"
+#define LOCKD_DEFAULT_PORT 7420
+#define LOCKD_NAME_MAX 255          /* bytes in a lock name */
+#define LOCKD_HANDLE_SIZE 40        /* a handle string with its NUL */
+#define LOCKD_ERRSTR_SIZE 128
+
+/* For lockd_acquire's wait_ms: wait until granted, however long. */
+#define LOCKD_WAIT_FOREVER (-1)
+
+/* Successful results. */
+#define LOCKD_OK 0
+#define LOCKD_HELD 1       /* TRY: the lock is taken (or has waiters) */
+#define LOCKD_NOTHELD 2    /* RELEASE: the handle was stale; a no-op */
+#define LOCKD_AGAIN 3      /* lockd_poll_reply: no complete reply yet */
+
+/* Errors of the connection; fatal: the context is dead. */
+#define LOCKD_ERR_IO (-1)          /* a socket call failed; see errstr */
+#define LOCKD_ERR_EOF (-2)         /* the server closed the connection */
+#define LOCKD_ERR_PROTOCOL (-3)    /* a reply that cannot be parsed or that
+				      does not answer its request */
+#define LOCKD_ERR_TIMEOUT (-4)     /* connect or command timeout (client) */
+/* Errors of the caller; nothing was sent and the context is usable. */
+#define LOCKD_ERR_OOM (-5)         /* out of memory */
+#define LOCKD_ERR_INVALID (-6)     /* a bad argument (name, handle, duration)
+				      or a call out of turn */
+/* Errors answered by the server ("ERR <CODE> ..."); the context is usable. */
+#define LOCKD_ERR_BADREQ (-10)
+#define LOCKD_ERR_BADARG (-11)
+#define LOCKD_ERR_TOOLONG (-12)
+#define LOCKD_ERR_WAIT_TIMEOUT (-13)  /* ERR TIMEOUT: ACQUIRE's wait ran out */
+#define LOCKD_ERR_CONFLICT (-14)      /* RENEW with a handle not the holder's */
+#define LOCKD_ERR_LIMIT (-15)
+#define LOCKD_ERR_UNAVAILABLE (-16)   /* the store failed; nothing changed */
+#define LOCKD_ERR_OVERFLOW (-17)
+#define LOCKD_ERR_SHUTDOWN (-18)      /* the server is stopping */
+
+/* ACQUIRE's and TRY's onclose option. */
+#define LOCKD_ONCLOSE_KEEP 0      /* the lease outlives the connection */
+#define LOCKD_ONCLOSE_RELEASE 1   /* closing the connection releases it */
+
+typedef struct lockd_options {
+	const char *host;            /* NULL: LOCKD_DEFAULT_HOST */
+	int port;                    /* 0: LOCKD_DEFAULT_PORT */
+	const char *unix_path;       /* set: a Unix socket instead of TCP */
+	int64_t connect_timeout_ms;  /* 0: no timeout of our own */
+	int64_t command_timeout_ms;  /* 0: wait for replies forever */
+} lockd_options;
+
+struct lockd__state;
+
+typedef struct lockd_context {
+	int err;                          /* 0 or the last call's error */
+	char errstr[LOCKD_ERRSTR_SIZE];   /* why, for humans */
+	int fd;                           /* the socket; -1 when dead */
+	struct lockd__state *state;       /* private */
+} lockd_context;
+
+/*
+ * A granted lease.  deadline_ms is a time on lockd_now_ms()'s clock before
+ * which the lease has certainly not ended: the moment the request that
+ * granted or last renewed it was sent, plus the lease granted.  For an
+ * ACQUIRE that waited, that moment is when the ACQUIRE was sent, so the
+ * bound is conservative (renew to tighten it).
+ */
+typedef struct lockd_lease {
+	char name[LOCKD_NAME_MAX + 1];
+	uint64_t fence;
+	char handle[LOCKD_HANDLE_SIZE];  /* "<fence>-<16 hex digits>" */
+	int64_t lease_ms;                /* as granted or last renewed */
+	int64_t deadline_ms;
+} lockd_lease;
+
+/* A STATUS reply: diagnostics only, never a basis for an acquire. */
+typedef struct lockd_lock_status {
+	int held;            /* 0 or 1 */
+	uint64_t fence;      /* the holder's; 0 when free */
+	int64_t ttl_ms;      /* left of the lease; 0 when free */
+	uint64_t queue;      /* waiters */
+} lockd_lock_status;
+
+typedef enum lockd_command {
+	LOCKD_CMD_ACQUIRE,
+	LOCKD_CMD_TRY,
+	LOCKD_CMD_RENEW,
+	LOCKD_CMD_RELEASE,
+	LOCKD_CMD_STATUS,
+	LOCKD_CMD_PING
+} lockd_command;
+
+/* One reply read with lockd_get_reply() or lockd_poll_reply(). */
+typedef struct lockd_reply {
+	lockd_command command;      /* the request it answers */
+	int result;                 /* what the blocking call returns */
+	lockd_lease lease;          /* ACQUIRE, TRY, RENEW on success */
+	lockd_lock_status status;   /* STATUS */
+} lockd_reply;
+
+/*
+ * Connecting.  lockd_connect() returns NULL only when out of memory; check
+ * c->err otherwise, as with hiredis (a NULL options pointer means all
+ * defaults).  lockd_reconnect() closes the connection, drops any replies
+ * still due and buffered requests, and connects again with the same options;
+ * leases survive it unless they were taken with LOCKD_ONCLOSE_RELEASE.
+ * lockd_free() closes and frees; NULL is fine.
+ */
+lockd_context *lockd_connect(const lockd_options *options);
+int lockd_reconnect(lockd_context *c);
+void lockd_free(lockd_context *c);
+/* Changes the command timeout for later calls (0: none). */
+int lockd_set_command_timeout(lockd_context *c, int64_t timeout_ms);
+
+/*
+ * Blocking calls.  Each sends one request and reads its reply; they refuse
+ * (LOCKD_ERR_INVALID) while pipelined replies are still due.
+ *
+ * The command timeout bounds how long a call waits for a reply beyond what
+ * the request may legitimately take: an ACQUIRE may wait for wait_ms first,
+ * so its reply is given wait_ms plus the command timeout, and one that waits
+ * forever has no timeout at all.  A timeout kills the context, since the
+ * reply may still come and the stream would be out of step.
+ *
+ * lease_ms 0 means the server's default lease (a longer one than the
+ * server's maximum is capped: look at lease->lease_ms).  wait_ms is
+ * LOCKD_WAIT_FOREVER, 0 (fail at once with LOCKD_ERR_WAIT_TIMEOUT when the
+ * lock is not free) or a positive number of milliseconds.
+ */
+int lockd_acquire(lockd_context *c, const char *name, int64_t lease_ms,
+    int64_t wait_ms, int onclose, lockd_lease *lease);
+/* Never queues: LOCKD_OK with *lease filled, or LOCKD_HELD. */
+int lockd_try(lockd_context *c, const char *name, int64_t lease_ms,
+    int onclose, lockd_lease *lease);
+/*
+ * Extends the lease to now + lease_ms (0: the server's default; pass
+ * lease->lease_ms to keep its length) and updates *lease.
+ * LOCKD_ERR_CONFLICT: the lease is not ours any more.
+ */
+int lockd_renew(lockd_context *c, lockd_lease *lease, int64_t lease_ms);
+/* LOCKD_OK when released, LOCKD_NOTHELD when the handle was stale. */
+int lockd_release(lockd_context *c, const lockd_lease *lease);
+int lockd_status(lockd_context *c, const char *name,
+    lockd_lock_status *status);
+int lockd_ping(lockd_context *c);
+
+/*
+ * Pipelining.  lockd_append_*() check their arguments and buffer a request
+ * without sending it; lockd_get_reply() sends what is buffered and reads the
+ * next reply due, in request order, with the command timeout extended for a
+ * waiting ACQUIRE as above.  A reply that does not answer its request (by
+ * kind or lock name) is a protocol error.  lockd_pending() counts the replies
+ * still due.
+ *
+ * Any number of requests may be appended.  They go out at most 512 ahead of
+ * the replies received (lockd cuts off a client that leaves too many replies
+ * unread), so sending a long pipeline also reads replies into the context,
+ * and waits for them when the window is full: behind an ACQUIRE that waits
+ * forever, that may be until the grant.
+ */
+int lockd_append_acquire(lockd_context *c, const char *name, int64_t lease_ms,
+    int64_t wait_ms, int onclose);
+int lockd_append_try(lockd_context *c, const char *name, int64_t lease_ms,
+    int onclose);
+int lockd_append_renew(lockd_context *c, const lockd_lease *lease,
+    int64_t lease_ms);
+int lockd_append_release(lockd_context *c, const lockd_lease *lease);
+int lockd_append_status(lockd_context *c, const char *name);
+int lockd_append_ping(lockd_context *c);
+int lockd_get_reply(lockd_context *c, lockd_reply *reply);
+int lockd_pending(const lockd_context *c);
+
+/*
+ * For an event loop: lockd_flush() sends the buffered requests (blocking at
+ * most the command timeout); lockd_poll_reply() then reads what the socket
+ * holds without blocking and returns LOCKD_AGAIN while no whole reply has
+ * come, or the reply's result as lockd_get_reply() does.  Call it until it
+ * returns LOCKD_AGAIN before waiting for c->fd to turn readable: replies
+ * that came while lockd_flush() wrote (it reads them, so that the server
+ * never holds too many unread) wait in the context, not on the socket.  The
+ * caller keeps the time.
+ */
+int lockd_flush(lockd_context *c);
+int lockd_poll_reply(lockd_context *c, lockd_reply *reply);
+
+/*
+ * Fills *lease from a name and a handle string, e.g. ones a script kept, so
+ * that it can be renewed or released.  lease_ms and deadline_ms are 0.
+ */
+int lockd_lease_init(lockd_lease *lease, const char *name, const char *handle);
+
+/*
+ * The keep-alive helper renews a lease in the background, every third of
+ * the lease, from its own thread on its own connection (made from options,
+ * so the caller's context is never touched from another thread).
+ *
+ * lockd_keepalive_start() connects and renews once before it returns, so
+ * that its schedule starts from a renewal it has seen.  It returns NULL only
+ * when out of memory; check lockd_keepalive_lost(): when that first step
+ * failed it is the error and no thread runs.
+ *
+ * The lease is reported lost as soon as a renewal is refused (CONFLICT or
+ * any other answer but UNAVAILABLE and LIMIT, which are retried) or the
+ * lease could end before another renewal can succeed: attempts that fail
+ * for transport reasons are retried (reconnecting as needed) until a tenth of
+ * the lease before its deadline_ms, and then it is lost.  Then on_lost (when
+ * not NULL) is called once, from the keep-alive thread, with arg, the error
+ * and a sentence; once it has returned, lockd_keepalive_lost() returns the
+ * error and lockd_keepalive_fd() is readable.  on_lost must be quick and may
+ * not call lockd_keepalive_stop() on its own helper; it is the place to set
+ * a flag or to write to a pipe, not to use the caller's context.
+ *
+ * lockd_keepalive_lost(), _errstr(), _fd() and _lease() may be called from
+ * any thread.  lockd_keepalive_stop() stops renewing, joins the thread,
+ * frees the helper and returns lockd_keepalive_lost() as it was then; it does
+ * not release the lease: release it on the caller's own context.
+ */
+typedef struct lockd_keepalive lockd_keepalive;
+typedef void lockd_keepalive_fn(void *arg, int err, const char *errstr);
+
+lockd_keepalive *lockd_keepalive_start(const lockd_options *options,
+    const lockd_lease *lease, lockd_keepalive_fn *on_lost, void *arg);
+int lockd_keepalive_lost(lockd_keepalive *k);
+const char *lockd_keepalive_errstr(lockd_keepalive *k);
+int lockd_keepalive_fd(const lockd_keepalive *k);
+/* Copies the lease as last renewed (its deadline_ms moves on). */
+void lockd_keepalive_lease(lockd_keepalive *k, lockd_lease *lease);
+int lockd_keepalive_stop(lockd_keepalive *k);
+
+/* Utilities. */
+/* "OK", "HELD", "NOTHELD", "AGAIN", "IO", ..., "SHUTDOWN"; "?" otherwise. */
+const char *lockd_strerror(int code);
+/* True for IO, EOF, PROTOCOL and TIMEOUT: the context is dead. */
+int lockd_error_is_fatal(int code);
+/*
+ * Milliseconds on the clock the library keeps deadlines on: one that no
+ * wall-clock step moves and that runs on through a suspend (CLOCK_BOOTTIME
+ * on Linux), so it never runs slower than the server's lease clock.
+ */
+int64_t lockd_now_ms(void);
+/* Parses a protocol duration ("1500", "1500ms", "30s", "5m", "1h"). */
+int lockd_parse_duration(const char *s, int64_t *ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCKD_H */
