@@ -101,11 +101,9 @@ run: deps-build
 test: deps-test
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) \
-	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
-	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)"
-
+# test-run is at the end: its prerequisites name every test program.
+# Keep intermediate objects, so a second run rebuilds nothing.
+.SECONDARY:
 # --- install ----------------------------------------------------------------
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -297,3 +295,9 @@ fuzz:
 
 fuzz-smoke: $(FUZZ_PROTO)
 	@$(call fuzz_proto_run,20)
+
+# --- the test run ------------------------------------------------------------
+test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) \
+	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
+	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)"

@@ -231,12 +231,16 @@ end_of_pass(struct server *srv)
 {
 	struct service_conn *sc;
 	core_time deadline, now;
+	unsigned written = 0;
 	int rc;
 
 	rc = srv->stopping ? service_commit(&srv->svc) :
 	    service_end_pass(&srv->svc);
-	while ((sc = service_next_ready(&srv->svc)) != NULL)
+	while ((sc = service_next_ready(&srv->svc)) != NULL) {
+		if (srv->hooks.before_write != NULL)
+			srv->hooks.before_write(srv->hooks.ctx, written++);
 		flush_conn(container_of(sc, struct conn, sc));
+	}
 	if (srv->finished)
 		return;
 
@@ -298,6 +302,8 @@ maybe_finish(struct server *srv)
 	uv_close((uv_handle_t *)&srv->timer, NULL);
 	uv_close((uv_handle_t *)&srv->check, NULL);
 	uv_close((uv_handle_t *)&srv->grace, NULL);
+	uv_close((uv_handle_t *)&srv->sigterm, NULL);
+	uv_close((uv_handle_t *)&srv->sigint, NULL);
 }
 
 static void
@@ -322,8 +328,10 @@ on_signal(uv_signal_t *sig, int signum)
 		uv_close(&srv->listeners[i].h.handle, NULL);
 	http_close_listener(&srv->http);
 	notify_send("STOPPING=1\nSTATUS=stopping");
-	uv_close((uv_handle_t *)&srv->sigterm, NULL);
-	uv_close((uv_handle_t *)&srv->sigint, NULL);
+	/* The handlers stay (a second signal is ignored, not fatal) but no
+	 * longer keep the loop alive. */
+	uv_unref((uv_handle_t *)&srv->sigterm);
+	uv_unref((uv_handle_t *)&srv->sigint);
 	/* Waiters are told ERR SHUTDOWN; pending commits finish; then every
 	 * connection closes as soon as its replies are written. */
 	service_shutdown(&srv->svc);
