@@ -183,8 +183,10 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 	    (unsigned long long)srv.svc.table.stats.held,
 	    (unsigned long long)rec.hwm);
 
-	if (seams != NULL)
+	if (seams != NULL) {
 		srv.svc.hooks = seams->hooks;
+		srv.hooks = seams->server_hooks;
+	}
 	if (server_init(&srv, loop, &cfg) != 0) {
 		fprintf(stderr, "lockd: cannot listen (see log)\n");
 		service_close(&srv.svc);

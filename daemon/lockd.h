@@ -1,8 +1,9 @@
 /*
  * lockd.h - the daemon as a function, so that test programs can run the
  * real lockd with fault-injection seams: function pointers called at exact
- * points (before a commit, after it but before the replies), and the LMDB
- * flags of the power-loss guard.  The lockd binary passes no seams.
+ * points (before a commit, after it but before the replies, between the
+ * replies of two connections in one pass), and the LMDB flags of the
+ * power-loss guard.  The lockd binary passes no seams.
  */
 #ifndef LOCKD_LOCKD_H
 #define LOCKD_LOCKD_H
@@ -12,6 +13,7 @@
 
 struct lockd_seams {
 	struct service_hooks hooks;  /* commit fault points (service.h) */
+	struct server_hooks server_hooks;  /* reply-writing point (server.h) */
 	unsigned lmdb_flags;         /* extra mdb_env_open flags: guards only */
 	/* Called once lockd listens, before the loop runs. */
 	void (*started)(struct server *srv, void *ctx);

@@ -15,6 +15,18 @@
 
 #define SERVER_MAX_LISTENERS 8
 
+/*
+ * A fault-injection seam for the tests (lockd.h): when set, before_write is
+ * called at the end of a loop pass just before the replies of each
+ * connection are written, with the number of connections already written in
+ * this pass.  A test that ends the process when index is 1 dies after
+ * writing part of a pass's replies.  lockd itself leaves it NULL.
+ */
+struct server_hooks {
+	void (*before_write)(void *ctx, unsigned index);
+	void *ctx;
+};
+
 struct server {
 	uv_loop_t *loop;
 	const struct config *cfg;
@@ -34,6 +46,7 @@ struct server {
 	uv_check_t check;           /* the end of each loop pass */
 	uv_signal_t sigterm, sigint;
 	struct http_server http;    /* --metrics-listen */
+	struct server_hooks hooks;  /* test seams; zero in lockd */
 	uint32_t connections;
 	bool stopping;
 	bool finished;               /* the loop's handles are closing */
