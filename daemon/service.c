@@ -35,6 +35,14 @@ struct service_slot {
 #define RECORD_VERSION 1
 #define RECORD_SIZE 64
 
+/* What a GRANTED or RENEWED becomes when its commit fails; its slot is
+ * made at least this long, and no longer, so that a client pipelining
+ * thousands of grants is not charged PROTO_REPLY_MAX for each against its
+ * output cap. */
+#define UNAVAILABLE_TEXT "store failed; nothing was granted or changed"
+#define UNAVAILABLE_LINE_LEN \
+	(sizeof("ERR UNAVAILABLE " UNAVAILABLE_TEXT "\r\n") - 1)
+
 static void
 put64(unsigned char *p, uint64_t v)
 {
@@ -239,8 +247,8 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 			break;
 	/* A reply that waits for a commit may yet become ERR UNAVAILABLE. */
 	if (s == NULL && (s = slot_add(svc, conn, seq,
-	    batch != 0 && len < PROTO_REPLY_MAX ? PROTO_REPLY_MAX : len)) ==
-	    NULL)
+	    batch != 0 && len < UNAVAILABLE_LINE_LEN ? UNAVAILABLE_LINE_LEN :
+	    len)) == NULL)
 		return;
 	if (len > s->cap) {
 		/* Only a waiting ACQUIRE's slot exists before its reply,
@@ -630,7 +638,10 @@ service_conn_feed(struct service *svc, struct service_conn *conn,
 void
 service_conn_written(struct service_conn *conn, size_t n)
 {
-	memmove(conn->out.data, conn->out.data + n, conn->out.len - n);
+	if (n == 0)
+		return;
+	if (n < conn->out.len)
+		memmove(conn->out.data, conn->out.data + n, conn->out.len - n);
 	conn->out.len -= n;
 	if (conn->out.len == 0 && conn->out.cap > 65536)
 		buf_free(&conn->out);
@@ -739,8 +750,7 @@ fail_replies(struct service *svc, uint64_t batch)
 			if (!s->resolved || s->batch != batch)
 				continue;
 			s->len = (uint16_t)proto_format_error(s->text,
-			    s->cap, PROTO_ERR_UNAVAILABLE,
-			    "store failed; nothing was granted or changed");
+			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
 			s->batch = 0;
 			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;
 			failed = true;

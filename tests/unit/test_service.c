@@ -113,7 +113,8 @@ take(struct world *w, int c)
 	size_t n = conn->out.len < sizeof(buf) - 1 ? conn->out.len :
 	    sizeof(buf) - 1;
 
-	memcpy(buf, conn->out.data, n);
+	if (n > 0)
+		memcpy(buf, conn->out.data, n);
 	buf[n] = '\0';
 	service_conn_written(conn, conn->out.len);
 	return buf;
