@@ -4,6 +4,7 @@
 #   make run        install build dependencies, build, run lockd in the foreground
 #   make test       install test dependencies, build, run every test
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
+#   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
 #   make clean
 #
 # SANITIZE=1 builds everything with ASan and UBSan.
@@ -262,6 +263,38 @@ $(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB_OBJ) \
 
 .PHONY: sim
 sim: $(SIM_BIN) $(SIM_TEST_BIN)
+
+# --- benchmarks --------------------------------------------------------------
+# make bench installs the peers (Redis, etcd, hiredis), builds lockd, the load
+# generator and the no-op ceiling server, and runs bench/run.sh: lockd, Redis
+# (appendfsync always), etcd and the no-op server interleaved, pinned apart
+# with taskset.  BENCH_SECONDS, BENCH_ROUNDS and BENCH_QUICK=1 shorten it.
+BENCH_LOADGEN := $(B)/bench/loadgen
+BENCH_NOOP    := $(B)/bench/noop
+HIREDIS_LIBS   = $(call pc_libs,hiredis,-lhiredis)
+
+.PHONY: bench bench-build deps-bench
+
+$(B)/bench/%.o: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BENCH_LOADGEN): $(B)/bench/loadgen.o $(B)/libproto.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HIREDIS_LIBS)
+
+$(BENCH_NOOP): $(B)/bench/noop.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+deps-bench:
+	@tools/deps.sh bench
+
+bench-build: $(B)/lockd $(BENCH_LOADGEN) $(BENCH_NOOP)
+
+# The packages first, then a recursive make, so that pkg-config sees hiredis.
+bench: deps-bench
+	@$(MAKE) --no-print-directory bench-build
+	LOCKD=$(abspath $(B)/lockd) LOADGEN=$(abspath $(BENCH_LOADGEN)) \
+	    NOOP=$(abspath $(BENCH_NOOP)) bench/run.sh
 
 # --- fuzzing ---------------------------------------------------------------
 # libFuzzer targets, built apart from the rest with clang (ASan + UBSan).

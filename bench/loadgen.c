@@ -1,47 +1,162 @@
 /*
- * loadgen.c - closed-loop load generator for lockd: many connections on one
- * thread (epoll), each running one request cycle at a time, with exact
- * latency percentiles (every sample kept and sorted).  Bounded in cycles
- * and in time; talks only to the address it is given (loopback in every
- * use here).
+ * loadgen.c - the benchmark's one load generator: many connections on one
+ * thread (epoll), each running one request cycle at a time (a closed loop),
+ * against lockd (its line protocol, parsed with proto/), Redis (RESP,
+ * formatted and parsed with hiredis's redisFormatCommand and redisReader,
+ * the lock done with two Lua scripts) or etcd (the v3 API through its gRPC
+ * gateway: JSON over HTTP/1.1 keep-alive).  Every latency sample is kept and
+ * sorted, so the percentiles are exact.  Every loop is bounded in count and
+ * in time, and it talks only to the address it is given (loopback in every
+ * use here).  It may not touch a server's files: what it knows of a server
+ * comes from the wire and from /proc/PID (CPU time, resident memory).
  *
- *   loadgen -p PORT [-H 127.0.0.1] [-c CONNS] [-t SECONDS] [-n MAX_CYCLES]
- *           [-w cycle|handoff|try] [-P PREFIX]
+ *   loadgen -x lockd|redis|etcd -p PORT [-H 127.0.0.1] [-c CONNS]
+ *           [-w cycle|handoff|try|hold|idle] [-t SECONDS] [-W WARMUP]
+ *           [-n MAX_CYCLES] [-P PREFIX] [-S SERVER_PID] [-d DEPTH]
+ *           [-l LEASE] [-L "key=value ..."]
+ *   loadgen -F COUNT        print COUNT free loopback TCP ports
  *
- * Workloads:
- *   cycle    each connection: ACQUIRE its own name, RELEASE it
- *   handoff  every connection: ACQUIRE one shared name, RELEASE it
- *   try      one connection holds a name; the others TRY it in a loop
- * Prints one line of key=value results.
+ * Workloads (a "cycle" is what one latency sample measures):
+ *   cycle    each connection locks its own name and unlocks it; a cycle is
+ *            lock + unlock.
+ *   handoff  every connection locks ONE shared name, holds it 0 ms and
+ *            unlocks; a cycle is one hand-off (from the first lock attempt
+ *            to the unlock's reply), and the release-to-next-grant gap is
+ *            measured from an unlock's reply to the next grant's reply.
+ *            Redis has no queue: a failed acquire is retried at once
+ *            (counted in retries=), the way a spinning client would.
+ *   try      connection 0 takes the lock and keeps it; the others try it in
+ *            a loop; a cycle is one refused try.
+ *   hold     -n locks on distinct names (here -n counts locks), pipelined
+ *            -d deep per connection, with lease -l, kept held after the
+ *            connections close (lockd only); with -S, the server's resident
+ *            memory per held lock.
+ *   idle     -c connections opened, each answered one PING, then left idle;
+ *            with -S, the server's resident memory per connection.
+ * Prints one line of key=value results on stdout.  The exit status is 0
+ * when the run completed (errors are counted in errors=), 1 on a fatal
+ * error (connect or setup failed), 2 on bad usage.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
 #include "proto/proto.h"
 
-enum workload { W_CYCLE, W_HANDOFF, W_TRY };
-enum phase { PH_ACQUIRE, PH_RELEASE, PH_TRY, PH_HOLD };
+/* Limits of the generator, in one place. */
+#define LOADGEN_MAX_CONNS 20000          /* connections in one run */
+#define LOADGEN_IN_CAP 16384             /* unparsed input per connection */
+#define LOADGEN_SETUP_SECONDS 30.0       /* connect + per-connection setup */
+#define LOADGEN_CONNECT_TIMEOUT_S 5      /* one connect() */
+#define LOADGEN_IDLE_SETTLE_S 0.5        /* before reading RSS with idlers */
+#define LOADGEN_REDIS_TTL_MS 60000       /* PX of the Redis lock key */
+#define LOADGEN_ETCD_LEASE_TTL_S 60      /* TTL of each etcd connection's lease */
+#define LOADGEN_DEFAULT_MAX_CYCLES 20000000L
+
+enum server_kind { SERVER_LOCKD, SERVER_REDIS, SERVER_ETCD };
+enum workload { W_CYCLE, W_HANDOFF, W_TRY, W_HOLD, W_IDLE };
+
+/* What a connection waits for. */
+enum step {
+	ST_NONE,     /* nothing outstanding */
+	ST_SETUP,    /* Redis SCRIPT LOADs, etcd lease grant */
+	ST_PING,
+	ST_ACQUIRE,  /* lockd ACQUIRE, Redis acquire script, etcd lock */
+	ST_TRY,      /* lockd TRY, Redis acquire script, etcd txn */
+	ST_RELEASE,  /* lockd RELEASE, Redis release script, etcd unlock */
+	ST_HOLDING   /* holds the lock and sends nothing */
+};
+
+/* What a reply meant, whatever the protocol. */
+enum outcome {
+	OC_PARTIAL,   /* no complete reply buffered */
+	OC_SETUP,
+	OC_PONG,
+	OC_GRANTED,
+	OC_RELEASED,
+	OC_HELD,      /* refused: lockd HELD, Redis nil, etcd txn not taken */
+	OC_ERROR,     /* an error reply; the connection lives on */
+	OC_FATAL      /* unparseable input: the connection is dropped */
+};
 
 struct conn {
 	int fd;
 	int id;
-	enum phase phase;
-	char name[64];
-	char handle[64];
-	char in[4096];
-	size_t in_len;
-	double started;      /* this cycle's first send */
-	double released_at;  /* handoff: when our release was answered */
+	bool dead;
+	bool dirty;            /* on the flush list */
+	bool want_out;         /* EPOLLOUT armed */
+	enum step step;
+	int setup_left;        /* setup replies still to come */
+	int inflight;          /* hold: requests sent, not yet answered */
+	double started;        /* this cycle's first request */
+	char name[128];
+	char token[160];       /* lockd handle, Redis token, etcd lock key */
+	char lease[32];        /* etcd lease ID */
+	redisReader *reader;   /* Redis */
+	size_t in_len;         /* lockd, etcd */
+	char *out;
+	size_t out_len, out_cap;
+	char in[LOADGEN_IN_CAP];
 };
+
+/* Growable array of samples in seconds. */
+struct samples {
+	double *v;
+	size_t n, cap, max;
+};
+
+static struct loadgen {
+	enum server_kind server;
+	enum workload workload;
+	const char *host, *prefix, *label, *lease;
+	int port, nconns, depth, server_pid;
+	double seconds, warmup;
+	long max_cycles;
+
+	int ep;
+	struct conn *conns;
+	struct conn **dirty;
+	int ndirty;
+
+	/* Redis script digests, from SCRIPT LOAD. */
+	char acquire_sha[64], release_sha[64];
+
+	/* Progress. */
+	bool measuring;
+	double measure_start, deadline;
+	long cycles, errors, retries, ready, dead;
+	long next_name, held, sent;
+	double last_release, last_grant;
+	struct samples lat, gap;
+	uint64_t rng;
+	int errors_shown;
+} lg;
+
+static const char redis_acquire_lua[] =
+    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+    "return redis.call('INCR', KEYS[2]) end return false";
+static const char redis_release_lua[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('DEL', KEYS[1]) end return 0";
 
 static double
 now_s(void)
@@ -59,36 +174,59 @@ die(const char *what)
 	exit(1);
 }
 
-static void
-send_line(struct conn *c, const char *line)
-{
-	size_t len = strlen(line), off = 0;
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+    noreturn));
 
-	while (off < len) {
-		ssize_t n = write(c->fd, line + off, len - off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			die("write");
-		}
-		off += (size_t)n;
-	}
+static void
+fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "loadgen: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+/* Shows the first few error replies, so a broken run explains itself. */
+static void
+show_error(const struct conn *c, const char *text, size_t len)
+{
+	if (lg.errors_shown++ >= 5)
+		return;
+	fprintf(stderr, "loadgen: connection %d: error reply: %.*s\n", c->id,
+	    (int)(len > 300 ? 300 : len), text);
+}
+
+static uint64_t
+rng_next(void)
+{
+	/* xorshift64*: tokens need to be distinct, not secret. */
+	lg.rng ^= lg.rng >> 12;
+	lg.rng ^= lg.rng << 25;
+	lg.rng ^= lg.rng >> 27;
+	return lg.rng * 2685821657736338717ULL;
 }
 
 static void
-start(struct conn *c, enum workload w)
+samples_push(struct samples *s, double v)
 {
-	char line[256];
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 65536;
+		double *nv;
 
-	c->started = now_s();
-	if (w == W_TRY && c->id != 0) {
-		c->phase = PH_TRY;
-		snprintf(line, sizeof(line), "TRY %s\n", c->name);
-	} else {
-		c->phase = PH_ACQUIRE;
-		snprintf(line, sizeof(line), "ACQUIRE %s lease=60s\n", c->name);
+		if (cap > s->max)
+			cap = s->max;
+		if (s->n == cap)
+			return;
+		if ((nv = realloc(s->v, cap * sizeof(*nv))) == NULL)
+			die("realloc");
+		s->v = nv;
+		s->cap = cap;
 	}
-	send_line(c, line);
+	s->v[s->n++] = v;
 }
 
 static int
@@ -99,179 +237,1264 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int
-main(int argc, char **argv)
+/* Nearest-rank percentile of sorted samples, in microseconds. */
+static double
+percentile_us(const struct samples *s, double p)
 {
-	const char *host = "127.0.0.1", *prefix = "bench";
-	int port = 0, nconns = 1, opt, ep, i, errors = 0;
-	double seconds = 5, deadline, t0, elapsed;
-	long max_cycles = 1000000, cycles = 0, handoffs = 0;
-	enum workload w = W_CYCLE;
-	struct epoll_event ev, events[256];
-	struct sockaddr_in addr;
-	struct conn *conns;
-	double *lat, *gap;
-	long ngap = 0;
+	size_t rank;
 
-	while ((opt = getopt(argc, argv, "H:p:c:t:n:w:P:")) != -1) {
-		switch (opt) {
-		case 'H': host = optarg; break;
-		case 'p': port = atoi(optarg); break;
-		case 'c': nconns = atoi(optarg); break;
-		case 't': seconds = atof(optarg); break;
-		case 'n': max_cycles = atol(optarg); break;
-		case 'P': prefix = optarg; break;
-		case 'w':
-			w = strcmp(optarg, "handoff") == 0 ? W_HANDOFF :
-			    strcmp(optarg, "try") == 0 ? W_TRY : W_CYCLE;
-			break;
-		default:
-			fprintf(stderr, "usage: loadgen -p PORT [-H host] "
-			    "[-c conns] [-t seconds] [-n max_cycles] "
-			    "[-w cycle|handoff|try] [-P prefix]\n");
-			return 2;
+	if (s->n == 0)
+		return 0;
+	rank = (size_t)((double)s->n * p);
+	if ((double)rank < (double)s->n * p)
+		rank++;
+	if (rank < 1)
+		rank = 1;
+	if (rank > s->n)
+		rank = s->n;
+	return s->v[rank - 1] * 1e6;
+}
+
+static double
+mean_us(const struct samples *s)
+{
+	double sum = 0;
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		sum += s->v[i];
+	return s->n ? sum / (double)s->n * 1e6 : 0;
+}
+
+/* --- /proc of the server ------------------------------------------------ */
+
+/* utime + stime of the whole process (every thread), in seconds. */
+static double
+proc_cpu_s(int pid)
+{
+	char path[64], buf[4096], *p;
+	unsigned long utime, stime;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((fd = open(path, O_RDONLY)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* Fields after the command name, which may hold spaces: state is 3. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+	    &utime, &stime) != 2)
+		return 0;
+	return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+struct rss { long vm_kb, anon_kb, file_kb; };
+
+static struct rss
+proc_rss(int pid)
+{
+	struct rss r = { 0, 0, 0 };
+	char path[64], line[256];
+	FILE *f;
+
+	if (pid <= 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return r;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		sscanf(line, "VmRSS: %ld", &r.vm_kb);
+		sscanf(line, "RssAnon: %ld", &r.anon_kb);
+		sscanf(line, "RssFile: %ld", &r.file_kb);
+	}
+	fclose(f);
+	return r;
+}
+
+static double
+self_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* --- output ------------------------------------------------------------- */
+
+static void
+arm(struct conn *c, bool want_out)
+{
+	struct epoll_event ev;
+
+	if (c->want_out == want_out)
+		return;
+	ev.events = EPOLLIN | (want_out ? EPOLLOUT : 0);
+	ev.data.ptr = c;
+	if (epoll_ctl(lg.ep, EPOLL_CTL_MOD, c->fd, &ev) != 0)
+		die("epoll_ctl");
+	c->want_out = want_out;
+}
+
+static void
+conn_kill(struct conn *c, const char *why)
+{
+	if (c->dead)
+		return;
+	fprintf(stderr, "loadgen: connection %d: %s\n", c->id, why);
+	epoll_ctl(lg.ep, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	c->dead = true;
+	c->out_len = 0;
+	lg.dead++;
+	lg.errors++;
+}
+
+/* Queues bytes; they leave in flush_all(), once per pass of the loop. */
+static void
+conn_send(struct conn *c, const char *data, size_t len)
+{
+	if (c->dead)
+		return;
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 1024;
+		char *nb;
+
+		while (cap < c->out_len + len)
+			cap *= 2;
+		if ((nb = realloc(c->out, cap)) == NULL)
+			die("realloc");
+		c->out = nb;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, data, len);
+	c->out_len += len;
+	if (!c->dirty) {
+		c->dirty = true;
+		lg.dirty[lg.ndirty++] = c;
+	}
+}
+
+static void
+conn_flush(struct conn *c)
+{
+	size_t off = 0;
+
+	while (off < c->out_len && !c->dead) {
+		ssize_t n = send(c->fd, c->out + off, c->out_len - off,
+		    MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			conn_kill(c, strerror(errno));
+			return;
+		}
+		off += (size_t)n;
+	}
+	if (c->dead)
+		return;
+	memmove(c->out, c->out + off, c->out_len - off);
+	c->out_len -= off;
+	arm(c, c->out_len > 0);
+}
+
+static void
+flush_all(void)
+{
+	int i;
+
+	for (i = 0; i < lg.ndirty; i++) {
+		lg.dirty[i]->dirty = false;
+		conn_flush(lg.dirty[i]);
+	}
+	lg.ndirty = 0;
+}
+
+/* --- lockd -------------------------------------------------------------- */
+
+static void conn_printf(struct conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+conn_printf(struct conn *c, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		fail("request too long on connection %d", c->id);
+	conn_send(c, line, (size_t)n);
+}
+
+static void
+lockd_acquire(struct conn *c)
+{
+	conn_printf(c, "ACQUIRE %s lease=%s\n", c->name, lg.lease);
+}
+
+static void
+lockd_try(struct conn *c)
+{
+	conn_printf(c, "TRY %s lease=%s\n", c->name, lg.lease);
+}
+
+static void
+lockd_release(struct conn *c)
+{
+	conn_printf(c, "RELEASE %s %s\n", c->name, c->token);
+}
+
+static void
+lockd_ping(struct conn *c)
+{
+	conn_send(c, "PING\n", 5);
+}
+
+static enum outcome
+lockd_next(struct conn *c, size_t *pos)
+{
+	struct proto_reply rep;
+	struct proto_error err;
+	enum proto_result pr;
+	size_t used, n;
+
+	pr = proto_parse_reply(c->in + *pos, c->in_len - *pos, LOADGEN_IN_CAP,
+	    &rep, &used, &err);
+	if (pr == PROTO_PARTIAL)
+		return OC_PARTIAL;
+	if (pr != PROTO_DONE) {
+		show_error(c, c->in + *pos, c->in_len - *pos);
+		return OC_FATAL;
+	}
+	*pos += used;
+	switch (rep.kind) {
+	case PROTO_REPLY_GRANTED:
+		n = proto_format_handle(c->token, sizeof(c->token) - 1,
+		    rep.handle);
+		c->token[n] = '\0';
+		return OC_GRANTED;
+	case PROTO_REPLY_RELEASED:
+		return OC_RELEASED;
+	case PROTO_REPLY_HELD:
+		return OC_HELD;
+	case PROTO_REPLY_PONG:
+		return OC_PONG;
+	default:
+		show_error(c, c->in + *pos - used, used);
+		return OC_ERROR;
+	}
+}
+
+/* --- Redis -------------------------------------------------------------- */
+
+static void
+redis_command(struct conn *c, int argc, const char **argv)
+{
+	char *cmd;
+	int len = redisFormatCommandArgv(&cmd, argc, argv, NULL);
+
+	if (len < 0)
+		die("redisFormatCommandArgv");
+	conn_send(c, cmd, (size_t)len);
+	redisFreeCommand(cmd);
+}
+
+static void
+redis_setup(struct conn *c)
+{
+	const char *a[] = { "SCRIPT", "LOAD", redis_acquire_lua };
+	const char *r[] = { "SCRIPT", "LOAD", redis_release_lua };
+
+	redis_command(c, 3, a);
+	redis_command(c, 3, r);
+	c->setup_left = 2;
+}
+
+static void
+redis_acquire(struct conn *c)
+{
+	char fence_key[160], ttl[32];
+	const char *argv[7];
+
+	snprintf(c->token, sizeof(c->token), "%016" PRIx64 "%016" PRIx64,
+	    rng_next(), rng_next());
+	snprintf(fence_key, sizeof(fence_key), "%s#fence", c->name);
+	snprintf(ttl, sizeof(ttl), "%d", LOADGEN_REDIS_TTL_MS);
+	argv[0] = "EVALSHA";
+	argv[1] = lg.acquire_sha;
+	argv[2] = "2";
+	argv[3] = c->name;
+	argv[4] = fence_key;
+	argv[5] = c->token;
+	argv[6] = ttl;
+	redis_command(c, 7, argv);
+}
+
+static void
+redis_release(struct conn *c)
+{
+	const char *argv[5] = { "EVALSHA", lg.release_sha, "1", c->name,
+	    c->token };
+
+	redis_command(c, 5, argv);
+}
+
+static void
+redis_ping(struct conn *c)
+{
+	const char *argv[1] = { "PING" };
+
+	redis_command(c, 1, argv);
+}
+
+static enum outcome
+redis_next(struct conn *c)
+{
+	redisReply *r = NULL;
+	enum outcome oc;
+
+	if (redisReaderGetReply(c->reader, (void **)&r) != REDIS_OK) {
+		show_error(c, c->reader->errstr, strlen(c->reader->errstr));
+		return OC_FATAL;
+	}
+	if (r == NULL)
+		return OC_PARTIAL;
+	if (r->type == REDIS_REPLY_ERROR) {
+		show_error(c, r->str, r->len);
+		oc = OC_ERROR;
+	} else if (c->step == ST_SETUP) {
+		char *sha = c->setup_left == 2 ? lg.acquire_sha :
+		    lg.release_sha;
+
+		if (r->type != REDIS_REPLY_STRING || r->len >= 64) {
+			oc = OC_ERROR;
+		} else {
+			memcpy(sha, r->str, r->len);
+			sha[r->len] = '\0';
+			oc = OC_SETUP;
+		}
+	} else if (c->step == ST_PING) {
+		oc = r->type == REDIS_REPLY_STATUS ? OC_PONG : OC_ERROR;
+	} else if (c->step == ST_RELEASE) {
+		oc = r->type == REDIS_REPLY_INTEGER && r->integer == 1 ?
+		    OC_RELEASED : OC_ERROR;
+	} else if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+		oc = OC_GRANTED;  /* the fence */
+	} else if (r->type == REDIS_REPLY_NIL) {
+		oc = OC_HELD;
+	} else {
+		oc = OC_ERROR;
+	}
+	freeReplyObject(r);
+	return oc;
+}
+
+/* --- etcd --------------------------------------------------------------- */
+
+static size_t
+base64(char *out, const char *in, size_t len)
+{
+	static const char tab[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *s = (const unsigned char *)in;
+	size_t i, o = 0;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		out[o++] = tab[s[i] >> 2];
+		out[o++] = tab[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
+		out[o++] = tab[((s[i + 1] & 15) << 2) | (s[i + 2] >> 6)];
+		out[o++] = tab[s[i + 2] & 63];
+	}
+	if (i < len) {
+		out[o++] = tab[s[i] >> 2];
+		if (i + 1 < len) {
+			out[o++] = tab[((s[i] & 3) << 4) | (s[i + 1] >> 4)];
+			out[o++] = tab[(s[i + 1] & 15) << 2];
+		} else {
+			out[o++] = tab[(s[i] & 3) << 4];
+			out[o++] = '=';
+		}
+		out[o++] = '=';
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static void
+etcd_post(struct conn *c, const char *path, const char *body)
+{
+	char req[1024];
+	int n = snprintf(req, sizeof(req), "POST %s HTTP/1.1\r\n"
+	    "Host: %s:%d\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n%s", path, lg.host, lg.port,
+	    strlen(body), body);
+
+	if (n < 0 || (size_t)n >= sizeof(req))
+		fail("etcd request too long for %s", path);
+	conn_send(c, req, (size_t)n);
+}
+
+static void
+etcd_setup(struct conn *c)
+{
+	char body[64];
+
+	snprintf(body, sizeof(body), "{\"TTL\":%d}", LOADGEN_ETCD_LEASE_TTL_S);
+	etcd_post(c, "/v3/lease/grant", body);
+	c->setup_left = 1;
+}
+
+static void
+etcd_acquire(struct conn *c)
+{
+	char name64[200], body[400];
+
+	base64(name64, c->name, strlen(c->name));
+	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"lease\":\"%s\"}",
+	    name64, c->lease);
+	etcd_post(c, "/v3/lock/lock", body);
+}
+
+/*
+ * etcd's lock API has no try.  A try-lock on etcd's KV API is a transaction:
+ * if the key was never created, put it with our lease.  A failed try still
+ * goes through raft (the transaction has a write branch).
+ */
+static void
+etcd_try(struct conn *c)
+{
+	char key64[200], body[700];
+
+	base64(key64, c->name, strlen(c->name));
+	snprintf(body, sizeof(body), "{\"compare\":[{\"target\":\"CREATE\","
+	    "\"result\":\"EQUAL\",\"key\":\"%s\",\"create_revision\":\"0\"}],"
+	    "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"\","
+	    "\"lease\":\"%s\"}}]}", key64, key64, c->lease);
+	etcd_post(c, "/v3/kv/txn", body);
+}
+
+static void
+etcd_release(struct conn *c)
+{
+	char body[300];
+
+	snprintf(body, sizeof(body), "{\"key\":\"%s\"}", c->token);
+	etcd_post(c, "/v3/lock/unlock", body);
+}
+
+/* Finds "field": in a JSON body and returns what follows it, or NULL. */
+static const char *
+json_find(const char *body, size_t len, const char *field)
+{
+	char pat[64];
+	size_t plen = (size_t)snprintf(pat, sizeof(pat), "\"%s\":", field);
+	const char *p = memmem(body, len, pat, plen);
+
+	return p ? p + plen : NULL;
+}
+
+/* Copies a string or number field (quotes dropped); false when absent. */
+static bool
+json_scalar(const char *body, size_t len, const char *field, char *out,
+    size_t cap)
+{
+	const char *p = json_find(body, len, field), *end = body + len;
+	size_t n = 0;
+
+	if (p == NULL)
+		return false;
+	if (p < end && *p == '"')
+		p++;
+	while (p < end && *p != '"' && *p != ',' && *p != '}' && n + 1 < cap)
+		out[n++] = *p++;
+	out[n] = '\0';
+	return n > 0;
+}
+
+/*
+ * Parses one HTTP/1.1 response: Content-Length or chunked body.  Returns
+ * bytes consumed, 0 when incomplete, -1 when malformed.  A chunked body is
+ * decoded into scratch.
+ */
+static long
+http_response(const char *buf, size_t len, int *status, const char **body,
+    size_t *body_len, char *scratch, size_t scratch_cap)
+{
+	const char *hend = memmem(buf, len, "\r\n\r\n", 4), *p, *end;
+	size_t hlen, clen = 0, o = 0;
+	bool chunked = false, has_len = false;
+
+	if (hend == NULL)
+		return len > LOADGEN_IN_CAP / 2 ? -1 : 0;
+	hlen = (size_t)(hend - buf) + 4;
+	if (len < 12 || strncmp(buf, "HTTP/1.", 7) != 0)
+		return -1;
+	*status = atoi(buf + 9);
+	for (p = memchr(buf, '\n', hlen); p != NULL && p + 1 < hend;
+	    p = memchr(p + 1, '\n', (size_t)(hend - p - 1))) {
+		const char *h = p + 1;
+
+		if (strncasecmp(h, "Content-Length:", 15) == 0) {
+			clen = strtoul(h + 15, NULL, 10);
+			has_len = true;
+		} else if (strncasecmp(h, "Transfer-Encoding:", 18) == 0 &&
+		    strncasecmp(h + 18 + strspn(h + 18, " "), "chunked", 7)
+		    == 0) {
+			chunked = true;
 		}
 	}
-	if (port <= 0 || nconns <= 0 || max_cycles <= 0 || seconds <= 0) {
-		fprintf(stderr, "loadgen: need -p PORT and positive bounds\n");
-		return 2;
+	if (!chunked) {
+		if (!has_len)
+			return -1;
+		if (len < hlen + clen)
+			return 0;
+		*body = buf + hlen;
+		*body_len = clen;
+		return (long)(hlen + clen);
 	}
-	conns = calloc((size_t)nconns, sizeof(*conns));
-	lat = malloc((size_t)max_cycles * sizeof(*lat));
-	gap = malloc((size_t)max_cycles * sizeof(*gap));
-	if (conns == NULL || lat == NULL || gap == NULL)
-		die("malloc");
-	if ((ep = epoll_create1(0)) < 0)
-		die("epoll_create1");
+	p = buf + hlen;
+	end = buf + len;
+	for (;;) {
+		const char *crlf = memmem(p, (size_t)(end - p), "\r\n", 2);
+		size_t n;
+
+		if (crlf == NULL)
+			return 0;
+		n = strtoul(p, NULL, 16);
+		p = crlf + 2;
+		if (n == 0) {
+			/* No trailers from the gateway: the final CRLF. */
+			if (end - p < 2)
+				return 0;
+			*body = scratch;
+			*body_len = o;
+			return (long)(p + 2 - buf);
+		}
+		if ((size_t)(end - p) < n + 2)
+			return 0;
+		if (o + n > scratch_cap)
+			return -1;
+		memcpy(scratch + o, p, n);
+		o += n;
+		p += n + 2;
+	}
+}
+
+static enum outcome
+etcd_next(struct conn *c, size_t *pos)
+{
+	static char scratch[LOADGEN_IN_CAP];
+	const char *body = NULL;
+	size_t body_len = 0;
+	int status = 0;
+	long used;
+
+	used = http_response(c->in + *pos, c->in_len - *pos, &status, &body,
+	    &body_len, scratch, sizeof(scratch));
+	if (used == 0)
+		return OC_PARTIAL;
+	if (used < 0) {
+		show_error(c, c->in + *pos, c->in_len - *pos);
+		return OC_FATAL;
+	}
+	*pos += (size_t)used;
+	if (status != 200 || json_find(body, body_len, "error") != NULL) {
+		show_error(c, body, body_len);
+		return OC_ERROR;
+	}
+	switch (c->step) {
+	case ST_SETUP:
+		return json_scalar(body, body_len, "ID", c->lease,
+		    sizeof(c->lease)) ? OC_SETUP : OC_ERROR;
+	case ST_ACQUIRE:
+		return json_scalar(body, body_len, "key", c->token,
+		    sizeof(c->token)) ? OC_GRANTED : OC_ERROR;
+	case ST_TRY:
+		return memmem(body, body_len, "\"succeeded\":true", 16) ?
+		    OC_GRANTED : OC_HELD;
+	case ST_RELEASE:
+		return OC_RELEASED;
+	default:
+		return OC_ERROR;
+	}
+}
+
+/* --- the protocol table ------------------------------------------------- */
+
+static void
+send_setup(struct conn *c)
+{
+	c->step = ST_SETUP;
+	if (lg.server == SERVER_REDIS)
+		redis_setup(c);
+	else if (lg.server == SERVER_ETCD)
+		etcd_setup(c);
+}
+
+static void
+send_acquire(struct conn *c)
+{
+	c->step = ST_ACQUIRE;
+	if (lg.server == SERVER_LOCKD)
+		lockd_acquire(c);
+	else if (lg.server == SERVER_REDIS)
+		redis_acquire(c);
+	else
+		etcd_acquire(c);
+}
+
+static void
+send_try(struct conn *c)
+{
+	c->step = ST_TRY;
+	if (lg.server == SERVER_LOCKD)
+		lockd_try(c);
+	else if (lg.server == SERVER_REDIS)
+		redis_acquire(c);
+	else
+		etcd_try(c);
+}
+
+static void
+send_release(struct conn *c)
+{
+	c->step = ST_RELEASE;
+	if (lg.server == SERVER_LOCKD)
+		lockd_release(c);
+	else if (lg.server == SERVER_REDIS)
+		redis_release(c);
+	else
+		etcd_release(c);
+}
+
+static void
+send_ping(struct conn *c)
+{
+	c->step = ST_PING;
+	if (lg.server == SERVER_LOCKD)
+		lockd_ping(c);
+	else
+		redis_ping(c);
+}
+
+/* --- the workloads ------------------------------------------------------ */
+
+static void
+record(struct samples *s, double t, double v)
+{
+	if (lg.measuring && t >= lg.measure_start)
+		samples_push(s, v);
+}
+
+static void
+start_cycle(struct conn *c, double t)
+{
+	c->started = t;
+	if (lg.workload == W_TRY)
+		send_try(c);
+	else
+		send_acquire(c);
+}
+
+/*
+ * The TRY storm's holder takes the lock the way its tryers test it: lockd
+ * and Redis with the ordinary acquire, etcd with the same transaction.
+ */
+static void
+start_holder(struct conn *c, double t)
+{
+	c->started = t;
+	if (lg.server == SERVER_ETCD)
+		send_try(c);
+	else
+		send_acquire(c);
+}
+
+static void
+holder_granted(struct conn *c, enum outcome oc, double t)
+{
+	int i;
+
+	if (oc != OC_GRANTED)
+		fail("the holder of the TRY storm's lock was refused on %s",
+		    lg.host);
+	c->step = ST_HOLDING;
+	for (i = 1; i < lg.nconns; i++)
+		start_cycle(&lg.conns[i], t);
+}
+
+static void
+hold_next(struct conn *c)
+{
+	while (c->inflight < lg.depth && lg.sent < lg.max_cycles) {
+		snprintf(c->name, sizeof(c->name), "%s/%ld", lg.prefix,
+		    lg.next_name++);
+		send_acquire(c);
+		c->inflight++;
+		lg.sent++;
+	}
+}
+
+/* Whatever the protocol, a reply moves the workload's state machine. */
+static void
+on_outcome(struct conn *c, enum outcome oc, double t)
+{
+	if (oc == OC_ERROR)
+		lg.errors++;
+	switch (c->step) {
+	case ST_SETUP:
+		if (oc != OC_SETUP)
+			fail("setup failed on %s", lg.host);
+		if (--c->setup_left == 0) {
+			c->step = ST_NONE;
+			lg.ready++;
+		}
+		return;
+	case ST_PING:
+		if (oc != OC_PONG)
+			fail("PING failed on %s", lg.host);
+		c->step = ST_NONE;
+		lg.ready++;
+		return;
+	case ST_ACQUIRE:
+		if (lg.workload == W_TRY) {
+			holder_granted(c, oc, t);
+			return;
+		}
+		if (lg.workload == W_HOLD) {
+			c->inflight--;
+			if (oc == OC_GRANTED)
+				lg.held++;
+			hold_next(c);
+			return;
+		}
+		if (oc == OC_HELD) {
+			/* Redis: no queue, so spin. */
+			lg.retries++;
+			send_acquire(c);
+			return;
+		}
+		if (oc != OC_GRANTED) {
+			start_cycle(c, t);
+			return;
+		}
+		if (lg.workload == W_HANDOFF) {
+			/* From the previous holder's RELEASE leaving. */
+			if (lg.last_release > lg.last_grant)
+				record(&lg.gap, t, t - lg.last_release);
+			lg.last_grant = t;
+			lg.last_release = now_s();
+		}
+		send_release(c);
+		return;
+	case ST_TRY:
+		if (c->id == 0) {
+			holder_granted(c, oc, t);
+			return;
+		}
+		if (oc == OC_HELD) {
+			if (lg.measuring && t >= lg.measure_start) {
+				samples_push(&lg.lat, t - c->started);
+				lg.cycles++;
+			}
+			start_cycle(c, t);
+		} else if (oc == OC_GRANTED) {
+			/* Should not happen: the holder keeps the lock. */
+			lg.errors++;
+			c->step = ST_HOLDING;
+		} else {
+			start_cycle(c, t);
+		}
+		return;
+	case ST_RELEASE:
+		if (oc == OC_RELEASED) {
+			if (lg.measuring && t >= lg.measure_start) {
+				samples_push(&lg.lat, t - c->started);
+				lg.cycles++;
+			}
+		}
+		start_cycle(c, t);
+		return;
+	default:
+		lg.errors++;
+		return;
+	}
+}
+
+static void
+on_readable(struct conn *c)
+{
+	char buf[65536];
+	size_t pos = 0;
+	ssize_t r;
+	double t;
+
+	if (lg.server == SERVER_REDIS)
+		r = read(c->fd, buf, sizeof(buf));
+	else
+		r = read(c->fd, c->in + c->in_len, LOADGEN_IN_CAP - c->in_len);
+	if (r < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (r <= 0) {
+		conn_kill(c, r == 0 ? "closed by the server" :
+		    strerror(errno));
+		return;
+	}
+	t = now_s();
+	if (lg.server == SERVER_REDIS &&
+	    redisReaderFeed(c->reader, buf, (size_t)r) != REDIS_OK) {
+		conn_kill(c, "redisReaderFeed failed");
+		return;
+	}
+	if (lg.server != SERVER_REDIS)
+		c->in_len += (size_t)r;
+	while (!c->dead) {
+		enum outcome oc;
+
+		if (lg.server == SERVER_LOCKD)
+			oc = lockd_next(c, &pos);
+		else if (lg.server == SERVER_REDIS)
+			oc = redis_next(c);
+		else
+			oc = etcd_next(c, &pos);
+		if (oc == OC_PARTIAL)
+			break;
+		if (oc == OC_FATAL) {
+			conn_kill(c, "unparseable reply");
+			return;
+		}
+		on_outcome(c, oc, t);
+	}
+	if (lg.server != SERVER_REDIS) {
+		memmove(c->in, c->in + pos, c->in_len - pos);
+		c->in_len -= pos;
+		if (c->in_len == LOADGEN_IN_CAP)
+			conn_kill(c, "reply too long");
+	}
+}
+
+/* One pass of the loop: wait at most until `until`, handle, flush. */
+static void
+poll_once(double until)
+{
+	struct epoll_event events[256];
+	double left = until - now_s();
+	int i, n, ms = left <= 0 ? 0 : left > 0.1 ? 100 : (int)(left * 1000) + 1;
+
+	flush_all();
+	n = epoll_wait(lg.ep, events, 256, ms);
+	if (n < 0 && errno != EINTR)
+		die("epoll_wait");
+	for (i = 0; i < n; i++) {
+		struct conn *c = events[i].data.ptr;
+
+		if (c->dead)
+			continue;
+		if (events[i].events & EPOLLOUT)
+			conn_flush(c);
+		if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+			on_readable(c);
+	}
+	flush_all();
+}
+
+/* --- connections -------------------------------------------------------- */
+
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void
+open_conns(void)
+{
+	struct sockaddr_in addr;
+	struct timeval tv = { LOADGEN_CONNECT_TIMEOUT_S, 0 }, zero = { 0, 0 };
+	int i;
+
 	memset(&addr, 0, sizeof(addr));
 	addr.sin_family = AF_INET;
-	addr.sin_port = htons((uint16_t)port);
-	if (inet_pton(AF_INET, host, &addr.sin_addr) != 1)
-		die("inet_pton");
-	for (i = 0; i < nconns; i++) {
-		struct conn *c = &conns[i];
+	addr.sin_port = htons((uint16_t)lg.port);
+	if (inet_pton(AF_INET, lg.host, &addr.sin_addr) != 1)
+		fail("bad address %s", lg.host);
+	for (i = 0; i < lg.nconns; i++) {
+		struct conn *c = &lg.conns[i];
+		struct epoll_event ev;
 		int one = 1;
 
 		c->id = i;
 		if ((c->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
 			die("socket");
+		/* A blocking connect, bounded by SO_SNDTIMEO. */
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 		if (connect(c->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
 			die("connect");
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof(zero));
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (w == W_CYCLE)
-			snprintf(c->name, sizeof(c->name), "%s/%d", prefix, i);
+		if (fcntl(c->fd, F_SETFL, O_NONBLOCK) != 0)
+			die("fcntl");
+		if (lg.server == SERVER_REDIS &&
+		    (c->reader = redisReaderCreate()) == NULL)
+			die("redisReaderCreate");
+		if (lg.workload == W_HANDOFF || lg.workload == W_TRY)
+			snprintf(c->name, sizeof(c->name), "%s/hot",
+			    lg.prefix);
 		else
-			snprintf(c->name, sizeof(c->name), "%s/hot", prefix);
+			snprintf(c->name, sizeof(c->name), "%s/%d", lg.prefix,
+			    i);
 		ev.events = EPOLLIN;
 		ev.data.ptr = c;
-		if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) != 0)
+		if (epoll_ctl(lg.ep, EPOLL_CTL_ADD, c->fd, &ev) != 0)
 			die("epoll_ctl");
 	}
-	t0 = now_s();
-	deadline = t0 + seconds;
-	if (w == W_TRY) {
-		/* Connection 0 takes the lock first and keeps it. */
-		start(&conns[0], w);
-	} else {
-		for (i = 0; i < nconns; i++)
-			start(&conns[i], w);
+}
+
+/* Runs per-connection setup (or a PING) on every connection, bounded. */
+static void
+setup_conns(bool ping)
+{
+	double until = now_s() + LOADGEN_SETUP_SECONDS;
+	int i;
+
+	for (i = 0; i < lg.nconns; i++) {
+		if (ping)
+			send_ping(&lg.conns[i]);
+		else if (lg.server != SERVER_LOCKD)
+			send_setup(&lg.conns[i]);
+		else
+			lg.ready++;
 	}
+	while (lg.ready + lg.dead < lg.nconns && now_s() < until)
+		poll_once(until);
+	if (lg.ready < lg.nconns) {
+		fprintf(stderr, "loadgen: %ld of %d connections ready\n",
+		    lg.ready, lg.nconns);
+		exit(1);
+	}
+}
 
-	while (cycles < max_cycles && now_s() < deadline) {
-		int n = epoll_wait(ep, events, 256, 100);
+static void
+close_conns(void)
+{
+	int i;
 
-		for (i = 0; i < n && cycles < max_cycles; i++) {
-			struct conn *c = events[i].data.ptr;
-			ssize_t r = read(c->fd, c->in + c->in_len,
-			    sizeof(c->in) - c->in_len);
-			size_t pos = 0, used;
+	for (i = 0; i < lg.nconns; i++) {
+		if (!lg.conns[i].dead)
+			close(lg.conns[i].fd);
+		if (lg.conns[i].reader != NULL)
+			redisReaderFree(lg.conns[i].reader);
+		free(lg.conns[i].out);
+	}
+}
 
-			if (r <= 0) {
-				fprintf(stderr, "loadgen: connection %d "
-				    "closed\n", c->id);
-				return 1;
-			}
-			c->in_len += (size_t)r;
-			for (;;) {
-				struct proto_reply rep;
-				struct proto_error err;
-				enum proto_result pr;
-				char line[256];
-				double t = now_s();
+static const char *
+server_name(void)
+{
+	return lg.server == SERVER_LOCKD ? "lockd" :
+	    lg.server == SERVER_REDIS ? "redis" : "etcd";
+}
 
-				pr = proto_parse_reply(c->in + pos,
-				    c->in_len - pos, sizeof(c->in), &rep,
-				    &used, &err);
-				if (pr == PROTO_PARTIAL)
-					break;
-				pos += used;
-				if (pr != PROTO_DONE) {
-					errors++;
-					continue;
-				}
-				if (rep.kind == PROTO_REPLY_GRANTED) {
-					proto_format_handle(c->handle,
-					    sizeof(c->handle), rep.handle);
-					c->handle[strcspn(c->handle, "\r\n")] =
-					    '\0';
-					if (w == W_TRY && c->id == 0) {
-						c->phase = PH_HOLD;
-						for (int j = 1; j < nconns; j++)
-							start(&conns[j], w);
-						continue;
-					}
-					if (w == W_HANDOFF && ngap < max_cycles &&
-					    conns[0].released_at > 0) {
-						/* release-to-next-grant */
-						double last = 0;
-						for (int j = 0; j < nconns; j++)
-							if (conns[j].released_at >
-							    last)
-								last = conns[j].
-								    released_at;
-						gap[ngap++] = t - last;
-					}
-					c->phase = PH_RELEASE;
-					snprintf(line, sizeof(line),
-					    "RELEASE %s %s\n", c->name,
-					    c->handle);
-					send_line(c, line);
-				} else if (rep.kind == PROTO_REPLY_RELEASED ||
-				    rep.kind == PROTO_REPLY_HELD) {
-					c->released_at = t;
-					lat[cycles++] = t - c->started;
-					if (w == W_HANDOFF)
-						handoffs++;
-					start(c, w);
-				} else {
-					errors++;
-					start(c, w);
-				}
-			}
-			memmove(c->in, c->in + pos, c->in_len - pos);
-			c->in_len -= pos;
+static const char *
+workload_name(void)
+{
+	static const char *const names[] = { "cycle", "handoff", "try",
+	    "hold", "idle" };
+
+	return names[lg.workload];
+}
+
+static void
+print_head(void)
+{
+	if (lg.label != NULL && lg.label[0] != '\0')
+		printf("%s ", lg.label);
+	printf("server=%s workload=%s conns=%d", server_name(), workload_name(),
+	    lg.nconns);
+}
+
+/* --- the runs ----------------------------------------------------------- */
+
+static int
+run_closed_loop(void)
+{
+	double t0, t_end, elapsed, cpu0 = 0, cpu1, self0 = 0, self1;
+	bool snapped = false;
+	int i;
+
+	setup_conns(false);
+	t0 = now_s();
+	lg.measure_start = t0 + lg.warmup;
+	lg.deadline = lg.measure_start + lg.seconds;
+	lg.measuring = true;
+	if (lg.warmup <= 0) {
+		cpu0 = proc_cpu_s(lg.server_pid);
+		self0 = self_cpu_s();
+		snapped = true;
+	}
+	if (lg.workload == W_TRY) {
+		/* Connection 0 takes the lock first and keeps it. */
+		start_holder(&lg.conns[0], t0);
+	} else {
+		for (i = 0; i < lg.nconns; i++)
+			start_cycle(&lg.conns[i], t0);
+	}
+	/* The warm-up's samples and CPU time are not counted. */
+	while (lg.cycles < lg.max_cycles && lg.dead < lg.nconns) {
+		double t = now_s();
+
+		if (t >= lg.deadline)
+			break;
+		if (!snapped && t >= lg.measure_start) {
+			cpu0 = proc_cpu_s(lg.server_pid);
+			self0 = self_cpu_s();
+			snapped = true;
+		}
+		poll_once(snapped ? lg.deadline : lg.measure_start);
+	}
+	t_end = now_s();
+	cpu1 = proc_cpu_s(lg.server_pid);
+	self1 = self_cpu_s();
+	elapsed = t_end - lg.measure_start;
+	qsort(lg.lat.v, lg.lat.n, sizeof(double), cmp_double);
+	print_head();
+	printf(" cycles=%ld seconds=%.3f rate=%.1f errors=%ld retries=%ld "
+	    "p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f "
+	    "mean_us=%.1f", lg.cycles, elapsed,
+	    elapsed > 0 ? (double)lg.cycles / elapsed : 0, lg.errors,
+	    lg.retries, percentile_us(&lg.lat, 0.50),
+	    percentile_us(&lg.lat, 0.90), percentile_us(&lg.lat, 0.99),
+	    percentile_us(&lg.lat, 0.999), percentile_us(&lg.lat, 1.0),
+	    mean_us(&lg.lat));
+	if (lg.workload == W_HANDOFF) {
+		qsort(lg.gap.v, lg.gap.n, sizeof(double), cmp_double);
+		printf(" handoff_samples=%zu handoff_p50_us=%.1f "
+		    "handoff_p99_us=%.1f handoff_p999_us=%.1f", lg.gap.n,
+		    percentile_us(&lg.gap, 0.50), percentile_us(&lg.gap, 0.99),
+		    percentile_us(&lg.gap, 0.999));
+	}
+	if (lg.server_pid > 0)
+		printf(" server_cpu_us_per_cycle=%.2f",
+		    lg.cycles ? (cpu1 - cpu0) * 1e6 / (double)lg.cycles : 0);
+	printf(" client_cpu_us_per_cycle=%.2f\n",
+	    lg.cycles ? (self1 - self0) * 1e6 / (double)lg.cycles : 0);
+	return 0;
+}
+
+static int
+run_hold(void)
+{
+	struct rss before = proc_rss(lg.server_pid), after;
+	double t0, elapsed, cpu0, cpu1;
+	int i;
+
+	if (lg.server != SERVER_LOCKD)
+		fail("the hold workload speaks lockd only");
+	setup_conns(false);
+	t0 = now_s();
+	cpu0 = proc_cpu_s(lg.server_pid);
+	lg.deadline = t0 + lg.seconds;
+	for (i = 0; i < lg.nconns; i++)
+		hold_next(&lg.conns[i]);
+	while (lg.held + lg.errors < lg.max_cycles && lg.dead < lg.nconns &&
+	    now_s() < lg.deadline)
+		poll_once(lg.deadline);
+	elapsed = now_s() - t0;
+	cpu1 = proc_cpu_s(lg.server_pid);
+	after = proc_rss(lg.server_pid);
+	print_head();
+	printf(" held=%ld seconds=%.3f rate=%.1f errors=%ld",
+	    lg.held, elapsed, (double)lg.held / elapsed, lg.errors);
+	if (lg.server_pid > 0)
+		printf(" server_cpu_us_per_lock=%.2f rss_before_kb=%ld "
+		    "rss_after_kb=%ld anon_before_kb=%ld anon_after_kb=%ld "
+		    "file_after_kb=%ld bytes_per_lock=%.1f "
+		    "anon_bytes_per_lock=%.1f",
+		    lg.held ? (cpu1 - cpu0) * 1e6 / (double)lg.held : 0,
+		    before.vm_kb, after.vm_kb, before.anon_kb, after.anon_kb,
+		    after.file_kb,
+		    lg.held ? (double)(after.vm_kb - before.vm_kb) * 1024 /
+		    (double)lg.held : 0,
+		    lg.held ? (double)(after.anon_kb - before.anon_kb) * 1024 /
+		    (double)lg.held : 0);
+	printf("\n");
+	return lg.held == lg.max_cycles ? 0 : 1;
+}
+
+static int
+run_idle(void)
+{
+	struct rss before = proc_rss(lg.server_pid), after;
+	double t0 = now_s(), settle;
+
+	if (lg.server == SERVER_ETCD)
+		fail("the idle workload speaks lockd and redis, not etcd");
+	open_conns();
+	setup_conns(true);
+	settle = now_s() + LOADGEN_IDLE_SETTLE_S;
+	while (now_s() < settle)
+		poll_once(settle);
+	after = proc_rss(lg.server_pid);
+	print_head();
+	printf(" ready=%ld seconds=%.3f errors=%ld", lg.ready, now_s() - t0,
+	    lg.errors);
+	if (lg.server_pid > 0)
+		printf(" rss_before_kb=%ld rss_after_kb=%ld "
+		    "bytes_per_conn=%.1f anon_bytes_per_conn=%.1f",
+		    before.vm_kb, after.vm_kb,
+		    (double)(after.vm_kb - before.vm_kb) * 1024 / lg.nconns,
+		    (double)(after.anon_kb - before.anon_kb) * 1024 /
+		    lg.nconns);
+	printf("\n");
+	return lg.errors ? 1 : 0;
+}
+
+/* Prints free loopback ports: bound together, so they are distinct. */
+static int
+free_ports(int count)
+{
+	int fds[64], i;
+
+	if (count < 1 || count > 64)
+		fail("-F takes a count from 1 to 64");
+	for (i = 0; i < count; i++) {
+		struct sockaddr_in a;
+		socklen_t len = sizeof(a);
+
+		memset(&a, 0, sizeof(a));
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if ((fds[i] = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+		    bind(fds[i], (struct sockaddr *)&a, sizeof(a)) != 0 ||
+		    getsockname(fds[i], (struct sockaddr *)&a, &len) != 0)
+			die("free port");
+		printf("%d\n", ntohs(a.sin_port));
+	}
+	for (i = 0; i < count; i++)
+		close(fds[i]);
+	return 0;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: loadgen -x lockd|redis|etcd -p PORT [-H 127.0.0.1] "
+	    "[-c CONNS]\n"
+	    "               [-w cycle|handoff|try|hold|idle] [-t SECONDS] "
+	    "[-W WARMUP]\n"
+	    "               [-n MAX_CYCLES] [-P PREFIX] [-S SERVER_PID] "
+	    "[-d DEPTH]\n"
+	    "               [-l LEASE] [-L \"key=value ...\"]\n"
+	    "       loadgen -F COUNT\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t seed = 0;
+	int opt, rc;
+
+	lg.host = "127.0.0.1";
+	lg.prefix = "bench";
+	lg.lease = "60s";
+	lg.nconns = 1;
+	lg.depth = 256;
+	lg.seconds = 5;
+	lg.max_cycles = LOADGEN_DEFAULT_MAX_CYCLES;
+	while ((opt = getopt(argc, argv, "x:H:p:c:t:W:n:w:P:S:d:l:L:F:")) != -1) {
+		switch (opt) {
+		case 'x':
+			if (strcmp(optarg, "lockd") == 0)
+				lg.server = SERVER_LOCKD;
+			else if (strcmp(optarg, "redis") == 0)
+				lg.server = SERVER_REDIS;
+			else if (strcmp(optarg, "etcd") == 0)
+				lg.server = SERVER_ETCD;
+			else
+				usage();
+			break;
+		case 'w':
+			if (strcmp(optarg, "cycle") == 0)
+				lg.workload = W_CYCLE;
+			else if (strcmp(optarg, "handoff") == 0)
+				lg.workload = W_HANDOFF;
+			else if (strcmp(optarg, "try") == 0)
+				lg.workload = W_TRY;
+			else if (strcmp(optarg, "hold") == 0)
+				lg.workload = W_HOLD;
+			else if (strcmp(optarg, "idle") == 0)
+				lg.workload = W_IDLE;
+			else
+				usage();
+			break;
+		case 'H': lg.host = optarg; break;
+		case 'p': lg.port = atoi(optarg); break;
+		case 'c': lg.nconns = atoi(optarg); break;
+		case 't': lg.seconds = atof(optarg); break;
+		case 'W': lg.warmup = atof(optarg); break;
+		case 'n': lg.max_cycles = atol(optarg); break;
+		case 'P': lg.prefix = optarg; break;
+		case 'S': lg.server_pid = atoi(optarg); break;
+		case 'd': lg.depth = atoi(optarg); break;
+		case 'l': lg.lease = optarg; break;
+		case 'L': lg.label = optarg; break;
+		case 'F': return free_ports(atoi(optarg));
+		default: usage();
 		}
 	}
-	elapsed = now_s() - t0;
-	qsort(lat, (size_t)cycles, sizeof(*lat), cmp_double);
-#define PCT(p) (cycles ? lat[(long)((double)(cycles - 1) * (p))] * 1e6 : 0)
-	printf("workload=%s conns=%d cycles=%ld seconds=%.3f rate=%.1f "
-	    "errors=%d p50_us=%.0f p90_us=%.0f p99_us=%.0f p999_us=%.0f "
-	    "max_us=%.0f",
-	    w == W_CYCLE ? "cycle" : w == W_HANDOFF ? "handoff" : "try",
-	    nconns, cycles, elapsed, (double)cycles / elapsed, errors,
-	    PCT(0.50), PCT(0.90), PCT(0.99), PCT(0.999),
-	    cycles ? lat[cycles - 1] * 1e6 : 0);
-	if (w == W_HANDOFF && ngap > 0) {
-		qsort(gap, (size_t)ngap, sizeof(*gap), cmp_double);
-		printf(" handoff_p50_us=%.0f handoff_p99_us=%.0f",
-		    gap[ngap / 2] * 1e6, gap[(long)((double)(ngap - 1) * 0.99)] * 1e6);
+	if (optind != argc || lg.port <= 0 || lg.port > 65535 ||
+	    lg.nconns <= 0 || lg.nconns > LOADGEN_MAX_CONNS ||
+	    lg.max_cycles <= 0 || lg.seconds <= 0 || lg.seconds > 3600 ||
+	    lg.warmup < 0 || lg.warmup > 600 || lg.depth <= 0)
+		usage();
+	if (lg.workload == W_TRY && lg.nconns < 2)
+		fail("the TRY storm needs -c 2 or more");
+	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = (uint64_t)now_s() * 1000003;
+	lg.rng = seed | 1;
+	lg.lat.max = (size_t)lg.max_cycles;
+	lg.gap.max = (size_t)lg.max_cycles;
+	raise_nofile();
+	lg.conns = calloc((size_t)lg.nconns, sizeof(*lg.conns));
+	lg.dirty = calloc((size_t)lg.nconns, sizeof(*lg.dirty));
+	if (lg.conns == NULL || lg.dirty == NULL)
+		die("calloc");
+	if ((lg.ep = epoll_create1(0)) < 0)
+		die("epoll_create1");
+	if (lg.workload == W_IDLE) {
+		rc = run_idle();
+	} else {
+		open_conns();
+		rc = lg.workload == W_HOLD ? run_hold() : run_closed_loop();
 	}
-	printf("\n");
-	for (i = 0; i < nconns; i++)
-		close(conns[i].fd);
-	free(conns);
-	free(lat);
-	free(gap);
-	return errors ? 1 : 0;
+	fflush(stdout);
+	close_conns();
+	close(lg.ep);
+	free(lg.conns);
+	free(lg.dirty);
+	free(lg.lat.v);
+	free(lg.gap.v);
+	return rc;
 }

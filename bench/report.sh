@@ -1,0 +1,180 @@
+#!/bin/sh
+# bench/report.sh - the table of a bench/run.sh results file: for each
+# workload, connection count and peer, the median over the rounds of the
+# rate, the latency percentiles and the server CPU per cycle, the errors
+# summed; then the ratios of lockd to each peer, the scale figures, and the
+# targets of the benchmark issue, met or not.  It reads only the file it is
+# given, so an old run can be reported again:
+#
+#   bench/report.sh build/bench/results-20260101T000000Z.txt
+set -eu
+[ $# -eq 1 ] || { echo "usage: $0 RESULTS" >&2; exit 2; }
+
+awk '
+function median(list,    v, n, i, j, t) {
+	n = split(list, v, " ")
+	if (n == 0)
+		return ""
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
+			t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+		}
+	return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+function add(key, field, value) {
+	vals[key, field] = vals[key, field] " " value
+}
+function fmt(x) {
+	if (x == "")
+		return "-"
+	if (x + 0 >= 100)
+		return sprintf("%.0f", x)
+	return sprintf("%.1f", x)
+}
+function ratio(a, b) {
+	return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b)
+}
+function verdict(ok) { return ok ? "met" : "NOT met" }
+/^#/ { next }
+{
+	delete kv
+	for (i = 1; i <= NF; i++) {
+		eq = index($i, "=")
+		if (eq > 0)
+			kv[substr($i, 1, eq - 1)] = substr($i, eq + 1)
+	}
+	if ("scale" in kv) {
+		if (kv["failed"] == 1) {
+			scale_failed = scale_failed " " kv["scale"]
+			next
+		}
+		if (kv["scale"] == "held") {
+			held = kv["held"]; held_bpl = kv["bytes_per_lock"]
+			held_abpl = kv["anon_bytes_per_lock"]; held_rate = kv["rate"]
+			held_err = kv["errors"]; held_rss = kv["rss_after_kb"]
+		} else if (kv["scale"] == "recovery") {
+			rec_ms = kv["recovery_ms"]; rec_log_ms = kv["recovery_log_ms"]
+			rec_held = kv["held"]; rec_rss = kv["rss_after_recovery_kb"]
+			rec_locks = kv["locks"]
+		} else if (kv["scale"] == "idle") {
+			idle[kv["server"]] = kv["bytes_per_conn"]
+			idle_anon[kv["server"]] = kv["anon_bytes_per_conn"]
+			idle_n[kv["server"]] = kv["ready"]
+		}
+		next
+	}
+	if (kv["round"] + 0 < 1)
+		next
+	key = kv["workload"] SUBSEP kv["conns"] SUBSEP kv["peer"]
+	if (!(key in seen)) {
+		seen[key] = 1
+		order[++nkeys] = key
+	}
+	if (kv["failed"] == 1) {
+		failed[key]++
+		next
+	}
+	add(key, "rate", kv["rate"])
+	add(key, "p50", kv["p50_us"])
+	add(key, "p99", kv["p99_us"])
+	add(key, "p999", kv["p999_us"])
+	add(key, "cpu", kv["server_cpu_us_per_cycle"])
+	add(key, "gap50", kv["handoff_p50_us"])
+	add(key, "gap99", kv["handoff_p99_us"])
+	errors[key] += kv["errors"]
+	rounds[key]++
+}
+END {
+	print ""
+	print "Medians over the rounds (rate: cycles/s; cycle = lock + unlock; handoff: hand-offs/s; try: refused tries/s)"
+	print ""
+	print "| workload | conns | peer | rate/s | p50 us | p99 us | p99.9 us | server CPU us/cycle | errors | rounds |"
+	print "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+	for (k = 1; k <= nkeys; k++) {
+		key = order[k]
+		split(key, part, SUBSEP)
+		for (f = 1; f <= 5; f++) {
+			name = f == 1 ? "rate" : f == 2 ? "p50" : f == 3 ? "p99" : f == 4 ? "p999" : "cpu"
+			med[key, name] = median(vals[key, name])
+		}
+		med[key, "gap50"] = median(vals[key, "gap50"])
+		med[key, "gap99"] = median(vals[key, "gap99"])
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %d%s | %d |\n",
+		    part[1], part[2], part[3], fmt(med[key, "rate"]),
+		    fmt(med[key, "p50"]), fmt(med[key, "p99"]),
+		    fmt(med[key, "p999"]), fmt(med[key, "cpu"]), errors[key],
+		    failed[key] ? " (" failed[key] " failed)" : "", rounds[key]
+	}
+	print ""
+	print "Hand-off: release-to-next-grant, from the holder sending its unlock to the next holder receiving its grant (medians)"
+	print ""
+	print "| conns | peer | hand-offs/s | gap p50 us | gap p99 us |"
+	print "|---:|---|---:|---:|---:|"
+	for (k = 1; k <= nkeys; k++) {
+		key = order[k]
+		split(key, part, SUBSEP)
+		if (part[1] != "handoff")
+			continue
+		printf "| %s | %s | %s | %s | %s |\n", part[2], part[3],
+		    fmt(med[key, "rate"]), fmt(med[key, "gap50"]),
+		    fmt(med[key, "gap99"])
+	}
+	print ""
+	print "Ratios of median rates (lockd / peer)"
+	print ""
+	print "| workload | conns | lockd/redis | lockd/etcd | lockd/noop |"
+	print "|---|---:|---:|---:|---:|"
+	for (k = 1; k <= nkeys; k++) {
+		key = order[k]
+		split(key, part, SUBSEP)
+		if (part[3] != "lockd")
+			continue
+		w = part[1]; c = part[2]
+		printf "| %s | %s | %s | %s | %s |\n", w, c,
+		    ratio(med[w, c, "lockd", "rate"], med[w, c, "redis", "rate"]),
+		    ratio(med[w, c, "lockd", "rate"], med[w, c, "etcd", "rate"]),
+		    ratio(med[w, c, "lockd", "rate"], med[w, c, "noop", "rate"])
+	}
+	print ""
+	print "Scale (lockd)"
+	print ""
+	if (held != "")
+		printf "- %d held locks taken at %s/s (%d errors): %s bytes of VmRSS per held lock (%s bytes of it anonymous memory); VmRSS %s KiB\n",
+		    held, fmt(held_rate), held_err, fmt(held_bpl), fmt(held_abpl), held_rss
+	if (rec_ms != "")
+		printf "- restart with %s held: listening again after %s ms (exec to \"listening on\"; %s ms between its start and listen log lines), recovered held=%s, VmRSS %s KiB\n",
+		    rec_locks, rec_ms, rec_log_ms, rec_held, rec_rss
+	for (p in idle)
+		printf "- %s idle connections on %s: %s bytes of VmRSS per connection (%s anonymous)\n",
+		    idle_n[p], p, fmt(idle[p]), fmt(idle_anon[p])
+	if (scale_failed != "")
+		printf "- FAILED scale runs:%s (see the raw lines)\n", scale_failed
+	print ""
+	print "Targets of the benchmark issue (durable cycles, medians)"
+	print ""
+	r64 = med["cycle", 64, "lockd", "rate"]; r1 = med["cycle", 1, "lockd", "rate"]
+	e64 = errors["cycle", 64, "lockd"] + failed["cycle", 64, "lockd"]
+	if (r64 != "") {
+		printf "- 64 conns, >= 2x redis: %s (%s)\n", ratio(r64, med["cycle", 64, "redis", "rate"]),
+		    verdict(ratio(r64, med["cycle", 64, "redis", "rate"]) + 0 >= 2)
+		printf "- 64 conns, >= 20x etcd: %s (%s)\n", ratio(r64, med["cycle", 64, "etcd", "rate"]),
+		    verdict(ratio(r64, med["cycle", 64, "etcd", "rate"]) + 0 >= 20)
+		printf "- 64 conns, >= 0.75 of no-op: %s (%s)\n", ratio(r64, med["cycle", 64, "noop", "rate"]),
+		    verdict(ratio(r64, med["cycle", 64, "noop", "rate"]) + 0 >= 0.75)
+		printf "- 64 conns, zero errors: %d (%s)\n", e64, verdict(e64 == 0)
+		printf "- 64 conns, server CPU <= 20 us/cycle: %s (%s)\n", fmt(med["cycle", 64, "lockd", "cpu"]),
+		    verdict(med["cycle", 64, "lockd", "cpu"] + 0 <= 20)
+		printf "- 64 conns, p99 <= redis p99: %s vs %s us (%s)\n", fmt(med["cycle", 64, "lockd", "p99"]),
+		    fmt(med["cycle", 64, "redis", "p99"]),
+		    verdict(med["cycle", 64, "lockd", "p99"] + 0 <= med["cycle", 64, "redis", "p99"] + 0)
+	}
+	if (r1 != "")
+		printf "- 1 conn, >= 1.2x redis: %s (%s)\n", ratio(r1, med["cycle", 1, "redis", "rate"]),
+		    verdict(ratio(r1, med["cycle", 1, "redis", "rate"]) + 0 >= 1.2)
+	if (held_bpl != "")
+		printf "- <= 256 bytes per held lock: %s (%s)\n", fmt(held_bpl), verdict(held_bpl + 0 <= 256)
+	if (idle["lockd"] != "")
+		printf "- <= 16 KiB per idle connection: %s bytes (%s)\n", fmt(idle["lockd"]), verdict(idle["lockd"] + 0 <= 16384)
+	if (rec_ms != "")
+		printf "- recovery of %s held locks < 2 s: %s ms (%s)\n", rec_locks, rec_ms, verdict(rec_ms + 0 < 2000)
+}' "$1"

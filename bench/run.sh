@@ -1,0 +1,315 @@
+#!/usr/bin/env bash
+# bench/run.sh - lockd side by side with Redis 7 (appendfsync always), etcd
+# 3.4 and a no-op line server, in one run, on this machine.  `make bench`
+# calls it after installing the peers and building; it may be run alone
+# once build/lockd, build/bench/loadgen and build/bench/noop exist.
+#
+# It starts each server on a free loopback port in its own temp directory,
+# pinned to one CPU (BENCH_SERVER_CPU, default 0), and drives it with
+# bench/loadgen pinned to another (BENCH_CLIENT_CPU, default 1).  The
+# workloads run interleaved - lockd, redis, etcd, noop, lockd, ... - for
+# BENCH_ROUNDS rounds, each run BENCH_SECONDS long after a BENCH_WARMUP, so
+# that the ratios come from the same minutes.  Then the scale figures:
+# BENCH_LOCKS held locks in a fresh lockd (memory per lock, recovery time at
+# restart) and BENCH_IDLE idle connections (memory per connection).  It
+# prints a table of medians over the rounds, the ratios and the issue's
+# targets, and keeps every raw line in BENCH_RESULTS.  Everything it starts
+# is stopped by PID, also on exit; everything talks to loopback only; every
+# run is bounded by loadgen's own limits and by timeout(1).
+#
+#   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_WARMUP=0.5 bench/run.sh
+#   BENCH_QUICK=1 bench/run.sh        # about a minute: 1 round, 1 s runs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LOCKD=${LOCKD:-build/lockd}
+LOADGEN=${LOADGEN:-build/bench/loadgen}
+NOOP=${NOOP:-build/bench/noop}
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+	: "${BENCH_SECONDS:=1}" "${BENCH_ROUNDS:=1}" "${BENCH_WARMUP:=0.2}"
+	: "${BENCH_LOCKS:=100000}" "${BENCH_IDLE:=1000}"
+	: "${BENCH_CONNS:=1 64}"
+fi
+BENCH_SECONDS=${BENCH_SECONDS:-5}
+BENCH_ROUNDS=${BENCH_ROUNDS:-3}
+BENCH_WARMUP=${BENCH_WARMUP:-0.5}
+BENCH_LOCKS=${BENCH_LOCKS:-1000000}
+BENCH_IDLE=${BENCH_IDLE:-10000}
+BENCH_CONNS=${BENCH_CONNS:-1 16 64 256}
+BENCH_HANDOFF_CONNS=${BENCH_HANDOFF_CONNS:-16}
+BENCH_TRY_CONNS=${BENCH_TRY_CONNS:-16}
+BENCH_SERVER_CPU=${BENCH_SERVER_CPU:-0}
+BENCH_CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
+BENCH_NOTE=${BENCH_NOTE:-}
+PEERS=(lockd redis etcd noop)
+
+for bin in "$LOCKD" "$LOADGEN" "$NOOP"; do
+	[ -x "$bin" ] || { echo "bench: $bin is missing; run make bench" >&2; exit 1; }
+done
+for tool in redis-server etcd taskset timeout; do
+	command -v "$tool" >/dev/null || { echo "bench: $tool is missing (tools/deps.sh bench)" >&2; exit 1; }
+done
+
+resdir=$(dirname "$LOADGEN")
+BENCH_RESULTS=${BENCH_RESULTS:-$resdir/results-$(date -u +%Y%m%dT%H%M%SZ).txt}
+# The servers' data must be on a real disk: fsync on tmpfs is free.  The
+# build directory is next to the sources, so it is the default.
+WORK=$(mktemp -d "${BENCH_TMPDIR:-$resdir}/run.XXXXXX")
+fstype=$(stat -f -c %T "$WORK")
+[ "$fstype" = tmpfs ] && echo "bench: warning: $WORK is on tmpfs, fsync costs nothing there" >&2
+
+# Pinning needs two CPUs; with one, everything shares it (and says so).
+if [ "$(nproc)" -ge 2 ]; then
+	SPIN=(taskset -c "$BENCH_SERVER_CPU")
+	CPIN=(taskset -c "$BENCH_CLIENT_CPU")
+	pinning="servers on CPU $BENCH_SERVER_CPU, load generator on CPU $BENCH_CLIENT_CPU"
+else
+	SPIN=()
+	CPIN=()
+	pinning="none (one CPU)"
+fi
+# 10,000 idle connections need as many descriptors in lockd and in loadgen.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+declare -A PID PORT LOG
+cleanup() {
+	local name pid
+	for name in "${!PID[@]}"; do
+		pid=${PID[$name]}
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for name in "${!PID[@]}"; do
+		stop_wait "${PID[$name]}"
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# stop_wait PID: waits up to 15 s for a process we signalled, then kills it.
+stop_wait() {
+	local pid=$1 i
+	for ((i = 0; i < 150; i++)); do
+		kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# stop NAME: stops one server by its PID.
+stop() {
+	local pid=${PID[$1]:-}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	stop_wait "$pid"
+	unset "PID[$1]"
+}
+
+# wait_log FILE PATTERN SECONDS [PID]: true once FILE holds PATTERN; false
+# after SECONDS, or at once when PID has exited.
+wait_log() {
+	local file=$1 pattern=$2 pid=${4:-} end
+	end=$(( ${EPOCHREALTIME/./} / 1000 + $3 * 1000 ))
+	while (( ${EPOCHREALTIME/./} / 1000 < end )); do
+		grep -q -- "$pattern" "$file" 2>/dev/null && return 0
+		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+			break
+		fi
+		sleep 0.02
+	done
+	echo "bench: no '$pattern' in $file:" >&2
+	tail -5 "$file" >&2
+	return 1
+}
+
+# pressure: how much others wanted the CPUs and the disk over the last
+# minute (Linux PSI), to tell a quiet machine from a busy one.
+pressure() {
+	local r
+	for r in cpu io; do
+		printf '%s_some_avg60=%s ' "$r" "$(awk '/^some/ { sub("avg60=", "", $3); print $3 }' "/proc/pressure/$r" 2>/dev/null || echo '?')"
+	done
+}
+
+# flush_cost: the mean time of a 4 KiB O_DSYNC write in the work directory,
+# the price of one device flush, which every durable cycle pays.
+flush_cost() {
+	local t0 t1
+	t0=${EPOCHREALTIME/./}
+	dd if=/dev/zero of="$WORK/flush.probe" bs=4k count=200 oflag=dsync status=none
+	t1=${EPOCHREALTIME/./}
+	rm -f "$WORK/flush.probe"
+	echo "dsync_write_us=$(( (t1 - t0) / 200 ))"
+}
+
+free_ports() { "$LOADGEN" -F "$1" | paste -sd ' '; }
+
+# start_lockd NAME DATADIR [FLAGS...]: lockd on port 0; its log names the port.
+start_lockd() {
+	local name=$1 dir=$2
+	shift 2
+	mkdir -p "$dir"
+	LOG[$name]=$WORK/$name.log
+	"${SPIN[@]}" "$LOCKD" --data-dir "$dir" --listen 127.0.0.1:0 "$@" \
+	    2>>"${LOG[$name]}" &
+	PID[$name]=$!
+	wait_log "${LOG[$name]}" "listening on 127.0.0.1:" 30 "${PID[$name]}"
+	PORT[$name]=$(grep -o 'listening on 127.0.0.1:[0-9]*' "${LOG[$name]}" |
+	    tail -1 | sed 's/.*://')
+}
+
+start_noop() {
+	LOG[noop]=$WORK/noop.log
+	"${SPIN[@]}" "$NOOP" --listen 127.0.0.1:0 --max-seconds 7200 \
+	    2>"${LOG[noop]}" &
+	PID[noop]=$!
+	wait_log "${LOG[noop]}" "listening on 127.0.0.1:" 10 "${PID[noop]}"
+	PORT[noop]=$(grep -o 'listening on 127.0.0.1:[0-9]*' "${LOG[noop]}" |
+	    sed 's/.*://')
+}
+
+# Redis as durable as lockd: every write fsync'd before its reply.
+start_redis() {
+	local port
+	port=$(free_ports 1)
+	mkdir -p "$WORK/redis"
+	LOG[redis]=$WORK/redis.log
+	"${SPIN[@]}" redis-server --port "$port" --bind 127.0.0.1 \
+	    --dir "$WORK/redis" --appendonly yes --appendfsync always \
+	    --save '' --daemonize no --maxclients $((BENCH_IDLE + 100)) \
+	    >"${LOG[redis]}" 2>&1 &
+	PID[redis]=$!
+	PORT[redis]=$port
+	wait_log "${LOG[redis]}" "Ready to accept connections" 30 "${PID[redis]}"
+}
+
+# etcd, single node; durable by default (the WAL is fsync'd per batch).
+start_etcd() {
+	local ports client peer
+	ports=$(free_ports 2)
+	read -r client peer <<<"$ports"
+	mkdir -p "$WORK/etcd"
+	LOG[etcd]=$WORK/etcd.log
+	"${SPIN[@]}" etcd --name bench --data-dir "$WORK/etcd/data" \
+	    --listen-client-urls "http://127.0.0.1:$client" \
+	    --advertise-client-urls "http://127.0.0.1:$client" \
+	    --listen-peer-urls "http://127.0.0.1:$peer" \
+	    --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+	    --initial-cluster "bench=http://127.0.0.1:$peer" \
+	    --logger zap --log-outputs stderr >"${LOG[etcd]}" 2>&1 &
+	PID[etcd]=$!
+	PORT[etcd]=$client
+	wait_log "${LOG[etcd]}" "serving client traffic" 30 "${PID[etcd]}"
+	wait_log "${LOG[etcd]}" "became leader" 30 "${PID[etcd]}"
+}
+
+# proto_of PEER: the protocol loadgen speaks to it (noop, and the scale
+# instances of lockd, speak lockd's).
+proto_of() { case $1 in redis|etcd) echo "$1" ;; *) echo lockd ;; esac; }
+
+# loadgen PEER LABEL ARGS...: one bounded run; its line goes to the results.
+loadgen() {
+	local peer=$1 label=$2 line rc=0 limit
+	shift 2
+	limit=$(awk -v s="$BENCH_SECONDS" -v w="$BENCH_WARMUP" 'BEGIN { print int(s + w + 90) }')
+	line=$(timeout -k 5 "$limit" "${CPIN[@]}" "$LOADGEN" -x "$(proto_of "$peer")" \
+	    -p "${PORT[$peer]}" -S "${PID[$peer]}" -L "$label peer=$peer" "$@" \
+	    2>>"$WORK/loadgen.err") || rc=$?
+	if [ $rc -ne 0 ] || [ -z "$line" ]; then
+		line="$label peer=$peer failed=1 rc=$rc errors=1 $*"
+		echo "bench: loadgen failed (rc $rc) on $peer: $*" >&2
+		tail -3 "$WORK/loadgen.err" >&2 || true
+	fi
+	echo "$line" >>"$BENCH_RESULTS"
+	echo "$line" >&2
+}
+
+{
+	echo "# lockd bench $(date -u +%Y-%m-%dT%H:%M:%SZ) ${BENCH_NOTE}"
+	echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo) GiB, kernel $(uname -r)"
+	echo "# disk: $WORK on $fstype ($(df --output=source "$WORK" | tail -1)); $(flush_cost)"
+	echo "# pinning: $pinning; load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(pressure)"
+	echo "# lockd $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo '+dirty'); $(redis-server --version | cut -d' ' -f1-3); etcd $(etcd --version | awk '/etcd Version/ { print $3 }')"
+	echo "# rounds=$BENCH_ROUNDS seconds=$BENCH_SECONDS warmup=$BENCH_WARMUP conns=\"$BENCH_CONNS\" handoff_conns=$BENCH_HANDOFF_CONNS try_conns=$BENCH_TRY_CONNS"
+} >"$BENCH_RESULTS"
+cat "$BENCH_RESULTS" >&2
+
+start_lockd lockd "$WORK/lockd"
+start_redis
+start_etcd
+start_noop
+echo "bench: lockd :${PORT[lockd]} redis :${PORT[redis]} etcd :${PORT[etcd]} noop :${PORT[noop]}" >&2
+
+# One short warm-up run per server, not counted.
+for peer in "${PEERS[@]}"; do
+	loadgen "$peer" "round=0" -w cycle -c 16 -t 1 -P "warm/$peer" >/dev/null 2>&1
+done
+
+# The rounds: each workload on every peer in turn, so the peers share the
+# machine's moods alike.
+for ((round = 1; round <= BENCH_ROUNDS; round++)); do
+	for n in $BENCH_CONNS; do
+		for peer in "${PEERS[@]}"; do
+			loadgen "$peer" "round=$round" -w cycle -c "$n" \
+			    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" \
+			    -P "r$round/c$n"
+		done
+	done
+	for peer in lockd redis etcd; do   # no-op has no lock to hand off
+		loadgen "$peer" "round=$round" -w handoff -c "$BENCH_HANDOFF_CONNS" \
+		    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" -P "r$round/h"
+	done
+	for peer in "${PEERS[@]}"; do
+		loadgen "$peer" "round=$round" -w try -c "$BENCH_TRY_CONNS" \
+		    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" -P "r$round/t"
+	done
+done
+for peer in "${PEERS[@]}"; do
+	echo "# $peer cpu_s=$(awk '{ print ($14 + $15) / 100 }' "/proc/${PID[$peer]}/stat") rss_kb=$(awk '/VmRSS/ { print $2 }' "/proc/${PID[$peer]}/status")" >>"$BENCH_RESULTS"
+done
+stop etcd
+stop noop
+
+# --- scale ------------------------------------------------------------------
+# Held locks: a fresh lockd, BENCH_LOCKS locks taken and kept (lease 1 h, so
+# that they are all still held when it restarts), resident memory before and
+# after; then a clean stop and a restart, timed until it listens again.
+start_lockd scale "$WORK/scale" --max-lease 1h --max-held $((BENCH_LOCKS + 1000)) \
+    --map-size 4294967296
+loadgen scale "scale=held" -w hold -n "$BENCH_LOCKS" -c 8 -d 512 -l 1h -t 600 -P held
+sleep 1
+echo "# scale rss_settled_kb=$(awk '/VmRSS/ { print $2 }' "/proc/${PID[scale]}/status") data_mdb_bytes=$(stat -c %s "$WORK/scale/data.mdb" 2>/dev/null || echo 0)" >>"$BENCH_RESULTS"
+t_stop=$(date +%s%N)
+stop scale
+t_start=$(date +%s%N)
+: >"$WORK/scale.log"
+start_lockd scale "$WORK/scale" --max-lease 1h --max-held $((BENCH_LOCKS + 1000)) \
+    --map-size 4294967296
+t_listen=$(date +%s%N)
+recovered=$(grep -o 'event=recovered.*' "$WORK/scale.log" | tail -1)
+log_ms=$(awk '
+	function ms(ts) { split(substr(ts, 12, 12), a, ":"); return (a[1] * 3600 + a[2] * 60 + a[3]) * 1000 }
+	/event=start / { s = ms(substr($1, 4)) }
+	/event=listen / && !l { l = ms(substr($1, 4)) }
+	END { printf "%d", l - s }' "$WORK/scale.log")
+rss_rec=$(awk '/VmRSS/ { print $2 }' "/proc/${PID[scale]}/status")
+anon_rec=$(awk '/RssAnon/ { print $2 }' "/proc/${PID[scale]}/status")
+line="scale=recovery peer=lockd locks=$BENCH_LOCKS stop_ms=$(( (t_start - t_stop) / 1000000 )) recovery_ms=$(( (t_listen - t_start) / 1000000 )) recovery_log_ms=$log_ms rss_after_recovery_kb=$rss_rec anon_after_recovery_kb=$anon_rec ${recovered#event=}"
+echo "$line" >>"$BENCH_RESULTS"
+echo "$line" >&2
+stop scale
+
+# Idle connections: a fresh lockd (and the running Redis, for comparison),
+# BENCH_IDLE connections that each answered one PING, resident memory
+# before and after.
+start_lockd idle "$WORK/idle" --max-connections $((BENCH_IDLE + 100))
+loadgen idle "scale=idle" -w idle -c "$BENCH_IDLE" -t 60
+stop idle
+loadgen redis "scale=idle" -w idle -c "$BENCH_IDLE" -t 60
+stop redis
+stop lockd
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg); $(pressure)" >>"$BENCH_RESULTS"
+
+bench/report.sh "$BENCH_RESULTS" | tee -a "$BENCH_RESULTS"
+echo "bench: raw lines and the table in $BENCH_RESULTS" >&2
