@@ -86,6 +86,17 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = (struct conn *)stream;
 
+	if (nread == UV_EOF && !service_conn_has_waiter(&c->sc)) {
+		/* The client sent all it will (printf ... | nc): it still
+		 * gets every reply already decided, then the connection
+		 * closes.  With an ACQUIRE waiting, the end of its input is
+		 * all lockd can know of a client gone, so the waiter leaves
+		 * its queue at once, as on a close. */
+		c->sc.quit = true;
+		uv_read_stop(stream);
+		flush_conn(c);
+		return;
+	}
 	if (nread < 0) {
 		conn_close(c);
 		return;
@@ -225,17 +236,77 @@ mono_now(struct server *srv)
 
 static void on_timer(uv_timer_t *t);
 
-/* Commits the pass's changes, writes the replies, re-arms the timer. */
+static void end_of_pass(struct server *srv);
+
+/* On a thread of libuv's pool: the store writes (and fsyncs) the batch. */
+static void
+commit_work(uv_work_t *req)
+{
+	struct server *srv = req->data;
+
+	srv->commit_rc = service_commit_write(&srv->svc, &srv->commit_ns);
+}
+
+/* Back on the loop: the batch is durable (or failed); its replies go. */
+static void
+commit_done(uv_work_t *req, int status)
+{
+	struct server *srv = req->data;
+
+	(void)status;
+	srv->committing = false;
+	service_commit_timed(&srv->svc, srv->commit_ns);
+	service_commit_end(&srv->svc, srv->commit_rc);
+	if (srv->commit_rc != 0)
+		srv->retry_at = mono_now(srv) + COMMIT_RETRY_MS;
+	end_of_pass(srv);
+	maybe_finish(srv);
+}
+
+/*
+ * Starts a commit when one is due: the batch is written on libuv's thread
+ * pool while the loop goes on reading, deciding and answering whatever
+ * needs no commit; the next batch forms meanwhile.  One batch in flight.
+ */
+static void
+start_commit(struct server *srv)
+{
+	bool due;
+	int rc;
+
+	if (srv->committing || mono_now(srv) < srv->retry_at)
+		return;
+	due = srv->stopping ? service_commit_pending(&srv->svc) :
+	    service_commit_due(&srv->svc);
+	if (!due)
+		return;
+	rc = service_commit_begin(&srv->svc);
+	if (rc < 0)
+		srv->retry_at = mono_now(srv) + COMMIT_RETRY_MS;
+	if (rc <= 0)
+		return;
+	srv->committing = true;
+	srv->commit_req.data = srv;
+	if (uv_queue_work(srv->loop, &srv->commit_req, commit_work,
+	    commit_done) != 0) {
+		/* Cannot happen with valid arguments; commit right here. */
+		srv->committing = false;
+		srv->commit_rc = service_commit_write(&srv->svc,
+		    &srv->commit_ns);
+		service_commit_timed(&srv->svc, srv->commit_ns);
+		service_commit_end(&srv->svc, srv->commit_rc);
+	}
+}
+
+/* Starts the pass's commit, writes the replies, re-arms the timer. */
 static void
 end_of_pass(struct server *srv)
 {
 	struct service_conn *sc;
 	core_time deadline, now;
 	unsigned written = 0;
-	int rc;
 
-	rc = srv->stopping ? service_commit(&srv->svc) :
-	    service_end_pass(&srv->svc);
+	start_commit(srv);
 	while ((sc = service_next_ready(&srv->svc)) != NULL) {
 		if (srv->hooks.before_write != NULL)
 			srv->hooks.before_write(srv->hooks.ctx, written++);
@@ -246,13 +317,13 @@ end_of_pass(struct server *srv)
 
 	deadline = service_next_deadline(&srv->svc);
 	now = mono_now(srv);
-	if (rc != 0 && deadline > now + COMMIT_RETRY_MS)
-		deadline = now + COMMIT_RETRY_MS;
+	if (!srv->committing && service_commit_pending(&srv->svc) &&
+	    srv->retry_at > now && deadline > srv->retry_at)
+		deadline = srv->retry_at;
 	if (deadline == CORE_NEVER) {
 		uv_timer_stop(&srv->timer);
 		return;
 	}
-	/* The commit may have blocked: libuv's cached time is stale. */
 	uv_update_time(srv->loop);
 	uv_timer_start(&srv->timer, on_timer,
 	    deadline > now ? (uint64_t)(deadline - now) : 0, 0);
@@ -295,7 +366,9 @@ close_all(uv_handle_t *h, void *arg)
 static void
 maybe_finish(struct server *srv)
 {
-	if (!srv->stopping || srv->connections > 0 || srv->finished)
+	/* A batch in flight finishes first (commit_done comes back here). */
+	if (!srv->stopping || srv->connections > 0 || srv->finished ||
+	    srv->committing)
 		return;
 	srv->finished = true;
 	service_commit(&srv->svc);

@@ -102,6 +102,8 @@ struct service {
 	uint64_t durable_seq;    /* the last batch on disk */
 	uint64_t committed_hwm;
 	bool commit_needed;      /* a reply waits for batch_seq */
+	bool in_flight;          /* svc->batch is on its way to the store */
+	uint64_t inflight_seq;   /* its number */
 	core_time lazy_since;    /* unpromised changes pending since; 0: none */
 	struct core_link conns;
 	struct core_link ready;
@@ -140,6 +142,9 @@ void service_conn_open(struct service *svc, struct service_conn *conn);
 /* The connection closed: its waiters leave, its onclose leases go. */
 void service_conn_close(struct service *svc, struct service_conn *conn);
 
+/* True while an ACQUIRE of this connection waits in a queue. */
+bool service_conn_has_waiter(const struct service_conn *conn);
+
 /* Parses and executes every complete request in data[0..len). */
 void service_conn_feed(struct service *svc, struct service_conn *conn,
     const char *data, size_t len);
@@ -160,6 +165,32 @@ int service_commit(struct service *svc);
 
 /* True when changes wait for a commit (e.g. after a failed one). */
 bool service_commit_pending(const struct service *svc);
+
+/*
+ * The commit in three steps, so that the store can write on another thread
+ * while the loop goes on reading and deciding (the next batch forming
+ * meanwhile).  Only one batch is in flight at a time.
+ *   service_commit_begin   loop thread: drains the changes into svc->batch;
+ *                          returns 1 when the store must write it, 0 or -1
+ *                          when the commit already completed (nothing to
+ *                          write, or failed before the store)
+ *   service_commit_write   any thread: the store writes svc->batch (and
+ *                          nothing else is touched)
+ *   service_commit_end     loop thread: releases the replies that waited
+ *                          for this batch; after a failure, fails them and
+ *                          everything made since, and falls back to what
+ *                          the store holds
+ * service_commit_timed records the write's duration.
+ */
+int service_commit_begin(struct service *svc);
+int service_commit_write(struct service *svc, int64_t *duration_ns);
+void service_commit_end(struct service *svc, int rc);
+void service_commit_timed(struct service *svc, int64_t duration_ns);
+
+/* True when the end of this pass should start a commit: a GRANTED or
+ * RENEWED waits, or unpromised changes have waited long enough (below),
+ * and no batch is in flight. */
+bool service_commit_due(struct service *svc);
 
 /*
  * The end of a loop pass: commits when a GRANTED or RENEWED reply waits
