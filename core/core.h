@@ -381,7 +381,9 @@ size_t core_table_changes(struct core_table *table,
  * onclose_release set has no connection to bind to (unless it is the holder
  * the table already has, whose binding stays): it is released at once, as
  * the close of its connection would have done, and the release is marked for
- * the next commit.
+ * the next commit.  A name is restored once between two calls of
+ * core_table_changes: a second restore keeps the first (and whatever it
+ * handed on), so a caller may restore a name listed twice.
  */
 enum core_status core_table_restore(struct core_table *table,
     const char *name, size_t name_len, const struct core_record *rec,

@@ -24,7 +24,8 @@ enum {
 
 enum {
 	ENTRY_LISTED = 1,  /* on table->changed */
-	ENTRY_DIRTY = 2    /* its durable record changed */
+	ENTRY_DIRTY = 2,   /* its durable record changed */
+	ENTRY_RESTORED = 4 /* set from the store since the last drain */
 };
 
 void
@@ -850,7 +851,12 @@ core_table_restore(struct core_table *table, const char *name,
 		return CORE_ERR_BADARG;
 	if ((e = entry_get(table, name, name_len)) == NULL)
 		return CORE_ERR_NOMEM;
+	/* Once per name between two drains: a second restore would undo
+	 * what the first handed on (a grant already answered). */
+	if (e->flags & ENTRY_RESTORED)
+		return CORE_OK;
 	e->flags &= (uint8_t)~ENTRY_DIRTY;
+	e->flags |= ENTRY_RESTORED;
 	/* Listed without being dirty, so that an entry restored to free with
 	 * nobody waiting is dropped by the next core_table_changes. */
 	entry_touch(table, e);

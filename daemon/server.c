@@ -236,66 +236,23 @@ mono_now(struct server *srv)
 
 static void on_timer(uv_timer_t *t);
 
-static void end_of_pass(struct server *srv);
-
-/* On a thread of libuv's pool: the store writes (and fsyncs) the batch. */
-static void
-commit_work(uv_work_t *req)
-{
-	struct server *srv = req->data;
-
-	srv->commit_rc = service_commit_write(&srv->svc, &srv->commit_ns);
-}
-
-/* Back on the loop: the batch is durable (or failed); its replies go. */
-static void
-commit_done(uv_work_t *req, int status)
-{
-	struct server *srv = req->data;
-
-	(void)status;
-	srv->committing = false;
-	service_commit_timed(&srv->svc, srv->commit_ns);
-	service_commit_end(&srv->svc, srv->commit_rc);
-	if (srv->commit_rc != 0)
-		srv->retry_at = mono_now(srv) + COMMIT_RETRY_MS;
-	end_of_pass(srv);
-	maybe_finish(srv);
-}
-
 /*
- * Starts a commit when one is due: the batch is written on libuv's thread
- * pool while the loop goes on reading, deciding and answering whatever
- * needs no commit; the next batch forms meanwhile.  One batch in flight.
+ * Commits when a commit is due, here on the loop: replies made while a
+ * batch is on its way must not rest on changes a failure would roll back,
+ * and committing in place keeps every decision of a pass on durable ground
+ * before the next pass makes its own (see docs/performance.md).
  */
 static void
-start_commit(struct server *srv)
+commit_if_due(struct server *srv)
 {
 	bool due;
-	int rc;
 
-	if (srv->committing || mono_now(srv) < srv->retry_at)
+	if (mono_now(srv) < srv->retry_at)
 		return;
 	due = srv->stopping ? service_commit_pending(&srv->svc) :
 	    service_commit_due(&srv->svc);
-	if (!due)
-		return;
-	rc = service_commit_begin(&srv->svc);
-	if (rc < 0)
+	if (due && service_commit(&srv->svc) != 0)
 		srv->retry_at = mono_now(srv) + COMMIT_RETRY_MS;
-	if (rc <= 0)
-		return;
-	srv->committing = true;
-	srv->commit_req.data = srv;
-	if (uv_queue_work(srv->loop, &srv->commit_req, commit_work,
-	    commit_done) != 0) {
-		/* Cannot happen with valid arguments; commit right here. */
-		srv->committing = false;
-		srv->commit_rc = service_commit_write(&srv->svc,
-		    &srv->commit_ns);
-		service_commit_timed(&srv->svc, srv->commit_ns);
-		service_commit_end(&srv->svc, srv->commit_rc);
-	}
 }
 
 /* Starts the pass's commit, writes the replies, re-arms the timer. */
@@ -306,7 +263,7 @@ end_of_pass(struct server *srv)
 	core_time deadline, now;
 	unsigned written = 0;
 
-	start_commit(srv);
+	commit_if_due(srv);
 	while ((sc = service_next_ready(&srv->svc)) != NULL) {
 		if (srv->hooks.before_write != NULL)
 			srv->hooks.before_write(srv->hooks.ctx, written++);
@@ -317,8 +274,8 @@ end_of_pass(struct server *srv)
 
 	deadline = service_next_deadline(&srv->svc);
 	now = mono_now(srv);
-	if (!srv->committing && service_commit_pending(&srv->svc) &&
-	    srv->retry_at > now && deadline > srv->retry_at)
+	if (service_commit_pending(&srv->svc) && srv->retry_at > now &&
+	    deadline > srv->retry_at)
 		deadline = srv->retry_at;
 	if (deadline == CORE_NEVER) {
 		uv_timer_stop(&srv->timer);
@@ -366,9 +323,7 @@ close_all(uv_handle_t *h, void *arg)
 static void
 maybe_finish(struct server *srv)
 {
-	/* A batch in flight finishes first (commit_done comes back here). */
-	if (!srv->stopping || srv->connections > 0 || srv->finished ||
-	    srv->committing)
+	if (!srv->stopping || srv->connections > 0 || srv->finished)
 		return;
 	srv->finished = true;
 	service_commit(&srv->svc);

@@ -47,10 +47,6 @@ struct server {
 	uv_signal_t sigterm, sigint;
 	struct http_server http;    /* --metrics-listen */
 	struct server_hooks hooks;  /* test seams; zero in lockd */
-	uv_work_t commit_req;       /* the batch in flight, on the pool */
-	bool committing;
-	int commit_rc;
-	int64_t commit_ns;
 	int64_t retry_at;           /* after a failed commit: not before */
 	uint32_t connections;
 	bool stopping;

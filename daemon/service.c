@@ -816,6 +816,8 @@ service_commit_pending(const struct service *svc)
 	    svc->table.hwm != svc->committed_hwm;
 }
 
+static void service_commit_end(struct service *svc, int rc);
+
 /*
  * Starts a commit: drains every change made since the last one into
  * svc->batch, the batch in flight, and gives it the number batch_seq.  The
@@ -824,7 +826,7 @@ service_commit_pending(const struct service *svc)
  * nothing to write (the commit is then complete), -1 when it failed before
  * reaching the store (also complete).
  */
-int
+static int
 service_commit_begin(struct service *svc)
 {
 	struct collect c = { svc, svc->clock.mono(svc->clock.ctx),
@@ -861,8 +863,8 @@ service_commit_begin(struct service *svc)
 	return 1;
 }
 
-/* Runs on any thread: writes the batch in flight; touches nothing else. */
-int
+/* Writes the batch: the store's fsync'd transaction; touches nothing else. */
+static int
 service_commit_write(struct service *svc, int64_t *duration_ns)
 {
 	int64_t t0 = precise_now(svc);
@@ -888,7 +890,7 @@ collect_name(void *ctx, const char *name, size_t name_len,
 		n->failed = true;
 }
 
-void
+static void
 service_commit_end(struct service *svc, int rc)
 {
 	struct core_link *l, *next;
@@ -940,7 +942,7 @@ service_commit_end(struct service *svc, int rc)
 	}
 }
 
-void
+static void
 service_commit_timed(struct service *svc, int64_t duration_ns)
 {
 	metrics_observe(&svc->metrics.commit_duration,

@@ -102,7 +102,7 @@ struct service {
 	uint64_t durable_seq;    /* the last batch on disk */
 	uint64_t committed_hwm;
 	bool commit_needed;      /* a reply waits for batch_seq */
-	bool in_flight;          /* svc->batch is on its way to the store */
+	bool in_flight;          /* svc->batch is being written */
 	uint64_t inflight_seq;   /* its number */
 	core_time lazy_since;    /* unpromised changes pending since; 0: none */
 	struct core_link conns;
@@ -166,30 +166,8 @@ int service_commit(struct service *svc);
 /* True when changes wait for a commit (e.g. after a failed one). */
 bool service_commit_pending(const struct service *svc);
 
-/*
- * The commit in three steps, so that the store can write on another thread
- * while the loop goes on reading and deciding (the next batch forming
- * meanwhile).  Only one batch is in flight at a time.
- *   service_commit_begin   loop thread: drains the changes into svc->batch;
- *                          returns 1 when the store must write it, 0 or -1
- *                          when the commit already completed (nothing to
- *                          write, or failed before the store)
- *   service_commit_write   any thread: the store writes svc->batch (and
- *                          nothing else is touched)
- *   service_commit_end     loop thread: releases the replies that waited
- *                          for this batch; after a failure, fails them and
- *                          everything made since, and falls back to what
- *                          the store holds
- * service_commit_timed records the write's duration.
- */
-int service_commit_begin(struct service *svc);
-int service_commit_write(struct service *svc, int64_t *duration_ns);
-void service_commit_end(struct service *svc, int rc);
-void service_commit_timed(struct service *svc, int64_t duration_ns);
-
-/* True when the end of this pass should start a commit: a GRANTED or
- * RENEWED waits, or unpromised changes have waited long enough (below),
- * and no batch is in flight. */
+/* True when the end of this pass should commit: a GRANTED or RENEWED
+ * waits, or unpromised changes have waited long enough (below). */
 bool service_commit_due(struct service *svc);
 
 /*
