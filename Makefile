@@ -5,6 +5,7 @@
 #   make test       install test dependencies, build, run every test
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
+#   make soak       the long crash, power-loss and fencing runs
 #   make clean
 #
 # SANITIZE=1 builds everything with ASan and UBSan.
@@ -264,6 +265,63 @@ $(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB_OBJ) \
 .PHONY: sim
 sim: $(SIM_BIN) $(SIM_TEST_BIN)
 
+# --- crash and power-loss tests ---------------------------------------------
+# lockd-faulty is lockd_run() with a fault point chosen by LOCKD_FAULT; the
+# shim journals lockd's writes and syncs to build power-loss images.
+# CRASH_TEST_BIN runs in make test (short); make soak runs the long ones
+# (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).
+CRASH_LIB_OBJ  := $(addprefix $(B)/tests/crash/,checker.o workload.o crashlib.o)
+CRASH_HARNESS  := $(B)/tests/integration/harness.o
+CRASH_FAULTY   := $(B)/tests/lockd-faulty
+CRASH_SHIM     := $(B)/tests/powerloss_shim.so
+CRASH_DAEMON   := $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
+CRASH_SYSLIBS  := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
+CRASH_TEST_BIN := $(B)/tests/crash_loop $(B)/tests/crash_faults \
+                  $(B)/tests/crash_powerloss $(B)/tests/crash_fencing
+
+$(CRASH_FAULTY): $(B)/tests/crash/lockd_faulty.o $(CRASH_DAEMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CRASH_SYSLIBS)
+
+# Preloaded into lockd, so built without the sanitizers (an ASan lockd is
+# then run with ASAN_OPTIONS=verify_asan_link_order=0).
+$(CRASH_SHIM): tests/crash/powerloss_shim.c tests/crash/journal.h
+	@mkdir -p $(dir $@)
+	$(CC) $(STD) $(WARNINGS) $(CFLAGS) -I. -fPIC -shared -o $@ $< -ldl -lpthread
+
+# The test programs start build/lockd, lockd-faulty and the shim: they
+# come along.
+CRASH_RUNTIME  := $(B)/lockd $(CRASH_FAULTY) $(CRASH_SHIM)
+
+$(B)/tests/crash_loop: $(B)/tests/crash/test_crash_loop.o $(CRASH_LIB_OBJ) \
+    $(CRASH_HARNESS) $(B)/libproto.a | $(CRASH_RUNTIME)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(B)/tests/crash_faults: $(B)/tests/crash/test_faults.o $(CRASH_LIB_OBJ) \
+    $(CRASH_HARNESS) $(B)/libproto.a | $(CRASH_RUNTIME)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+$(B)/tests/crash_powerloss: $(B)/tests/crash/test_powerloss.o \
+    $(B)/tests/crash/journal.o $(CRASH_LIB_OBJ) $(CRASH_HARNESS) \
+    $(CRASH_DAEMON) | $(CRASH_RUNTIME)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(CRASH_SYSLIBS)
+
+$(B)/tests/crash_fencing: $(B)/tests/crash/test_fencing.o $(CRASH_LIB_OBJ) \
+    $(CRASH_HARNESS) $(B)/libproto.a | $(CRASH_RUNTIME)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+.PHONY: crash-test soak
+crash-test: $(CRASH_TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(CRASH_TEST_BIN)
+
+# The long runs: 1,000 kill -9 cycles; 60 power-loss runs of 15 images
+# (900 images); fencing for 30 s with the check on and up to 90 s off.
+soak: deps-test $(CRASH_TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh \
+	    "$(B)/tests/crash_loop --cycles 1000" \
+	    "$(B)/tests/crash_powerloss --cycles 60 --images 15" \
+	    "$(B)/tests/crash_fencing --seconds 30"
+
 # --- benchmarks --------------------------------------------------------------
 # make bench installs the peers (Redis, etcd, hiredis), builds lockd, the load
 # generator and the no-op ceiling server, and runs bench/run.sh: lockd, Redis
@@ -330,7 +388,7 @@ fuzz-smoke: $(FUZZ_PROTO)
 	@$(call fuzz_proto_run,20)
 
 # --- the test run ------------------------------------------------------------
-test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) \
+test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)"

@@ -1,0 +1,620 @@
+/*
+ * checker.c - the crash tests' external checker (see checker.h).  It keeps
+ * every told grant with the RENEW and RELEASE requests that carried its
+ * handle, and judges each observation against them.  It never talks to
+ * lockd and never reads a clock: every time comes from its caller.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/crash/checker.h"
+
+static const char *const violation_names[CHK_VIOLATION_COUNT] = {
+	[CHK_REWIND] = "rewind",
+	[CHK_REISSUE] = "reissue",
+	[CHK_OVERLAP] = "overlap",
+	[CHK_FORGOTTEN] = "forgotten",
+	[CHK_REFUSED] = "refused",
+	[CHK_LENGTHENED] = "lengthened",
+	[CHK_ONCLOSE] = "onclose",
+	[CHK_UNRECOVERABLE] = "unrecoverable",
+};
+
+#define MAX_REPORTS 40
+
+const char *
+chk_violation_name(enum chk_violation v)
+{
+	return v < CHK_VIOLATION_COUNT ? violation_names[v] : "?";
+}
+
+void
+chk_init(struct chk *c, int names, const char *const *name_text, FILE *out,
+    int64_t t0)
+{
+	memset(c, 0, sizeof(*c));
+	c->names = names < CHK_MAX_NAMES ? names : CHK_MAX_NAMES;
+	c->name_text = name_text;
+	c->out = out;
+	c->report_limit = MAX_REPORTS;
+	c->t0 = t0;
+}
+
+void
+chk_free(struct chk *c)
+{
+	size_t i;
+	int n;
+
+	for (i = 0; i < c->count; i++)
+		free(c->grants[i].ev);
+	free(c->grants);
+	for (n = 0; n < CHK_MAX_NAMES; n++) {
+		free(c->lists[n].idx);
+		free(c->lists[n].top);
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+static void __attribute__((format(printf, 3, 4)))
+violation(struct chk *c, enum chk_violation v, const char *fmt, ...)
+{
+	va_list ap;
+
+	c->stats.violations[v]++;
+	if (c->out == NULL || c->reported++ >= c->report_limit)
+		return;
+	fprintf(c->out, "VIOLATION %s: ", violation_names[v]);
+	va_start(ap, fmt);
+	vfprintf(c->out, fmt, ap);
+	va_end(ap);
+	fputc('\n', c->out);
+	fflush(c->out);
+}
+
+/* Milliseconds since the start of the run, for the reports. */
+static long long
+rel(const struct chk *c, int64_t t)
+{
+	return t == CHK_NEVER ? -1 : (long long)(t - c->t0);
+}
+
+static const char *
+name_of(const struct chk *c, int name)
+{
+	return c->name_text != NULL ? c->name_text[name] : "?";
+}
+
+static void *
+grow(void *p, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 64;
+	void *q;
+
+	if (need <= *cap)
+		return p;
+	while (n < need)
+		n *= 2;
+	if ((q = realloc(p, n * size)) == NULL) {
+		fprintf(stderr, "checker: out of memory\n");
+		abort();
+	}
+	*cap = n;
+	return q;
+}
+
+/* Prints the history of grant g under a violation report. */
+static void
+explain(const struct chk *c, const struct chk_grant *g)
+{
+	static const char *const outcomes[] = { "pending", "ok", "refused",
+	    "unavailable", "unknown" };
+	uint32_t i;
+
+	if (c->out == NULL || c->reported > c->report_limit)
+		return;
+	fprintf(c->out, "    fence %llu: run %d, sent %lld, told %lld, lease "
+	    "%lld%s", (unsigned long long)g->fence, g->cycle, rel(c, g->sent),
+	    rel(c, g->recv), (long long)g->lease,
+	    g->onclose ? ", onclose=release" : "");
+	if (g->onclose && g->closed != CHK_NEVER)
+		fprintf(c->out, ", closed %lld", rel(c, g->closed));
+	fputc('\n', c->out);
+	for (i = 0; i < g->nev; i++)
+		fprintf(c->out, "      %s run %d sent %lld lease %lld: %s at "
+		    "%lld\n", g->ev[i].kind == CHK_EV_RENEW ? "RENEW" :
+		    "RELEASE", g->ev[i].cycle, rel(c, g->ev[i].sent),
+		    (long long)g->ev[i].lease, outcomes[g->ev[i].outcome],
+		    rel(c, g->ev[i].recv));
+}
+
+/* ---- the lease intervals --------------------------------------------- */
+
+/* What a cut of a crash image knows: events sent before `cut`, and their
+ * outcomes only when read at a journal position <= jpos (or in an earlier
+ * run).  A NULL cut knows everything. */
+struct cut {
+	int cycle;
+	uint64_t jpos;
+	int64_t time;
+};
+
+static bool
+told_by(const struct cut *cut, int cycle, uint64_t jpos)
+{
+	return cut == NULL || cycle < cut->cycle ||
+	    (cycle == cut->cycle && jpos <= cut->jpos);
+}
+
+/*
+ * Bounds on the expiry of g as an observation sees it that lockd made at
+ * some instant in [lo, hi]: *sure, until when the lease is certainly held
+ * (checker.h), and *latest, the latest instant it may run to (CHK_NEVER:
+ * unbounded).  Requests sent after hi are not seen; one whose outcome was
+ * read before lo is; any other may or may not have happened first.  With a
+ * cut, an outcome counts only when it was told before the cut.
+ */
+static void
+bounds(const struct chk_grant *g, int64_t lo, int64_t hi,
+    const struct cut *cut, int64_t *sure, int64_t *latest)
+{
+	int64_t s = g->sent + g->lease, l = g->recv + g->lease;
+	uint32_t i;
+
+	for (i = 0; i < g->nev; i++) {
+		const struct chk_event *e = &g->ev[i];
+		int outcome = e->outcome;
+		bool certain;
+
+		/* Times are whole milliseconds: an event in the same one as
+		 * the observation may come before or after it. */
+		if (e->sent > hi)
+			break;   /* events are in the order they were sent */
+		if (cut != NULL && outcome != CHK_PENDING &&
+		    !told_by(cut, e->cycle, e->jpos))
+			outcome = CHK_UNKNOWN;
+		certain = outcome != CHK_PENDING && outcome != CHK_UNKNOWN &&
+		    (cut != NULL || e->recv < lo);
+		if (e->kind == CHK_EV_RELEASE) {
+			if (e->sent < s)
+				s = e->sent;
+			continue;
+		}
+		if (outcome == CHK_OK && certain) {
+			s = e->sent + e->lease;
+			l = e->recv + e->lease;
+		} else if (outcome == CHK_OK || outcome == CHK_UNKNOWN ||
+		    outcome == CHK_PENDING) {
+			/* Maybe renewed, maybe not. */
+			if (e->sent + e->lease < s)
+				s = e->sent + e->lease;
+			if (outcome == CHK_PENDING || e->recv == CHK_NEVER ||
+			    l == CHK_NEVER)
+				l = CHK_NEVER;
+			else if (e->recv + e->lease > l)
+				l = e->recv + e->lease;
+		}
+	}
+	if (g->onclose && g->closed < s)
+		s = g->closed;
+	*sure = s;
+	*latest = l;
+}
+
+/* The instant until which the lease of g is certainly held, on all that
+ * is known (cut NULL) or at a cut. */
+static int64_t
+sure_end(const struct chk_grant *g, const struct cut *cut)
+{
+	int64_t sure, latest;
+
+	if (cut != NULL)
+		bounds(g, cut->time, cut->time, cut, &sure, &latest);
+	else
+		bounds(g, CHK_NEVER, CHK_NEVER, NULL, &sure, &latest);
+	return sure;
+}
+
+/* ---- grants ------------------------------------------------------------ */
+
+/* The grant with the highest fence among the first k of list l. */
+static const struct chk_grant *
+top_of(const struct chk *c, const struct chk_list *l, size_t k)
+{
+	return k == 0 ? NULL : &c->grants[l->top[k - 1]];
+}
+
+int64_t
+chk_granted(struct chk *c, int name, uint64_t fence, const char *handle,
+    int64_t sent, int64_t recv, int64_t lease, bool onclose, uint64_t jpos)
+{
+	struct chk_list *l = &c->lists[name];
+	const struct chk_grant *top;
+	struct chk_grant *g;
+	size_t k = l->n, index;
+
+	c->stats.grants++;
+	/* Grants read after this request was sent may have been granted
+	 * before or after it: only a repeated fence is wrong among them. */
+	while (k > 0 && c->grants[l->idx[k - 1]].recv >= sent) {
+		const struct chk_grant *o = &c->grants[l->idx[k - 1]];
+		if (o->fence == fence)
+			violation(c, CHK_REISSUE, "%s: fence %llu told at %lld "
+			    "and again at %lld", name_of(c, name),
+			    (unsigned long long)fence, rel(c, o->recv),
+			    rel(c, recv));
+		k--;
+	}
+	/* Grants read before it was sent came first: a higher fence now. */
+	if ((top = top_of(c, l, k)) != NULL && top->fence >= fence)
+		violation(c, top->fence == fence ? CHK_REISSUE : CHK_REWIND,
+		    "%s: fence %llu (requested at %lld, told at %lld) after "
+		    "fence %llu was told at %lld (run %d)", name_of(c, name),
+		    (unsigned long long)fence, rel(c, sent), rel(c, recv),
+		    (unsigned long long)top->fence, rel(c, top->recv),
+		    top->cycle);
+
+	c->grants = grow(c->grants, &c->cap, c->count + 1, sizeof(*c->grants));
+	index = c->count++;
+	g = &c->grants[index];
+	memset(g, 0, sizeof(*g));
+	g->name = name;
+	g->fence = fence;
+	snprintf(g->handle, sizeof(g->handle), "%s", handle);
+	g->sent = sent;
+	g->recv = recv;
+	g->lease = lease;
+	g->onclose = onclose;
+	g->closed = CHK_NEVER;
+	g->cycle = c->cycle;
+	g->jpos = jpos;
+
+	{
+		size_t cap = l->cap;
+		l->idx = grow(l->idx, &cap, l->n + 1, sizeof(*l->idx));
+		cap = l->cap;
+		l->top = grow(l->top, &cap, l->n + 1, sizeof(*l->top));
+		l->cap = cap;
+	}
+	l->idx[l->n] = index;
+	l->top[l->n] = l->n > 0 && c->grants[l->top[l->n - 1]].fence > fence ?
+	    l->top[l->n - 1] : index;
+	l->n++;
+	return (int64_t)index;
+}
+
+struct chk_ref
+chk_begin(struct chk *c, int64_t g, enum chk_event_kind kind, int64_t sent,
+    int64_t lease)
+{
+	struct chk_ref ref = { -1, 0 };
+	struct chk_grant *gr;
+	struct chk_event *e;
+
+	if (g < 0 || (size_t)g >= c->count)
+		return ref;
+	gr = &c->grants[g];
+	{
+		size_t cap = gr->cap;
+		gr->ev = grow(gr->ev, &cap, gr->nev + 1, sizeof(*gr->ev));
+		gr->cap = (uint32_t)cap;
+	}
+	e = &gr->ev[gr->nev];
+	memset(e, 0, sizeof(*e));
+	e->sent = sent;
+	e->recv = CHK_NEVER;
+	e->lease = lease;
+	e->kind = (uint8_t)kind;
+	e->outcome = CHK_PENDING;
+	e->cycle = c->cycle;
+	ref.grant = g;
+	ref.event = gr->nev++;
+	return ref;
+}
+
+void
+chk_end(struct chk *c, struct chk_ref ref, enum chk_outcome outcome,
+    int64_t recv, uint64_t jpos)
+{
+	struct chk_grant *g;
+	struct chk_event *e;
+	int64_t end;
+	uint32_t nev;
+
+	if (ref.grant < 0)
+		return;
+	g = &c->grants[ref.grant];
+	e = &g->ev[ref.event];
+	e->outcome = (uint8_t)outcome;
+	e->recv = recv;
+	e->jpos = jpos;
+	if (outcome == CHK_OK)
+		e->kind == CHK_EV_RENEW ? c->stats.renewals++ :
+		    c->stats.releases++;
+	if (outcome != CHK_REFUSED_REPLY)
+		return;
+	/* Refused: judged on what happened to the lease before this. */
+	nev = g->nev;
+	g->nev = ref.event;
+	end = sure_end(g, NULL);
+	g->nev = nev;
+	if (end > recv + CHK_SLACK_MS)
+		violation(c, CHK_REFUSED, "%s: %s with the handle of fence %llu "
+		    "refused at %lld (sent %lld) though its lease certainly "
+		    "runs until %lld", name_of(c, g->name),
+		    e->kind == CHK_EV_RENEW ? "RENEW" : "RELEASE",
+		    (unsigned long long)g->fence, rel(c, recv), rel(c, e->sent),
+		    rel(c, end));
+	if (end > recv + CHK_SLACK_MS)
+		explain(c, g);
+}
+
+void
+chk_closed(struct chk *c, int64_t g, int64_t t)
+{
+	if (g >= 0 && (size_t)g < c->count && c->grants[g].onclose &&
+	    t < c->grants[g].closed)
+		c->grants[g].closed = t;
+}
+
+/* ---- observations ------------------------------------------------------ */
+
+void
+chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
+    uint64_t fence, int64_t ttl, bool after_restart)
+{
+	const struct chk_list *l = &c->lists[name];
+	const struct chk_grant *top;
+	int64_t end, latest;
+	size_t k = l->n;
+	bool alive;
+
+	c->stats.status_checks++;
+	while (k > 0 && c->grants[l->idx[k - 1]].recv >= sent)
+		k--;
+	if ((top = top_of(c, l, k)) == NULL)
+		return;
+	if (held && fence < top->fence) {
+		violation(c, CHK_REWIND, "%s: STATUS at %lld shows fence %llu "
+		    "after fence %llu was told at %lld", name_of(c, name),
+		    rel(c, recv), (unsigned long long)fence,
+		    (unsigned long long)top->fence, rel(c, top->recv));
+		return;
+	}
+	if (top->onclose && after_restart) {
+		if (held && fence == top->fence)
+			violation(c, CHK_ONCLOSE, "%s: the onclose=release lease "
+			    "of fence %llu is still held after a restart",
+			    name_of(c, name), (unsigned long long)fence);
+		return;
+	}
+	bounds(top, sent, recv, NULL, &end, &latest);
+	alive = end > recv + CHK_SLACK_MS;
+	if (alive) {
+		c->stats.durable_checks++;
+		if (!held)
+			violation(c, CHK_FORGOTTEN, "%s: fence %llu (told at "
+			    "%lld, lease %lld) certainly runs until %lld but "
+			    "STATUS at %lld shows the lock free%s",
+			    name_of(c, name), (unsigned long long)top->fence,
+			    rel(c, top->recv), (long long)top->lease,
+			    rel(c, end), rel(c, recv),
+			    after_restart ? " after a restart" : "");
+		else if (fence > top->fence)
+			violation(c, CHK_OVERLAP, "%s: STATUS at %lld shows fence "
+			    "%llu while told fence %llu certainly runs until "
+			    "%lld", name_of(c, name), rel(c, recv),
+			    (unsigned long long)fence,
+			    (unsigned long long)top->fence, rel(c, end));
+		if (!held || fence > top->fence)
+			explain(c, top);
+	}
+	if (!held || fence != top->fence)
+		return;
+	if (latest != CHK_NEVER && ttl > latest - sent + CHK_SLACK_MS)
+		violation(c, CHK_LENGTHENED, "%s: STATUS at %lld shows ttl=%lld "
+		    "for fence %llu, whose lease ends by %lld at the latest",
+		    name_of(c, name), rel(c, recv), (long long)ttl,
+		    (unsigned long long)fence, rel(c, latest));
+	if (latest != CHK_NEVER && ttl > latest - sent + CHK_SLACK_MS)
+		explain(c, top);
+	if (alive && ttl < end - recv - CHK_SLACK_MS) {
+		violation(c, CHK_FORGOTTEN, "%s: STATUS at %lld shows ttl=%lld "
+		    "for fence %llu, whose lease certainly runs until %lld: "
+		    "a told renewal was lost", name_of(c, name), rel(c, recv),
+		    (long long)ttl, (unsigned long long)fence, rel(c, end));
+		explain(c, top);
+	}
+}
+
+uint64_t
+chk_image(struct chk *c, int cycle, uint64_t jpos, int64_t cut_time,
+    const struct chk_record *records, uint64_t hwm)
+{
+	struct cut cut = { cycle, jpos, cut_time };
+	uint64_t before = chk_violations(c);
+	int name;
+
+	c->stats.image_checks++;
+	for (name = 0; name < c->names; name++) {
+		const struct chk_list *l = &c->lists[name];
+		const struct chk_record *r = &records[name];
+		const struct chk_grant *top;
+		size_t k = l->n;
+		int64_t end;
+
+		/* The told grants of this run come last, in journal order. */
+		while (k > 0 && !told_by(&cut, c->grants[l->idx[k - 1]].cycle,
+		    c->grants[l->idx[k - 1]].jpos))
+			k--;
+		if ((top = top_of(c, l, k)) == NULL)
+			continue;
+		if (top->fence > hwm)
+			violation(c, CHK_REWIND, "%s: image (run %d, cut at "
+			    "%lld) has high-water mark %llu below told fence "
+			    "%llu", name_of(c, name), cycle, rel(c, cut_time),
+			    (unsigned long long)hwm,
+			    (unsigned long long)top->fence);
+		if (r->present && r->fence < top->fence) {
+			violation(c, CHK_FORGOTTEN, "%s: image (run %d, cut at "
+			    "%lld) holds fence %llu, older than told fence %llu",
+			    name_of(c, name), cycle, rel(c, cut_time),
+			    (unsigned long long)r->fence,
+			    (unsigned long long)top->fence);
+			continue;
+		}
+		end = sure_end(top, &cut);
+		if (end <= cut_time + CHK_SLACK_MS)
+			continue;
+		c->stats.durable_checks++;
+		if (!r->present)
+			violation(c, CHK_FORGOTTEN, "%s: image (run %d, cut at "
+			    "%lld) lacks fence %llu (told at %lld), certainly "
+			    "held until %lld", name_of(c, name), cycle,
+			    rel(c, cut_time), (unsigned long long)top->fence,
+			    rel(c, top->recv), rel(c, end));
+		else if (r->fence == top->fence &&
+		    r->expiry < end - CHK_SLACK_MS)
+			violation(c, CHK_FORGOTTEN, "%s: image (run %d, cut at "
+			    "%lld) ends fence %llu at %lld, but a told renewal "
+			    "runs until %lld", name_of(c, name), cycle,
+			    rel(c, cut_time), (unsigned long long)r->fence,
+			    rel(c, r->expiry), rel(c, end));
+	}
+	return chk_violations(c) - before;
+}
+
+void
+chk_unrecoverable(struct chk *c, const char *why)
+{
+	violation(c, CHK_UNRECOVERABLE, "%s", why);
+}
+
+/* ---- the whole history ------------------------------------------------- */
+
+static const struct chk *sort_ctx;
+
+static int
+by_fence(const void *a, const void *b)
+{
+	uint64_t fa = sort_ctx->grants[*(const size_t *)a].fence;
+	uint64_t fb = sort_ctx->grants[*(const size_t *)b].fence;
+
+	return fa < fb ? -1 : fa > fb;
+}
+
+static void
+overlap(struct chk *c, const struct chk_grant *g, int64_t g_end,
+    const struct chk_grant *h, const char *why)
+{
+	violation(c, CHK_OVERLAP, "%s: fence %llu told at %lld (requested "
+	    "%lld) while fence %llu (told at %lld) is certainly held until "
+	    "%lld (%s)", name_of(c, h->name), (unsigned long long)h->fence,
+	    rel(c, h->recv), rel(c, h->sent), (unsigned long long)g->fence,
+	    rel(c, g->recv), rel(c, g_end), why);
+	explain(c, g);
+	explain(c, h);
+}
+
+void
+chk_finish(struct chk *c)
+{
+	int name;
+
+	for (name = 0; name < c->names; name++) {
+		const struct chk_list *l = &c->lists[name];
+		int64_t *end, *pmax, max_end = 0;
+		size_t *arg, *keys, i, best;
+
+		if (l->n < 2)
+			continue;
+		end = calloc(l->n, sizeof(*end));
+		pmax = calloc(l->n, sizeof(*pmax));
+		arg = calloc(l->n, sizeof(*arg));
+		keys = calloc(l->n, sizeof(*keys));
+		if (end == NULL || pmax == NULL || arg == NULL || keys == NULL)
+			abort();
+		for (i = 0; i < l->n; i++)
+			end[i] = sure_end(&c->grants[l->idx[i]], NULL);
+
+		/* Granted earlier by time: read before the other was sent. */
+		for (i = 0, best = 0; i < l->n; i++) {
+			if (end[i] > end[best])
+				best = i;
+			pmax[i] = end[best];
+			arg[i] = best;
+		}
+		for (i = 0; i < l->n; i++) {
+			const struct chk_grant *h = &c->grants[l->idx[i]];
+			size_t lo = 0, hi = i;   /* first with recv >= sent */
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (c->grants[l->idx[mid]].recv < h->sent)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			if (lo > 0 && pmax[lo - 1] > h->recv + CHK_SLACK_MS)
+				overlap(c, &c->grants[l->idx[arg[lo - 1]]],
+				    pmax[lo - 1], h, "told before it was asked");
+		}
+
+		/* Granted earlier by fence: the fence counter orders grants. */
+		for (i = 0; i < l->n; i++)
+			keys[i] = l->idx[i];
+		sort_ctx = c;
+		qsort(keys, l->n, sizeof(*keys), by_fence);
+		for (i = 0, best = keys[0]; i < l->n; i++) {
+			const struct chk_grant *h = &c->grants[keys[i]];
+			int64_t e = sure_end(h, NULL);
+
+			if (i > 0 && max_end > h->recv + CHK_SLACK_MS &&
+			    c->grants[best].fence < h->fence)
+				overlap(c, &c->grants[best], max_end, h,
+				    "lower fence");
+			if (i == 0 || e > max_end) {
+				max_end = e;
+				best = keys[i];
+			}
+		}
+		free(end);
+		free(pmax);
+		free(arg);
+		free(keys);
+	}
+}
+
+uint64_t
+chk_violations(const struct chk *c)
+{
+	uint64_t n = 0;
+	int v;
+
+	for (v = 0; v < CHK_VIOLATION_COUNT; v++)
+		n += c->stats.violations[v];
+	return n;
+}
+
+void
+chk_print_stats(const struct chk *c, FILE *out, const char *prefix)
+{
+	int v;
+
+	fprintf(out, "%sgrants checked=%llu renewals=%llu releases=%llu "
+	    "status checks=%llu durability checks=%llu images=%llu "
+	    "violations=%llu", prefix,
+	    (unsigned long long)c->stats.grants,
+	    (unsigned long long)c->stats.renewals,
+	    (unsigned long long)c->stats.releases,
+	    (unsigned long long)c->stats.status_checks,
+	    (unsigned long long)c->stats.durable_checks,
+	    (unsigned long long)c->stats.image_checks,
+	    (unsigned long long)chk_violations(c));
+	for (v = 0; v < CHK_VIOLATION_COUNT; v++)
+		if (c->stats.violations[v] > 0)
+			fprintf(out, " %s=%llu", violation_names[v],
+			    (unsigned long long)c->stats.violations[v]);
+	fputc('\n', out);
+	fflush(out);
+}

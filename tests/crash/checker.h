@@ -1,0 +1,186 @@
+/*
+ * checker.h - the external checker of the crash tests.  It sees lockd only
+ * from the outside: the requests the test clients sent (and when), the
+ * replies they read (and when), and the kills.  From that alone it judges
+ * lockd's promises across crashes:
+ *
+ *   Rewind      per name, a grant requested after another was told carries
+ *               a higher fence; STATUS and a crash image never show a fence
+ *               below one already told
+ *   Reissue     no fence is told twice for a name
+ *   Overlap     no grant while another told lease on the name is certainly
+ *               still held (see "certainly held" below)
+ *   Forgotten   a told grant or renewal whose lease is certainly not over
+ *               is still there after a restart (STATUS) or in a crash image
+ *   Refused     lockd never answers CONFLICT or NOTHELD to a holder whose
+ *               lease is certainly not over
+ *   Lengthened  after a restart STATUS never shows a lease running past the
+ *               latest expiry it could have been given (nor, as Forgotten,
+ *               ending before the earliest)
+ *   Onclose     an onclose=release lease does not survive a restart
+ *
+ * "Certainly held until" (sure_end) is the lockd-side conservative interval
+ * of a told grant: lockd granted it at some instant between the request's
+ * sending and the reply's reading, so it runs at least until the request
+ * was sent plus the lease; a told RENEWED sets it to that renewal's sending
+ * plus its lease; a RENEW whose reply was lost may have set it so, or not
+ * (the lower of the two counts); any RELEASE sent ends it at its sending,
+ * whatever its reply (a release is not durable and a lost one only lets the
+ * lease run out); an onclose=release lease ends when its connection closes
+ * or lockd dies.  A release lost in a crash may bring a lease back until
+ * its expiry; nothing here holds that against lockd.
+ *
+ * Times are CLOCK_MONOTONIC milliseconds of the test process; lockd counts
+ * on CLOCK_BOOTTIME, which runs at the same rate, and both round down to
+ * whole milliseconds, hence CHK_SLACK_MS.
+ */
+#ifndef LOCKD_TESTS_CRASH_CHECKER_H
+#define LOCKD_TESTS_CRASH_CHECKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CHK_SLACK_MS 2
+#define CHK_NEVER INT64_MAX
+#define CHK_MAX_NAMES 16
+
+enum chk_violation {
+	CHK_REWIND,
+	CHK_REISSUE,
+	CHK_OVERLAP,
+	CHK_FORGOTTEN,
+	CHK_REFUSED,
+	CHK_LENGTHENED,
+	CHK_ONCLOSE,
+	CHK_UNRECOVERABLE,   /* a crash image LMDB or lockd cannot open */
+	CHK_VIOLATION_COUNT
+};
+
+enum chk_outcome {
+	CHK_PENDING,
+	CHK_OK,             /* RENEWED, RELEASED */
+	CHK_REFUSED_REPLY,  /* CONFLICT, NOTHELD */
+	CHK_UNAVAILABLE,    /* the commit failed: nothing changed */
+	CHK_UNKNOWN         /* the reply was lost with lockd */
+};
+
+enum chk_event_kind { CHK_EV_RENEW, CHK_EV_RELEASE };
+
+/* A RENEW or RELEASE in flight: grant index and event index. */
+struct chk_ref {
+	int64_t grant;      /* -1: none */
+	uint32_t event;
+};
+
+struct chk_event {
+	int64_t sent;
+	int64_t recv;       /* when the outcome became known */
+	int64_t lease;      /* RENEW */
+	uint64_t jpos;      /* journal bytes when the reply was read */
+	int cycle;
+	uint8_t kind;
+	uint8_t outcome;
+};
+
+struct chk_grant {
+	int name;
+	uint64_t fence;
+	char handle[40];
+	int64_t sent, recv, lease;
+	int64_t closed;     /* onclose: its connection closed or lockd died */
+	bool onclose;
+	int cycle;          /* the lockd run that told it */
+	uint64_t jpos;      /* journal bytes when the reply was read */
+	struct chk_event *ev;
+	uint32_t nev, cap;
+};
+
+struct chk_stats {
+	uint64_t grants;          /* told grants, every one checked */
+	uint64_t renewals;        /* told RENEWED */
+	uint64_t releases;        /* told RELEASED */
+	uint64_t status_checks;   /* STATUS replies judged */
+	uint64_t durable_checks;  /* a lease that had to be there, was looked for */
+	uint64_t image_checks;    /* crash images judged */
+	uint64_t violations[CHK_VIOLATION_COUNT];
+};
+
+/* One name's told grants in the order their replies were read, with the
+ * highest fence of each prefix. */
+struct chk_list {
+	size_t *idx;        /* into chk.grants */
+	size_t *top;        /* top[k]: the highest fence among idx[0..k] */
+	size_t n, cap;
+};
+
+struct chk {
+	int names;
+	const char *const *name_text;
+	struct chk_grant *grants;    /* in the order their replies were read */
+	size_t count, cap;
+	struct chk_list lists[CHK_MAX_NAMES];
+	int cycle;
+	int64_t t0;                  /* for the reports */
+	FILE *out;                   /* violation reports; NULL: none */
+	unsigned report_limit;       /* reports printed at most (40) */
+	unsigned reported;
+	struct chk_stats stats;
+};
+
+const char *chk_violation_name(enum chk_violation v);
+
+void chk_init(struct chk *c, int names, const char *const *name_text,
+    FILE *out, int64_t t0);
+void chk_free(struct chk *c);
+
+/* A told GRANTED: checks Rewind and Reissue at once; returns its index. */
+int64_t chk_granted(struct chk *c, int name, uint64_t fence,
+    const char *handle, int64_t sent, int64_t recv, int64_t lease,
+    bool onclose, uint64_t jpos);
+
+/* A RENEW or RELEASE with the handle of grant g was sent. */
+struct chk_ref chk_begin(struct chk *c, int64_t g, enum chk_event_kind kind,
+    int64_t sent, int64_t lease);
+/* ... and its outcome became known at recv (Refused is checked here). */
+void chk_end(struct chk *c, struct chk_ref ref, enum chk_outcome outcome,
+    int64_t recv, uint64_t jpos);
+
+/* The onclose=release connection of grant g closed (or lockd died) at t. */
+void chk_closed(struct chk *c, int64_t g, int64_t t);
+
+/*
+ * A STATUS of `name` sent at sent and read at recv.  after_restart: no
+ * connection of the earlier runs is open any more.
+ */
+void chk_status(struct chk *c, int name, int64_t sent, int64_t recv,
+    bool held, uint64_t fence, int64_t ttl, bool after_restart);
+
+/* What a crash image holds for one name. */
+struct chk_record {
+	bool present;
+	uint64_t fence;
+	int64_t expiry;     /* on the test's clock */
+};
+
+/*
+ * Judges a crash image cut at journal position jpos and time cut (the last
+ * record's time) of lockd run `cycle`: every grant told before the cut
+ * (an earlier run, or read at a journal position <= jpos) must be in it,
+ * and its high-water mark must not be below a told fence.  Returns the
+ * violations found.
+ */
+uint64_t chk_image(struct chk *c, int cycle, uint64_t jpos, int64_t cut,
+    const struct chk_record *records, uint64_t hwm);
+
+/* A crash image that LMDB (or lockd) could not open: why. */
+void chk_unrecoverable(struct chk *c, const char *why);
+
+/* The whole-history checks (Overlap); call once at the end. */
+void chk_finish(struct chk *c);
+
+uint64_t chk_violations(const struct chk *c);
+void chk_print_stats(const struct chk *c, FILE *out, const char *prefix);
+
+#endif

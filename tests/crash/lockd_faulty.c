@@ -1,0 +1,264 @@
+/*
+ * lockd_faulty.c - build/tests/lockd-faulty: the real lockd (lockd_run)
+ * with the fault chosen by the environment variable LOCKD_FAULT, a
+ * comma-separated list of:
+ *
+ *   before_commit:N   the process dies (_exit 137) at the Nth commit, before
+ *                     it is written: nothing of that batch is durable
+ *   after_commit:N    it dies right after the Nth commit, before the replies
+ *                     that waited for it are written
+ *   mid_reply:N       it dies the Nth time a loop pass has written the
+ *                     replies of one connection and is about to write the
+ *                     next one's: part of a pass's replies are out
+ *   fail:N[:M]        commits N .. N+M-1 (M = 1 when absent) fail: lockd
+ *                     answers ERR UNAVAILABLE and goes on
+ *   nosync            LMDB opened with MDB_NOSYNC (power-loss guard)
+ *   early_reply       replies leave before their commit (power-loss guard):
+ *                     the store commit returns at once and the batch is
+ *                     written some milliseconds later, after its replies
+ *
+ * Without LOCKD_FAULT it is lockd.  Every fault is reached through the
+ * seams of daemon/lockd.h; nothing here changes what lockd does otherwise.
+ * The guards exist only in this program, never in lockd.
+ */
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "daemon/lockd.h"
+#include "daemon/store.h"
+
+#define FAULT_EXIT 137           /* what a shell reports for kill -9 */
+#define EARLY_REPLY_DELAY_MS 10  /* how long a batch waits after its reply */
+
+struct faults {
+	long before_commit;      /* 0: off */
+	long after_commit;
+	long mid_reply;
+	long fail_from, fail_count;
+	int nosync;
+	int early_reply;
+	long commits, committed, partial_passes;
+};
+
+static struct faults faults;
+
+static void
+die(const char *what, long n)
+{
+	char line[128];
+	int len = snprintf(line, sizeof(line),
+	    "lockd-faulty: injected crash: %s %ld\n", what, n);
+
+	if (len > 0 && write(2, line, (size_t)len) < 0)
+		_exit(FAULT_EXIT);
+	_exit(FAULT_EXIT);
+}
+
+static int
+before_commit(void *ctx)
+{
+	long n = ++faults.commits;
+
+	(void)ctx;
+	if (faults.before_commit == n)
+		die("before_commit", n);
+	if (faults.fail_from > 0 && n >= faults.fail_from &&
+	    n < faults.fail_from + faults.fail_count)
+		return -1;
+	return 0;
+}
+
+static void
+before_write(void *ctx, unsigned index)
+{
+	(void)ctx;
+	if (index == 1 && ++faults.partial_passes == faults.mid_reply)
+		die("mid_reply", faults.mid_reply);
+}
+
+/* ---- early_reply: a store whose commit returns before it writes -------
+ *
+ * The store's commit runs on libuv's thread pool: this one only keeps a
+ * copy of the batch and says it is done, so the service releases the
+ * batch's replies.  The copy is written EARLY_REPLY_DELAY_MS later by a
+ * timer on the loop (started by the after_commit hook, on the loop), or
+ * first thing by the next commit, whichever comes first; the mutex keeps
+ * the two from writing at once and the batches in order.
+ */
+
+struct early_store {
+	struct store base;       /* first: the service holds a struct store * */
+	struct store *real;
+	pthread_mutex_t mutex;
+	struct store_batch pending;
+	int has_pending;
+	uv_timer_t timer;
+};
+
+static struct early_store early = { .mutex = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+early_flush(void)
+{
+	pthread_mutex_lock(&early.mutex);
+	if (early.has_pending) {
+		early.has_pending = 0;
+		if (early.real->ops->commit(early.real, &early.pending) != 0) {
+			fprintf(stderr, "lockd-faulty: deferred commit "
+			    "failed: %s\n", early.real->error);
+			abort();
+		}
+	}
+	pthread_mutex_unlock(&early.mutex);
+}
+
+static void
+on_early_timer(uv_timer_t *t)
+{
+	(void)t;
+	early_flush();
+}
+
+static int
+early_commit(struct store *base, const struct store_batch *batch)
+{
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	(void)base;
+	early_flush();
+	pthread_mutex_lock(&early.mutex);
+	store_batch_reset(&early.pending);
+	while (store_batch_next(batch, &pos, &op))
+		if (store_batch_add(&early.pending, op.op, op.name,
+		    op.name_len, op.val, op.val_len) != 0)
+			abort();
+	early.pending.has_hwm = batch->has_hwm;
+	early.pending.hwm = batch->hwm;
+	early.has_pending = 1;
+	pthread_mutex_unlock(&early.mutex);
+	return 0;   /* the service now releases the replies */
+}
+
+static int
+early_get(struct store *base, const char *name, size_t name_len, void *val,
+    size_t *val_len)
+{
+	(void)base;
+	return early.real->ops->get(early.real, name, name_len, val, val_len);
+}
+
+static int
+early_load(struct store *base,
+    int (*fn)(void *ctx, const char *name, size_t name_len, const void *val,
+        size_t val_len),
+    void *ctx, uint64_t *hwm)
+{
+	(void)base;
+	return early.real->ops->load(early.real, fn, ctx, hwm);
+}
+
+static void
+early_close(struct store *base)
+{
+	(void)base;
+	early_flush();
+}
+
+static const struct store_ops early_ops = {
+	.commit = early_commit,
+	.get = early_get,
+	.load = early_load,
+	.close = early_close,
+};
+
+/* On the loop, once a commit is durable (for early_reply: handed over)
+ * and before its replies go. */
+static void
+after_commit(void *ctx)
+{
+	long n = ++faults.committed;
+
+	(void)ctx;
+	if (faults.after_commit == n)
+		die("after_commit", n);
+	if (faults.early_reply && early.real != NULL)
+		uv_timer_start(&early.timer, on_early_timer,
+		    EARLY_REPLY_DELAY_MS, 0);
+}
+
+static void
+started(struct server *srv, void *ctx)
+{
+	(void)ctx;
+	if (!faults.early_reply)
+		return;
+	early.base.ops = &early_ops;
+	early.real = srv->svc.store;
+	store_batch_init(&early.pending);
+	uv_timer_init(srv->loop, &early.timer);
+	uv_unref((uv_handle_t *)&early.timer);
+	srv->svc.store = &early.base;
+}
+
+/* ---- LOCKD_FAULT ------------------------------------------------------ */
+
+static int
+parse_faults(const char *spec)
+{
+	char buf[256], *item, *save = NULL;
+
+	if (snprintf(buf, sizeof(buf), "%s", spec) >= (int)sizeof(buf))
+		return -1;
+	for (item = strtok_r(buf, ",", &save); item != NULL;
+	    item = strtok_r(NULL, ",", &save)) {
+		long a = 0, b = 1;
+
+		if (sscanf(item, "before_commit:%ld", &a) == 1 && a > 0)
+			faults.before_commit = a;
+		else if (sscanf(item, "after_commit:%ld", &a) == 1 && a > 0)
+			faults.after_commit = a;
+		else if (sscanf(item, "mid_reply:%ld", &a) == 1 && a > 0)
+			faults.mid_reply = a;
+		else if (sscanf(item, "fail:%ld:%ld", &a, &b) >= 1 && a > 0 &&
+		    b > 0) {
+			faults.fail_from = a;
+			faults.fail_count = b;
+		} else if (strcmp(item, "nosync") == 0)
+			faults.nosync = 1;
+		else if (strcmp(item, "early_reply") == 0)
+			faults.early_reply = 1;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct lockd_seams seams;
+	const char *spec = getenv("LOCKD_FAULT");
+
+	memset(&seams, 0, sizeof(seams));
+	if (spec != NULL && *spec != '\0') {
+		if (parse_faults(spec) != 0) {
+			fprintf(stderr, "lockd-faulty: bad LOCKD_FAULT '%s'\n",
+			    spec);
+			return 2;
+		}
+		fprintf(stderr, "lockd-faulty: LOCKD_FAULT=%s\n", spec);
+	}
+	seams.hooks.before_commit = before_commit;
+	seams.hooks.after_commit = after_commit;
+	if (faults.mid_reply > 0)
+		seams.server_hooks.before_write = before_write;
+	seams.lmdb_flags = faults.nosync ? MDB_NOSYNC : 0;
+	seams.started = started;
+	return lockd_run(argc, argv, &seams);
+}

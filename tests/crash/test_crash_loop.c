@@ -1,0 +1,409 @@
+/*
+ * test_crash_loop.c - build/tests/crash_loop: kill -9 the real lockd at
+ * random moments under 32 concurrent clients, restart it on the same data
+ * directory, again and again, and judge everything the clients were told
+ * with the external checker (checker.h): no fence rewound or reissued, no
+ * told grant or renewal forgotten while its lease certainly runs, no two
+ * holders at once, no holder refused, no lease lengthened, no onclose
+ * lease surviving a restart.  One run in four is lockd-faulty instead,
+ * dying by itself at an exact point (before a commit, after it, between
+ * the replies of a pass).
+ *
+ *   crash_loop [--cycles N] [--seed S] [cmocka filter]
+ *
+ * make test runs 40 cycles; make soak 1,000.  The guard runs lockd-faulty
+ * with early_reply (replies leave before their commit) and requires the
+ * checker to catch it; the checker's own tests feed it made-up histories
+ * that break each rule in turn.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tests/crash/checker.h"
+#include "tests/crash/crashlib.h"
+#include "tests/crash/rng.h"
+#include "tests/crash/workload.h"
+#include "tests/integration/harness.h"
+
+#define NAMES 8
+#define CLIENTS 32
+#define CYCLE_MIN_MS 30
+#define CYCLE_MAX_MS 700
+#define GUARD_CYCLES 40   /* at most: it stops at the first catch */
+#define LOG_MAX (4L << 20)
+
+static struct crash_args args = { 0, 40, 0, 0, false };
+
+static const char *const names[NAMES] = {
+	"crash/0", "crash/1", "crash/2", "crash/3",
+	"crash/4", "crash/5", "crash/6", "crash/7",
+};
+
+struct loop_result {
+	long cycles, faulty, kills, injected, unexpected_deaths,
+	    status_failures;
+	struct wl_stats wl;
+};
+
+/* A fault for lockd-faulty: it dies by itself at an exact point. */
+static void
+pick_fault(uint64_t *rng, char *out, size_t cap)
+{
+	static const char *const points[] = {
+		"before_commit", "after_commit", "mid_reply",
+	};
+	const char *point = points[rng_below(rng, 3)];
+	long n = point[0] == 'm' ? (long)rng_range(rng, 1, 3) :
+	    (long)rng_range(rng, 1, 60);
+
+	snprintf(out, cap, "%s:%ld", point, n);
+}
+
+/*
+ * The loop: `cycles` runs of lockd, each killed (or dying) after a random
+ * time under the workload.  always_fault: every run is lockd-faulty with
+ * it; else random_faults makes one run in four die at a random point.
+ */
+static void
+crash_loop(long cycles, uint64_t seed, const char *always_fault,
+    bool random_faults, bool stop_on_violation, struct chk *chk,
+    struct loop_result *res)
+{
+	struct harness_server *s = harness_server_new();
+	struct wl_options o = {
+		.clients = CLIENTS, .names = NAMES,
+		.lease_min_ms = 50, .lease_max_ms = 500,
+		.wait_max_ms = 400, .think_max_ms = 15,
+		.onclose_percent = 20, .journal_fd = -1,
+	};
+	static struct wl w;
+	uint64_t rng = seed;
+	long cycle;
+
+	memset(res, 0, sizeof(*res));
+	wl_init(&w, &o, chk, names, seed * 31 + 7);
+	for (cycle = 0; cycle < cycles; cycle++) {
+		char fault[64] = "";
+		int64_t t_kill, died;
+		bool alive;
+
+		chk->cycle = (int)cycle;
+		if (always_fault != NULL)
+			snprintf(fault, sizeof(fault), "%s", always_fault);
+		else if (random_faults && rng_below(&rng, 4) == 0)
+			pick_fault(&rng, fault, sizeof(fault));
+		if (fault[0] != '\0') {
+			crash_use_faulty(fault);
+			res->faulty++;
+		} else {
+			crash_use_lockd();
+		}
+		crash_trim_log(s->log_path, LOG_MAX);
+		if (cycle == 0)
+			harness_server_start(s, NULL);
+		else
+			harness_server_restart(s);
+		w.port = s->port;
+		if (cycle > 0 && wl_check_status(&w, true) != 0)
+			res->status_failures++;
+		wl_reconnect(&w, s->port);
+		wl_run(&w, wl_now() + rng_range(&rng, CYCLE_MIN_MS,
+		    CYCLE_MAX_MS));
+
+		/* It was alive after t_kill, so it died after t_kill. */
+		t_kill = wl_now();
+		alive = crash_alive(s->pid);
+		harness_server_kill(s);
+		if (alive)
+			res->kills++;
+		else if (fault[0] != '\0')
+			res->injected++;
+		else
+			res->unexpected_deaths++;
+		died = alive && t_kill > w.alive ? t_kill : w.alive;
+		wl_crash(&w, died);
+		res->cycles++;
+		if (stop_on_violation && chk_violations(chk) > 0)
+			break;
+	}
+	/* One more start: what the last crash left must hold too. */
+	chk->cycle = (int)cycle;
+	crash_use_lockd();
+	harness_server_restart(s);
+	w.port = s->port;
+	if (wl_check_status(&w, true) != 0)
+		res->status_failures++;
+	harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
+	chk_finish(chk);
+	res->wl = w.stats;
+	wl_close(&w);
+}
+
+static void
+print_result(const char *label, uint64_t seed, const struct loop_result *r,
+    const struct chk *chk)
+{
+	printf("%s: seed=%llu cycles=%ld (lockd-faulty runs: %ld; kill -9: "
+	    "%ld, injected crashes: %ld, unexpected deaths: %ld) "
+	    "requests=%llu replies=%llu "
+	    "granted=%llu renewed=%llu released=%llu conflicts=%llu "
+	    "notheld=%llu timeouts=%llu held=%llu unknown=%llu "
+	    "unexpected=%llu\n", label, (unsigned long long)seed, r->cycles,
+	    r->faulty, r->kills, r->injected, r->unexpected_deaths,
+	    (unsigned long long)r->wl.requests,
+	    (unsigned long long)r->wl.replies,
+	    (unsigned long long)r->wl.granted,
+	    (unsigned long long)r->wl.renewed,
+	    (unsigned long long)r->wl.released,
+	    (unsigned long long)r->wl.conflicts,
+	    (unsigned long long)r->wl.notheld,
+	    (unsigned long long)r->wl.timeouts,
+	    (unsigned long long)r->wl.held,
+	    (unsigned long long)r->wl.unknown,
+	    (unsigned long long)r->wl.unexpected);
+	chk_print_stats(chk, stdout, "  ");
+}
+
+static void
+test_crash_loop_kill_9_keeps_every_promise(void **state)
+{
+	static struct chk chk;
+	struct loop_result r;
+
+	(void)state;
+	alarm((unsigned)(60 + args.cycles * 3));
+	chk_init(&chk, NAMES, names, stdout, wl_now());
+	crash_loop(args.cycles, args.seed, NULL, true, false, &chk, &r);
+	print_result("crash loop", args.seed, &r, &chk);
+	if (chk_violations(&chk) != 0 || r.unexpected_deaths != 0 ||
+	    r.status_failures != 0 || r.wl.unexpected != 0)
+		fail_msg("crash loop failed; replay with --seed %llu --cycles "
+		    "%ld", (unsigned long long)args.seed, args.cycles);
+	assert_true(r.wl.granted > 0);
+	chk_free(&chk);
+}
+
+static void
+test_crash_loop_catches_replies_sent_before_their_commit(void **state)
+{
+	static struct chk chk;
+	struct loop_result r;
+
+	(void)state;
+	alarm(60 + GUARD_CYCLES * 3);
+	chk_init(&chk, NAMES, names, stdout, wl_now());
+	chk.report_limit = 2;   /* what it caught, in short */
+	crash_loop(GUARD_CYCLES, args.seed + 1, "early_reply", false, true,
+	    &chk, &r);
+	print_result("crash loop guard (early_reply)", args.seed + 1, &r,
+	    &chk);
+	if (chk_violations(&chk) == 0)
+		fail_msg("the checker did not catch a lockd that replies "
+		    "before its commit");
+	chk_free(&chk);
+}
+
+/* ---- the checker against made-up histories ----------------------------- */
+
+static const char *const one[1] = { "x" };
+
+static void
+test_checker_catches_a_rewound_fence(void **state)
+{
+	struct chk c;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_granted(&c, 0, 5, "5-0", 0, 1, 100, false, 0);
+	chk_granted(&c, 0, 9, "9-0", 200, 201, 100, false, 0);
+	assert_int_equal(chk_violations(&c), 0);
+	chk_granted(&c, 0, 7, "7-0", 400, 401, 100, false, 0);
+	assert_int_equal(c.stats.violations[CHK_REWIND], 1);
+	chk_free(&c);
+}
+
+static void
+test_checker_catches_a_reissued_fence(void **state)
+{
+	struct chk c;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_granted(&c, 0, 5, "5-0", 0, 10, 100, false, 0);
+	/* In flight together: either may be first, but not the same. */
+	chk_granted(&c, 0, 5, "5-1", 5, 12, 100, false, 0);
+	assert_int_equal(c.stats.violations[CHK_REISSUE], 1);
+	chk_free(&c);
+}
+
+static void
+test_checker_catches_overlapping_holders(void **state)
+{
+	struct chk c;
+	struct chk_ref r;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	/* After the first lease: fine. */
+	chk_granted(&c, 0, 2, "2-0", 150, 160, 100, false, 0);
+	/* Released first: fine. */
+	a = chk_granted(&c, 0, 3, "3-0", 300, 301, 100, false, 0);
+	r = chk_begin(&c, a, CHK_EV_RELEASE, 310, 0);
+	chk_end(&c, r, CHK_OK, 311, 0);
+	chk_granted(&c, 0, 4, "4-0", 315, 320, 100, false, 0);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	/* Granted 10 ms into a 100 ms lease nobody released. */
+	chk_granted(&c, 0, 5, "5-0", 420, 430, 100, false, 0);
+	chk_granted(&c, 0, 6, "6-0", 440, 441, 100, false, 0);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
+static void
+test_checker_catches_a_forgotten_grant_after_a_restart(void **state)
+{
+	struct chk c;
+
+	(void)state;
+	chk_init(&c, 2, names, NULL, 0);
+	chk_granted(&c, 0, 1, "1-0", 0, 1, 1000, false, 0);
+	chk_granted(&c, 1, 2, "2-0", 0, 1, 30, false, 0);
+	c.cycle = 1;
+	chk_status(&c, 0, 50, 51, true, 1, 950, true);
+	chk_status(&c, 1, 50, 51, false, 0, 0, true);   /* expired: fine */
+	assert_int_equal(chk_violations(&c), 0);
+	chk_status(&c, 0, 60, 61, false, 0, 0, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 1);
+	chk_free(&c);
+}
+
+static void
+test_checker_catches_a_forgotten_renewal(void **state)
+{
+	struct chk c;
+	struct chk_ref r;
+	int64_t g;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	g = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	r = chk_begin(&c, g, CHK_EV_RENEW, 50, 1000);
+	chk_end(&c, r, CHK_OK, 51, 0);
+	/* The renewal runs until 1050; STATUS says 100 - 60 = 40 left. */
+	chk_status(&c, 0, 60, 61, true, 1, 40, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 1);
+	chk_free(&c);
+}
+
+static void
+test_checker_catches_a_refused_holder(void **state)
+{
+	struct chk c;
+	struct chk_ref r;
+	int64_t g;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	g = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	r = chk_begin(&c, g, CHK_EV_RENEW, 150, 100);   /* expired: fine */
+	chk_end(&c, r, CHK_REFUSED_REPLY, 151, 0);
+	assert_int_equal(chk_violations(&c), 0);
+	g = chk_granted(&c, 0, 2, "2-0", 200, 201, 100, false, 0);
+	r = chk_begin(&c, g, CHK_EV_RELEASE, 250, 0);
+	chk_end(&c, r, CHK_REFUSED_REPLY, 251, 0);
+	assert_int_equal(c.stats.violations[CHK_REFUSED], 1);
+	chk_free(&c);
+}
+
+static void
+test_checker_catches_a_lengthened_lease(void **state)
+{
+	struct chk c;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	chk_status(&c, 0, 10, 11, true, 1, 90, true);
+	assert_int_equal(chk_violations(&c), 0);
+	chk_status(&c, 0, 20, 21, true, 1, 500, true);
+	assert_int_equal(c.stats.violations[CHK_LENGTHENED], 1);
+	chk_free(&c);
+}
+
+static void
+test_checker_catches_an_onclose_lease_surviving_a_restart(void **state)
+{
+	struct chk c;
+	int64_t g;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	g = chk_granted(&c, 0, 1, "1-0", 0, 1, 1000, true, 0);
+	chk_closed(&c, g, 20);
+	chk_status(&c, 0, 30, 31, true, 1, 960, true);
+	assert_int_equal(c.stats.violations[CHK_ONCLOSE], 1);
+	chk_free(&c);
+}
+
+static void
+test_checker_catches_a_crash_image_that_forgot(void **state)
+{
+	struct chk c;
+	struct chk_record rec[1] = { { true, 1, 1000 } };
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	c.cycle = 0;
+	chk_granted(&c, 0, 1, "1-0", 0, 1, 1000, false, 100);
+	/* A grant read at journal position 200 is after a cut at 150. */
+	chk_granted(&c, 0, 2, "2-0", 0, 5, 1000, false, 200);
+	assert_int_equal(chk_image(&c, 0, 150, 3, rec, 1), 0);
+	rec[0].present = false;
+	assert_int_equal(chk_image(&c, 0, 150, 3, rec, 1), 1);
+	rec[0].present = true;
+	assert_int_equal(chk_image(&c, 0, 150, 3, rec, 0), 1);
+	assert_int_equal(c.stats.violations[CHK_REWIND], 1);
+	/* The whole journal: fence 2 must be there. */
+	assert_int_equal(chk_image(&c, 0, UINT64_MAX, 6, rec, 2), 1);
+	chk_free(&c);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_checker_catches_a_rewound_fence),
+		cmocka_unit_test(test_checker_catches_a_reissued_fence),
+		cmocka_unit_test(test_checker_catches_overlapping_holders),
+		cmocka_unit_test(
+		    test_checker_catches_a_forgotten_grant_after_a_restart),
+		cmocka_unit_test(test_checker_catches_a_forgotten_renewal),
+		cmocka_unit_test(test_checker_catches_a_refused_holder),
+		cmocka_unit_test(test_checker_catches_a_lengthened_lease),
+		cmocka_unit_test(
+		    test_checker_catches_an_onclose_lease_surviving_a_restart),
+		cmocka_unit_test(test_checker_catches_a_crash_image_that_forgot),
+		HARNESS_TEST(test_crash_loop_kill_9_keeps_every_promise),
+		HARNESS_TEST(
+		    test_crash_loop_catches_replies_sent_before_their_commit),
+	};
+
+	crash_init(argv[0]);
+	crash_parse_args(&argc, argv, &args);
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return cmocka_run_group_tests_name("crash_loop", tests, NULL, NULL);
+}

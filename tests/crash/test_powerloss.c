@@ -1,0 +1,546 @@
+/*
+ * test_powerloss.c - build/tests/crash_powerloss: what a power failure
+ * leaves.  kill -9 keeps the page cache, so it cannot tell a missing fsync;
+ * here lockd runs under the LD_PRELOAD shim (powerloss_shim.c), which
+ * journals every write and sync of its data file.  After the workload has
+ * been told its grants, lockd is killed, and crash images are built from
+ * the journal (journal.h): the data file as it was when the run began,
+ * every write synced before the cut, and a random subset - some torn at
+ * 512-byte sectors - of the writes after it.  Half the images are cut where
+ * lockd died, half at a random record of the journal, the clients' replies
+ * being placed in the journal by its size when each was read.
+ *
+ * Each image is opened with the store API (LMDB) in a child process, and
+ * judged by the checker (checker.h): it opens; no told fence is above its
+ * high-water mark; every grant and renewal told before the cut is in it,
+ * unless released or certainly expired by then.  One image of each cut
+ * where lockd died becomes the data directory of the next run: the real
+ * lockd recovers from it, under the same checks as after a kill -9.
+ *
+ *   crash_powerloss [--cycles N] [--images N] [--seed S] [cmocka filter]
+ *
+ * Two guards must FAIL: lockd with MDB_NOSYNC, and lockd replying before
+ * its commit (both lockd-faulty).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/store.h"
+#include "tests/crash/checker.h"
+#include "tests/crash/crashlib.h"
+#include "tests/crash/journal.h"
+#include "tests/crash/rng.h"
+#include "tests/crash/workload.h"
+#include "tests/integration/harness.h"
+
+#define NAMES 8
+#define CLIENTS 32
+#define RUN_MIN_MS 100
+#define RUN_MAX_MS 600
+#define GUARD_CYCLES 20     /* at most: a guard stops at its first catch */
+#define INSPECT_TIMEOUT_MS 10000
+#define IMAGE_MAP_SIZE (1UL << 30)
+#define RECORD_SIZE 64      /* daemon/service.c: the record of a held lock */
+
+static struct crash_args args = { 0, 10, 13, 0, false };
+
+static const char *const names[NAMES] = {
+	"power/0", "power/1", "power/2", "power/3",
+	"power/4", "power/5", "power/6", "power/7",
+};
+
+struct pl_result {
+	long cycles, images, full_cuts, prefix_cuts, unrecoverable;
+	uint64_t journal_records, durable_writes, volatile_kept,
+	    volatile_dropped, torn;
+	struct wl_stats wl;
+};
+
+/* CLOCK_BOOTTIME - CLOCK_MONOTONIC, in ms: records keep expiries on the
+ * boot clock, the checker's times are monotonic. */
+static int64_t
+boot_offset(void)
+{
+	struct timespec b, m;
+
+	clock_gettime(CLOCK_BOOTTIME, &b);
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	return ((int64_t)b.tv_sec - m.tv_sec) * 1000 +
+	    (b.tv_nsec - m.tv_nsec) / 1000000;
+}
+
+static uint64_t
+get64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static int
+copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out;
+	ssize_t n;
+	int rc = 0;
+
+	if (in < 0)
+		return -1;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			rc = -1;
+	if (n < 0)
+		rc = -1;
+	close(in);
+	if (close(out) != 0)
+		rc = -1;
+	return rc;
+}
+
+/* Empties an LMDB data directory: the data file, its lock file, lockd's. */
+static void
+clear_dir(const char *dir)
+{
+	static const char *const files[] = { "data.mdb", "lock.mdb",
+	    "lockd.lock" };
+	char path[512];
+	size_t i;
+
+	mkdir(dir, 0700);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+}
+
+/* ---- looking into an image ---------------------------------------------- */
+
+struct inspected {
+	uint64_t hwm;
+	struct chk_record rec[NAMES];
+	int bad;            /* records lockd could not read */
+};
+
+struct load_ctx {
+	struct inspected *out;
+	int64_t offset;
+};
+
+static int
+load_one(void *ctx, const char *name, size_t name_len, const void *val,
+    size_t val_len)
+{
+	struct load_ctx *l = ctx;
+	const unsigned char *p = val;
+	int i;
+
+	for (i = 0; i < NAMES; i++)
+		if (strlen(names[i]) == name_len &&
+		    memcmp(names[i], name, name_len) == 0)
+			break;
+	if (i == NAMES || val_len != RECORD_SIZE || p[0] != 1) {
+		l->out->bad++;
+		return 0;
+	}
+	l->out->rec[i].present = true;
+	l->out->rec[i].fence = get64(p + 8);
+	l->out->rec[i].expiry = (int64_t)get64(p + 32) - l->offset;
+	return 0;
+}
+
+/*
+ * Opens the image in dir with the store (LMDB) in a child process - an
+ * image may crash whoever reads it - and reads every record.  0, or -1
+ * with why.
+ */
+static int
+inspect(const char *dir, struct inspected *out, char *why, size_t why_len)
+{
+	int fds[2], status = 0;
+	int64_t deadline;
+	size_t got = 0;
+	pid_t pid;
+
+	memset(out, 0, sizeof(*out));
+	if (pipe(fds) != 0) {
+		snprintf(why, why_len, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	if ((pid = fork()) == 0) {
+		struct load_ctx l = { out, boot_offset() };
+		char err[512];
+		struct store *s;
+
+		/* Die of what the image does: not into cmocka's handlers,
+		 * nor the harness's watchdog (it would kill the parent's
+		 * lockd). */
+		static const int sigs[] = { SIGBUS, SIGSEGV, SIGILL, SIGFPE,
+		    SIGABRT, SIGALRM };
+		size_t i;
+
+		for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], SIG_DFL);
+		close(fds[0]);
+		alarm(INSPECT_TIMEOUT_MS / 1000);
+		s = store_lmdb_open(dir, IMAGE_MAP_SIZE, err, sizeof(err));
+		if (s == NULL) {
+			if (write(fds[1], err, strlen(err)) < 0)
+				_exit(3);
+			_exit(2);
+		}
+		if (s->ops->load(s, load_one, &l, &out->hwm) != 0) {
+			if (write(fds[1], s->error, strlen(s->error)) < 0)
+				_exit(3);
+			_exit(2);
+		}
+		if (write(fds[1], out, sizeof(*out)) != (ssize_t)sizeof(*out))
+			_exit(3);
+		_exit(0);
+	}
+	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		snprintf(why, why_len, "fork: %s", strerror(errno));
+		return -1;
+	}
+	deadline = wl_now() + INSPECT_TIMEOUT_MS;
+	{
+		char buf[sizeof(*out) + 512];
+		for (;;) {
+			struct pollfd p = { fds[0], POLLIN, 0 };
+			int64_t left = deadline - wl_now();
+			ssize_t n;
+			if (left <= 0 || got == sizeof(buf))
+				break;
+			if (poll(&p, 1, (int)left) <= 0)
+				continue;
+			if ((n = read(fds[0], buf + got, sizeof(buf) - got)) <= 0)
+				break;
+			got += (size_t)n;
+		}
+		close(fds[0]);
+		while (waitpid(pid, &status, WNOHANG) == 0) {
+			if (wl_now() > deadline) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				break;
+			}
+			harness_sleep_ms(1);
+		}
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+		    got == sizeof(*out)) {
+			memcpy(out, buf, sizeof(*out));
+			if (out->bad > 0) {
+				snprintf(why, why_len, "%d unreadable records",
+				    out->bad);
+				return -1;
+			}
+			return 0;
+		}
+		if (WIFSIGNALED(status))
+			snprintf(why, why_len, "reading it died of signal %d",
+			    WTERMSIG(status));
+		else
+			snprintf(why, why_len, "%.*s", (int)(got < 400 ? got :
+			    400), buf);
+		return -1;
+	}
+}
+
+/* ---- the runs ------------------------------------------------------------ */
+
+static void
+set_shim(const char *journal)
+{
+	const char *asan = getenv("ASAN_OPTIONS");
+	char opts[1024];
+
+	setenv("LD_PRELOAD", crash_sibling("powerloss_shim.so"), 1);
+	setenv("LOCKD_PL_JOURNAL", journal, 1);
+	/* An ASan lockd (SANITIZE=1) refuses a library loaded before its
+	 * runtime unless told otherwise. */
+	snprintf(opts, sizeof(opts), "%s%sverify_asan_link_order=0",
+	    asan != NULL ? asan : "", asan != NULL && *asan ? ":" : "");
+	setenv("ASAN_OPTIONS", opts, 1);
+}
+
+static void
+unset_shim(void)
+{
+	unsetenv("LD_PRELOAD");
+	unsetenv("LOCKD_PL_JOURNAL");
+}
+
+/*
+ * `cycles` runs of lockd (lockd-faulty with `fault` when not NULL) under the
+ * shim, each followed by `images` crash images; stop_on_violation ends it
+ * at the first run that found one (the guards).
+ */
+static void
+powerloss(long cycles, long images, uint64_t seed, const char *fault,
+    bool stop_on_violation, struct chk *chk, struct pl_result *res)
+{
+	struct harness_server *s = harness_server_new();
+	struct wl_options o = {
+		.clients = CLIENTS, .names = NAMES,
+		.lease_min_ms = 100, .lease_max_ms = 1000,
+		.wait_max_ms = 300, .think_max_ms = 10,
+		.onclose_percent = 15, .journal_fd = -1,
+	};
+	static struct wl w;
+	char journal[256], base[256], cand[256], img_dir[256], img[256];
+	char data[256], chosen[256];
+	uint64_t rng = seed;
+	bool have_base = false;
+	long cycle;
+
+	memset(res, 0, sizeof(*res));
+	snprintf(journal, sizeof(journal), "%s/journal", s->dir);
+	snprintf(base, sizeof(base), "%s/base.mdb", s->dir);
+	snprintf(cand, sizeof(cand), "%s/candidate.mdb", s->dir);
+	snprintf(chosen, sizeof(chosen), "%s/chosen.mdb", s->dir);
+	snprintf(img_dir, sizeof(img_dir), "%s/image", s->dir);
+	snprintf(img, sizeof(img), "%s/image/data.mdb", s->dir);
+	snprintf(data, sizeof(data), "%s/data.mdb", s->data_dir);
+	wl_init(&w, &o, chk, names, seed * 17 + 3);
+
+	for (cycle = 0; cycle < cycles; cycle++) {
+		struct pl_journal j;
+		int64_t t_kill, died;
+		bool alive, next = false;
+		int jfd, file;
+		long m;
+
+		chk->cycle = (int)cycle;
+		unlink(journal);
+		if ((jfd = open(journal, O_RDONLY | O_CREAT | O_CLOEXEC,
+		    0600)) < 0)
+			fail_msg("journal: %s", strerror(errno));
+		w.opt.journal_fd = jfd;
+		if (fault != NULL)
+			crash_use_faulty(fault);
+		else
+			crash_use_lockd();
+		set_shim(journal);
+		if (cycle == 0)
+			harness_server_start(s, NULL);
+		else
+			harness_server_restart(s);
+		unset_shim();
+		w.port = s->port;
+		/* The recovery of the image the last run left. */
+		if (cycle > 0 && wl_check_status(&w, true) != 0)
+			chk_unrecoverable(chk, "lockd recovered from an image "
+			    "but does not answer STATUS");
+		wl_reconnect(&w, s->port);
+		wl_run(&w, wl_now() + rng_range(&rng, RUN_MIN_MS, RUN_MAX_MS));
+		t_kill = wl_now();
+		alive = crash_alive(s->pid);
+		harness_server_kill(s);
+		died = alive && t_kill > w.alive ? t_kill : w.alive;
+		wl_crash(&w, died);
+		w.opt.journal_fd = -1;
+		close(jfd);
+		res->cycles++;
+
+		if (pl_journal_load(journal, &j) != 0)
+			fail_msg("cannot read the journal %s", journal);
+		res->journal_records += j.count;
+		if ((file = pl_journal_file(&j, "data.mdb")) < 0 ||
+		    j.count == 0)
+			fail_msg("the shim journaled nothing of data.mdb "
+			    "(is %s preloaded?)",
+			    crash_sibling("powerloss_shim.so"));
+		for (m = 0; m < images; m++) {
+			bool full = m % 2 == 0;
+			size_t nops = full ? j.count :
+			    (size_t)rng_range(&rng, 1, (int64_t)j.count);
+			uint64_t jpos = full ? UINT64_MAX : j.ops[nops - 1].end;
+			int64_t cut = j.ops[nops - 1].t_ms;
+			struct pl_image_stats st;
+			struct inspected in;
+			uint64_t found;
+			char why[512], text[700];
+
+			clear_dir(img_dir);
+			if (pl_image_build(&j, nops, (unsigned)file,
+			    have_base ? base : "/nonexistent", img, &rng,
+			    &st) != 0)
+				fail_msg("cannot build an image in %s: %s", img,
+				    strerror(errno));
+			res->images++;
+			res->durable_writes += st.durable;
+			res->volatile_kept += st.volatile_kept;
+			res->volatile_dropped += st.volatile_dropped;
+			res->torn += st.torn;
+			full ? res->full_cuts++ : res->prefix_cuts++;
+			if (full && copy_file(img, cand) != 0)
+				fail_msg("cannot copy %s", img);
+			if (inspect(img_dir, &in, why, sizeof(why)) != 0) {
+				res->unrecoverable++;
+				snprintf(text, sizeof(text), "image (run %ld, %s "
+				    "cut after %zu of %zu records) does not "
+				    "open: %s", cycle, full ? "full" : "prefix",
+				    nops, j.count, why);
+				chk_unrecoverable(chk, text);
+				continue;
+			}
+			found = chk_image(chk, (int)cycle, jpos, cut, in.rec,
+			    in.hwm);
+			/* The first good image of where lockd died is what
+			 * the next run starts from. */
+			if (full && found == 0 && !next) {
+				if (copy_file(cand, chosen) != 0)
+					fail_msg("cannot copy %s", cand);
+				next = true;
+			}
+		}
+		pl_journal_free(&j);
+		if (stop_on_violation && chk_violations(chk) > 0)
+			break;
+		if (!next)
+			fail_msg("run %ld left no image lockd can start from",
+			    cycle);
+		clear_dir(s->data_dir);
+		if (copy_file(chosen, data) != 0 || copy_file(chosen, base) != 0)
+			fail_msg("cannot copy %s", chosen);
+		have_base = true;
+	}
+	if (!stop_on_violation || chk_violations(chk) == 0) {
+		/* The real lockd, no shim, on what the last failure left. */
+		chk->cycle = (int)cycle;
+		crash_use_lockd();
+		harness_server_restart(s);
+		w.port = s->port;
+		if (wl_check_status(&w, true) != 0)
+			chk_unrecoverable(chk, "lockd does not answer STATUS "
+			    "after the last power failure");
+		harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
+	}
+	chk_finish(chk);
+	res->wl = w.stats;
+	wl_close(&w);
+	unlink(journal);
+}
+
+static void
+print_result(const char *label, uint64_t seed, const struct pl_result *r,
+    const struct chk *chk)
+{
+	printf("%s: seed=%llu runs=%ld images=%ld (at the death: %ld, at a "
+	    "random journal record: %ld) unrecoverable=%ld journal "
+	    "records=%llu writes kept as synced=%llu unsynced kept=%llu "
+	    "dropped=%llu torn=%llu granted=%llu renewed=%llu "
+	    "released=%llu\n", label, (unsigned long long)seed, r->cycles,
+	    r->images, r->full_cuts, r->prefix_cuts, r->unrecoverable,
+	    (unsigned long long)r->journal_records,
+	    (unsigned long long)r->durable_writes,
+	    (unsigned long long)r->volatile_kept,
+	    (unsigned long long)r->volatile_dropped,
+	    (unsigned long long)r->torn,
+	    (unsigned long long)r->wl.granted,
+	    (unsigned long long)r->wl.renewed,
+	    (unsigned long long)r->wl.released);
+	chk_print_stats(chk, stdout, "  ");
+	printf("  rewinds=%llu forgotten=%llu\n",
+	    (unsigned long long)chk->stats.violations[CHK_REWIND],
+	    (unsigned long long)chk->stats.violations[CHK_FORGOTTEN]);
+}
+
+static void
+test_powerloss_images_keep_every_told_grant(void **state)
+{
+	static struct chk chk;
+	struct pl_result r;
+
+	(void)state;
+	alarm((unsigned)(60 + args.cycles * (5 + args.images / 2)));
+	chk_init(&chk, NAMES, names, stdout, wl_now());
+	powerloss(args.cycles, args.images, args.seed, NULL, false, &chk, &r);
+	print_result("power loss", args.seed, &r, &chk);
+	if (chk_violations(&chk) != 0 || r.wl.unexpected != 0)
+		fail_msg("power loss failed; replay with --seed %llu --cycles "
+		    "%ld --images %ld", (unsigned long long)args.seed,
+		    args.cycles, args.images);
+	assert_true(r.images > 0);
+	assert_true(chk.stats.durable_checks > 0);
+	chk_free(&chk);
+}
+
+static void
+guard(const char *fault, uint64_t seed)
+{
+	static struct chk chk;
+	struct pl_result r;
+	char label[64];
+
+	alarm(60 + GUARD_CYCLES * 10);
+	chk_init(&chk, NAMES, names, stdout, wl_now());
+	chk.report_limit = 2;   /* what it caught, in short */
+	powerloss(GUARD_CYCLES, args.images, seed, fault, true, &chk, &r);
+	snprintf(label, sizeof(label), "power loss guard (%s)", fault);
+	print_result(label, seed, &r, &chk);
+	if (chk_violations(&chk) == 0)
+		fail_msg("the power-loss test did not catch lockd-faulty %s",
+		    fault);
+	chk_free(&chk);
+}
+
+static void
+test_powerloss_catches_lmdb_without_fsync(void **state)
+{
+	(void)state;
+	guard("nosync", args.seed + 1);
+}
+
+static void
+test_powerloss_catches_replies_sent_before_their_commit(void **state)
+{
+	(void)state;
+	guard("early_reply", args.seed + 2);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		HARNESS_TEST(test_powerloss_images_keep_every_told_grant),
+		HARNESS_TEST(test_powerloss_catches_lmdb_without_fsync),
+		HARNESS_TEST(
+		    test_powerloss_catches_replies_sent_before_their_commit),
+	};
+
+	crash_init(argv[0]);
+	crash_parse_args(&argc, argv, &args);
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return cmocka_run_group_tests_name("crash_powerloss", tests, NULL,
+	    NULL);
+}

@@ -1,0 +1,110 @@
+/*
+ * workload.h - the clients of the crash tests: a bounded number of raw
+ * protocol connections driven from one poll loop, each with at most one
+ * request outstanding, mixing ACQUIRE (with and without a wait), TRY,
+ * RENEW, RELEASE (also with stale handles), STATUS and connection closes on
+ * a small set of names with short leases.  Every request and every reply is
+ * fed to the checker (checker.h) with the times it was sent and read.
+ *
+ * lockd may die under it at any moment: a connection that ends is left
+ * broken until wl_crash() settles what was in flight as unknown, and
+ * wl_reconnect() connects the clients to the next lockd.  Keep leases
+ * survive a crash: their clients go on renewing and releasing them.
+ * Every choice comes from the seed; every wait is bounded.
+ */
+#ifndef LOCKD_TESTS_CRASH_WORKLOAD_H
+#define LOCKD_TESTS_CRASH_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tests/crash/checker.h"
+
+#define WL_MAX_CLIENTS 128
+
+struct wl_options {
+	int clients;             /* <= WL_MAX_CLIENTS */
+	int names;               /* <= CHK_MAX_NAMES */
+	int64_t lease_min_ms, lease_max_ms;
+	int64_t wait_max_ms;     /* ACQUIRE wait=; 1 in 10 waits for ever */
+	int64_t think_max_ms;    /* pause between requests of a free client */
+	int onclose_percent;     /* grants asked with onclose=release */
+	int journal_fd;          /* power loss: its size is read with each
+	                          * reply; -1: none */
+};
+
+enum wl_request {
+	WL_NONE,
+	WL_ACQUIRE,
+	WL_TRY,
+	WL_RENEW,
+	WL_RELEASE,
+	WL_STATUS
+};
+
+struct wl_client {
+	int fd;                  /* -1: not connected */
+	bool broken;             /* the connection ended under us */
+	char in[4096];
+	size_t in_len;
+	enum wl_request req;     /* the request outstanding */
+	int req_name;
+	int64_t req_sent, req_lease;
+	bool req_onclose;
+	struct chk_ref req_ref;  /* RENEW, RELEASE */
+	int64_t holding;         /* the grant this client holds; -1: none */
+	int64_t last_grant;      /* for a RELEASE with a stale handle */
+	int64_t next_at;         /* when to send the next request */
+};
+
+struct wl_stats {
+	uint64_t requests, replies;
+	uint64_t granted, held, timeouts, renewed, conflicts, released,
+	    notheld, unavailable, statuses, closes, unknown;
+	uint64_t unexpected;     /* a reply no request of ours should get */
+};
+
+struct wl {
+	struct wl_options opt;
+	struct chk *chk;
+	const char *const *names;
+	int port;
+	uint64_t rng;
+	int64_t alive;           /* lockd certainly ran at this instant */
+	struct wl_client c[WL_MAX_CLIENTS];
+	struct wl_stats stats;
+};
+
+void wl_init(struct wl *w, const struct wl_options *opt, struct chk *chk,
+    const char *const *names, uint64_t seed);
+
+/* Connects every client that is not connected; returns how many are. */
+int wl_reconnect(struct wl *w, int port);
+
+/*
+ * Runs the clients until `until` (CLOCK_MONOTONIC ms) or until every
+ * connection has ended, whichever comes first.
+ */
+void wl_run(struct wl *w, int64_t until);
+
+/*
+ * lockd died, at `died` at the earliest: settles every request in flight as
+ * unknown, ends the onclose=release leases at `died`, closes every
+ * connection.
+ */
+void wl_crash(struct wl *w, int64_t died);
+
+/*
+ * Sends STATUS for every name on a connection of its own and feeds the
+ * replies to the checker (after_restart: see chk_status).  0, or -1 when
+ * lockd did not answer.
+ */
+int wl_check_status(struct wl *w, bool after_restart);
+
+/* Closes everything (a clean end of the test). */
+void wl_close(struct wl *w);
+
+/* CLOCK_MONOTONIC milliseconds. */
+int64_t wl_now(void);
+
+#endif
