@@ -6,6 +6,7 @@
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
 #   make soak       the long crash, power-loss and fencing runs
+#   make lint       cppcheck and clang-tidy; make valgrind: memcheck of lockd
 #   make clean
 #
 # SANITIZE=1 builds everything with ASan and UBSan.
@@ -387,8 +388,121 @@ fuzz:
 fuzz-smoke: $(FUZZ_PROTO)
 	@$(call fuzz_proto_run,20)
 
+# --- hostile input, valgrind, lint ------------------------------------------
+# make abuse / soak-abuse: thousands of connections, slowloris, a client that
+# never reads, random bytes, a million names, a full map, wall-clock steps.
+# fuzz-smoke-all (in make test), fuzz-service, fuzz-guard; make valgrind (the
+# integration tests with lockd under memcheck); make lint (cppcheck and
+# clang-tidy, configuration in .clang-tidy and tests/abuse/cppcheck.*).
+# --- the abuse programs -----------------------------------------------------
+# They start the real lockd through the integration harness, like the
+# integration tests, and include nothing of daemon/.
+ABUSE_SRC      := $(wildcard tests/abuse/test_*.c)
+ABUSE_TEST_BIN := $(ABUSE_SRC:tests/abuse/test_%.c=$(B)/tests/abuse_%)
+
+$(B)/tests/abuse_%: $(B)/tests/abuse/test_%.o $(B)/tests/abuse/abuse.o \
+    $(B)/tests/integration/harness.o $(B)/libproto.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
+
+.PHONY: abuse soak-abuse
+abuse: $(B)/lockd $(ABUSE_TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(ABUSE_TEST_BIN)
+
+soak-abuse: $(B)/lockd $(ABUSE_TEST_BIN)
+	@ABUSE_SCALE=4 LOCKD_BIN=$(abspath $(B)/lockd) \
+	    tools/run-tests.sh $(ABUSE_TEST_BIN)
+
+# --- the request-layer fuzzer ----------------------------------------------
+# fuzz_service drives daemon/service.c (not libuv) over the in-memory store;
+# see the comment at its top.  UBSan findings are fatal here, so they count
+# as crashes.  Seeds: tests/fuzz/corpus/service (tests/fuzz/make_service_seeds.py
+# writes them).
+FUZZ_SERVICE     := build-fuzz/fuzz_service
+FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
+                    daemon/store.c daemon/metrics.c daemon/log.c \
+                    tests/lib/store_mem.c $(CORE_SRC) $(PROTO_SRC)
+FUZZ_SMOKE_SECONDS ?= 25
+FUZZ_GUARD_SECONDS ?= 120
+
+$(FUZZ_SERVICE): $(FUZZ_SERVICE_SRC) $(wildcard core/*.h proto/*.h \
+    daemon/*.h tests/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
+	    $(FUZZ_SERVICE_SRC) -o $@
+
+# tests/fuzz/run-fuzz.sh NAME BINARY CORPUS SECONDS: a throwaway copy of the
+# seeds, artifacts in build-fuzz/, one summary line with the executions.
+.PHONY: fuzz-service fuzz-smoke-all fuzz-guard
+fuzz-service: $(FUZZ_SERVICE)
+	@tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
+	    tests/fuzz/corpus/service $(FUZZ_SECONDS)
+fuzz: fuzz-service
+
+fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE)
+	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
+	    $(FUZZ_SMOKE_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
+	    tests/fuzz/corpus/service $(FUZZ_SMOKE_SECONDS)
+
+fuzz-guard: $(FUZZ_SERVICE)
+	@tests/fuzz/run-fuzz.sh --guard service $(FUZZ_SERVICE) \
+	    tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)
+
+# --- valgrind -----------------------------------------------------------------
+# The integration tests with LOCKD_BIN pointing at a wrapper that execs
+# lockd under memcheck (so the PID the harness signals is lockd's).  The
+# verdict is memcheck's: every lockd that exits by itself must report no
+# error and no definite or indirect leak (tests/abuse/valgrind-report.sh).
+# HARNESS_SLOW stretches the harness's time limits and HARNESS_STOP_GENTLY
+# ends each test's lockd with SIGTERM, so that it reports.  The tests' own
+# results are shown but do not decide: a few time leases of 300 ms, which a
+# lockd 20-50 times slower cannot keep.
+VALGRIND_LOGS := $(B)/valgrind
+
+.PHONY: valgrind
+valgrind: $(B)/lockd $(INTEG_BIN)
+	@command -v valgrind >/dev/null || \
+	    { echo "valgrind: apt-get install valgrind" >&2; exit 1; }
+	@rm -rf $(VALGRIND_LOGS) && mkdir -p $(VALGRIND_LOGS)
+	@VALGRIND_LOG_DIR=$(abspath $(VALGRIND_LOGS)) \
+	 LOCKD_REAL_BIN=$(abspath $(B)/lockd) \
+	 LOCKD_BIN=$(abspath tests/abuse/valgrind-lockd.sh) HARNESS_SLOW=4 \
+	 HARNESS_STOP_GENTLY=1 tools/run-tests.sh $(INTEG_BIN) \
+	    >$(VALGRIND_LOGS)/tests.out 2>&1; \
+	 grep -E '^(failed programs|programs):' $(VALGRIND_LOGS)/tests.out | \
+	    sed 's/^/valgrind: integration tests under memcheck: /'; \
+	 tests/abuse/valgrind-report.sh $(VALGRIND_LOGS)
+
+# --- lint -------------------------------------------------------------------
+# cppcheck and clang-tidy with the checked-in configuration: .clang-tidy at
+# the top (the checks, and why some are off), tests/abuse/cppcheck.cfg (the
+# flags) and tests/abuse/cppcheck-suppressions (false positives, each with
+# its reason).  Any finding fails the target.
+LINT_DIRS := core proto daemon client
+LINT_SRC   = $(wildcard $(addsuffix /*.c,$(LINT_DIRS)))
+
+.PHONY: lint lint-cppcheck lint-clang-tidy
+lint: lint-cppcheck lint-clang-tidy
+	@echo "lint: cppcheck and clang-tidy clean over $(LINT_DIRS)"
+
+lint-cppcheck:
+	cppcheck $(shell grep -v '^\#' tests/abuse/cppcheck.cfg) \
+	    --suppressions-list=tests/abuse/cppcheck-suppressions \
+	    -I. $(LINT_DIRS)
+
+lint-clang-tidy:
+	@mkdir -p $(B)
+	@status=0; printf '%s\n' $(LINT_SRC) | xargs -P2 -I{} \
+	    clang-tidy --quiet {} -- $(STD) -I. $(UV_CFLAGS) $(LMDB_CFLAGS) \
+	    $(SYSTEMD_CFLAGS) >$(B)/clang-tidy.out 2>&1 || status=$$?; \
+	 grep -v 'warnings\{0,1\} generated\.$$' $(B)/clang-tidy.out; \
+	 echo "clang-tidy: $(words $(LINT_SRC)) files, exit $$status"; \
+	 exit $$status
+
 # --- the test run ------------------------------------------------------------
-test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) \
+test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN) \
+	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)"

@@ -121,7 +121,8 @@ parse_int(const char *s, long min, long max, long *out)
 	long v;
 
 	errno = 0;
-	v = strtol(s, &end, 10);
+	/* s is an argv string, never NULL (the analyzer cannot see that). */
+	v = strtol(s, &end, 10); /* NOLINT(clang-analyzer-core.NonNullParamChecker) */
 	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
 		return false;
 	*out = v;

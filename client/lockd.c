@@ -518,7 +518,9 @@ lockd__append(lockd_context *c, const struct proto_request *req,
 
 	p = &s->pending[s->first + s->count++];
 	memset(p, 0, sizeof(*p));
-	p->command = (lockd_command)req->command;
+	/* req was filled by the caller's append (the analyzer cannot follow
+	 * it through the function pointer). */
+	p->command = (lockd_command)req->command; /* NOLINT(clang-analyzer-core.uninitialized.Assign) */
 	p->wait_ms = req->has_wait ? req->wait_ms : LOCKD_WAIT_FOREVER;
 	if (req->command != PROTO_CMD_ACQUIRE)
 		p->wait_ms = 0;
@@ -714,7 +716,7 @@ lockd__read_some(lockd_context *c)
 		s->in_pos = 0;
 	}
 	if (s->in_cap - s->in_len < LOCKD__READ_CHUNK) {
-		cap = s->in_cap == 0 ? 2 * LOCKD__READ_CHUNK : s->in_cap * 2;
+		cap = s->in_cap == 0 ? (size_t)2 * LOCKD__READ_CHUNK : s->in_cap * 2;
 		if ((p = realloc(s->in, cap)) == NULL)
 			return lockd__fail(c, LOCKD_ERR_OOM,
 			    "out of memory for replies");

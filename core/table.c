@@ -50,8 +50,8 @@ void
 core_config_defaults(struct core_config *config)
 {
 	memset(config, 0, sizeof(*config));
-	config->default_lease_ms = 30 * 1000;
-	config->max_lease_ms = 5 * 60 * 1000;
+	config->default_lease_ms = (int64_t)30 * 1000;
+	config->max_lease_ms = (int64_t)5 * 60 * 1000;
 	config->secret = secret_zero;
 	config->realloc = realloc;
 	config->free = free;

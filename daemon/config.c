@@ -323,7 +323,7 @@ defaults(struct config *cfg)
 		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s",
 		    CONFIG_DEFAULT_DATA_DIR);
 	cfg->default_lease_ms = 0;   /* not set: 30 s, capped to max-lease */
-	cfg->max_lease_ms = 5 * 60 * 1000;
+	cfg->max_lease_ms = (int64_t)5 * 60 * 1000;
 	cfg->max_connections = CONFIG_DEFAULT_MAX_CONNECTIONS;
 	cfg->max_line = PROTO_LINE_MAX_DEFAULT;
 	cfg->max_output = CONFIG_DEFAULT_MAX_OUTPUT;

@@ -164,9 +164,7 @@ flush_conn(struct conn *c)
 		}
 		return;
 	}
-	if (c->sc.quit && c->sc.slots_head == NULL)
-		conn_close(c);
-	else if (c->srv->stopping && c->sc.slots_head == NULL)
+	if ((c->sc.quit || c->srv->stopping) && c->sc.slots_head == NULL)
 		conn_close(c);
 }
 
@@ -330,8 +328,23 @@ maybe_finish(struct server *srv)
 	uv_close((uv_handle_t *)&srv->timer, NULL);
 	uv_close((uv_handle_t *)&srv->check, NULL);
 	uv_close((uv_handle_t *)&srv->grace, NULL);
-	uv_close((uv_handle_t *)&srv->sigterm, NULL);
-	uv_close((uv_handle_t *)&srv->sigint, NULL);
+	/* Closing the handlers gives SIGTERM and SIGINT their default action
+	 * back: one more during the last steps (a second `kill`) would kill
+	 * lockd with status 143.  They are blocked while the handlers close
+	 * and ignored after; the next server_init installs handlers again. */
+	{
+		sigset_t stop, old;
+
+		sigemptyset(&stop);
+		sigaddset(&stop, SIGTERM);
+		sigaddset(&stop, SIGINT);
+		sigprocmask(SIG_BLOCK, &stop, &old);
+		uv_close((uv_handle_t *)&srv->sigterm, NULL);
+		uv_close((uv_handle_t *)&srv->sigint, NULL);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+	}
 }
 
 static void
@@ -471,6 +484,7 @@ listen_passed(struct server *srv, int count)
 
 	for (i = 0; i < count; i++) {
 		fd = 3 + i;
+		memset(&addr, 0, sizeof(addr));
 		len = sizeof(addr);
 		if (getsockname(fd, (struct sockaddr *)&addr, &len) != 0)
 			return UV_EBADF;

@@ -405,9 +405,9 @@ proto_scan_duration(const char *s, size_t len, int64_t *ms)
 	else if (proto_equal_nocase(s + i, rest, "s"))
 		unit = 1000;
 	else if (proto_equal_nocase(s + i, rest, "m"))
-		unit = 60 * 1000;
+		unit = (uint64_t)60 * 1000;
 	else if (proto_equal_nocase(s + i, rest, "h"))
-		unit = 3600 * 1000;
+		unit = (uint64_t)3600 * 1000;
 	if (i == (negative ? 1u : 0u) || unit == 0)
 		status = PROTO_DURATION_MALFORMED;
 	else if (negative)

@@ -89,6 +89,21 @@ shown(const char *s)
 
 /* ---- time --------------------------------------------------------------- */
 
+int
+harness_slow(void)
+{
+	static int factor;
+	const char *env;
+
+	if (factor == 0) {
+		env = getenv("HARNESS_SLOW");
+		factor = env != NULL ? atoi(env) : 1;
+		if (factor < 1 || factor > 100)
+			factor = 1;
+	}
+	return factor;
+}
+
 int64_t
 harness_now_ms(void)
 {
@@ -307,6 +322,10 @@ cleanup_all(void)
 		struct harness_server *s = servers[i];
 		if (s == NULL)
 			continue;
+		/* HARNESS_STOP_GENTLY (make valgrind): SIGTERM first, so a
+		 * lockd under memcheck exits by itself and reports. */
+		if (s->pid > 0 && getenv("HARNESS_STOP_GENTLY") != NULL)
+			harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
 		if (s->pid > 0)
 			kill_and_reap(s->pid);
 		for (j = 0; j < s->nflags; j++)
@@ -414,6 +433,7 @@ launch(const char *file, int line, struct harness_server *s)
 {
 	char *argv[HARNESS_MAX_FLAGS + 8];
 	static char log[LOG_READ_MAX];
+	char unix_needle[200], metrics_needle[64];
 	int64_t deadline;
 	off_t offset;
 	int argc = 0, i, status;
@@ -442,12 +462,26 @@ launch(const char *file, int line, struct harness_server *s)
 	}
 	s->pid = pid;
 	watch(pid);
+	/* lockd logs its TCP listener first: a --unix socket or a metrics
+	 * listener asked for is waited for too, so no test races them. */
+	unix_needle[0] = metrics_needle[0] = '\0';
+	for (i = 0; i + 1 < s->nflags; i++) {
+		if (strcmp(s->flags[i], "--unix") == 0)
+			snprintf(unix_needle, sizeof(unix_needle),
+			    "listening on %s", s->flags[i + 1]);
+		if (strcmp(s->flags[i], "--metrics-listen") == 0)
+			snprintf(metrics_needle, sizeof(metrics_needle),
+			    "event=listen metrics=");
+	}
 	deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
 	for (;;) {
 		const char *at;
 
 		read_file(s->log_path, offset, log, sizeof(log));
-		if ((at = strstr(log, "listening on 127.0.0.1:")) != NULL) {
+		if ((at = strstr(log, "listening on 127.0.0.1:")) != NULL &&
+		    (unix_needle[0] == '\0' || strstr(log, unix_needle)) &&
+		    (metrics_needle[0] == '\0' ||
+		    strstr(log, metrics_needle))) {
 			s->port = atoi(at + strlen("listening on 127.0.0.1:"));
 			if (s->port > 0)
 				return;

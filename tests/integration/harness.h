@@ -27,11 +27,16 @@
 
 #include "proto/proto.h"
 
-/* Time limits, in milliseconds. */
-#define HARNESS_START_TIMEOUT_MS 5000  /* until "listening on" is logged */
-#define HARNESS_STOP_TIMEOUT_MS 5000   /* until a stopped lockd exits */
-#define HARNESS_REPLY_TIMEOUT_MS 3000  /* for a reply that is due now */
-#define HARNESS_TEST_TIMEOUT_S 40      /* the watchdog, per test */
+/*
+ * Time limits, in milliseconds.  Each is multiplied by harness_slow(): the
+ * integer in HARNESS_SLOW (default 1), for a lockd that runs slowly, e.g.
+ * under valgrind (make valgrind).
+ */
+int harness_slow(void);
+#define HARNESS_START_TIMEOUT_MS (5000 * harness_slow())  /* "listening on" */
+#define HARNESS_STOP_TIMEOUT_MS (5000 * harness_slow())   /* a stopped lockd */
+#define HARNESS_REPLY_TIMEOUT_MS (3000 * harness_slow())  /* a reply due now */
+#define HARNESS_TEST_TIMEOUT_S (40 * harness_slow())      /* the watchdog */
 
 /*
  * lockd and the tests both count whole milliseconds, so an interval measured

@@ -24,7 +24,7 @@
 /* How long a clean stop of idle, reading clients may take. */
 #define PROMPT_STOP_MS 1500
 /* How long a refusal to start may take. */
-#define PROMPT_EXIT_MS 2000
+#define PROMPT_EXIT_MS (2000 * harness_slow())
 
 static void
 stop_answers_waiters_shutdown_and_exits_zero(int sig)

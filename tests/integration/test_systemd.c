@@ -147,7 +147,7 @@ stop(pid_t pid)
 	int status, i;
 
 	kill(pid, SIGTERM);
-	for (i = 0; i < 500; i++) {
+	for (i = 0; i < 500 * harness_slow(); i++) {
 		if (waitpid(pid, &status, WNOHANG) == pid)
 			return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 		harness_sleep_ms(10);

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of fuzz_service (tests/fuzz/corpus/service/).
+
+Each seed is a small scenario in the target's input encoding (see the
+comment at the top of tests/fuzz/fuzz_service.c): three configuration
+bytes, then operations.  Run from the repository root; the seeds are
+checked in, so this is only needed when the encoding changes.
+"""
+import os
+
+ACQUIRE, TRY, RENEW, RELEASE, STATUS, PING, QUIT, HELP, STATS = range(9)
+
+
+def op(code, c=0, extra=0):
+    return bytes([((c & 3) << 4) | code | extra])
+
+
+def opn(c): return op(0, c)
+def close(c): return op(1, c)
+def raw(c, data): return op(2, c) + bytes([len(data)]) + data
+
+
+def req(c, cmd, name=0, lease=0, wait=0, onclose=None, handle=0, style=0):
+    o = lease | (wait << 3)
+    if onclose is not None:
+        o |= 0x40 | (0x80 if onclose else 0)
+    return op(3, c) + bytes([cmd, name, o, handle, style])
+
+
+def feed(c, n=0): return op(5, c) + bytes([n])
+def adv(ms): return op(6) + bytes([ms])
+def advbig(k): return op(7) + bytes([k])
+def tick(): return op(8)
+def endp(): return op(9)
+def commit(): return op(10)
+def fault(b): return op(11) + bytes([b])
+def read(c, n=0): return op(12, c) + bytes([n])
+def wall(b): return op(13) + bytes([b])
+def restart(clean, reboot=False):
+    return op(14, 0, (0x40 if clean else 0) | (0x80 if reboot else 0))
+def commit_if_due(): return op(4)
+def half_close(c): return op(1, c, 0x40)
+def pass_(): return op(15)
+
+
+cfg = bytes([0x0b, 0x00, 0x00])   # lease 2000 ms, max 2100 ms
+seeds = {
+    'contend': cfg + opn(0) + opn(1) + req(0, ACQUIRE, 0, lease=5) + feed(0)
+    + pass_() + req(1, ACQUIRE, 0, wait=5) + feed(1) + pass_() + advbig(3)
+    + pass_() + req(0, RELEASE, 0) + feed(0) + pass_() + req(1, STATUS, 0)
+    + feed(1) + pass_() + advbig(40) + pass_(),
+    'pipeline': cfg + opn(0)
+    + b''.join(req(0, c, 1, lease=4)
+               for c in (ACQUIRE, TRY, STATUS, PING, HELP, STATS))
+    + req(0, RENEW, 1) + req(0, RELEASE, 1) + feed(0, 7) + feed(0, 30)
+    + feed(0) + pass_() + pass_(),
+    'store-fail': cfg + opn(0) + opn(1) + fault(3) + req(0, ACQUIRE, 2, lease=6)
+    + feed(0) + pass_() + pass_() + req(1, TRY, 2) + feed(1) + pass_()
+    + fault(2) + req(0, ACQUIRE, 2) + feed(0) + pass_() + fault(2) + pass_(),
+    'crash': cfg + opn(0) + req(0, ACQUIRE, 0, lease=6)
+    + req(0, TRY, 1, lease=5, onclose=True) + feed(0) + pass_()
+    + restart(False) + opn(1) + req(1, STATUS, 0) + req(1, STATUS, 1)
+    + feed(1) + pass_() + wall(200) + restart(True) + opn(2)
+    + req(2, STATUS, 0) + feed(2) + pass_(),
+    'clean-stop': cfg + opn(0) + opn(1) + req(0, ACQUIRE, 0) + feed(0)
+    + pass_() + req(1, ACQUIRE, 0) + feed(1) + pass_() + restart(True)
+    + opn(0) + req(0, STATUS, 0) + feed(0) + pass_(),
+    'garbage': bytes([0x40, 0, 0]) + opn(0)
+    + raw(0, b'ACQUIRE\x00x\nTRY a lease=-5\nRELEASE a 0-0\nFOO\n'
+          + b'x' * 80 + b'\nPING\r\n')
+    + feed(0, 3) + feed(0) + pass_() + raw(0, b'A' * 100) + feed(0)
+    + raw(0, b'\nPING\n') + feed(0) + pass_(),
+    'no-reader': bytes([0x30, 0, 0]) + opn(0) + opn(1)
+    + b''.join(req(0, HELP) for _ in range(12)) + feed(0) + endp()
+    + req(1, PING) + feed(1) + pass_() + read(0, 10) + pass_(),
+    'timeouts': cfg + opn(0) + opn(1) + opn(2) + req(0, ACQUIRE, 3, lease=6)
+    + feed(0) + pass_() + req(1, ACQUIRE, 3, wait=3)
+    + req(2, ACQUIRE, 3, wait=4) + feed(1) + feed(2) + pass_() + adv(20)
+    + tick() + pass_() + adv(100) + pass_()
+    + req(0, RENEW, 3, lease=2) + feed(0) + pass_(),
+    'overflow': bytes([0x0b, 0, 0x07]) + opn(0)
+    + b''.join(req(0, TRY, i % 5, lease=2) for i in range(10)) + feed(0)
+    + pass_(),
+    'limits': bytes([0x0b, 0x15, 0]) + opn(0) + opn(1)
+    + b''.join(req(0, TRY, i) for i in range(4)) + feed(0) + pass_()
+    + b''.join(req(1, ACQUIRE, i) for i in range(4)) + feed(1) + pass_(),
+    'onclose': cfg + opn(0) + opn(1) + req(0, ACQUIRE, 0, onclose=True)
+    + feed(0) + pass_() + req(1, ACQUIRE, 0) + feed(1) + pass_() + close(0)
+    + pass_() + req(1, STATUS, 0) + feed(1) + pass_(),
+    'alloc-fail': cfg + opn(0) + fault(12) + req(0, ACQUIRE, 0)
+    + req(0, ACQUIRE, 1) + feed(0) + pass_() + fault(8) + req(0, TRY, 2)
+    + feed(0) + pass_(),
+    'wall-steps': cfg + opn(0) + req(0, ACQUIRE, 0, lease=6) + feed(0)
+    + pass_() + wall(255) + restart(False) + wall(0) + opn(0)
+    + req(0, STATUS, 0) + feed(0) + pass_() + adv(200) + pass_(),
+    'quit': cfg + opn(0) + opn(1) + req(1, ACQUIRE, 0) + feed(1) + pass_()
+    + req(0, ACQUIRE, 0) + req(0, QUIT) + req(0, PING) + feed(0) + pass_()
+    + advbig(200) + pass_(),
+    'reboot': cfg + opn(0) + req(0, ACQUIRE, 0, lease=6) + feed(0) + pass_()
+    + req(0, TRY, 1, lease=5) + feed(0) + pass_() + wall(140)
+    + restart(False, reboot=True) + opn(1) + req(1, STATUS, 0)
+    + req(1, STATUS, 1) + feed(1) + pass_() + advbig(40) + pass_(),
+    'half-close': cfg + opn(0) + opn(1) + req(0, TRY, 2) + req(0, PING)
+    + feed(0) + half_close(0) + pass_() + req(1, ACQUIRE, 2, wait=6)
+    + feed(1) + half_close(1) + pass_(),
+}
+
+out = 'tests/fuzz/corpus/service'
+os.makedirs(out, exist_ok=True)
+for name, data in seeds.items():
+    with open(os.path.join(out, name), 'wb') as f:
+        f.write(data)
+print(f'{len(seeds)} seeds in {out}')
