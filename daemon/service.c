@@ -44,37 +44,17 @@ struct service_slot {
 	(sizeof("ERR UNAVAILABLE " UNAVAILABLE_TEXT "\r\n") - 1)
 
 static void
-put64(unsigned char *p, uint64_t v)
-{
-	int i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-static void
 record_encode(const struct service *svc, const struct core_record *rec,
     core_time now, int64_t wall_now, unsigned char out[RECORD_SIZE])
 {
 	memset(out, 0, RECORD_SIZE);
 	out[0] = RECORD_VERSION;
 	out[1] = rec->onclose_release ? 1 : 0;
-	put64(out + 8, rec->fence);
-	put64(out + 16, rec->secret);
-	put64(out + 24, (uint64_t)rec->lease_ms);
-	put64(out + 32, (uint64_t)rec->expiry);
-	put64(out + 40, (uint64_t)(wall_now + (rec->expiry - now)));
+	store_put_u64(out + 8, rec->fence);
+	store_put_u64(out + 16, rec->secret);
+	store_put_u64(out + 24, (uint64_t)rec->lease_ms);
+	store_put_u64(out + 32, (uint64_t)rec->expiry);
+	store_put_u64(out + 40, (uint64_t)(wall_now + (rec->expiry - now)));
 	memcpy(out + 48, svc->clock.boot_id, 16);
 }
 
@@ -95,15 +75,15 @@ record_decode(const struct service *svc, const void *val, size_t len,
 		return false;
 	memset(rec, 0, sizeof(*rec));
 	rec->onclose_release = (p[1] & 1) != 0;
-	rec->fence = get64(p + 8);
-	rec->secret = get64(p + 16);
-	rec->lease_ms = (int64_t)get64(p + 24);
+	rec->fence = store_get_u64(p + 8);
+	rec->secret = store_get_u64(p + 16);
+	rec->lease_ms = (int64_t)store_get_u64(p + 24);
 	if (rec->fence == 0 || rec->fence > CORE_FENCE_MAX)
 		return false;
 	if (memcmp(p + 48, svc->clock.boot_id, 16) == 0) {
-		rec->expiry = (core_time)get64(p + 32);
+		rec->expiry = (core_time)store_get_u64(p + 32);
 	} else {
-		int64_t left = (int64_t)get64(p + 40) - wall_now;
+		int64_t left = (int64_t)store_get_u64(p + 40) - wall_now;
 		rec->expiry = now + (left < 0 ? 0 : left);
 	}
 	if (rec->expiry > now + max)

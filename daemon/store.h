@@ -27,6 +27,27 @@ struct store_batch {
 
 enum store_op { STORE_PUT = 1, STORE_DEL = 2 };
 
+/* The stored integers: 8 bytes, little-endian, whatever the machine. */
+static inline void
+store_put_u64(unsigned char *p, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint64_t
+store_get_u64(const unsigned char *p)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
 struct store;
 struct store_ops {
 	/* Applies the batch atomically and durably (fsync'd) or not at all. */

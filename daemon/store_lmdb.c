@@ -30,26 +30,6 @@ struct store_lmdb {
 
 static const char hwm_key[] = "hwm";
 
-static void
-put_u64(unsigned char *p, uint64_t v)
-{
-	int i;
-
-	for (i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t
-get_u64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 static int
 fail(struct store_lmdb *s, const char *what, int rc)
 {
@@ -87,7 +67,7 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 			goto abort;
 	}
 	if (batch->has_hwm) {
-		put_u64(hwm, batch->hwm);
+		store_put_u64(hwm, batch->hwm);
 		k.mv_data = (void *)hwm_key;
 		k.mv_size = sizeof(hwm_key) - 1;
 		v.mv_data = hwm;
@@ -149,7 +129,7 @@ lmdb_load(struct store *base,
 	k.mv_size = sizeof(hwm_key) - 1;
 	rc = mdb_get(txn, s->meta, &k, &v);
 	if (rc == 0 && v.mv_size == 8)
-		*hwm = get_u64(v.mv_data);
+		*hwm = store_get_u64(v.mv_data);
 	else if (rc != 0 && rc != MDB_NOTFOUND)
 		goto abort;
 	if ((rc = mdb_cursor_open(txn, s->leases, &cur)) != 0)
