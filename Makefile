@@ -234,8 +234,6 @@ $(B)/tests/client_%: $(B)/tests/client/test_%.o \
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
 
-# The test objects are intermediate to make; keep them for quick rebuilds.
-.SECONDARY: $(CLIENT_TEST_SRC:%.c=$(B)/%.o) $(CLIENT_TEST_LIB:%.c=$(B)/%.o)
 
 # --- deterministic simulation ----------------------------------------------
 # build/tests/sim runs the daemon's service layer (not libuv) under simulated

@@ -19,6 +19,7 @@ bad() { echo "FAILED: $1"; failed=$((failed + 1)); }
 
 tmp=$(mktemp -d)
 pid=""
+out=""
 cleanup() {
 	[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
 	rm -rf "$tmp"
