@@ -716,8 +716,7 @@ collect_record(void *ctx, const char *name, size_t name_len,
 }
 
 /*
- * Turns every GRANTED/RENEWED reply waiting on `batch` or a later one (a
- * batch still forming) into UNAVAILABLE.
+ * Turns every GRANTED/RENEWED reply waiting on `batch` into UNAVAILABLE.
  * Every connection is looked at: such a reply may sit behind a waiting
  * ACQUIRE, on a connection that is not on the waiting list.
  */
@@ -734,7 +733,7 @@ fail_replies(struct service *svc, uint64_t batch)
 
 		next = l->next;
 		for (s = conn->slots_head; s != NULL; s = s->next) {
-			if (!s->resolved || s->batch < batch)
+			if (!s->resolved || s->batch != batch)
 				continue;
 			s->len = (uint16_t)proto_format_error(s->text,
 			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
@@ -796,22 +795,18 @@ service_commit_pending(const struct service *svc)
 	    svc->table.hwm != svc->committed_hwm;
 }
 
-static void service_commit_end(struct service *svc, int rc);
-
-/*
- * Starts a commit: drains every change made since the last one into
- * svc->batch, the batch in flight, and gives it the number batch_seq.  The
- * GRANTED/RENEWED replies made so far wait for exactly that number.
- * Returns 1 when there is a batch for the store to write, 0 when there was
- * nothing to write (the commit is then complete), -1 when it failed before
- * reaching the store (also complete).
- */
-static int
-service_commit_begin(struct service *svc)
+int
+service_commit(struct service *svc)
 {
 	struct collect c = { svc, svc->clock.mono(svc->clock.ctx),
 	    svc->clock.wall(svc->clock.ctx), false };
+	uint64_t batch = svc->batch_seq;
+	struct core_link *l, *next;
+	int64_t t0;
+	int rc;
 
+	if (!service_commit_pending(svc))
+		return 0;
 	store_batch_reset(&svc->batch);
 	svc->lazy_since = 0;
 	core_table_changes(&svc->table, collect_record, &c, NULL);
@@ -819,90 +814,34 @@ service_commit_begin(struct service *svc)
 		svc->batch.has_hwm = true;
 		svc->batch.hwm = svc->table.hwm;
 	}
-	svc->inflight_seq = svc->batch_seq++;
-	svc->in_flight = true;
+	svc->batch_seq++;
 	svc->commit_needed = false;
 	if (svc->batch.count == 0 && !svc->batch.has_hwm) {
 		/* Only idle entries were dropped: nothing to write. */
-		service_commit_end(svc, 0);
-		return 0;
-	}
-	if (c.failed) {
+		rc = 0;
+	} else if (c.failed) {
 		snprintf(svc->store->error, sizeof(svc->store->error),
 		    "out of memory building the batch");
-		service_commit_end(svc, -1);
-		return -1;
-	}
-	if (svc->hooks.before_commit != NULL &&
+		rc = -1;
+	} else if (svc->hooks.before_commit != NULL &&
 	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
 		snprintf(svc->store->error, sizeof(svc->store->error),
 		    "injected failure");
-		service_commit_end(svc, -1);
-		return -1;
+		rc = -1;
+	} else {
+		t0 = precise_now(svc);
+		rc = svc->store->ops->commit(svc->store, &svc->batch);
+		metrics_observe(&svc->metrics.commit_duration,
+		    (double)(precise_now(svc) - t0) / 1e9);
 	}
-	return 1;
-}
-
-/* Writes the batch: the store's fsync'd transaction; touches nothing else. */
-static int
-service_commit_write(struct service *svc, int64_t *duration_ns)
-{
-	int64_t t0 = precise_now(svc);
-	int rc = svc->store->ops->commit(svc->store, &svc->batch);
-
-	*duration_ns = precise_now(svc) - t0;
-	return rc;
-}
-
-struct names {
-	struct store_batch list;
-	bool failed;
-};
-
-static void
-collect_name(void *ctx, const char *name, size_t name_len,
-    const struct core_record *rec)
-{
-	struct names *n = ctx;
-
-	(void)rec;
-	if (store_batch_add(&n->list, STORE_DEL, name, name_len, NULL, 0) != 0)
-		n->failed = true;
-}
-
-static void
-service_commit_end(struct service *svc, int rc)
-{
-	struct core_link *l, *next;
-	uint64_t batch = svc->inflight_seq;
-
-	svc->in_flight = false;
 	if (rc != 0) {
-		core_time now = svc->clock.mono(svc->clock.ctx);
-		int64_t wall = svc->clock.wall(svc->clock.ctx);
-		struct names forming;
-
 		svc->stats.commit_failures++;
 		log_event(LOG_ERROR, "store_error",
 		    "op=commit records=%zu error=\"%s\"", svc->batch.count,
 		    svc->store->error);
-		/* The changes made while this batch was on its way may rest on
-		 * what it failed to write: they go too, and every lock either
-		 * touched falls back to what the store holds. */
-		store_batch_init(&forming.list);
-		forming.failed = false;
-		core_table_changes(&svc->table, collect_name, &forming, NULL);
-		if (forming.failed) {
-			log_event(LOG_ERROR, "nomem", "action=exit "
-			    "msg=\"cannot list the locks to fall back\"");
-			abort();
-		}
-		svc->lazy_since = 0;
 		fail_replies(svc, batch);
-		fall_back(svc, &svc->batch, now, wall);
-		fall_back(svc, &forming.list, now, wall);
-		store_batch_free(&forming.list);
-		return;
+		fall_back(svc, &svc->batch, c.now, c.wall);
+		return -1;
 	}
 	if (svc->batch.count > 0 || svc->batch.has_hwm) {
 		svc->stats.commits++;
@@ -920,29 +859,7 @@ service_commit_end(struct service *svc, int rc)
 		advance(svc, container_of(l, struct service_conn,
 		    waiting_link));
 	}
-}
-
-static void
-service_commit_timed(struct service *svc, int64_t duration_ns)
-{
-	metrics_observe(&svc->metrics.commit_duration,
-	    (double)duration_ns / 1e9);
-}
-
-int
-service_commit(struct service *svc)
-{
-	int64_t ns;
-	int rc;
-
-	if (svc->in_flight || !service_commit_pending(svc))
-		return 0;
-	if ((rc = service_commit_begin(svc)) <= 0)
-		return rc;
-	rc = service_commit_write(svc, &ns);
-	service_commit_timed(svc, ns);
-	service_commit_end(svc, rc);
-	return rc != 0 ? -1 : 0;
+	return 0;
 }
 
 bool
@@ -950,8 +867,6 @@ service_commit_due(struct service *svc)
 {
 	core_time now;
 
-	if (svc->in_flight)
-		return false;
 	if (svc->commit_needed)
 		return true;
 	if (!service_commit_pending(svc))
@@ -975,7 +890,7 @@ service_next_deadline(const struct service *svc)
 {
 	core_time next = core_next_deadline(&svc->table);
 
-	if (svc->lazy_since != 0 && !svc->in_flight &&
+	if (svc->lazy_since != 0 &&
 	    svc->lazy_since + SERVICE_LAZY_COMMIT_MS < next)
 		next = svc->lazy_since + SERVICE_LAZY_COMMIT_MS;
 	return next;

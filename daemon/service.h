@@ -102,8 +102,6 @@ struct service {
 	uint64_t durable_seq;    /* the last batch on disk */
 	uint64_t committed_hwm;
 	bool commit_needed;      /* a reply waits for batch_seq */
-	bool in_flight;          /* svc->batch is being written */
-	uint64_t inflight_seq;   /* its number */
 	core_time lazy_since;    /* unpromised changes pending since; 0: none */
 	struct core_link conns;
 	struct core_link ready;
