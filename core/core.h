@@ -392,6 +392,10 @@ enum core_status core_table_restore(struct core_table *table,
 /* Recovery: the durable high-water mark (never lowers the table's). */
 void core_table_restore_hwm(struct core_table *table, uint64_t hwm);
 
+/* The table's keyed name hash (SipHash-1-3 under config.hash_key), for
+ * callers that index names the way the table does. */
+uint64_t core_name_hash(const uint64_t key[2], const char *name, size_t len);
+
 /* Looks a lock up without touching it; NULL when not in memory. */
 const struct core_entry *core_table_find(const struct core_table *table,
     const char *name, size_t name_len);

@@ -81,8 +81,8 @@ core_lease_effective(const struct core_config *config, int64_t requested_ms,
 	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32); \
 } while (0)
 
-static uint64_t
-name_hash(const uint64_t key[2], const char *name, size_t len)
+uint64_t
+core_name_hash(const uint64_t key[2], const char *name, size_t len)
 {
 	const unsigned char *in = (const unsigned char *)name;
 	uint64_t v0 = 0x736f6d6570736575ULL ^ key[0];
@@ -210,7 +210,7 @@ timer_clear(struct core_table *table, struct core_timer *t)
 static struct core_entry **
 bucket_of(const struct core_table *table, const char *name, size_t len)
 {
-	uint64_t h = name_hash(table->config.hash_key, name, len);
+	uint64_t h = core_name_hash(table->config.hash_key, name, len);
 	return &table->buckets[h & (table->bucket_count - 1)];
 }
 
@@ -251,7 +251,7 @@ table_grow(struct core_table *table)
 	for (i = 0; i < table->bucket_count; i++) {
 		struct core_entry *e = table->buckets[i], *next;
 		for (; e != NULL; e = next) {
-			uint64_t h = name_hash(table->config.hash_key, e->name,
+			uint64_t h = core_name_hash(table->config.hash_key, e->name,
 			    e->name_len);
 			next = e->hash_next;
 			e->hash_next = buckets[h & (count - 1)];
