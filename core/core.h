@@ -202,6 +202,7 @@ struct core_reply {
 	int64_t waited_ms;          /* GRANTED: time in the queue */
 	int64_t held_ms;            /* RELEASED*, RECLAIMED: grant to end */
 	enum core_limit_kind limit; /* LIMIT */
+	uint64_t *user;             /* the lock's core_entry.user; NULL: none */
 };
 
 struct core_sink {
@@ -226,6 +227,8 @@ struct core_entry {
 	struct core_link onclose_link;  /* in the holder's session, if bound */
 	struct core_session *owner;  /* the session bound by onclose=release */
 	struct core_entry *changed_next;  /* on the table's changed list */
+	uint64_t user;               /* the caller's; zeroed when made and when
+	                              * restored, otherwise never touched */
 	uint32_t queue_len;
 	uint8_t flags;
 	uint8_t name_len;            /* 1..255 */
@@ -357,6 +360,11 @@ struct core_record {
 	core_time expiry;
 	int64_t lease_ms;
 	bool onclose_release;
+	/* With onclose_release: the id of the session it is bound to, as
+	 * reported; and, for a restore, that session when the caller knows it
+	 * is still connected (NULL: it is gone). */
+	uint64_t owner_id;
+	struct core_session *owner;
 };
 
 /*
@@ -378,10 +386,11 @@ size_t core_table_changes(struct core_table *table,
  * fall back to the durable truth.  A held record whose fence is above the
  * high-water mark raises it.  A lock restored to free with waiters is handed
  * to its head at once (through the sink).  A lease restored with
- * onclose_release set has no connection to bind to (unless it is the holder
- * the table already has, whose binding stays): it is released at once, as
- * the close of its connection would have done, and the release is marked for
- * the next commit.  A name is restored once between two calls of
+ * onclose_release set is bound again to rec->owner, its session, when the
+ * caller gives it (after a failed commit the connection may well be there),
+ * and stays bound when it is the holder the table already has; with no
+ * session to bind to it is released at once, as the close of its connection
+ * would have done, and the release is marked for the next commit.  A name is restored once between two calls of
  * core_table_changes: a second restore keeps the first (and whatever it
  * handed on), so a caller may restore a name listed twice.
  */

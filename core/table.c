@@ -336,7 +336,7 @@ entry_drop(struct core_table *table, struct core_entry *e)
 
 static void
 emit(struct core_table *table, enum core_reply_kind kind,
-    struct core_session *session, uint64_t tag, const struct core_entry *e,
+    struct core_session *session, uint64_t tag, struct core_entry *e,
     struct core_reply *r)
 {
 	r->kind = kind;
@@ -345,13 +345,14 @@ emit(struct core_table *table, enum core_reply_kind kind,
 	if (e != NULL) {
 		r->name = e->name;
 		r->name_len = e->name_len;
+		r->user = &e->user;
 	}
 	table->sink.reply(table->sink.ctx, r);
 }
 
 static void
 reply_simple(struct core_table *table, enum core_reply_kind kind,
-    struct core_session *session, uint64_t tag, const struct core_entry *e)
+    struct core_session *session, uint64_t tag, struct core_entry *e)
 {
 	struct core_reply r;
 
@@ -361,7 +362,7 @@ reply_simple(struct core_table *table, enum core_reply_kind kind,
 
 static void
 reply_limit(struct core_table *table, struct core_session *session,
-    uint64_t tag, const struct core_entry *e, enum core_limit_kind kind)
+    uint64_t tag, struct core_entry *e, enum core_limit_kind kind)
 {
 	struct core_reply r;
 
@@ -818,6 +819,8 @@ core_table_changes(struct core_table *table,
 				rec.expiry = e->lock.expiry;
 				rec.lease_ms = e->lock.lease_ms;
 				rec.onclose_release = e->owner != NULL;
+				rec.owner_id = e->owner != NULL ?
+				    e->owner->id : 0;
 			}
 			if (record != NULL)
 				record(ctx, e->name, e->name_len,
@@ -857,6 +860,7 @@ core_table_restore(struct core_table *table, const char *name,
 		return CORE_OK;
 	e->flags &= (uint8_t)~ENTRY_DIRTY;
 	e->flags |= ENTRY_RESTORED;
+	e->user = 0;   /* what the caller noted of its state is gone */
 	/* Listed without being dirty, so that an entry restored to free with
 	 * nobody waiting is dropped by the next core_table_changes. */
 	entry_touch(table, e);
@@ -887,7 +891,11 @@ core_table_restore(struct core_table *table, const char *name,
 		e->lock.expiry = rec->expiry;
 		e->lock.lease_ms = rec->lease_ms;
 		e->granted_at = now;
-		if (rec->onclose_release) {
+		if (rec->onclose_release && rec->owner != NULL) {
+			/* Its connection is still there: bound again. */
+			e->owner = rec->owner;
+			link_append(&rec->owner->onclose, &e->onclose_link);
+		} else if (rec->onclose_release) {
 			/* Its connection is gone: release it as its close
 			 * would have, and make that durable. */
 			timer_set(table, &e->timer, e->lock.expiry);

@@ -2,8 +2,11 @@
  * server.c - the libuv side of lockd: listeners, connections, the one
  * deadline timer, signals.  The only file that touches sockets.  It moves
  * bytes between the sockets and the service (service.c) and decides when a
- * loop pass ends: then the pass's changes are committed in one transaction
- * and the replies that waited for it are written.
+ * loop pass ends: then the pass's changes go to the store in one
+ * transaction, written on libuv's thread pool while the loop goes on
+ * reading and deciding, and the replies that waited for it are written when
+ * it is durable.  One batch is in flight at a time; the next one forms
+ * meanwhile and starts the moment the last one ends.
  */
 #include <errno.h>
 #include <signal.h>
@@ -234,23 +237,67 @@ mono_now(struct server *srv)
 
 static void on_timer(uv_timer_t *t);
 
+/* On a thread of the pool: the store's write, and nothing else. */
+static void
+commit_work(uv_work_t *req)
+{
+	struct server *srv = req->data;
+
+	service_commit_write(&srv->svc);
+}
+
+static void
+commit_failed(struct server *srv)
+{
+	srv->retry_at = mono_now(srv) + COMMIT_RETRY_MS;
+}
+
+/* Back on the loop: the batch is durable (or failed); its replies go out
+ * and the next batch may start. */
+static void
+commit_done(uv_work_t *req, int status)
+{
+	struct server *srv = req->data;
+
+	(void)status;   /* never cancelled */
+	srv->committing = false;
+	if (service_commit_end(&srv->svc) != 0)
+		commit_failed(srv);
+	end_of_pass(srv);
+	maybe_finish(srv);
+}
+
 /*
- * Commits when a commit is due, here on the loop: replies made while a
- * batch is on its way must not rest on changes a failure would roll back,
- * and committing in place keeps every decision of a pass on durable ground
- * before the next pass makes its own (see docs/performance.md).
+ * Starts a commit when one is due and none is in flight.  A failed one is
+ * retried after COMMIT_RETRY_MS, not at every pass.
  */
 static void
 commit_if_due(struct server *srv)
 {
 	bool due;
+	int rc;
 
-	if (mono_now(srv) < srv->retry_at)
+	if (srv->committing || mono_now(srv) < srv->retry_at)
 		return;
 	due = srv->stopping ? service_commit_pending(&srv->svc) :
 	    service_commit_due(&srv->svc);
-	if (due && service_commit(&srv->svc) != 0)
-		srv->retry_at = mono_now(srv) + COMMIT_RETRY_MS;
+	if (!due)
+		return;
+	rc = service_commit_begin(&srv->svc);
+	if (rc < 0) {
+		commit_failed(srv);
+	} else if (rc == 1) {
+		srv->committing = true;
+		srv->commit_req.data = srv;
+		if (uv_queue_work(srv->loop, &srv->commit_req, commit_work,
+		    commit_done) != 0) {
+			/* Cannot happen with a valid loop; write in place. */
+			srv->committing = false;
+			service_commit_write(&srv->svc);
+			if (service_commit_end(&srv->svc) != 0)
+				commit_failed(srv);
+		}
+	}
 }
 
 /* Starts the pass's commit, writes the replies, re-arms the timer. */
@@ -272,7 +319,8 @@ end_of_pass(struct server *srv)
 
 	deadline = service_next_deadline(&srv->svc);
 	now = mono_now(srv);
-	if (service_commit_pending(&srv->svc) && srv->retry_at > now &&
+	if (!srv->committing && service_commit_pending(&srv->svc) &&
+	    srv->retry_at > now &&
 	    deadline > srv->retry_at)
 		deadline = srv->retry_at;
 	if (deadline == CORE_NEVER) {
@@ -321,8 +369,9 @@ close_all(uv_handle_t *h, void *arg)
 static void
 maybe_finish(struct server *srv)
 {
-	if (!srv->stopping || srv->connections > 0 || srv->finished)
-		return;
+	if (!srv->stopping || srv->connections > 0 || srv->finished ||
+	    srv->committing)
+		return;   /* (a commit in flight calls again when it ends) */
 	srv->finished = true;
 	service_commit(&srv->svc);
 	uv_close((uv_handle_t *)&srv->timer, NULL);

@@ -47,6 +47,8 @@ struct server {
 	uv_signal_t sigterm, sigint;
 	struct http_server http;    /* --metrics-listen */
 	struct server_hooks hooks;  /* test seams; zero in lockd */
+	uv_work_t commit_req;       /* the batch being written */
+	bool committing;            /* commit_req is on the thread pool */
 	int64_t retry_at;           /* after a failed commit: not before */
 	uint32_t connections;
 	bool stopping;

@@ -5,9 +5,17 @@
  *
  * Replies leave in request order.  A reply that can go at once is appended
  * to the connection's output; one that cannot - an ACQUIRE still waiting, a
- * GRANTED or RENEWED whose state is not yet on disk, or anything behind
- * those - waits in a slot.  Each GRANTED/RENEWED slot names the batch that
- * must be durable before it may leave; service_commit() makes it so.
+ * GRANTED or RENEWED whose state is not yet on disk, a reply about a lock
+ * the batch being written touches, or anything behind those - waits in a
+ * slot.  A slot names the batches it waits for: its own (GRANTED, RENEWED)
+ * and the one in flight when it was made, if that batch writes its lock.
+ * Should either fail, the reply becomes ERR UNAVAILABLE.
+ *
+ * A commit has three steps, so that the store's write can run on another
+ * thread while the loop goes on: service_commit_begin() collects the
+ * changes into the batch, service_commit_write() writes it (and touches
+ * nothing but the store and the batch), service_commit_end() releases the
+ * replies that waited for it, or fails them and falls back to the store.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +30,7 @@ struct service_slot {
 	struct service_slot *next;
 	uint64_t seq;            /* the request's number on its connection */
 	uint64_t batch;          /* must be durable first; 0: none */
+	uint64_t depends;        /* the batch in flight it rests on; 0: none */
 	bool resolved;           /* the text is there */
 	uint16_t len;
 	uint16_t cap;
@@ -29,7 +38,8 @@ struct service_slot {
 };
 
 /* The durable record of one held lock, as stored (little-endian):
- *   0 version, 1 flags (bit 0: onclose=release), 2..7 zero,
+ *   0 version, 1 flags (bit 0: onclose=release), 2..7 the id of the
+ *   connection it is bound to (48 bits; this process's, or zero),
  *   8 fence, 16 secret, 24 lease ms, 32 expiry on the boot clock,
  *   40 expiry on the wall clock (ms since the epoch), 48..63 boot id. */
 #define RECORD_VERSION 1
@@ -50,6 +60,11 @@ record_encode(const struct service *svc, const struct core_record *rec,
 	memset(out, 0, RECORD_SIZE);
 	out[0] = RECORD_VERSION;
 	out[1] = rec->onclose_release ? 1 : 0;
+	if (rec->onclose_release) {
+		unsigned char id[8];
+		store_put_u64(id, rec->owner_id);
+		memcpy(out + 2, id, 6);
+	}
 	store_put_u64(out + 8, rec->fence);
 	store_put_u64(out + 16, rec->secret);
 	store_put_u64(out + 24, (uint64_t)rec->lease_ms);
@@ -75,6 +90,11 @@ record_decode(const struct service *svc, const void *val, size_t len,
 		return false;
 	memset(rec, 0, sizeof(*rec));
 	rec->onclose_release = (p[1] & 1) != 0;
+	if (rec->onclose_release) {
+		unsigned char id[8] = { 0 };
+		memcpy(id, p + 2, 6);
+		rec->owner_id = store_get_u64(id);
+	}
 	rec->fence = store_get_u64(p + 8);
 	rec->secret = store_get_u64(p + 16);
 	rec->lease_ms = (int64_t)store_get_u64(p + 24);
@@ -144,6 +164,13 @@ check_output_cap(struct service *svc, struct service_conn *conn)
 	mark_ready(svc, conn);
 }
 
+static bool
+slot_ready(const struct service *svc, const struct service_slot *s)
+{
+	return s->resolved && s->batch <= svc->durable_seq &&
+	    s->depends <= svc->durable_seq;
+}
+
 /* Moves the writable prefix of the slots to the output. */
 static void
 advance(struct service *svc, struct service_conn *conn)
@@ -151,8 +178,7 @@ advance(struct service *svc, struct service_conn *conn)
 	struct service_slot *s;
 	bool moved = false;
 
-	while ((s = conn->slots_head) != NULL && s->resolved &&
-	    s->batch <= svc->durable_seq) {
+	while ((s = conn->slots_head) != NULL && slot_ready(svc, s)) {
 		if (!conn->overflow && !buf_append(&conn->out, s->text, s->len))
 			conn->overflow = true;
 		conn->slots_head = s->next;
@@ -162,7 +188,7 @@ advance(struct service *svc, struct service_conn *conn)
 		free(s);
 		moved = true;
 	}
-	if (s != NULL && s->resolved && s->batch > svc->durable_seq) {
+	if (s != NULL && s->resolved) {
 		if (link_empty(&conn->waiting_link))
 			link_append(&svc->waiting, &conn->waiting_link);
 	} else if (!link_empty(&conn->waiting_link)) {
@@ -189,6 +215,7 @@ slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
 	s->next = NULL;
 	s->seq = seq;
 	s->batch = 0;
+	s->depends = 0;
 	s->resolved = false;
 	s->len = 0;
 	s->cap = (uint16_t)cap;
@@ -204,17 +231,19 @@ slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
 
 /*
  * Delivers the reply text of request `seq` on conn.  `batch` is the batch
- * that must be durable first (0: none).
+ * that must be durable first, `depends` the batch in flight that the reply
+ * rests on (0: none); the failure of either makes it ERR UNAVAILABLE.
  */
 static void
 deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
-    uint64_t batch, const char *text, size_t len)
+    uint64_t batch, uint64_t depends, const char *text, size_t len)
 {
 	struct service_slot *s;
+	bool gated = batch != 0 || depends != 0;
 
 	if (conn->overflow)
 		return;
-	if (conn->slots_head == NULL && batch == 0) {
+	if (conn->slots_head == NULL && !gated) {
 		/* The common case: nothing ahead of it, nothing to wait for. */
 		if (!buf_append(&conn->out, text, len))
 			conn->overflow = true;
@@ -227,7 +256,7 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 			break;
 	/* A reply that waits for a commit may yet become ERR UNAVAILABLE. */
 	if (s == NULL && (s = slot_add(svc, conn, seq,
-	    batch != 0 && len < UNAVAILABLE_LINE_LEN ? UNAVAILABLE_LINE_LEN :
+	    gated && len < UNAVAILABLE_LINE_LEN ? UNAVAILABLE_LINE_LEN :
 	    len)) == NULL)
 		return;
 	if (len > s->cap) {
@@ -240,6 +269,7 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 	memcpy(s->text, text, len);
 	s->len = (uint16_t)len;
 	s->batch = batch;
+	s->depends = depends;
 	s->resolved = true;
 	advance(svc, conn);
 }
@@ -248,22 +278,84 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
  * answers in place; others (a queued ACQUIRE) find their slot. */
 static void
 answer(struct service *svc, struct service_conn *conn, uint64_t seq,
-    uint64_t batch, const char *text, size_t len)
+    uint64_t batch, uint64_t depends, const char *text, size_t len)
 {
 	if (conn == svc->current && seq == svc->current_seq)
 		svc->current_answered = true;
-	deliver(svc, conn, seq, batch, text, len);
+	deliver(svc, conn, seq, batch, depends, text, len);
 }
 
 static void
 answer_error(struct service *svc, struct service_conn *conn, uint64_t seq,
-    enum proto_error_code code, const char *text)
+    uint64_t batch, uint64_t depends, enum proto_error_code code,
+    const char *text)
 {
 	char line[PROTO_REPLY_MAX];
 	size_t n = proto_format_error(line, sizeof(line), code, text);
 
 	svc->stats.protocol_errors[code]++;
-	answer(svc, conn, seq, 0, line, n);
+	answer(svc, conn, seq, batch, depends, line, n);
+}
+
+/* ---- the batch in flight ---------------------------------------------- */
+
+/* Indexes the names the batch in flight writes (open addressing over
+ * their offsets in the batch).  Without memory for it, every reply is
+ * taken to rest on the batch: slower, never wrong. */
+static void
+inflight_index(struct service *svc)
+{
+	const struct store_batch *b = &svc->batch;
+	struct store_batch_op op;
+	size_t cap = 16, pos = 0, at, i;
+
+	svc->inflight_indexed = true;
+	svc->inflight_all = false;
+	while (cap < 2 * b->count)
+		cap *= 2;
+	if (cap > svc->inflight_cap) {
+		size_t *p = realloc(svc->inflight_names, cap * sizeof(*p));
+		if (p == NULL) {
+			svc->inflight_all = true;
+			return;
+		}
+		svc->inflight_names = p;
+		svc->inflight_cap = cap;
+	}
+	svc->inflight_mask = cap - 1;
+	memset(svc->inflight_names, 0, cap * sizeof(size_t));
+	for (at = pos; store_batch_next(b, &pos, &op); at = pos) {
+		i = core_name_hash(svc->config.core.hash_key, op.name,
+		    op.name_len) & svc->inflight_mask;
+		while (svc->inflight_names[i] != 0)
+			i = (i + 1) & svc->inflight_mask;
+		svc->inflight_names[i] = at + 1;
+	}
+}
+
+/* The batch in flight when it writes this lock, else 0: a reply about the
+ * lock must not leave before that batch is durable. */
+static uint64_t
+inflight_depends(struct service *svc, const char *name, size_t len)
+{
+	struct store_batch_op op;
+	size_t i, pos;
+
+	if (svc->inflight_seq == 0 || len == 0)
+		return 0;
+	if (!svc->inflight_indexed)
+		inflight_index(svc);
+	if (svc->inflight_all)
+		return svc->inflight_seq;
+	i = core_name_hash(svc->config.core.hash_key, name, len) &
+	    svc->inflight_mask;
+	for (; svc->inflight_names[i] != 0; i = (i + 1) & svc->inflight_mask) {
+		pos = svc->inflight_names[i] - 1;
+		if (store_batch_next(&svc->batch, &pos, &op) &&
+		    op.name_len == len && memcmp(op.name, name, len) == 0)
+			return svc->inflight_seq;
+	}
+	return 0;
 }
 
 static const char *
@@ -281,6 +373,31 @@ limit_text(enum core_limit_kind kind)
 	}
 }
 
+/*
+ * A GRANTED or RENEWED promises its lock's new state once its batch is
+ * durable.  Until then, whatever else is said of that lock rests on the
+ * promise (a shorter lease, say, that ends before the batch does), so it
+ * waits for the same batch and fails with it.  The batch is noted in the
+ * lock's entry; a promise is open while its batch is the one forming or
+ * the one in flight and not yet durable (an older one has ended: durable,
+ * or failed and rolled back).
+ */
+static bool
+promise_open(const struct service *svc, uint64_t batch)
+{
+	return batch > svc->durable_seq &&
+	    (batch == svc->batch_seq || batch == svc->inflight_seq);
+}
+
+static uint64_t
+promise(struct service *svc, uint64_t *user)
+{
+	if (user != NULL)
+		*user = svc->batch_seq;
+	svc->commit_needed = true;
+	return svc->batch_seq;
+}
+
 /* The core's sink: every answer and event of the lock table comes here. */
 static void
 on_core_reply(void *ctx, const struct core_reply *r)
@@ -288,7 +405,7 @@ on_core_reply(void *ctx, const struct core_reply *r)
 	struct service *svc = ctx;
 	struct service_conn *conn;
 	char line[PROTO_REPLY_MAX];
-	uint64_t batch = 0;
+	uint64_t batch = 0, dep;
 	size_t n = 0;
 
 	switch (r->kind) {
@@ -323,20 +440,21 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		break;
 	}
 	conn = container_of(r->session, struct service_conn, session);
+	dep = inflight_depends(svc, r->name, r->name_len);
+	if (r->user != NULL && promise_open(svc, *r->user))
+		batch = *r->user;
 	switch (r->kind) {
 	case CORE_REPLY_GRANTED: {
 		struct proto_handle h = { r->fence, r->secret };
 		n = proto_format_granted(line, sizeof(line), r->name,
 		    r->name_len, h, r->lease_ms);
-		batch = svc->batch_seq;
-		svc->commit_needed = true;
+		batch = promise(svc, r->user);
 		break;
 	}
 	case CORE_REPLY_RENEWED:
 		n = proto_format_renewed(line, sizeof(line), r->name,
 		    r->name_len, r->fence, r->lease_ms);
-		batch = svc->batch_seq;
-		svc->commit_needed = true;
+		batch = promise(svc, r->user);
 		break;
 	case CORE_REPLY_RELEASED:
 		n = proto_format_released(line, sizeof(line), r->name,
@@ -350,17 +468,17 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		n = proto_format_held(line, sizeof(line), r->name, r->name_len);
 		break;
 	case CORE_REPLY_TIMEOUT:
-		answer_error(svc, conn, r->tag, PROTO_ERR_TIMEOUT,
+		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_TIMEOUT,
 		    "lock not acquired within wait");
 		return;
 	case CORE_REPLY_CONFLICT:
-		answer_error(svc, conn, r->tag, PROTO_ERR_CONFLICT,
+		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_CONFLICT,
 		    "handle is not the current holder's");
 		return;
 	case CORE_REPLY_OVERFLOW:
 		log_event(LOG_ERROR, "overflow", "name=%.*s",
 		    (int)r->name_len, r->name);
-		answer_error(svc, conn, r->tag, PROTO_ERR_OVERFLOW,
+		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_OVERFLOW,
 		    "fence counter exhausted");
 		return;
 	case CORE_REPLY_LIMIT:
@@ -368,27 +486,27 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		    r->limit == CORE_LIMIT_HELD ? "held" :
 		    r->limit == CORE_LIMIT_WAITERS ? "waiters" :
 		    "connection_waiters", (unsigned long long)conn->session.id);
-		answer_error(svc, conn, r->tag, PROTO_ERR_LIMIT,
+		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_LIMIT,
 		    limit_text(r->limit));
 		return;
 	case CORE_REPLY_NOMEM:
 		log_event(LOG_ERROR, "nomem", "conn=%llu",
 		    (unsigned long long)conn->session.id);
-		answer_error(svc, conn, r->tag, PROTO_ERR_UNAVAILABLE,
+		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_UNAVAILABLE,
 		    "out of memory");
 		return;
 	case CORE_REPLY_BADARG:
-		answer_error(svc, conn, r->tag, PROTO_ERR_BADARG,
+		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_BADARG,
 		    "bad argument");
 		return;
 	case CORE_REPLY_SHUTDOWN:
-		answer_error(svc, conn, r->tag, PROTO_ERR_SHUTDOWN,
+		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_SHUTDOWN,
 		    "server is stopping");
 		return;
 	default:
 		return;
 	}
-	answer(svc, conn, r->tag, batch, line, n);
+	answer(svc, conn, r->tag, batch, dep, line, n);
 }
 
 /* ---- commands --------------------------------------------------------- */
@@ -450,7 +568,8 @@ cmd_status(struct service *svc, struct service_conn *conn,
 	core_status(&svc->table, req->name, req->name_len, now, &st);
 	n = proto_format_status(line, sizeof(line), req->name, req->name_len,
 	    st.held, st.fence, st.ttl_ms, st.queue);
-	answer(svc, conn, seq, 0, line, n);
+	answer(svc, conn, seq, 0, inflight_depends(svc, req->name,
+	    req->name_len), line, n);
 }
 
 static void
@@ -461,7 +580,8 @@ cmd_ping(struct service *svc, struct service_conn *conn,
 
 	(void)req;
 	(void)now;
-	answer(svc, conn, seq, 0, line, proto_format_pong(line, sizeof(line)));
+	answer(svc, conn, seq, 0, 0, line,
+	    proto_format_pong(line, sizeof(line)));
 }
 
 static void
@@ -473,7 +593,8 @@ cmd_quit(struct service *svc, struct service_conn *conn,
 	(void)req;
 	(void)now;
 	conn->quit = true;
-	answer(svc, conn, seq, 0, line, proto_format_bye(line, sizeof(line)));
+	answer(svc, conn, seq, 0, 0, line,
+	    proto_format_bye(line, sizeof(line)));
 }
 
 static void
@@ -484,7 +605,8 @@ cmd_help(struct service *svc, struct service_conn *conn,
 
 	(void)req;
 	(void)now;
-	answer(svc, conn, seq, 0, line, proto_format_help(line, sizeof(line)));
+	answer(svc, conn, seq, 0, 0, line,
+	    proto_format_help(line, sizeof(line)));
 }
 
 static void
@@ -499,7 +621,7 @@ cmd_stats(struct service *svc, struct service_conn *conn,
 	(void)now;
 	n = service_stats(svc, stats, 32);
 	n = proto_format_stats(line, sizeof(line), stats, n);
-	answer(svc, conn, seq, 0, line, n);
+	answer(svc, conn, seq, 0, 0, line, n);
 }
 
 typedef void (*command_handler)(struct service *, struct service_conn *,
@@ -544,7 +666,7 @@ reject(struct service *svc, struct service_conn *conn,
 
 	svc->current = conn;
 	svc->current_seq = seq;
-	answer_error(svc, conn, seq, err->code, err->message);
+	answer_error(svc, conn, seq, 0, 0, err->code, err->message);
 	svc->current = NULL;
 }
 
@@ -716,9 +838,10 @@ collect_record(void *ctx, const char *name, size_t name_len,
 }
 
 /*
- * Turns every GRANTED/RENEWED reply waiting on `batch` into UNAVAILABLE.
- * Every connection is looked at: such a reply may sit behind a waiting
- * ACQUIRE, on a connection that is not on the waiting list.
+ * Turns every reply waiting on `batch` - its own GRANTED and RENEWED, and
+ * what rests on it - into UNAVAILABLE.  Every connection is looked at: such
+ * a reply may sit behind a waiting ACQUIRE, on a connection that is not on
+ * the waiting list.
  */
 static void
 fail_replies(struct service *svc, uint64_t batch)
@@ -733,11 +856,13 @@ fail_replies(struct service *svc, uint64_t batch)
 
 		next = l->next;
 		for (s = conn->slots_head; s != NULL; s = s->next) {
-			if (!s->resolved || s->batch != batch)
+			if (!s->resolved ||
+			    (s->batch != batch && s->depends != batch))
 				continue;
 			s->len = (uint16_t)proto_format_error(s->text,
 			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
 			s->batch = 0;
+			s->depends = 0;
 			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;
 			failed = true;
 		}
@@ -746,9 +871,28 @@ fail_replies(struct service *svc, uint64_t batch)
 	}
 }
 
-/* After a failed commit: every lock the batch touched falls back to what
- * the store holds.  A store that cannot even be read leaves no safe state
- * to serve from, so lockd stops; recovery starts over from the disk. */
+/* The live connection with this id, if any (a fall-back's rare path). */
+static struct core_session *
+session_of(struct service *svc, uint64_t id)
+{
+	struct core_link *l;
+
+	for (l = svc->conns.next; id != 0 && l != &svc->conns; l = l->next) {
+		struct service_conn *conn = container_of(l,
+		    struct service_conn, all_link);
+		if (conn->session.id == id)
+			return &conn->session;
+	}
+	return NULL;
+}
+
+/*
+ * After a failed commit: every lock the batch wrote falls back to what the
+ * store holds, whatever happened to it since (what did rests on the batch
+ * and has failed with it).  A store that cannot even be read leaves no
+ * safe state to serve from, so lockd stops; recovery starts over from the
+ * disk.
+ */
 static void
 fall_back(struct service *svc, const struct store_batch *batch, core_time now,
     int64_t wall)
@@ -775,6 +919,8 @@ fall_back(struct service *svc, const struct store_batch *batch, core_time now,
 			    "name=%.*s action=exit", (int)op.name_len, op.name);
 			abort();
 		}
+		if (rc == 1 && rec.onclose_release)
+			rec.owner = session_of(svc, rec.owner_id);
 		core_table_restore(&svc->table, op.name, op.name_len,
 		    rc == 1 ? &rec : NULL, now);
 	}
@@ -795,17 +941,19 @@ service_commit_pending(const struct service *svc)
 	    svc->table.hwm != svc->committed_hwm;
 }
 
+bool
+service_commit_inflight(const struct service *svc)
+{
+	return svc->inflight_seq != 0;
+}
+
 int
-service_commit(struct service *svc)
+service_commit_begin(struct service *svc)
 {
 	struct collect c = { svc, svc->clock.mono(svc->clock.ctx),
 	    svc->clock.wall(svc->clock.ctx), false };
-	uint64_t batch = svc->batch_seq;
-	struct core_link *l, *next;
-	int64_t t0;
-	int rc;
 
-	if (!service_commit_pending(svc))
+	if (svc->inflight_seq != 0 || !service_commit_pending(svc))
 		return 0;
 	store_batch_reset(&svc->batch);
 	svc->lazy_since = 0;
@@ -814,33 +962,59 @@ service_commit(struct service *svc)
 		svc->batch.has_hwm = true;
 		svc->batch.hwm = svc->table.hwm;
 	}
-	svc->batch_seq++;
+	svc->inflight_seq = svc->batch_seq++;
+	svc->inflight_indexed = false;
 	svc->commit_needed = false;
-	if (svc->batch.count == 0 && !svc->batch.has_hwm) {
-		/* Only idle entries were dropped: nothing to write. */
-		rc = 0;
-	} else if (c.failed) {
+	svc->inflight_rc = 0;
+	svc->inflight_ns = -1;
+	if (svc->batch.count == 0 && !svc->batch.has_hwm)
+		return service_commit_end(svc);   /* only idle entries went */
+	if (c.failed) {
 		snprintf(svc->store->error, sizeof(svc->store->error),
 		    "out of memory building the batch");
-		rc = -1;
-	} else if (svc->hooks.before_commit != NULL &&
+		svc->inflight_rc = -1;
+		return service_commit_end(svc);
+	}
+	return 1;
+}
+
+void
+service_commit_write(struct service *svc)
+{
+	int64_t t0;
+
+	if (svc->hooks.before_commit != NULL &&
 	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
 		snprintf(svc->store->error, sizeof(svc->store->error),
 		    "injected failure");
-		rc = -1;
-	} else {
-		t0 = precise_now(svc);
-		rc = svc->store->ops->commit(svc->store, &svc->batch);
-		metrics_observe(&svc->metrics.commit_duration,
-		    (double)(precise_now(svc) - t0) / 1e9);
+		svc->inflight_rc = -1;
+		return;
 	}
-	if (rc != 0) {
+	t0 = precise_now(svc);
+	svc->inflight_rc = svc->store->ops->commit(svc->store, &svc->batch);
+	svc->inflight_ns = precise_now(svc) - t0;
+}
+
+int
+service_commit_end(struct service *svc)
+{
+	uint64_t batch = svc->inflight_seq;
+	struct core_link *l, *next;
+
+	if (batch == 0)
+		return 0;
+	svc->inflight_seq = 0;
+	if (svc->inflight_ns >= 0)
+		metrics_observe(&svc->metrics.commit_duration,
+		    (double)svc->inflight_ns / 1e9);
+	if (svc->inflight_rc != 0) {
 		svc->stats.commit_failures++;
 		log_event(LOG_ERROR, "store_error",
 		    "op=commit records=%zu error=\"%s\"", svc->batch.count,
 		    svc->store->error);
 		fail_replies(svc, batch);
-		fall_back(svc, &svc->batch, c.now, c.wall);
+		fall_back(svc, &svc->batch, svc->clock.mono(svc->clock.ctx),
+		    svc->clock.wall(svc->clock.ctx));
 		return -1;
 	}
 	if (svc->batch.count > 0 || svc->batch.has_hwm) {
@@ -862,11 +1036,24 @@ service_commit(struct service *svc)
 	return 0;
 }
 
+int
+service_commit(struct service *svc)
+{
+	int rc = service_commit_begin(svc);
+
+	if (rc != 1)
+		return rc;
+	service_commit_write(svc);
+	return service_commit_end(svc);
+}
+
 bool
 service_commit_due(struct service *svc)
 {
 	core_time now;
 
+	if (svc->inflight_seq != 0)
+		return false;   /* the next batch forms meanwhile */
 	if (svc->commit_needed)
 		return true;
 	if (!service_commit_pending(svc))
@@ -1025,6 +1212,7 @@ service_close(struct service *svc)
 		    struct service_conn, all_link));
 	core_table_destroy(&svc->table);
 	store_batch_free(&svc->batch);
+	free(svc->inflight_names);
 }
 
 size_t

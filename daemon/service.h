@@ -14,6 +14,7 @@
  *   service_tick()         deadlines (lease expiries, wait limits)
  *   service_commit()       one write transaction for every change of the
  *                          pass; only then may GRANTED/RENEWED replies leave
+ *                          (or _begin, _write on another thread, _end)
  *   service_next_ready()   the connections with bytes to write
  */
 #ifndef LOCKD_SERVICE_H
@@ -97,9 +98,16 @@ struct service {
 	struct store *store;
 	struct service_clock clock;
 	struct service_hooks hooks;
-	struct store_batch batch;
+	struct store_batch batch;  /* the batch in flight, or the last one */
 	uint64_t batch_seq;      /* the batch now forming */
 	uint64_t durable_seq;    /* the last batch on disk */
+	uint64_t inflight_seq;   /* the batch being written; 0: none */
+	int inflight_rc;         /* what its write returned */
+	int64_t inflight_ns;     /* how long the store took; -1: not written */
+	/* The names it writes, indexed on first need (inflight_depends). */
+	size_t *inflight_names;
+	size_t inflight_cap, inflight_mask;
+	bool inflight_indexed, inflight_all;
 	uint64_t committed_hwm;
 	bool commit_needed;      /* a reply waits for batch_seq */
 	core_time lazy_since;    /* unpromised changes pending since; 0: none */
@@ -156,10 +164,32 @@ core_time service_tick(struct service *svc);
 /*
  * Commits every state change made since the last commit in one store
  * transaction, then releases the replies that waited for it.  On failure
- * the affected GRANTED/RENEWED replies become ERR UNAVAILABLE and the
- * locks fall back to what the store holds.  Returns 0 or -1.
+ * the affected replies become ERR UNAVAILABLE and the locks fall back to
+ * what the store holds.  Returns 0 or -1.  Not while a batch is in flight.
  */
 int service_commit(struct service *svc);
+
+/*
+ * The same commit in three steps, for a caller that writes on another
+ * thread while the loop goes on serving:
+ *   service_commit_begin()  on the loop: collects every change into the
+ *       batch.  Returns 1 when the batch is in flight (write it, then end
+ *       it), 0 when there was nothing to write or a batch is already in
+ *       flight, -1 when it failed at once (ended already).
+ *   service_commit_write()  on any thread: writes the batch to the store.
+ *       It touches only the store and the batch; nothing else of the
+ *       service may run concurrently with it but request handling, ticks
+ *       and connection events on the loop.
+ *   service_commit_end()    on the loop, after the write: releases the
+ *       replies that waited (0), or fails them and falls back (-1).
+ * While a batch is in flight, requests go on: their changes form the next
+ * batch, and every reply about a lock the batch in flight writes waits for
+ * it, and fails with it.
+ */
+int service_commit_begin(struct service *svc);
+void service_commit_write(struct service *svc);
+int service_commit_end(struct service *svc);
+bool service_commit_inflight(const struct service *svc);
 
 /* True when changes wait for a commit (e.g. after a failed one). */
 bool service_commit_pending(const struct service *svc);

@@ -51,6 +51,7 @@ struct event {
 	sim_time t;
 	int64_t lease;       /* RENEW */
 	sim_time expiry;     /* CRASH, RESTORE: the store's */
+	uint64_t batch;      /* DROP: the batch that makes it durable */
 	uint8_t kind;
 	uint8_t outcome;     /* RENEW, RELEASE: enum hist_outcome */
 	bool store_has;      /* CRASH */
@@ -99,6 +100,7 @@ struct name_hist {
 };
 
 struct pair { int32_t a, b; };
+struct pending_drop { int32_t fence; uint32_t event; };
 
 struct hist {
 	struct sim_result *res;
@@ -119,6 +121,8 @@ struct hist {
 	size_t nlive, clive;
 	struct pair *deferred;
 	size_t ndeferred, cdeferred;
+	struct pending_drop *drops;
+	size_t ndrops, cdrops;
 	uint64_t max_told;
 };
 
@@ -190,6 +194,10 @@ sim_coverage_name(enum sim_coverage c)
 		"clean restart",
 		"shutdown told",
 		"reboot",
+		"served while a batch was written",
+		"batch in flight failed",
+		"crash while a batch was written",
+		"lease let go, then restored",
 	};
 
 	return (unsigned)c < SIM_COVERAGE ? names[c] : "?";
@@ -538,6 +546,8 @@ walk_event(struct hist *h, const struct fence *f, struct walk *w,
 			w->c_exp = tmin(w->c_exp, e->expiry);
 		break;
 	case EV_DROP:
+		if (e->outcome == HIST_UNAVAILABLE)
+			break;   /* undone before it was durable */
 		if (report) {
 			hist_checked(h);
 			if (w->certain)
@@ -677,6 +687,7 @@ hist_free(struct hist *h)
 	free(h->map);
 	free(h->live);
 	free(h->deferred);
+	free(h->drops);
 	free(h);
 }
 
@@ -715,16 +726,66 @@ hist_grant_seen(struct hist *h, int name, uint64_t fence, uint64_t secret,
 	h->f[idx].g_seq = seq;
 }
 
+/*
+ * A lease the table let go is judged once the batch that records it is
+ * durable: until then a failed commit may give it back (a shorter renewal
+ * that ran out while it was being written, say, and then failed), and the
+ * lease was never gone for anybody who could be told.
+ */
 void
 hist_dropped(struct hist *h, int name, uint64_t fence, uint64_t seq,
-    sim_time t)
+    sim_time t, uint64_t batch)
 {
 	int32_t idx = fence_find(h, name, fence);
+	uint32_t e;
 
 	if (idx < 0)
 		return;
-	event_add(&h->f[idx], EV_DROP, seq, t);
-	fence_advance(h, idx);
+	e = event_add(&h->f[idx], EV_DROP, seq, t);
+	h->f[idx].ev[e].outcome = HIST_PENDING;
+	h->f[idx].ev[e].batch = batch;
+	GROW(h->drops, h->ndrops, h->cdrops);
+	h->drops[h->ndrops].fence = idx;
+	h->drops[h->ndrops].event = e;
+	h->ndrops++;
+}
+
+/* Settles the pending drops: those durable by now (batch <= durable, when
+ * `undo` is false), or those of `fence` (-1: all; -2 - n: of name n)
+ * undone. */
+static void
+drops_settle(struct hist *h, uint64_t durable, bool undo, int32_t fence)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < h->ndrops; i++) {
+		struct pending_drop d = h->drops[i];
+		struct event *e = &h->f[d.fence].ev[d.event];
+		if (undo && (fence == -1 || d.fence == fence ||
+		    (fence <= -2 && h->f[d.fence].name == -2 - fence))) {
+			e->outcome = HIST_UNAVAILABLE;
+			hist_cover(h, SIM_COV_DROP_UNDONE);
+		} else if (!undo && e->batch <= durable) {
+			e->outcome = HIST_OK;
+		} else {
+			h->drops[n++] = d;
+			continue;
+		}
+		fence_advance(h, d.fence);
+	}
+	h->ndrops = n;
+}
+
+void
+hist_undo_drops(struct hist *h, int name)
+{
+	drops_settle(h, 0, true, -2 - name);
+}
+
+void
+hist_durable(struct hist *h, uint64_t durable)
+{
+	drops_settle(h, durable, false, -1);
 }
 
 void
@@ -736,6 +797,7 @@ hist_restored(struct hist *h, int name, uint64_t fence, sim_time expiry,
 
 	if (idx < 0)
 		return;
+	drops_settle(h, 0, true, idx);
 	e = event_add(&h->f[idx], EV_RESTORE, seq, t);
 	h->f[idx].ev[e].expiry = expiry;
 	live_add(h, idx);
@@ -764,6 +826,8 @@ hist_crash(struct hist *h, uint64_t seq, sim_time t,
 	int name;
 
 	h->crashes++;
+	/* What the store holds now decides; drops not yet durable are not. */
+	drops_settle(h, 0, true, -1);
 	/* The store's records first: a lease it holds comes back. */
 	for (name = 0; name < h->names; name++) {
 		int32_t idx;

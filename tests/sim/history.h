@@ -68,9 +68,15 @@ void hist_cover(struct hist *h, enum sim_coverage c);
  * of a fence counts. */
 void hist_grant_seen(struct hist *h, int name, uint64_t fence,
     uint64_t secret, uint64_t seq, sim_time g);
-/* The table no longer holds `fence` on `name`. */
+/* The table no longer holds `fence` on `name`; the change is durable once
+ * batch `batch` is (judged then; undone by a restore or a crash before). */
 void hist_dropped(struct hist *h, int name, uint64_t fence, uint64_t seq,
-    sim_time t);
+    sim_time t, uint64_t batch);
+/* A failed commit gave `name` back its stored state: the drops of its
+ * leases not yet durable did not happen. */
+void hist_undo_drops(struct hist *h, int name);
+/* Every batch up to `durable` is in the store. */
+void hist_durable(struct hist *h, uint64_t durable);
 /* After a failed commit or a recovery the table holds `fence` again, as
  * the store has it, until `expiry`. */
 void hist_restored(struct hist *h, int name, uint64_t fence, sim_time expiry,

@@ -8,13 +8,18 @@
  * A loop pass does what one pass of the real server's loop does:
  *   the clock moves (by a random amount, or exactly to the next deadline),
  *   clients connect, pipeline requests (sometimes cut mid-line) and
- *   disconnect, deadlines run (service_tick), the pass ends
- *   (service_end_pass, sometimes an extra service_commit), and every reply
- *   is delivered: parsed with proto_parse_reply and taken off the output
- *   with service_conn_written.  Delivery takes no time.
+ *   disconnect, deadlines run (service_tick), the pass ends (a commit
+ *   starts when one is due, sometimes an extra service_commit), and every
+ *   reply is delivered: parsed with proto_parse_reply and taken off the
+ *   output with service_conn_written.  Delivery takes no time.
+ * In async runs (most seeds) a commit is what the server's thread pool
+ * makes of it: service_commit_begin at the end of a pass, the store's write
+ * at some later moment, service_commit_end at the end of this pass or a
+ * later one, with requests, ticks, disconnects and crashes in between.
  * Faults: the store fails commits (store_mem.fail_commits, and the
  * before_commit hook); the service crashes before its commit, after it but
- * before the replies, or at the end of a pass (service_close without a
+ * before the replies, while a batch is being written, or at the end of a
+ * pass (service_close without a
  * commit; only what the store committed survives), stops cleanly, and is
  * opened again from the same store, sometimes after a reboot.
  *
@@ -163,6 +168,9 @@ struct world {
 	bool broken;             /* the service could not be opened */
 	bool exact;              /* the clock sits on a deadline */
 	bool draining;
+	bool async;              /* a batch may stay in flight over passes */
+	bool written;            /* the batch in flight is in the store */
+	bool served_in_flight;   /* requests ran while it was in flight */
 	uint64_t pass;
 	struct hist *hist;
 	int nclients, nnames;
@@ -420,12 +428,18 @@ observe(struct world *w, bool after_tick)
 		    w->name_text[i], w->name_len[i]);
 		uint64_t cur = e != NULL ? e->lock.fence : 0;
 
+		if (w->opt->trace && cur != w->seen_fence[i])
+			trace(w, "table: %s fence %llu -> %llu (until t=%lld)",
+			    w->name_text[i],
+			    (unsigned long long)w->seen_fence[i],
+			    (unsigned long long)cur, e != NULL ?
+			    (long long)(e->lock.expiry + w->boot_off) : 0LL);
 		if (cur != 0 && cur != w->seen_fence[i])
 			hist_grant_seen(w->hist, i, cur, e->lock.secret, seq,
 			    e->granted_at + w->boot_off);
 		if (w->seen_fence[i] != 0 && w->seen_fence[i] != cur)
 			hist_dropped(w->hist, i, w->seen_fence[i], seq,
-			    w->now);
+			    w->now, w->svc->batch_seq);
 		w->seen_fence[i] = cur;
 		if (e == NULL)
 			continue;
@@ -444,10 +458,26 @@ observe(struct world *w, bool after_tick)
 	}
 }
 
-/* After a failed commit or a recovery the table holds what the store
- * holds: leases may come back (a release that was not yet durable). */
+/* True when the failed batch (still in svc->batch) wrote name i. */
+static bool
+in_failed_batch(const struct world *w, int i)
+{
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	while (store_batch_next(&w->svc->batch, &pos, &op))
+		if (op.name_len == w->name_len[i] &&
+		    memcmp(op.name, w->name_text[i], op.name_len) == 0)
+			return true;
+	return false;
+}
+
+/* After a recovery (every name) or a failed commit (the names of its
+ * batch; others keep changes made while it was in flight) the table holds
+ * what the store holds: leases may come back (a release that was not yet
+ * durable). */
 static void
-restores(struct world *w)
+restores(struct world *w, bool all)
 {
 	uint64_t seq = hist_next_seq(w->hist);
 	int i;
@@ -455,12 +485,37 @@ restores(struct world *w)
 	for (i = 0; i < w->nnames; i++) {
 		const struct core_entry *e = core_table_find(&w->svc->table,
 		    w->name_text[i], w->name_len[i]);
+		uint64_t cur = e != NULL ? e->lock.fence : 0;
 		struct record r;
 
-		if (e != NULL && e->lock.fence != 0 &&
-		    store_record(w, i, &r) && r.fence == e->lock.fence)
-			hist_restored(w->hist, i, r.fence, r.expiry, seq,
-			    w->now);
+		if (all) {
+			if (cur != 0 && store_record(w, i, &r) &&
+			    r.fence == cur)
+				hist_restored(w->hist, i, r.fence, r.expiry,
+				    seq, w->now);
+			continue;
+		}
+		if (!in_failed_batch(w, i))
+			continue;
+		if (w->opt->trace) {
+			struct record t;
+			bool has = store_record(w, i, &t);
+			trace(w, "fell back: %s table fence=%llu store fence=%llu "
+			    "until t=%lld", w->name_text[i],
+			    (unsigned long long)cur,
+			    (unsigned long long)(has ? t.fence : 0),
+			    (long long)(has ? t.expiry : 0));
+		}
+		/* Whatever the name went through since the batch began is
+		 * undone: it is what the store says, and a stored lease that
+		 * has run out meanwhile was let go again at once. */
+		hist_undo_drops(w->hist, i);
+		if (!store_record(w, i, &r))
+			continue;
+		hist_restored(w->hist, i, r.fence, r.expiry, seq, w->now);
+		if (cur != r.fence && w->seen_fence[i] != r.fence)
+			hist_dropped(w->hist, i, r.fence, hist_next_seq(w->hist),
+			    w->now, w->svc->batch_seq);
 	}
 }
 
@@ -479,10 +534,112 @@ after_commit(struct world *w, int rc)
 		w->res->failed_commits++;
 		hist_cover(w->hist, SIM_COV_COMMIT_FAILED);
 		trace(w, "commit failed");
-		restores(w);
+		restores(w, false);
+	} else if (w->up) {
+		hist_durable(w->hist, w->svc->durable_seq);
 	}
 	observe(w, false);
 	open_gate(w);
+}
+
+/* The broken variant: the batch in flight holds back no reply. */
+static void
+ungate(struct world *w)
+{
+	struct service *svc = w->svc;
+
+	if (w->opt->variant != SIM_VARIANT_INFLIGHT_UNGATED)
+		return;
+	if (svc->inflight_cap < 16) {
+		size_t *p = realloc(svc->inflight_names, 16 * sizeof(*p));
+		if (p == NULL)
+			fatal("out of memory");
+		svc->inflight_names = p;
+		svc->inflight_cap = 16;
+	}
+	memset(svc->inflight_names, 0, svc->inflight_cap * sizeof(size_t));
+	svc->inflight_mask = svc->inflight_cap - 1;
+	svc->inflight_indexed = true;
+	svc->inflight_all = false;
+}
+
+/* The thread pool writes the batch in flight. */
+static void
+write_inflight(struct world *w)
+{
+	if (!service_commit_inflight(w->svc) || w->written)
+		return;
+	trace(w, "batch written");
+	service_commit_write(w->svc);
+	w->written = true;
+}
+
+/* The batch in flight ends: written first if it was not yet. */
+static void
+end_inflight(struct world *w)
+{
+	int rc;
+
+	if (!service_commit_inflight(w->svc))
+		return;
+	write_inflight(w);
+	w->written = false;
+	rc = service_commit_end(w->svc);
+	trace(w, "batch ends%s", rc != 0 ? " in failure" : "");
+	if (rc != 0 && w->served_in_flight)
+		hist_cover(w->hist, SIM_COV_INFLIGHT_FAILED);
+	w->served_in_flight = false;
+	after_commit(w, rc);
+}
+
+/*
+ * The end of a pass, as the server's commit_if_due: a batch in flight may
+ * end now (or, in async runs, stay in flight); then a commit starts if one
+ * is due, and in async runs may stay in flight too.
+ */
+static void
+end_pass(struct world *w)
+{
+	int rc;
+
+	if (service_commit_inflight(w->svc)) {
+		if (w->async && rnd_percent(w, 50)) {
+			after_commit(w, 0);
+			return;
+		}
+		end_inflight(w);
+	}
+	if (!service_commit_due(w->svc)) {
+		after_commit(w, 0);
+		return;
+	}
+	rc = service_commit_begin(w->svc);
+	if (rc != 1) {
+		after_commit(w, rc);
+		return;
+	}
+	if (w->opt->trace) {
+		struct store_batch_op op;
+		char names[256];
+		size_t pos = 0, n = 0;
+		names[0] = '\0';
+		while (store_batch_next(&w->svc->batch, &pos, &op) &&
+		    n + op.name_len + 8 < sizeof(names))
+			n += (size_t)snprintf(names + n, sizeof(names) - n,
+			    " %s%.*s", op.op == STORE_DEL ? "-" : "",
+			    (int)op.name_len, op.name);
+		trace(w, "batch %llu begins:%s%s",
+		    (unsigned long long)w->svc->inflight_seq, names,
+		    w->svc->batch.has_hwm ? " hwm" : "");
+	}
+	ungate(w);
+	if (w->async && rnd_percent(w, 60)) {
+		if (rnd_percent(w, 30))
+			write_inflight(w);
+		after_commit(w, 0);
+		return;
+	}
+	end_inflight(w);
 }
 
 static void
@@ -696,6 +853,10 @@ client_feed(struct world *w, struct client *c, size_t k)
 		i++;
 		done++;
 	}
+	if (done > 0 && service_commit_inflight(w->svc)) {
+		w->served_in_flight = true;
+		hist_cover(w->hist, SIM_COV_SERVED_WHILE_WRITING);
+	}
 	service_conn_feed(w->svc, &c->conn, c->buf, k);
 	memmove(c->buf, c->buf + k, c->buf_len - k);
 	c->buf_len -= k;
@@ -880,8 +1041,8 @@ reply_to_handle_op(struct world *w, struct client *c, struct sim_req *r,
 	} else if (r->cmd == PROTO_CMD_RENEW &&
 	    is_error(rep, PROTO_ERR_CONFLICT)) {
 		out = HIST_REFUSED;
-	} else if (r->cmd == PROTO_CMD_RENEW &&
-	    is_error(rep, PROTO_ERR_UNAVAILABLE)) {
+	} else if (is_error(rep, PROTO_ERR_UNAVAILABLE)) {
+		/* Its commit, or the batch in flight it rested on, failed. */
 		out = HIST_UNAVAILABLE;
 		w->res->unavailable++;
 		hist_cover(w->hist, SIM_COV_UNAVAILABLE_TOLD);
@@ -931,7 +1092,9 @@ client_reply(struct world *w, struct client *c,
 		reply_to_handle_op(w, c, r, rep, line, len);
 		return;
 	case PROTO_CMD_STATUS:
-		ok = rep->kind == PROTO_REPLY_STATUS && names_match(w, r, rep);
+		ok = (rep->kind == PROTO_REPLY_STATUS &&
+		    names_match(w, r, rep)) ||
+		    is_error(rep, PROTO_ERR_UNAVAILABLE);
 		break;
 	case PROTO_CMD_PING:
 		ok = rep->kind == PROTO_REPLY_PONG;
@@ -1034,7 +1197,7 @@ open_service(struct world *w)
 	trace(w, "open: %llu leases, %llu expired, %llu onclose, hwm %llu",
 	    (unsigned long long)rec.leases, (unsigned long long)rec.expired,
 	    (unsigned long long)rec.onclose, (unsigned long long)rec.hwm);
-	restores(w);
+	restores(w, true);
 	observe(w, false);
 	open_gate(w);
 	hist_checked(w->hist);
@@ -1075,6 +1238,14 @@ crash(struct world *w, enum sim_coverage where)
 
 	trace(w, "crash (%s)", sim_coverage_name(where));
 	hist_cover(w->hist, where);
+	if (service_commit_inflight(w->svc)) {
+		/* The write may have finished just before the end. */
+		hist_cover(w->hist, SIM_COV_CRASH_WHILE_WRITING);
+		if (rnd_percent(w, 50))
+			write_inflight(w);
+	}
+	w->written = false;
+	w->served_in_flight = false;
 	w->res->crashes++;
 	for (i = 0; i < w->nclients; i++)
 		if (w->clients[i].connected)
@@ -1097,6 +1268,7 @@ clean_restart(struct world *w)
 	trace(w, "clean stop");
 	w->res->clean_restarts++;
 	hist_cover(w->hist, SIM_COV_CLEAN_RESTART);
+	end_inflight(w);
 	service_shutdown(w->svc);
 	observe(w, false);
 	after_commit(w, service_commit(w->svc));
@@ -1221,6 +1393,8 @@ pass(struct world *w)
 		    (unsigned)w->nclients];
 		if (!c->connected || rnd_percent(w, 45))
 			client_act(w, c);
+		if (w->async && rnd_percent(w, 10))
+			write_inflight(w);
 	}
 	if (rnd_percent(w, w->exact ? 90 : 50))
 		do_tick(w);
@@ -1230,8 +1404,8 @@ pass(struct world *w)
 		crash(w, SIM_COV_CRASH_BEFORE_COMMIT);
 		return;
 	}
-	after_commit(w, service_end_pass(w->svc));
-	if (rnd_percent(w, 8))
+	end_pass(w);
+	if (!service_commit_inflight(w->svc) && rnd_percent(w, 8))
 		after_commit(w, service_commit(w->svc));
 	if (crash_at == CRASH_BEFORE_DELIVERY) {
 		crash(w, SIM_COV_CRASH_BEFORE_DELIVERY);
@@ -1257,6 +1431,7 @@ drain(struct world *w)
 
 	trace(w, "drain");
 	w->draining = true;
+	w->async = false;
 	w->mem.fail_commits = 0;
 	w->hook_failures = 0;
 	for (i = 0; i < w->nclients; i++) {
@@ -1266,7 +1441,7 @@ drain(struct world *w)
 	}
 	for (round = 0; round < DRAIN_ROUNDS; round++) {
 		core_time d;
-		after_commit(w, service_end_pass(w->svc));
+		end_pass(w);
 		deliver(w);
 		hist_settle(w->hist);
 		d = service_next_deadline(w->svc);
@@ -1332,6 +1507,7 @@ world_init(struct world *w, uint64_t seed, const struct sim_options *opt,
 	w->crash_permille = 2 + (unsigned)rnd_below(w, 6);
 	w->restart_permille = 1 + (unsigned)rnd_below(w, 2);
 	w->fail_permille = 5 + (unsigned)rnd_below(w, 25);
+	w->async = rnd_percent(w, 75);
 
 	service_config_defaults(&w->config);
 	w->config.core.default_lease_ms = 50 + (int64_t)rnd_below(w, 500);

@@ -65,6 +65,7 @@ enum sim_variant {
 	SIM_VARIANT_NEVER_RECLAIMS,
 	SIM_VARIANT_GRANT_WHILE_HELD,
 	SIM_VARIANT_RENEW_REFUSES_HOLDER,
+	SIM_VARIANT_INFLIGHT_UNGATED,      /* replies ignore the batch in flight */
 	SIM_VARIANTS
 };
 
@@ -98,6 +99,10 @@ enum sim_coverage {
 	SIM_COV_CLEAN_RESTART,
 	SIM_COV_SHUTDOWN_TOLD,
 	SIM_COV_REBOOT,
+	SIM_COV_SERVED_WHILE_WRITING,    /* requests ran with a batch in flight */
+	SIM_COV_INFLIGHT_FAILED,         /* ... and that batch failed */
+	SIM_COV_CRASH_WHILE_WRITING,
+	SIM_COV_DROP_UNDONE,             /* a lease let go, then restored */
 	SIM_COVERAGE
 };
 

@@ -354,6 +354,14 @@ test_sim_catches_renew_refusing_the_holder(void **state)
 	guard(SIM_VARIANT_RENEW_REFUSES_HOLDER, BIT(SIM_HOLDER_ACCEPTED));
 }
 
+static void
+test_sim_catches_replies_that_ignore_the_batch_in_flight(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_INFLIGHT_UNGATED,
+	    BIT(SIM_MUTUAL_EXCLUSION) | BIT(SIM_DURABILITY));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -384,6 +392,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(
 		    test_sim_catches_a_grant_while_the_lock_is_held),
 		cmocka_unit_test(test_sim_catches_renew_refusing_the_holder),
+		cmocka_unit_test(
+		    test_sim_catches_replies_that_ignore_the_batch_in_flight),
 	};
 	const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
 

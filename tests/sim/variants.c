@@ -408,6 +408,7 @@ sim_variant_name(enum sim_variant v)
 		"never-reclaims",
 		"grant-while-held",
 		"renew-refuses-holder",
+		"inflight-ungated",
 	};
 
 	return (unsigned)v < SIM_VARIANTS ? names[v] : "?";
