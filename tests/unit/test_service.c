@@ -669,6 +669,145 @@ test_service_shutdown_answers_every_waiter(void **state)
 	world_free(w);
 }
 
+/* ---- a batch in flight ------------------------------------------------ */
+
+static void
+test_service_requests_go_on_while_a_batch_is_in_flight(void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	feed(w, 1, "ACQUIRE b\n");
+	assert_int_equal(service_commit_begin(&w->svc), 1);
+	assert_true(service_commit_inflight(&w->svc));
+	/* Not a lock of the batch: answered at once, or in the next one. */
+	snprintf(line, sizeof(line), "RELEASE a %s\nSTATUS a\nACQUIRE c\n",
+	    h);
+	feed(w, 0, line);
+	assert_string_equal(take(w, 0),
+	    "RELEASED a\r\nSTATUS a held=0 fence=0 ttl=0 queue=0\r\n");
+	assert_false(service_commit_due(&w->svc));   /* one at a time */
+	/* A lock of the batch: every reply about it waits for the batch. */
+	feed(w, 2, "STATUS b\nPING\n");
+	assert_string_equal(take(w, 2), "");
+	service_commit_write(&w->svc);
+	assert_int_equal(service_commit_end(&w->svc), 0);
+	assert_non_null(strstr(take(w, 1), "GRANTED b fence=2 "));
+	assert_string_equal(take(w, 2), "STATUS b held=1 fence=2 ttl=30000 "
+	    "queue=0\r\nPONG\r\n");
+	assert_string_equal(take(w, 0), "");
+	assert_true(service_commit_due(&w->svc));
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_non_null(strstr(take(w, 0), "GRANTED c fence=3 "));
+	world_free(w);
+}
+
+static void
+test_service_failed_batch_in_flight_fails_what_rests_on_it(void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	/* The release of a is in the batch; it fails while c1 takes a and
+	 * c2 takes b, which the batch does not write. */
+	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
+	feed(w, 0, line);
+	assert_string_equal(take(w, 0), "RELEASED a\r\n");
+	w->store.fail_commits = 1;
+	assert_int_equal(service_commit_begin(&w->svc), 1);
+	feed(w, 1, "ACQUIRE a wait=0\n");
+	feed(w, 2, "ACQUIRE b\n");
+	service_commit_write(&w->svc);
+	assert_int_equal(service_commit_end(&w->svc), -1);
+	assert_string_equal(take(w, 1),
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
+	/* a is back with its holder, as the store has it. */
+	feed(w, 3, "STATUS a\n");
+	assert_string_equal(take(w, 3),
+	    "STATUS a held=1 fence=1 ttl=30000 queue=0\r\n");
+	/* b's grant did not rest on the failed batch: it commits next. */
+	assert_string_equal(take(w, 2), "");
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_non_null(strstr(take(w, 2), "GRANTED b fence=3 "));
+	world_free(w);
+}
+
+static void
+test_service_reply_after_an_open_promise_fails_with_it(void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a lease=1000\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	/* While a batch for another lock is in flight, a shorter lease is
+	 * promised; it runs out before its own batch is durable, and that
+	 * batch fails: the RENEW and the RELEASE that found the lease gone
+	 * both fail, and the lease is as told. */
+	feed(w, 1, "ACQUIRE b\n");
+	assert_int_equal(service_commit_begin(&w->svc), 1);
+	snprintf(line, sizeof(line), "RENEW a %s lease=10\n", h);
+	feed(w, 0, line);
+	w->clock.mono += 20;
+	service_tick(&w->svc);
+	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
+	feed(w, 0, line);
+	service_commit_write(&w->svc);
+	assert_int_equal(service_commit_end(&w->svc), 0);
+	w->store.fail_commits = 1;
+	assert_int_equal(service_commit(&w->svc), -1);
+	assert_string_equal(take(w, 0),
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n"
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
+	feed(w, 2, "STATUS a\n");
+	assert_string_equal(take(w, 2),
+	    "STATUS a held=1 fence=1 ttl=980 queue=0\r\n");
+	world_free(w);
+}
+
+static void
+test_service_fall_back_binds_an_onclose_lease_to_its_live_connection(
+    void **state)
+{
+	struct world *w = world_new();
+	char h[64], line[256];
+
+	(void)state;
+	world_open(w);
+	feed(w, 0, "ACQUIRE a onclose=release\n");
+	service_commit(&w->svc);
+	handle_of(take(w, 0), h);
+	/* Released and taken by c1 in a batch that fails: a is c0's again,
+	 * still bound to c0, whose close then releases it. */
+	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
+	feed(w, 0, line);
+	feed(w, 1, "ACQUIRE a\n");
+	w->store.fail_commits = 1;
+	assert_int_equal(service_commit(&w->svc), -1);
+	feed(w, 2, "STATUS a\n");
+	assert_string_equal(take(w, 2),
+	    "STATUS a held=1 fence=1 ttl=30000 queue=0\r\n");
+	service_conn_close(&w->svc, &w->conns[0]);
+	feed(w, 2, "STATUS a\n");
+	assert_string_equal(take(w, 2),
+	    "STATUS a held=0 fence=0 ttl=0 queue=0\r\n");
+	service_conn_open(&w->svc, &w->conns[0]);
+	world_free(w);
+}
+
 int
 main(void)
 {
@@ -694,6 +833,14 @@ main(void)
 		cmocka_unit_test(test_service_before_commit_seam_can_fail_the_commit),
 		cmocka_unit_test(test_service_after_commit_seam_runs_before_any_grant_is_written),
 		cmocka_unit_test(test_service_shutdown_answers_every_waiter),
+		cmocka_unit_test(
+		    test_service_requests_go_on_while_a_batch_is_in_flight),
+		cmocka_unit_test(
+		    test_service_failed_batch_in_flight_fails_what_rests_on_it),
+		cmocka_unit_test(
+		    test_service_reply_after_an_open_promise_fails_with_it),
+		cmocka_unit_test(
+		    test_service_fall_back_binds_an_onclose_lease_to_its_live_connection),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
