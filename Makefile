@@ -328,6 +328,7 @@ soak: deps-test $(CRASH_TEST_BIN)
 # with taskset.  BENCH_SECONDS, BENCH_ROUNDS and BENCH_QUICK=1 shorten it.
 BENCH_LOADGEN := $(B)/bench/loadgen
 BENCH_NOOP    := $(B)/bench/noop
+BENCH_FLUSH   := $(B)/bench/flushcost
 HIREDIS_LIBS   = $(call pc_libs,hiredis,-lhiredis)
 
 .PHONY: bench bench-build deps-bench
@@ -342,16 +343,20 @@ $(BENCH_LOADGEN): $(B)/bench/loadgen.o $(B)/libproto.a
 $(BENCH_NOOP): $(B)/bench/noop.o
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
+$(BENCH_FLUSH): $(B)/bench/flushcost.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LMDB_LIBS)
+
 deps-bench:
 	@tools/deps.sh bench
 
-bench-build: $(B)/lockd $(BENCH_LOADGEN) $(BENCH_NOOP)
+bench-build: $(B)/lockd $(BENCH_LOADGEN) $(BENCH_NOOP) $(BENCH_FLUSH)
 
 # The packages first, then a recursive make, so that pkg-config sees hiredis.
 bench: deps-bench
 	@$(MAKE) --no-print-directory bench-build
 	LOCKD=$(abspath $(B)/lockd) LOADGEN=$(abspath $(BENCH_LOADGEN)) \
-	    NOOP=$(abspath $(BENCH_NOOP)) bench/run.sh
+	    NOOP=$(abspath $(BENCH_NOOP)) FLUSHCOST=$(abspath $(BENCH_FLUSH)) \
+	    bench/run.sh
 
 # --- fuzzing ---------------------------------------------------------------
 # libFuzzer targets, built apart from the rest with clang (ASan + UBSan).

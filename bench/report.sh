@@ -35,6 +35,13 @@ function ratio(a, b) {
 	return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b)
 }
 function verdict(ok) { return ok ? "met" : "NOT met" }
+/^# disk:/ {
+	for (i = 1; i <= NF; i++) {
+		eq = index($i, "=")
+		if (eq > 0)
+			disk[substr($i, 1, eq - 1)] = substr($i, eq + 1)
+	}
+}
 /^#/ { next }
 {
 	delete kv
@@ -177,4 +184,13 @@ END {
 		printf "- <= 16 KiB per idle connection: %s bytes (%s)\n", fmt(idle["lockd"]), verdict(idle["lockd"] + 0 <= 16384)
 	if (rec_ms != "")
 		printf "- recovery of %s held locks < 2 s: %s ms (%s)\n", rec_locks, rec_ms, verdict(rec_ms + 0 < 2000)
+	if (disk["lmdb_commit_us"] != "" && disk["append_sync_us"] != "") {
+		print ""
+		print "The floor the disk sets under a durable cycle (bench/flushcost.c, medians of 200)"
+		print ""
+		printf "- lockd: one LMDB commit of one record, %s us (of 32 records: %s us); Redis: two appends with fdatasync, 2 x %s us; one bare flush: %s us\n",
+		    disk["lmdb_commit_us"], disk["lmdb_commit_32_us"], disk["append_sync_us"], disk["overwrite_sync_us"]
+		printf "- so, counting the disk alone, lockd can reach at most %s x the rate of Redis-always at one connection (both also pay two round trips per cycle)\n",
+		    ratio(2 * disk["append_sync_us"], disk["lmdb_commit_us"])
+	}
 }' "$1"

@@ -140,7 +140,9 @@ flush_cost() {
 	dd if=/dev/zero of="$WORK/flush.probe" bs=4k count=200 oflag=dsync status=none
 	t1=${EPOCHREALTIME/./}
 	rm -f "$WORK/flush.probe"
-	echo "dsync_write_us=$(( (t1 - t0) / 200 ))"
+	printf 'dsync_write_us=%d ' $(( (t1 - t0) / 200 ))
+	# And what one durable write costs each peer's way (bench/flushcost.c).
+	if [ -n "${FLUSHCOST:-}" ]; then "$FLUSHCOST" "$WORK" 200; else echo; fi
 }
 
 free_ports() { "$LOADGEN" -F "$1" | paste -sd ' '; }
