@@ -214,20 +214,22 @@ bucket_of(const struct core_table *table, const char *name, size_t len)
 	return &table->buckets[h & (table->bucket_count - 1)];
 }
 
+static struct core_entry *
+chain_find(struct core_entry *e, const char *name, size_t len)
+{
+	for (; e != NULL; e = e->hash_next)
+		if (e->name_len == len && memcmp(e->name, name, len) == 0)
+			return e;
+	return NULL;
+}
+
 const struct core_entry *
 core_table_find(const struct core_table *table, const char *name,
     size_t name_len)
 {
-	struct core_entry *e;
-
 	if (name_len == 0 || name_len > CORE_NAME_MAX)
 		return NULL;
-	for (e = *bucket_of(table, name, name_len); e != NULL;
-	    e = e->hash_next)
-		if (e->name_len == name_len &&
-		    memcmp(e->name, name, name_len) == 0)
-			return e;
-	return NULL;
+	return chain_find(*bucket_of(table, name, name_len), name, name_len);
 }
 
 static struct core_entry *
@@ -285,7 +287,10 @@ entry_dirty(struct core_table *table, struct core_entry *e)
 static struct core_entry *
 entry_get(struct core_table *table, const char *name, size_t len)
 {
-	struct core_entry *e = entry_find(table, name, len), **bucket;
+	/* One hash serves the look-up and the insertion: the buckets do
+	 * not move before the new entry is linked in. */
+	struct core_entry **bucket = bucket_of(table, name, len);
+	struct core_entry *e = chain_find(*bucket, name, len);
 
 	if (e != NULL)
 		return e;
@@ -301,7 +306,6 @@ entry_get(struct core_table *table, const char *name, size_t len)
 	e->timer.kind = TIMER_LEASE;
 	link_init(&e->queue);
 	link_init(&e->onclose_link);
-	bucket = bucket_of(table, name, len);
 	e->hash_next = *bucket;
 	*bucket = e;
 	table->stats.locks++;
