@@ -119,6 +119,10 @@ struct core_config {
 	uint32_t max_held;          /* held locks in all; 0 = unlimited */
 	uint32_t max_waiters;       /* waiters in all; 0 = unlimited */
 	uint32_t max_waiters_per_session;  /* 0 = unlimited */
+	/* Room core_table_init makes at once for this many locks (buckets
+	 * and heap slots), so that loading them never grows the table: a
+	 * hint, 0 = start small. */
+	size_t expected_locks;
 	uint64_t hash_key[2];       /* secret key for the name hash */
 	/* The source of handle secrets; called once per grant. */
 	uint64_t (*secret)(void *ctx);
@@ -282,6 +286,14 @@ enum core_status core_table_init(struct core_table *table,
     struct core_sink sink);
 /* Frees every entry and waiter without reporting anything. */
 void core_table_destroy(struct core_table *table);
+/*
+ * Makes room for `locks` locks in all - buckets enough that the table does
+ * not grow (and rehash every entry) before it holds them, and heap slots
+ * for their timers - so that recovery of a known number of records
+ * allocates nothing but the entries.  Never shrinks anything.
+ * CORE_ERR_NOMEM leaves the table whole, as it would grow without it.
+ */
+enum core_status core_table_reserve(struct core_table *table, size_t locks);
 
 struct core_acquire_args {
 	int64_t lease_ms;        /* 0 = default; capped; negative = BADARG */

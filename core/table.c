@@ -130,6 +130,9 @@ core_table_init(struct core_table *table, const struct core_config *config,
 		return CORE_ERR_NOMEM;
 	memset(table->buckets, 0, INITIAL_BUCKETS * sizeof(*table->buckets));
 	table->bucket_count = INITIAL_BUCKETS;
+	/* Only a hint: without the room the table grows as it fills. */
+	if (config->expected_locks > 0)
+		(void)core_table_reserve(table, config->expected_locks);
 	return CORE_OK;
 }
 
@@ -238,17 +241,17 @@ entry_find(struct core_table *table, const char *name, size_t len)
 	return (struct core_entry *)core_table_find(table, name, len);
 }
 
-/* Doubles the buckets when the table is fuller than one entry a bucket; a
- * failed allocation only makes chains longer. */
-static void
-table_grow(struct core_table *table)
+/* Moves every entry to `count` buckets (a power of two); false, with the
+ * table as it was, when the allocation fails. */
+static bool
+table_rehash(struct core_table *table, size_t count)
 {
-	size_t count = table->bucket_count * 2, i;
 	struct core_entry **buckets;
+	size_t i;
 
 	buckets = table->config.realloc(NULL, count * sizeof(*buckets));
 	if (buckets == NULL)
-		return;
+		return false;
 	memset(buckets, 0, count * sizeof(*buckets));
 	for (i = 0; i < table->bucket_count; i++) {
 		struct core_entry *e = table->buckets[i], *next;
@@ -263,6 +266,33 @@ table_grow(struct core_table *table)
 	table->config.free(table->buckets);
 	table->buckets = buckets;
 	table->bucket_count = count;
+	return true;
+}
+
+/* Doubles the buckets when the table is fuller than one entry a bucket; a
+ * failed allocation only makes chains longer. */
+static void
+table_grow(struct core_table *table)
+{
+	table_rehash(table, table->bucket_count * 2);
+}
+
+enum core_status
+core_table_reserve(struct core_table *table, size_t locks)
+{
+	size_t count = table->bucket_count;
+
+	/* No more buckets than memory could ever be asked for. */
+	if (locks > SIZE_MAX / 4 / sizeof(*table->buckets))
+		return CORE_ERR_NOMEM;
+	while (count < locks)
+		count *= 2;
+	if (count > table->bucket_count && !table_rehash(table, count))
+		return CORE_ERR_NOMEM;
+	if (locks > table->stats.locks &&
+	    !heap_reserve(table, locks - table->stats.locks))
+		return CORE_ERR_NOMEM;
+	return CORE_OK;
 }
 
 /* Puts e on the changed list, where it stays (and is not dropped) until the

@@ -1529,6 +1529,132 @@ test_table_many_names_grow_the_buckets_and_stay_found(void **state)
 	assert_books_balance(f);
 }
 
+/* ---- making room ahead ------------------------------------------------ */
+
+static void
+test_table_reserve_makes_room_so_that_recovery_never_grows_the_table(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_entry **buckets;
+	struct core_timer **heap;
+	size_t i, count, cap;
+	char name[32];
+	const size_t names = 1000;
+
+	assert_int_equal(core_table_reserve(&f->table, names), CORE_OK);
+	assert_true(f->table.bucket_count >= names);
+	assert_true(f->table.heap_cap >= names);
+	buckets = f->table.buckets;
+	count = f->table.bucket_count;
+	heap = f->table.heap;
+	cap = f->table.heap_cap;
+	for (i = 0; i < names; i++) {
+		struct core_record rec = record(i + 1, i, 5000 + (core_time)i,
+		    5000, false);
+
+		snprintf(name, sizeof(name), "lock/%zu", i);
+		assert_int_equal(core_table_restore(&f->table, name,
+		    strlen(name), &rec, 0), CORE_OK);
+	}
+	/* Nothing was grown: the same buckets and the same heap. */
+	assert_ptr_equal(f->table.buckets, buckets);
+	assert_int_equal(f->table.bucket_count, count);
+	assert_ptr_equal(f->table.heap, heap);
+	assert_int_equal(f->table.heap_cap, cap);
+	assert_int_equal(f->table.stats.held, names);
+	assert_int_equal(f->table.hwm, names);
+	for (i = 0; i < names; i++) {
+		snprintf(name, sizeof(name), "lock/%zu", i);
+		assert_non_null(find(f, name));
+		assert_int_equal(find(f, name)->lock.fence, i + 1);
+	}
+	assert_books_balance(f);
+	assert_int_equal(drain(f), 0);
+	assert_int_equal(core_next_deadline(&f->table), 5000);
+}
+
+static void
+test_table_reserve_keeps_entries_already_in_and_never_shrinks(void **state)
+{
+	struct fixture *f = *state;
+	char name[32];
+	size_t i, count;
+
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "lock/%zu", i);
+		acquire(f, 0, name, LEASE, -1, false, i, 0);
+	}
+	assert_int_equal(core_table_reserve(&f->table, 5000), CORE_OK);
+	count = f->table.bucket_count;
+	assert_true(count >= 5000);
+	assert_true(f->table.heap_cap >= 5000);
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "lock/%zu", i);
+		assert_non_null(find(f, name));
+	}
+	assert_books_balance(f);
+	assert_int_equal(core_table_reserve(&f->table, 10), CORE_OK);
+	assert_int_equal(f->table.bucket_count, count);
+	assert_true(f->table.heap_cap >= 5000);
+}
+
+static void
+test_table_reserve_failure_answers_nomem_and_keeps_the_table_whole(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_entry **buckets = f->table.buckets;
+	size_t count = f->table.bucket_count;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	alloc_budget = 0;
+	assert_int_equal(core_table_reserve(&f->table, 100000),
+	    CORE_ERR_NOMEM);
+	assert_true(alloc_failures > 0);
+	alloc_budget = -1;
+	assert_ptr_equal(f->table.buckets, buckets);
+	assert_int_equal(f->table.bucket_count, count);
+	assert_non_null(find(f, "a"));
+	acquire(f, 1, "b", LEASE, -1, false, 2, 0);
+	expect(f, 1, CORE_REPLY_GRANTED, 1, 2, "b");
+	assert_books_balance(f);
+	/* Buckets made, heap slots refused: still NOMEM, still whole. */
+	alloc_budget = 1;
+	assert_int_equal(core_table_reserve(&f->table, 100000),
+	    CORE_ERR_NOMEM);
+	alloc_budget = -1;
+	assert_true(f->table.bucket_count >= 100000);
+	assert_non_null(find(f, "a"));
+	assert_non_null(find(f, "b"));
+	assert_books_balance(f);
+	/* An absurd count is refused before anything is allocated. */
+	assert_int_equal(core_table_reserve(&f->table, SIZE_MAX),
+	    CORE_ERR_NOMEM);
+	assert_books_balance(f);
+}
+
+static void
+test_table_expected_locks_makes_the_room_at_init(void **state)
+{
+	struct fixture *f = *state;
+
+	f->config.expected_locks = 3000;
+	fixture_restart(f);
+	assert_true(f->table.bucket_count >= 3000);
+	assert_true(f->table.heap_cap >= 3000);
+	/* Only a hint: when the room cannot be had, init still succeeds
+	 * with the small table. */
+	fixture_stop(f);
+	alloc_budget = 1;
+	fixture_start(f);
+	alloc_budget = -1;
+	assert_true(f->table.bucket_count < 3000);
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a");
+	assert_books_balance(f);
+}
+
 /* ---- the heap --------------------------------------------------------- */
 
 static uint64_t
@@ -1648,6 +1774,10 @@ main(void)
 		T(test_table_fence_overflow_answers_overflow_and_grants_nothing),
 		T(test_table_status_reports_the_holder_ttl_and_queue),
 		T(test_table_many_names_grow_the_buckets_and_stay_found),
+		T(test_table_reserve_makes_room_so_that_recovery_never_grows_the_table),
+		T(test_table_reserve_keeps_entries_already_in_and_never_shrinks),
+		T(test_table_reserve_failure_answers_nomem_and_keeps_the_table_whole),
+		T(test_table_expected_locks_makes_the_room_at_init),
 		T(test_table_heap_keeps_the_earliest_deadline_first),
 	};
 #undef T
