@@ -161,6 +161,11 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 	scfg.core.secret_ctx = &pool;
 	scfg.core.hash_key[0] = random_secret(&pool);
 	scfg.core.hash_key[1] = random_secret(&pool);
+	/* Room for every stored lease at once: recovery then never grows
+	 * (and rehashes) the table.  Without a count it grows as it loads. */
+	if (store->ops->count != NULL &&
+	    store->ops->count(store, &scfg.core.expected_locks) != 0)
+		scfg.core.expected_locks = 0;
 	scfg.max_line = cfg.max_line;
 	scfg.max_output = cfg.max_output;
 	memset(&clock, 0, sizeof(clock));

@@ -63,6 +63,9 @@ struct store_ops {
 	        const void *val, size_t val_len),
 	    void *ctx, uint64_t *hwm);
 	void (*close)(struct store *store);
+	/* Optional (may be NULL): sets *count to the number of records, so
+	 * that the caller can make room before load().  A hint only. */
+	int (*count)(struct store *store, size_t *count);
 };
 
 struct store {

@@ -147,6 +147,24 @@ abort:
 	return fail(s, "load", rc);
 }
 
+static int
+lmdb_count(struct store *base, size_t *count)
+{
+	struct store_lmdb *s = (struct store_lmdb *)base;
+	MDB_txn *txn;
+	MDB_stat st;
+	int rc;
+
+	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
+		return fail(s, "mdb_txn_begin", rc);
+	rc = mdb_stat(txn, s->leases, &st);
+	mdb_txn_abort(txn);
+	if (rc != 0)
+		return fail(s, "mdb_stat", rc);
+	*count = st.ms_entries;
+	return 0;
+}
+
 static void
 lmdb_close(struct store *base)
 {
@@ -162,6 +180,7 @@ static const struct store_ops lmdb_ops = {
 	.get = lmdb_get,
 	.load = lmdb_load,
 	.close = lmdb_close,
+	.count = lmdb_count,
 };
 
 struct store *

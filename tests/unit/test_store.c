@@ -120,6 +120,36 @@ test_store_lmdb_commits_reload_after_reopen(void **state)
 }
 
 static void
+test_store_lmdb_count_is_the_number_of_records(void **state)
+{
+	char err[256];
+	struct store *s = store_lmdb_open(dir, 1 << 20, err, sizeof(err));
+	struct store_batch b;
+	size_t count = 99;
+
+	(void)state;
+	assert_non_null(s);
+	assert_non_null(s->ops->count);
+	assert_int_equal(s->ops->count(s, &count), 0);
+	assert_int_equal(count, 0);
+	store_batch_init(&b);
+	store_batch_add(&b, STORE_PUT, "a", 1, "one", 3);
+	store_batch_add(&b, STORE_PUT, "b", 1, "two", 3);
+	store_batch_add(&b, STORE_PUT, "c", 1, "six", 3);
+	/* The high-water mark is not a record. */
+	b.has_hwm = true;
+	b.hwm = 7;
+	assert_int_equal(s->ops->commit(s, &b), 0);
+	store_batch_reset(&b);
+	store_batch_add(&b, STORE_DEL, "b", 1, NULL, 0);
+	assert_int_equal(s->ops->commit(s, &b), 0);
+	assert_int_equal(s->ops->count(s, &count), 0);
+	assert_int_equal(count, 2);
+	s->ops->close(s);
+	store_batch_free(&b);
+}
+
+static void
 test_store_lmdb_second_opener_of_a_directory_is_refused(void **state)
 {
 	char err[256];
@@ -238,6 +268,9 @@ main(void)
 		cmocka_unit_test(test_store_batch_walks_back_what_was_added),
 		cmocka_unit_test_setup_teardown(
 		    test_store_lmdb_commits_reload_after_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_store_lmdb_count_is_the_number_of_records, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_store_lmdb_second_opener_of_a_directory_is_refused,
 		    setup, teardown),
