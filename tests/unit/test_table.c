@@ -1655,6 +1655,162 @@ test_table_expected_locks_makes_the_room_at_init(void **state)
 	assert_books_balance(f);
 }
 
+/* ---- restoring in batches --------------------------------------------- */
+
+#define BATCH_ITEMS 300
+
+/*
+ * A recovery over a table that already has holders and waiters (as after a
+ * failed commit): held records, free ones, onclose ones, expired ones, and
+ * names listed twice, restored with core_table_restore_batch or one by one.
+ * Leaves every reply and the drained changes in the fixture.
+ */
+static enum core_status
+restore_workload(struct fixture *f, bool batch, size_t *done)
+{
+	static struct core_restore items[BATCH_ITEMS];
+	static char names[BATCH_ITEMS][32];
+	enum core_status st = CORE_OK;
+	size_t i;
+
+	acquire(f, 0, "w/0", LEASE, -1, false, 1, 0);
+	acquire(f, 1, "w/0", LEASE, -1, false, 2, 0);
+	acquire(f, 2, "w/1", LEASE, -1, true, 3, 0);
+	acquire(f, 3, "w/1", LEASE, -1, false, 4, 0);
+	drain(f);
+	for (i = 0; i < BATCH_ITEMS; i++) {
+		struct core_restore *it = &items[i];
+
+		/* Every seventh name again, and the waited-on locks. */
+		if (i % 7 == 6)
+			snprintf(names[i], sizeof(names[i]), "r/%zu",
+			    i - 3);
+		else if (i == 100 || i == 200)
+			snprintf(names[i], sizeof(names[i]), "w/%d",
+			    i == 100 ? 0 : 1);
+		else
+			snprintf(names[i], sizeof(names[i]), "r/%zu", i);
+		it->name = names[i];
+		it->name_len = strlen(names[i]);
+		memset(&it->rec, 0, sizeof(it->rec));
+		/* Every fifth free, some expired, some onclose. */
+		if (i % 5 != 4)
+			it->rec = record(1000 + i, 0xabc0 + i, i % 11 == 3 ?
+			    50 : 2000 + (core_time)(i * 37 % 500), 2000,
+			    i % 13 == 5);
+	}
+	core_table_restore_hwm(&f->table, 900);
+	if (batch) {
+		st = core_table_restore_batch(&f->table, items, BATCH_ITEMS,
+		    100, done);
+	} else {
+		for (i = 0; i < BATCH_ITEMS && st == CORE_OK; i++)
+			st = core_table_restore(&f->table, items[i].name,
+			    items[i].name_len, &items[i].rec, 100);
+		*done = st == CORE_OK ? i : i - 1;
+	}
+	core_tick(&f->table, 100);
+	return st;
+}
+
+static void
+test_table_restore_batch_is_the_same_as_restoring_one_by_one(void **state)
+{
+	struct fixture *f = *state;
+	struct got *one;
+	struct change *changes;
+	size_t ngot, nchanges, i, done;
+	uint64_t hwm, held, locks;
+	core_time next;
+
+	assert_int_equal(restore_workload(f, false, &done), CORE_OK);
+	assert_int_equal(done, BATCH_ITEMS);
+	ngot = f->ngot;
+	one = malloc(ngot * sizeof(*one));
+	assert_non_null(one);
+	memcpy(one, f->got, ngot * sizeof(*one));
+	hwm = f->table.hwm;
+	held = f->table.stats.held;
+	next = core_next_deadline(&f->table);
+	nchanges = drain(f);
+	locks = f->table.stats.locks;
+	changes = malloc(nchanges * sizeof(*changes));
+	assert_non_null(changes);
+	memcpy(changes, f->changes, nchanges * sizeof(*changes));
+	/* The workload makes every kind of outcome. */
+	assert_true(nchanges > 0 && ngot > 0 && held > 0);
+
+	fixture_restart(f);
+	f->secrets = 0;   /* the same secrets for the same grants */
+	assert_int_equal(restore_workload(f, true, &done), CORE_OK);
+	assert_int_equal(done, BATCH_ITEMS);
+	assert_int_equal(f->ngot, ngot);
+	for (i = 0; i < ngot; i++) {
+		assert_int_equal(f->got[i].r.kind, one[i].r.kind);
+		assert_ptr_equal(f->got[i].r.session, one[i].r.session);
+		assert_int_equal(f->got[i].r.tag, one[i].r.tag);
+		assert_int_equal(f->got[i].r.fence, one[i].r.fence);
+		assert_string_equal(f->got[i].name, one[i].name);
+	}
+	assert_int_equal(f->table.hwm, hwm);
+	assert_int_equal(f->table.stats.held, held);
+	assert_int_equal(core_next_deadline(&f->table), next);
+	assert_books_balance(f);
+	assert_int_equal(drain(f), nchanges);
+	for (i = 0; i < nchanges; i++) {
+		assert_string_equal(f->changes[i].name, changes[i].name);
+		assert_int_equal(f->changes[i].present, changes[i].present);
+		assert_memory_equal(&f->changes[i].rec, &changes[i].rec,
+		    sizeof(changes[i].rec));
+	}
+	assert_int_equal(f->table.stats.locks, locks);
+	free(one);
+	free(changes);
+}
+
+static void
+test_table_restore_batch_stops_at_the_first_error_and_says_where(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_restore items[40];
+	char names[40][16];
+	size_t i, done = 99;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(names[i], sizeof(names[i]), "n/%zu", i);
+		items[i].name = names[i];
+		items[i].name_len = strlen(names[i]);
+		items[i].rec = record(i + 1, i, 5000, 5000, false);
+	}
+	items[35].name_len = 0;
+	assert_int_equal(core_table_restore_batch(&f->table, items, 40, 0,
+	    &done), CORE_ERR_BADARG);
+	assert_int_equal(done, 35);
+	assert_int_equal(f->table.stats.held, 35);
+	assert_non_null(find(f, "n/34"));
+	assert_null(find(f, "n/36"));
+	assert_books_balance(f);
+
+	/* Out of memory on the third new entry. */
+	items[35].name_len = strlen(names[35]);
+	fixture_restart(f);
+	alloc_budget = 2;
+	assert_int_equal(core_table_restore_batch(&f->table, items, 40, 0,
+	    &done), CORE_ERR_NOMEM);
+	alloc_budget = -1;
+	assert_true(done < 3);
+	assert_int_equal(f->table.stats.held, done);
+	assert_books_balance(f);
+
+	/* Nothing to do is done at once. */
+	fixture_restart(f);
+	assert_int_equal(core_table_restore_batch(&f->table, items, 0, 0,
+	    &done), CORE_OK);
+	assert_int_equal(done, 0);
+	assert_int_equal(f->table.stats.locks, 0);
+}
+
 /* ---- the heap --------------------------------------------------------- */
 
 static uint64_t
@@ -1778,6 +1934,8 @@ main(void)
 		T(test_table_reserve_keeps_entries_already_in_and_never_shrinks),
 		T(test_table_reserve_failure_answers_nomem_and_keeps_the_table_whole),
 		T(test_table_expected_locks_makes_the_room_at_init),
+		T(test_table_restore_batch_is_the_same_as_restoring_one_by_one),
+		T(test_table_restore_batch_stops_at_the_first_error_and_says_where),
 		T(test_table_heap_keeps_the_earliest_deadline_first),
 	};
 #undef T
