@@ -37,15 +37,14 @@ store_put_u64(unsigned char *p, uint64_t v)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* Written out rather than as a loop: compilers make it one load. */
 static inline uint64_t
 store_get_u64(const unsigned char *p)
 {
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
+	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+	    (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
+	    (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
+	    (uint64_t)p[7] << 56;
 }
 
 struct store;
