@@ -1811,7 +1811,7 @@ test_table_restore_batch_stops_at_the_first_error_and_says_where(
 	assert_int_equal(f->table.stats.locks, 0);
 }
 
-/* ---- the heap --------------------------------------------------------- */
+/* ---- the name hash ---------------------------------------------------- */
 
 static uint64_t
 next_random(uint64_t *x)
@@ -1821,6 +1821,70 @@ next_random(uint64_t *x)
 	*x ^= *x << 17;
 	return *x;
 }
+
+#define REF_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+
+static void
+ref_sipround(uint64_t v[4])
+{
+	v[0] += v[1]; v[1] = REF_ROTL(v[1], 13); v[1] ^= v[0];
+	v[0] = REF_ROTL(v[0], 32);
+	v[2] += v[3]; v[3] = REF_ROTL(v[3], 16); v[3] ^= v[2];
+	v[0] += v[3]; v[3] = REF_ROTL(v[3], 21); v[3] ^= v[0];
+	v[2] += v[1]; v[1] = REF_ROTL(v[1], 17); v[1] ^= v[2];
+	v[2] = REF_ROTL(v[2], 32);
+}
+
+/* SipHash-1-3 as the paper gives it, a byte at a time. */
+static uint64_t
+ref_siphash13(const uint64_t key[2], const unsigned char *in, size_t len)
+{
+	uint64_t v[4] = {
+		0x736f6d6570736575ULL ^ key[0], 0x646f72616e646f6dULL ^ key[1],
+		0x6c7967656e657261ULL ^ key[0], 0x7465646279746573ULL ^ key[1]
+	};
+	uint64_t m;
+	size_t i, j;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		for (m = 0, j = 0; j < 8; j++)
+			m |= (uint64_t)in[i + j] << (8 * j);
+		v[3] ^= m;
+		ref_sipround(v);
+		v[0] ^= m;
+	}
+	for (m = (uint64_t)len << 56, j = 0; i + j < len; j++)
+		m |= (uint64_t)in[i + j] << (8 * j);
+	v[3] ^= m;
+	ref_sipround(v);
+	v[0] ^= m;
+	v[2] ^= 0xff;
+	for (j = 0; j < 3; j++)
+		ref_sipround(v);
+	return v[0] ^ v[1] ^ v[2] ^ v[3];
+}
+
+static void
+test_table_name_hash_is_siphash_1_3_at_every_length_and_alignment(
+    void **state)
+{
+	unsigned char buf[CORE_NAME_MAX + 8];
+	uint64_t key[2], x = 0x9e3779b97f4a7c15ULL;
+	size_t len, off, i;
+
+	(void)state;
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)next_random(&x);
+	for (len = 0; len <= CORE_NAME_MAX; len++)
+		for (off = 0; off < 8; off++) {
+			key[0] = next_random(&x);
+			key[1] = next_random(&x);
+			assert_true(core_name_hash(key, (const char *)buf +
+			    off, len) == ref_siphash13(key, buf + off, len));
+		}
+}
+
+/* ---- the heap --------------------------------------------------------- */
 
 static void
 test_table_heap_keeps_the_earliest_deadline_first(void **state)
@@ -1936,6 +2000,7 @@ main(void)
 		T(test_table_expected_locks_makes_the_room_at_init),
 		T(test_table_restore_batch_is_the_same_as_restoring_one_by_one),
 		T(test_table_restore_batch_stops_at_the_first_error_and_says_where),
+		T(test_table_name_hash_is_siphash_1_3_at_every_length_and_alignment),
 		T(test_table_heap_keeps_the_earliest_deadline_first),
 	};
 #undef T
