@@ -1094,36 +1094,67 @@ service_config_defaults(struct service_config *config)
 	config->max_output = 1 << 20;
 }
 
+/* Records handed to the table at once (core_table_restore_batch). */
+#define LOAD_BATCH 64
+
 struct load {
 	struct service *svc;
 	struct service_recovery *rec;
 	core_time now;
 	int64_t wall;
+	/* Decoded, not yet restored; the names are copies, as the store's
+	 * own may not outlive its walk. */
+	struct core_restore batch[LOAD_BATCH];
+	char names[LOAD_BATCH][CORE_NAME_MAX];
+	size_t n;
 };
+
+static int
+load_flush(struct load *l)
+{
+	const struct core_restore *it;
+	size_t done;
+
+	if (l->n == 0)
+		return 0;
+	if (core_table_restore_batch(&l->svc->table, l->batch, l->n, l->now,
+	    &done) != CORE_OK) {
+		it = &l->batch[done];
+		snprintf(l->svc->error, sizeof(l->svc->error),
+		    "cannot restore lock %.*s", (int)it->name_len, it->name);
+		return -1;
+	}
+	l->n = 0;
+	return 0;
+}
 
 static int
 load_record(void *ctx, const char *name, size_t name_len, const void *val,
     size_t val_len)
 {
 	struct load *l = ctx;
-	struct core_record rec;
+	struct core_restore *it = &l->batch[l->n];
 
-	if (!record_decode(l->svc, val, val_len, l->now, l->wall, &rec)) {
+	if (!record_decode(l->svc, val, val_len, l->now, l->wall, &it->rec)) {
 		snprintf(l->svc->error, sizeof(l->svc->error),
 		    "unreadable record for lock %.*s", (int)name_len, name);
 		return -1;
 	}
-	l->rec->leases++;
-	if (rec.onclose_release)
-		l->rec->onclose++;
-	else if (rec.expiry <= l->now)
-		l->rec->expired++;
-	if (core_table_restore(&l->svc->table, name, name_len, &rec,
-	    l->now) != CORE_OK) {
+	if (name_len == 0 || name_len > CORE_NAME_MAX) {
 		snprintf(l->svc->error, sizeof(l->svc->error),
 		    "cannot restore lock %.*s", (int)name_len, name);
 		return -1;
 	}
+	l->rec->leases++;
+	if (it->rec.onclose_release)
+		l->rec->onclose++;
+	else if (it->rec.expiry <= l->now)
+		l->rec->expired++;
+	memcpy(l->names[l->n], name, name_len);
+	it->name = l->names[l->n];
+	it->name_len = name_len;
+	if (++l->n == LOAD_BATCH)
+		return load_flush(l);
 	return 0;
 }
 
@@ -1168,7 +1199,9 @@ service_open(struct service *svc, const struct service_config *config,
 	l.rec = recovered;
 	l.now = clock->mono(clock->ctx);
 	l.wall = clock->wall(clock->ctx);
-	if (store->ops->load(store, load_record, &l, &hwm) != 0) {
+	l.n = 0;
+	if (store->ops->load(store, load_record, &l, &hwm) != 0 ||
+	    load_flush(&l) != 0) {
 		if (svc->error[0] == '\0')
 			snprintf(svc->error, sizeof(svc->error), "%s",
 			    store->error);
