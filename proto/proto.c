@@ -214,9 +214,13 @@ proto_equal_nocase(const char *s, size_t len, const char *literal)
 	size_t i;
 
 	for (i = 0; i < len; i++) {
-		if (literal[i] == '\0' ||
-		    proto_ascii_lower((unsigned char)s[i]) !=
-		    proto_ascii_lower((unsigned char)literal[i]))
+		unsigned char a = (unsigned char)s[i];
+		unsigned char b = (unsigned char)literal[i];
+
+		/* Equal bytes need no folding: clients mostly send the
+		 * spelling the spec shows. */
+		if (b == '\0' ||
+		    (a != b && proto_ascii_lower(a) != proto_ascii_lower(b)))
 			return false;
 	}
 	return literal[len] == '\0';
@@ -554,30 +558,100 @@ proto_set_option(struct proto_request *req,
 }
 
 /*
- * Parses one request line, line[0..n) without its line end, in two passes:
- * first its shape (command, argument count, arguments before options), which
- * is BADREQ when wrong, then its values, which are BADARG when wrong.  Doing
- * the shape first means "ACQUIRE lease=5" is told it lacks a name rather
- * than anything about its lease.
+ * The words of a request line that the value pass can reach: the command,
+ * at most two arguments and then options.  Each option that is taken sets
+ * one of PROTO_OPTION_COUNT bits, so by the option after those the pass
+ * has refused the line (a repeat, an unknown option or one the command
+ * does not take): it never reads past word 2 + PROTO_OPTION_COUNT + 1.
+ */
+#define PROTO_REQUEST_WORDS (1 + 2 + PROTO_OPTION_COUNT + 1)
+
+struct proto_word {
+	const char *s;
+	size_t len;
+	size_t eq;		/* offset of the first '=', len when none */
+};
+
+/* A request line split into words. */
+struct proto_words {
+	struct proto_word w[PROTO_REQUEST_WORDS];	/* the first ones */
+	size_t count;		/* all the words of the line */
+	size_t first_bare;	/* the first word past w[] without '=', or
+				 * SIZE_MAX: all the shape pass needs of
+				 * those */
+};
+
+/*
+ * Splits line[0..n) into words separated by runs of blanks, as
+ * proto_next_word does, in one pass that also refuses the line (returns
+ * false) for a control byte other than a tab, as proto_has_control does.
+ */
+static bool
+proto_split_request(const char *line, size_t n, struct proto_words *words)
+{
+	size_t i = 0, start, eq, k;
+	unsigned char c;
+
+	words->count = 0;
+	words->first_bare = SIZE_MAX;
+	while (i < n) {
+		c = (unsigned char)line[i];
+		if (proto_is_blank(c)) {
+			i++;
+			continue;
+		}
+		if (proto_is_control(c))
+			return false;
+		/* A word runs to the next blank or control byte; every byte
+		 * above the space but DEL belongs to it. */
+		start = i;
+		eq = SIZE_MAX;
+		for (; i < n; i++) {
+			c = (unsigned char)line[i];
+			if (c <= ' ' || c == 0x7f)
+				break;
+			if (c == '=' && eq == SIZE_MAX)
+				eq = i - start;
+		}
+		k = words->count++;
+		if (k < PROTO_REQUEST_WORDS) {
+			words->w[k].s = line + start;
+			words->w[k].len = i - start;
+			words->w[k].eq = eq == SIZE_MAX ? i - start : eq;
+		} else if (eq == SIZE_MAX && words->first_bare == SIZE_MAX)
+			words->first_bare = k;
+	}
+	return true;
+}
+
+/*
+ * Parses one request line, line[0..n) without its line end, in two passes
+ * over its words: first its shape (command, argument count, arguments before
+ * options), which is BADREQ when wrong, then its values, which are BADARG
+ * when wrong.  Doing the shape first means "ACQUIRE lease=5" is told it
+ * lacks a name rather than anything about its lease.  The line is split
+ * once; both passes read the words it kept.
  */
 static enum proto_result
 proto_parse_request_line(const char *line, size_t n,
     struct proto_request *req, struct proto_error *err)
 {
 	const struct proto_command_info *info = NULL;
-	const char *word, *eq, *message;
-	size_t word_len, pos = 0, after_command, positional = 0, i;
+	const struct proto_word *word;
+	struct proto_words words;
+	const char *message;
+	size_t bare, last, i, j;
 	unsigned seen = 0;
-	bool in_options = false;
 	int command;
 
-	if (proto_has_control(line, n))
+	if (!proto_split_request(line, n, &words))
 		return proto_refuse(req, err, PROTO_ERR_BADREQ,
 		    proto_msg_control);
-	if (!proto_next_word(line, n, &pos, &word, &word_len))
+	if (words.count == 0)
 		return PROTO_EMPTY;
+	word = &words.w[0];
 	for (command = 0; command < PROTO_CMD_COUNT; command++) {
-		if (proto_equal_nocase(word, word_len,
+		if (proto_equal_nocase(word->s, word->len,
 		    proto_commands[command].name)) {
 			info = &proto_commands[command];
 			break;
@@ -587,48 +661,56 @@ proto_parse_request_line(const char *line, size_t n,
 		return proto_refuse(req, err, PROTO_ERR_BADREQ,
 		    proto_msg_command);
 	req->command = (enum proto_command)command;
-	after_command = pos;
 
 	/* The first `arity` words are the positional arguments, whatever
 	 * they hold (a name may contain '='); every word after them must be
-	 * an option. */
-	while (proto_next_word(line, n, &pos, &word, &word_len)) {
-		if (positional < info->arity)
-			positional++;
-		else if (memchr(word, '=', word_len) != NULL)
-			in_options = true;
-		else
-			return proto_refuse(req, err, PROTO_ERR_BADREQ,
-			    in_options ? proto_msg_order : info->arity_message);
+	 * an option.  The first that is not is refused, as out of order when
+	 * an option came before it. */
+	bare = SIZE_MAX;
+	for (i = 1 + info->arity; i < words.count && i < PROTO_REQUEST_WORDS;
+	    i++) {
+		if (words.w[i].eq == words.w[i].len) {
+			bare = i;
+			break;
+		}
 	}
-	if (positional != info->arity)
+	if (bare == SIZE_MAX)
+		bare = words.first_bare;
+	if (bare != SIZE_MAX)
+		return proto_refuse(req, err, PROTO_ERR_BADREQ,
+		    bare > 1 + info->arity ? proto_msg_order :
+		    info->arity_message);
+	if (words.count - 1 < info->arity)
 		return proto_refuse(req, err, PROTO_ERR_BADREQ,
 		    info->arity_message);
 
-	pos = after_command;
-	positional = 0;
-	while (proto_next_word(line, n, &pos, &word, &word_len)) {
+	last = words.count < PROTO_REQUEST_WORDS ? words.count :
+	    PROTO_REQUEST_WORDS;
+	for (i = 1; i < last; i++) {
 		const struct proto_option_info *option = NULL;
 
-		if (positional < info->arity) {
-			if (positional == 0) {
-				if (!proto_valid_name(word, word_len))
-					return proto_refuse(req, err,
-					    PROTO_ERR_BADARG, proto_msg_name);
-				req->name = word;
-				req->name_len = word_len;
-			} else if (!proto_parse_handle(word, word_len,
+		word = &words.w[i];
+		if (i == 1 && info->arity >= 1) {
+			/* A word holds no blank or control byte: only its
+			 * length can make it an invalid name. */
+			if (word->len > PROTO_NAME_MAX)
+				return proto_refuse(req, err,
+				    PROTO_ERR_BADARG, proto_msg_name);
+			req->name = word->s;
+			req->name_len = word->len;
+			continue;
+		}
+		if (i == 2 && info->arity >= 2) {
+			if (!proto_parse_handle(word->s, word->len,
 			    &req->handle))
 				return proto_refuse(req, err, PROTO_ERR_BADARG,
 				    proto_msg_handle);
-			positional++;
 			continue;
 		}
-		eq = memchr(word, '=', word_len);
-		for (i = 0; i < PROTO_OPTION_COUNT; i++) {
-			if (proto_equal_nocase(word, (size_t)(eq - word),
-			    proto_options[i].key)) {
-				option = &proto_options[i];
+		for (j = 0; j < PROTO_OPTION_COUNT; j++) {
+			if (proto_equal_nocase(word->s, word->eq,
+			    proto_options[j].key)) {
+				option = &proto_options[j];
 				break;
 			}
 		}
@@ -642,8 +724,8 @@ proto_parse_request_line(const char *line, size_t n,
 			return proto_refuse(req, err, PROTO_ERR_BADARG,
 			    proto_msg_twice);
 		seen |= option->bit;
-		message = proto_set_option(req, option, eq + 1,
-		    word_len - (size_t)(eq - word) - 1);
+		message = proto_set_option(req, option,
+		    word->s + word->eq + 1, word->len - word->eq - 1);
 		if (message != NULL)
 			return proto_refuse(req, err, PROTO_ERR_BADARG,
 			    message);
