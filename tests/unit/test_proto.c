@@ -329,6 +329,19 @@ static const struct bad_request bad_requests[] = {
 	    "option given twice"),
 	BADARG("RENEW a " HANDLE_41 " lease=1 Lease=1\n",
 	    "option given twice"),
+	/* Long lines: the parser keeps only the first words, so the shape
+	 * and the control bytes of the words after them must still count,
+	 * and so must the first refused option among many. */
+	BADREQ("ACQUIRE a w=1 w=1 w=1 w=1 w=1 w=1 w=1 b\n",
+	    "arguments must come before options"),
+	BADREQ("PING a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 x\n",
+	    "arguments must come before options"),
+	BADREQ("ACQUIRE a lease=1 lease=1 lease=1 lease=1 lease=1 lease=1 "
+	    "x\x01\n", M_CONTROL),
+	BADARG("ACQUIRE a lease=1 wait=1 onclose=keep lease=2 wait=2 "
+	    "onclose=release lease=3\n", "option given twice"),
+	BADARG("ACQUIRE a lease=1 wait=2 onclose=keep x=1 y=2 z=3 t=4\n",
+	    "unknown option"),
 	/* Bad durations. */
 	BADARG("TRY x lease=-5\n", "lease must be a non-negative duration"),
 	BADARG("ACQUIRE x wait=-1s\n", "wait must be a non-negative duration"),
