@@ -43,7 +43,9 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 {
 	struct store_lmdb *s = (struct store_lmdb *)base;
 	struct store_batch_op op;
+	const char *what = "mdb_cursor_open";
 	unsigned char hwm[8];
+	MDB_cursor *cur;
 	MDB_txn *txn;
 	MDB_val k, v;
 	size_t pos = 0;
@@ -51,22 +53,37 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 
 	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
 		return fail(s, "mdb_txn_begin", rc);
+	/*
+	 * One cursor for the whole batch.  mdb_put and mdb_del set up a
+	 * cursor of their own on every call and search from the root; a
+	 * cursor that stays where the last operation left it finds a name on
+	 * the same leaf page without that descent.  The transaction closes
+	 * it if we abort.
+	 */
+	if ((rc = mdb_cursor_open(txn, s->leases, &cur)) != 0)
+		goto abort;
 	while (store_batch_next(batch, &pos, &op)) {
 		k.mv_data = (void *)op.name;
 		k.mv_size = op.name_len;
 		if (op.op == STORE_PUT) {
+			what = "mdb_put";
 			v.mv_data = (void *)op.val;
 			v.mv_size = op.val_len;
-			rc = mdb_put(txn, s->leases, &k, &v, 0);
+			rc = mdb_cursor_put(cur, &k, &v, 0);
 		} else {
-			rc = mdb_del(txn, s->leases, &k, NULL);
-			if (rc == MDB_NOTFOUND)
+			what = "mdb_del";
+			rc = mdb_cursor_get(cur, &k, NULL, MDB_SET);
+			if (rc == 0)
+				rc = mdb_cursor_del(cur, 0);
+			else if (rc == MDB_NOTFOUND)
 				rc = 0;
 		}
 		if (rc != 0)
 			goto abort;
 	}
+	mdb_cursor_close(cur);
 	if (batch->has_hwm) {
+		what = "mdb_put";
 		store_put_u64(hwm, batch->hwm);
 		k.mv_data = (void *)hwm_key;
 		k.mv_size = sizeof(hwm_key) - 1;
@@ -81,7 +98,7 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 	return 0;
 abort:
 	mdb_txn_abort(txn);
-	return fail(s, op.op == STORE_DEL ? "mdb_del" : "mdb_put", rc);
+	return fail(s, what, rc);
 }
 
 static int
