@@ -234,6 +234,7 @@ struct core_entry {
 	uint64_t user;               /* the caller's; zeroed when made and when
 	                              * restored, otherwise never touched */
 	uint32_t queue_len;
+	uint32_t hash;               /* low bits of core_name_hash(name) */
 	uint8_t flags;
 	uint8_t name_len;            /* 1..255 */
 	char name[];

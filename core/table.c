@@ -10,6 +10,7 @@
  * last core_table_changes(); idle entries are dropped there, so a name costs
  * nothing when nobody uses it.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,24 +220,33 @@ timer_clear(struct core_table *table, struct core_timer *t)
 
 /* ---- entries ---------------------------------------------------------- */
 
+/*
+ * Entries keep the low 32 bits of their name's hash, enough to pick a
+ * bucket in any table that fits in memory: dropping an entry or growing
+ * the table then does not hash the name again, and a chain is walked on
+ * the hash before the name is compared.
+ */
+static uint32_t
+name_hash(const struct core_table *table, const char *name, size_t len)
+{
+	return (uint32_t)core_name_hash(table->config.hash_key, name, len);
+}
+
 static struct core_entry **
-bucket_at(const struct core_table *table, uint64_t hash)
+bucket_at(const struct core_table *table, uint32_t hash)
 {
 	return &table->buckets[hash & (table->bucket_count - 1)];
 }
 
-static struct core_entry **
-bucket_of(const struct core_table *table, const char *name, size_t len)
-{
-	return bucket_at(table,
-	    core_name_hash(table->config.hash_key, name, len));
-}
-
 static struct core_entry *
-chain_find(struct core_entry *e, const char *name, size_t len)
+chain_find(const struct core_table *table, uint32_t hash, const char *name,
+    size_t name_len)
 {
-	for (; e != NULL; e = e->hash_next)
-		if (e->name_len == len && memcmp(e->name, name, len) == 0)
+	struct core_entry *e;
+
+	for (e = *bucket_at(table, hash); e != NULL; e = e->hash_next)
+		if (e->hash == hash && e->name_len == name_len &&
+		    memcmp(e->name, name, name_len) == 0)
 			return e;
 	return NULL;
 }
@@ -247,7 +257,8 @@ core_table_find(const struct core_table *table, const char *name,
 {
 	if (name_len == 0 || name_len > CORE_NAME_MAX)
 		return NULL;
-	return chain_find(*bucket_of(table, name, name_len), name, name_len);
+	return chain_find(table, name_hash(table, name, name_len), name,
+	    name_len);
 }
 
 static struct core_entry *
@@ -271,11 +282,9 @@ table_rehash(struct core_table *table, size_t count)
 	for (i = 0; i < table->bucket_count; i++) {
 		struct core_entry *e = table->buckets[i], *next;
 		for (; e != NULL; e = next) {
-			uint64_t h = core_name_hash(table->config.hash_key, e->name,
-			    e->name_len);
 			next = e->hash_next;
-			e->hash_next = buckets[h & (count - 1)];
-			buckets[h & (count - 1)] = e;
+			e->hash_next = buckets[e->hash & (count - 1)];
+			buckets[e->hash & (count - 1)] = e;
 		}
 	}
 	table->config.free(table->buckets);
@@ -332,27 +341,30 @@ entry_dirty(struct core_table *table, struct core_entry *e)
 /* The entry of a name whose hash the caller has: found, or made. */
 static struct core_entry *
 entry_get_hashed(struct core_table *table, const char *name, size_t len,
-    uint64_t hash)
+    uint32_t hash)
 {
 	/* One hash serves the look-up and the insertion: the buckets do
 	 * not move before the new entry is linked in. */
-	struct core_entry **bucket = bucket_at(table, hash);
-	struct core_entry *e = chain_find(*bucket, name, len);
+	struct core_entry *e, **bucket;
 
-	if (e != NULL)
+	if ((e = chain_find(table, hash, name, len)) != NULL)
 		return e;
 	if (!heap_reserve(table, 1))
 		return NULL;
-	e = table->config.realloc(NULL, sizeof(*e) + len);
+	/* The name ends the entry: no tail padding is allocated. */
+	e = table->config.realloc(NULL, offsetof(struct core_entry, name) +
+	    len);
 	if (e == NULL)
 		return NULL;
-	memset(e, 0, sizeof(*e));
+	memset(e, 0, offsetof(struct core_entry, name));
 	memcpy(e->name, name, len);
 	e->name_len = (uint8_t)len;
+	e->hash = hash;
 	e->timer.slot = CORE__HEAP_OUT;
 	e->timer.kind = TIMER_LEASE;
 	link_init(&e->queue);
 	link_init(&e->onclose_link);
+	bucket = bucket_at(table, hash);
 	e->hash_next = *bucket;
 	*bucket = e;
 	table->stats.locks++;
@@ -367,8 +379,7 @@ entry_get_hashed(struct core_table *table, const char *name, size_t len,
 static struct core_entry *
 entry_get(struct core_table *table, const char *name, size_t len)
 {
-	return entry_get_hashed(table, name, len,
-	    core_name_hash(table->config.hash_key, name, len));
+	return entry_get_hashed(table, name, len, name_hash(table, name, len));
 }
 
 static bool
@@ -380,7 +391,7 @@ entry_idle(const struct core_entry *e)
 static void
 entry_drop(struct core_table *table, struct core_entry *e)
 {
-	struct core_entry **p = bucket_of(table, e->name, e->name_len);
+	struct core_entry **p = bucket_at(table, e->hash);
 
 	while (*p != e)
 		p = &(*p)->hash_next;
@@ -904,7 +915,7 @@ core_table_restore_hwm(struct core_table *table, uint64_t hwm)
 
 static enum core_status
 restore_hashed(struct core_table *table, const char *name, size_t name_len,
-    uint64_t hash, const struct core_record *rec, core_time now)
+    uint32_t hash, const struct core_record *rec, core_time now)
 {
 	struct core_entry *e;
 
@@ -999,7 +1010,7 @@ enum core_status
 core_table_restore_batch(struct core_table *table,
     const struct core_restore *items, size_t n, core_time now, size_t *done)
 {
-	uint64_t hash[RESTORE_RING];   /* record i's at i % RESTORE_RING */
+	uint32_t hash[RESTORE_RING];   /* record i's at i % RESTORE_RING */
 	const struct core_restore *it;
 	enum core_status st;
 	size_t i, j;
@@ -1020,9 +1031,8 @@ core_table_restore_batch(struct core_table *table,
 		if (i >= RESTORE_AHEAD && j < n && name_ok(items[j].name_len))
 			PREFETCH(*bucket_at(table, hash[j % RESTORE_RING]));
 		if (i < n && name_ok(items[i].name_len)) {
-			hash[i % RESTORE_RING] = core_name_hash(
-			    table->config.hash_key, items[i].name,
-			    items[i].name_len);
+			hash[i % RESTORE_RING] = name_hash(table,
+			    items[i].name, items[i].name_len);
 			PREFETCH(bucket_at(table, hash[i % RESTORE_RING]));
 		}
 	}
