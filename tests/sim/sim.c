@@ -48,7 +48,6 @@
 #define MAX_OUTSTANDING 12     /* sent but unanswered, before it stops */
 #define OWN_HANDLES 8
 #define POOL_HANDLES 32        /* told handles anybody may replay */
-#define MAX_ONCLOSE 32
 #define MONO_START 1000000     /* the boot clock never reads 0 */
 #define WALL_BASE 1700000000000LL
 #define DRAIN_ROUNDS 100000
@@ -137,8 +136,8 @@ struct client {
 	size_t buf_len, buf_cap, partial;
 	struct own_handle own[OWN_HANDLES];
 	unsigned nown;
-	int32_t onclose[MAX_ONCLOSE];   /* told grants bound to this conn */
-	unsigned nonclose;
+	int32_t *onclose;               /* told grants bound to this conn */
+	unsigned nonclose, conclose;
 };
 
 struct world;
@@ -990,8 +989,17 @@ reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
 		if (idx < 0)
 			return;
 		own_add(w, c, r->name, rep->handle);
-		if (r->onclose_release && c->nonclose < MAX_ONCLOSE)
+		if (r->onclose_release) {
+			/* Every one: its close must end each of them. */
+			if (c->nonclose == c->conclose) {
+				c->conclose = c->conclose ? 2 * c->conclose : 32;
+				c->onclose = realloc(c->onclose,
+				    c->conclose * sizeof(*c->onclose));
+				if (c->onclose == NULL)
+					fatal("out of memory");
+			}
 			c->onclose[c->nonclose++] = idx;
+		}
 		return;
 	}
 	if (r->cmd == PROTO_CMD_TRY && rep->kind == PROTO_REPLY_HELD &&
@@ -1548,8 +1556,10 @@ world_free(struct world *w)
 	if (w->up)
 		service_close(w->svc);
 	w->res->commits = w->mem.commits;
-	for (i = 0; i < w->nclients; i++)
+	for (i = 0; i < w->nclients; i++) {
 		free(w->clients[i].buf);
+		free(w->clients[i].onclose);
+	}
 	store_mem_free(&w->mem);
 	hist_free(w->hist);
 	free(w->svc);
