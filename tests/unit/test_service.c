@@ -104,6 +104,24 @@ feed(struct world *w, int c, const char *text)
 	service_conn_feed(&w->svc, &w->conns[c], text, strlen(text));
 }
 
+/* feed() of a formatted request (a handle from an earlier reply). */
+static void feedf(struct world *w, int c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+feedf(struct world *w, int c, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	assert_true(n > 0 && (size_t)n < sizeof(line));
+	feed(w, c, line);
+}
+
 /* Takes everything written to connection c so far, as a string. */
 static char *
 take(struct world *w, int c)
@@ -131,6 +149,16 @@ handle_of(const char *granted, char *out)
 	size_t n = strcspn(h, " \r\n");
 	memcpy(out, h, n);
 	out[n] = '\0';
+}
+
+/* Feeds connection c a request granted at once, commits, and keeps the
+ * GRANTED's handle in h. */
+static void
+grant_handle(struct world *w, int c, const char *request, char *h)
+{
+	feed(w, c, request);
+	assert_int_equal(service_commit(&w->svc), 0);
+	handle_of(take(w, c), h);
 }
 
 static void
@@ -177,15 +205,12 @@ static void
 test_service_released_reply_does_not_wait_for_the_commit(void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE a\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
-	snprintf(line, sizeof(line), "RELEASE a %s\nRELEASE a %s\n", h, h);
-	feed(w, 0, line);
+	grant_handle(w, 0, "ACQUIRE a\n", h);
+	feedf(w, 0, "RELEASE a %s\nRELEASE a %s\n", h, h);
 	assert_string_equal(take(w, 0), "RELEASED a\r\nNOTHELD a\r\n");
 	assert_non_null(store_mem_find(&w->store, "a"));
 	service_commit(&w->svc);
@@ -198,7 +223,7 @@ test_service_releases_ride_along_with_the_next_grant_or_wait_briefly(
     void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
@@ -208,8 +233,7 @@ test_service_releases_ride_along_with_the_next_grant_or_wait_briefly(
 	handle_of(take(w, 0), h);
 
 	/* A release alone does not cost a commit at once... */
-	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE a %s\n", h);
 	service_end_pass(&w->svc);
 	assert_int_equal(w->store.commits, 1);
 	assert_int_equal(service_next_deadline(&w->svc),
@@ -223,8 +247,7 @@ test_service_releases_ride_along_with_the_next_grant_or_wait_briefly(
 	handle_of(take(w, 0), h);
 
 	/* ...or is committed once it has waited long enough. */
-	snprintf(line, sizeof(line), "RELEASE b %s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE b %s\n", h);
 	service_end_pass(&w->svc);
 	w->clock.mono += SERVICE_LAZY_COMMIT_MS - 1;
 	service_end_pass(&w->svc);
@@ -241,13 +264,11 @@ static void
 test_service_replies_keep_request_order_behind_a_waiting_acquire(void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE x\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE x\n", h);
 
 	feed(w, 1, "ACQUIRE x\nPING\nTRY y\n");
 	service_commit(&w->svc);
@@ -257,8 +278,7 @@ test_service_replies_keep_request_order_behind_a_waiting_acquire(void **state)
 	assert_string_equal(take(w, 0),
 	    "STATUS y held=1 fence=2 ttl=30000 queue=0\r\n");
 
-	snprintf(line, sizeof(line), "RELEASE x %s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE x %s\n", h);
 	assert_string_equal(take(w, 0), "RELEASED x\r\n");
 	assert_string_equal(take(w, 1), "");
 	service_commit(&w->svc);
@@ -299,20 +319,17 @@ test_service_failed_commit_fails_a_grant_queued_behind_a_waiting_acquire(
     void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE x\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE x\n", h);
 	/* conn 1 waits for x; its TRY y is granted at once, reply queued. */
 	feed(w, 1, "ACQUIRE x\nTRY y\n");
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit(&w->svc), -1);
 	/* Later batches commit; the failed grant must never be told. */
-	snprintf(line, sizeof(line), "RELEASE x %s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE x %s\n", h);
 	assert_int_equal(service_commit(&w->svc), 0);
 	assert_string_equal(take(w, 1),
 	    "GRANTED x fence=3 handle=3-0000000000001002 lease=30000\r\n"
@@ -325,17 +342,14 @@ static void
 test_service_failed_commit_of_a_renewal_keeps_the_durable_expiry(void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE a lease=10s\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE a lease=10s\n", h);
 	w->clock.mono += 5000;
 	w->store.fail_commits = 1;
-	snprintf(line, sizeof(line), "RENEW a %s lease=60s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RENEW a %s lease=60s\n", h);
 	service_commit(&w->svc);
 	assert_non_null(strstr(take(w, 0), "ERR UNAVAILABLE"));
 	feed(w, 0, "STATUS a\n");
@@ -349,20 +363,17 @@ test_service_failed_commit_of_a_handoff_falls_back_to_the_durable_holder(
     void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE a lease=10s\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE a lease=10s\n", h);
 	feed(w, 1, "ACQUIRE a\n");
 	feed(w, 2, "ACQUIRE a\n");
 	service_commit(&w->svc);
 
 	w->store.fail_commits = 1;
-	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE a %s\n", h);
 	assert_string_equal(take(w, 0), "RELEASED a\r\n");
 	assert_int_equal(service_commit(&w->svc), -1);
 	/* The hand-off to conn 1 was not durable: it is told so. */
@@ -384,13 +395,11 @@ test_service_recovery_resumes_the_holder_and_the_counter(void **state)
 {
 	struct world *w = world_new();
 	struct service_recovery rec;
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE a lease=10s\nACQUIRE b\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE a lease=10s\nACQUIRE b\n", h);
 	world_crash(w);
 
 	w->clock.mono += 4000;
@@ -401,8 +410,7 @@ test_service_recovery_resumes_the_holder_and_the_counter(void **state)
 	assert_int_equal(rec.hwm, 2);
 	for (int i = 0; i < 4; i++)
 		service_conn_open(&w->svc, &w->conns[i]);
-	snprintf(line, sizeof(line), "STATUS a\nRENEW a %s lease=20s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "STATUS a\nRENEW a %s lease=20s\n", h);
 	service_commit(&w->svc);
 	assert_string_equal(take(w, 0),
 	    "STATUS a held=1 fence=1 ttl=6000 queue=0\r\n"
@@ -675,20 +683,16 @@ static void
 test_service_requests_go_on_while_a_batch_is_in_flight(void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE a\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE a\n", h);
 	feed(w, 1, "ACQUIRE b\n");
 	assert_int_equal(service_commit_begin(&w->svc), 1);
 	assert_true(service_commit_inflight(&w->svc));
 	/* Not a lock of the batch: answered at once, or in the next one. */
-	snprintf(line, sizeof(line), "RELEASE a %s\nSTATUS a\nACQUIRE c\n",
-	    h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE a %s\nSTATUS a\nACQUIRE c\n", h);
 	assert_string_equal(take(w, 0),
 	    "RELEASED a\r\nSTATUS a held=0 fence=0 ttl=0 queue=0\r\n");
 	assert_false(service_commit_due(&w->svc));   /* one at a time */
@@ -711,17 +715,14 @@ static void
 test_service_failed_batch_in_flight_fails_what_rests_on_it(void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE a\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE a\n", h);
 	/* The release of a is in the batch; it fails while c1 takes a and
 	 * c2 takes b, which the batch does not write. */
-	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE a %s\n", h);
 	assert_string_equal(take(w, 0), "RELEASED a\r\n");
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit_begin(&w->svc), 1);
@@ -746,25 +747,21 @@ static void
 test_service_reply_after_an_open_promise_fails_with_it(void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE a lease=1000\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
 	/* While a batch for another lock is in flight, a shorter lease is
 	 * promised; it runs out before its own batch is durable, and that
 	 * batch fails: the RENEW and the RELEASE that found the lease gone
 	 * both fail, and the lease is as told. */
 	feed(w, 1, "ACQUIRE b\n");
 	assert_int_equal(service_commit_begin(&w->svc), 1);
-	snprintf(line, sizeof(line), "RENEW a %s lease=10\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RENEW a %s lease=10\n", h);
 	w->clock.mono += 20;
 	service_tick(&w->svc);
-	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE a %s\n", h);
 	service_commit_write(&w->svc);
 	assert_int_equal(service_commit_end(&w->svc), 0);
 	w->store.fail_commits = 1;
@@ -783,17 +780,14 @@ test_service_fall_back_binds_an_onclose_lease_to_its_live_connection(
     void **state)
 {
 	struct world *w = world_new();
-	char h[64], line[256];
+	char h[64];
 
 	(void)state;
 	world_open(w);
-	feed(w, 0, "ACQUIRE a onclose=release\n");
-	service_commit(&w->svc);
-	handle_of(take(w, 0), h);
+	grant_handle(w, 0, "ACQUIRE a onclose=release\n", h);
 	/* Released and taken by c1 in a batch that fails: a is c0's again,
 	 * still bound to c0, whose close then releases it. */
-	snprintf(line, sizeof(line), "RELEASE a %s\n", h);
-	feed(w, 0, line);
+	feedf(w, 0, "RELEASE a %s\n", h);
 	feed(w, 1, "ACQUIRE a\n");
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit(&w->svc), -1);
