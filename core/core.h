@@ -403,9 +403,10 @@ size_t core_table_changes(struct core_table *table,
  * caller gives it (after a failed commit the connection may well be there),
  * and stays bound when it is the holder the table already has; with no
  * session to bind to it is released at once, as the close of its connection
- * would have done, and the release is marked for the next commit.  A name is restored once between two calls of
- * core_table_changes: a second restore keeps the first (and whatever it
- * handed on), so a caller may restore a name listed twice.
+ * would have done, and the release is marked for the next commit.  A name
+ * is restored once between two calls of core_table_changes: a second
+ * restore keeps the first (and whatever it handed on), so a caller may
+ * restore a name listed twice.
  */
 enum core_status core_table_restore(struct core_table *table,
     const char *name, size_t name_len, const struct core_record *rec,

@@ -981,8 +981,8 @@ core_table_restore(struct core_table *table, const char *name,
 {
 	if (!name_ok(name_len))
 		return CORE_ERR_BADARG;
-	return restore_hashed(table, name, name_len, core_name_hash(
-	    table->config.hash_key, name, name_len), rec, now);
+	return restore_hashed(table, name, name_len,
+	    name_hash(table, name, name_len), rec, now);
 }
 
 /* A hint to the processor, which changes nothing else. */

@@ -492,8 +492,8 @@ on_core_reply(void *ctx, const struct core_reply *r)
 	case CORE_REPLY_NOMEM:
 		log_event(LOG_ERROR, "nomem", "conn=%llu",
 		    (unsigned long long)conn->session.id);
-		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_UNAVAILABLE,
-		    "out of memory");
+		answer_error(svc, conn, r->tag, batch, dep,
+		    PROTO_ERR_UNAVAILABLE, "out of memory");
 		return;
 	case CORE_REPLY_BADARG:
 		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_BADARG,
