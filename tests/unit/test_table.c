@@ -1348,12 +1348,27 @@ test_table_restore_of_an_onclose_record_binds_it_to_a_given_session(
 	core_table_restore(&f->table, "a", 1, &rec, 1000);
 	assert_int_equal(f->ngot, 0);
 	assert_int_equal(f->table.stats.held, 1);
-	assert_int_equal(core_table_find(&f->table, "a", 1)->user, 0);
 	/* Bound: it reports as onclose, and the session's close ends it. */
 	drain(f);
 	core_disconnect(&f->table, &f->s[2], 1500);
 	expect(f, 0, CORE_EVENT_RELEASED_ONCLOSE, -1, 0, "a");
 	assert_int_equal(f->table.stats.held, 0);
+}
+
+static void
+test_table_restore_forgets_what_the_caller_noted_on_the_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec = record(1, 77, 3000, 3000, false);
+	struct core_entry *e;
+
+	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
+	drain(f);
+	e = (struct core_entry *)core_table_find(&f->table, "a", 1);
+	assert_non_null(e);
+	e->user = 7;
+	core_table_restore(&f->table, "a", 1, &rec, 100);
+	assert_int_equal(core_table_find(&f->table, "a", 1)->user, 0);
 }
 
 static void
@@ -1988,6 +2003,7 @@ main(void)
 		T(test_table_recovery_of_a_record_that_expired_while_down_reclaims_it_at_once),
 		T(test_table_restore_of_an_onclose_record_releases_it),
 		T(test_table_restore_of_an_onclose_record_binds_it_to_a_given_session),
+		T(test_table_restore_forgets_what_the_caller_noted_on_the_entry),
 		T(test_table_rollback_after_a_grant_reverts_the_grant),
 		T(test_table_rollback_of_a_hand_off_restores_the_old_holder),
 		T(test_table_rollback_of_a_renewal_keeps_the_holder_and_its_binding),
