@@ -3,21 +3,28 @@
  * LD_PRELOAD shim (powerloss_shim.c) appends to while lockd runs, and the
  * reader and image builder (journal.c) that turn it into crash images.
  *
- * The shim records, for the data files of the data directory only (names
- * ending in LOCKD_PL_MATCH, default "data.mdb"), every write with its file
- * offset and bytes, every truncation, and every sync.  A write through a
- * descriptor opened with O_DSYNC or O_SYNC is durable when it returns, so
- * it is recorded as such.  Records are appended in the order the calls
- * returned, each in one write(2), after the call itself: a record that is
- * not in the journal did not complete before the power failed.  A kill can
- * tear the last record; the reader drops it.
+ * The shim records, for the data files of the data directory only (base
+ * names listed in LOCKD_PL_MATCH, default "data.mdb,lockd.wal"), every
+ * write with its file offset and bytes, every truncation, and every sync,
+ * all files in one stream.  A write through a descriptor opened with
+ * O_DSYNC or O_SYNC is durable when it returns, so it is recorded as such.
+ * Records are appended in the order the calls returned, each in one
+ * write(2), after the call itself: a record that is not in the journal did
+ * not complete before the power failed.  A kill can tear the last record;
+ * the reader drops it.
  *
  * A crash image is: the files as they were when the journal began (the
  * base), then, in order, every write that is durable at the cut - synced
  * by a later fdatasync/fsync of its file, or written through an O_DSYNC
  * descriptor - and a seeded random subset of the others, some of them torn
  * at 512-byte sectors.  That is what a disk may hold after a power failure:
- * all that was synced, and any part of what was not.
+ * all that was synced, and any part of what was not.  The cut is one
+ * record of the one stream, so the images of all the files are of the same
+ * instant: build each with the same `nops`.
+ *
+ * Names are not modelled: the base is the files the run began with, so a
+ * recorded name that is renamed onto or removed during the run (PL_REPLACE)
+ * makes its images meaningless, and the test refuses such a run.
  */
 #ifndef LOCKD_TESTS_CRASH_JOURNAL_H
 #define LOCKD_TESTS_CRASH_JOURNAL_H
@@ -34,7 +41,9 @@ enum pl_kind {
 	PL_WRITE = 1,       /* len bytes at offset follow the header */
 	PL_SYNC = 2,        /* fdatasync/fsync of file returned 0 */
 	PL_TRUNCATE = 3,    /* the file was cut or extended to offset */
-	PL_OPEN = 4         /* file id `file` is the file named by the data */
+	PL_OPEN = 4,        /* file id `file` is the file named by the data */
+	PL_REPLACE = 5      /* the name in the data was renamed onto or
+	                     * unlinked (`file` is 0, meaningless) */
 };
 
 #define PL_FLAG_DSYNC 1u  /* PL_WRITE: durable on return */

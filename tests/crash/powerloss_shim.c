@@ -6,7 +6,12 @@
  * goes on to the C library and returns what it returned.
  *
  *   LOCKD_PL_JOURNAL  the journal file (appended to); unset: record nothing
- *   LOCKD_PL_MATCH    base name of the files to record (default data.mdb)
+ *   LOCKD_PL_MATCH    comma-separated base names of the files to record
+ *                     (default "data.mdb,lockd.wal": LMDB's data file and
+ *                     the store's redo journal)
+ *
+ * Every recorded file goes into the one journal, in the order the calls
+ * returned, so that a cut at one record is one instant across all of them.
  *
  * LMDB, without MDB_WRITEMAP, writes data pages with pwrite() and
  * lseek()+writev(), syncs them with fdatasync(), and writes its meta page
@@ -16,7 +21,16 @@
  * these calls and their neighbours (write, pwritev, pwritev2, fsync,
  * ftruncate, sync, syncfs); a call it does not cover on a recorded file is
  * a write the images would miss, so any new one LMDB starts to use must be
- * added here.
+ * added here.  The store's journal, lockd.wal, is written with one pwrite()
+ * and one fdatasync() per commit, which the same wrappers see.
+ *
+ * An image is the files as the run found them plus the recorded writes, so
+ * it cannot follow a recorded name that is replaced or removed: lockd
+ * creates lockd.wal at its first start as lockd.wal.tmp and renames it into
+ * place.  The test therefore starts every recorded run on a directory that
+ * already holds both files, and the shim records a rename onto, or an
+ * unlink of, a recorded name (PL_REPLACE) so that the test can refuse a run
+ * whose images would be wrong, rather than judge them.
  *
  * This file may not use the project's code, and calls the real functions
  * only through the pointers it looked up, never through its own wrappers.
@@ -51,6 +65,12 @@ typedef int (*sync_fn)(int);
 typedef int (*ftruncate_fn)(int, off_t);
 typedef off_t (*lseek_fn)(int, off_t, int);
 typedef void (*syncall_fn)(void);
+typedef int (*rename_fn)(const char *, const char *);
+typedef int (*renameat_fn)(int, const char *, int, const char *);
+typedef int (*renameat2_fn)(int, const char *, int, const char *,
+    unsigned);
+typedef int (*unlink_fn)(const char *);
+typedef int (*unlinkat_fn)(int, const char *, int);
 
 static struct {
 	open_fn open, open64;
@@ -65,6 +85,11 @@ static struct {
 	ftruncate_fn ftruncate, ftruncate64;
 	lseek_fn lseek;
 	syncall_fn sync;
+	rename_fn rename;
+	renameat_fn renameat;
+	renameat2_fn renameat2;
+	unlink_fn unlink;
+	unlinkat_fn unlinkat;
 } real;
 
 /* What each recorded descriptor refers to: file id + 1; 0: not recorded
@@ -81,13 +106,34 @@ static struct {
 static int nfiles;
 
 static int journal = -1;
-static char match[64] = "data.mdb";
+/* The base names recorded: LOCKD_PL_MATCH split at its commas. */
+static char match[PL_MAX_FILES][64] = { "data.mdb", "lockd.wal" };
+static int nmatch = 2;
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
 
 static void *
 next(const char *name)
 {
 	return dlsym(RTLD_NEXT, name);
+}
+
+static void
+parse_match(const char *list)
+{
+	const char *p = list;
+
+	nmatch = 0;
+	while (*p != '\0' && nmatch < PL_MAX_FILES) {
+		size_t n = strcspn(p, ",");
+
+		if (n > 0 && n < sizeof(match[0])) {
+			memcpy(match[nmatch], p, n);
+			match[nmatch++][n] = '\0';
+		}
+		p += n;
+		if (*p == ',')
+			p++;
+	}
 }
 
 static void __attribute__((constructor))
@@ -117,8 +163,13 @@ shim_init(void)
 	real.ftruncate64 = (ftruncate_fn)next("ftruncate64");
 	real.lseek = (lseek_fn)next("lseek");
 	real.sync = (syncall_fn)next("sync");
+	real.rename = (rename_fn)next("rename");
+	real.renameat = (renameat_fn)next("renameat");
+	real.renameat2 = (renameat2_fn)next("renameat2");
+	real.unlink = (unlink_fn)next("unlink");
+	real.unlinkat = (unlinkat_fn)next("unlinkat");
 	if (m != NULL && *m != '\0')
-		snprintf(match, sizeof(match), "%s", m);
+		parse_match(m);
 	if (path != NULL && *path != '\0' && real.open != NULL)
 		journal = real.open(path, O_WRONLY | O_CREAT | O_APPEND |
 		    O_CLOEXEC, 0600);
@@ -189,13 +240,18 @@ file_of(int fd)
 	return fds[fd].file1 - 1;
 }
 
-static int
+/* The recorded name path ends in, or NULL. */
+static const char *
 matches(const char *path)
 {
 	const char *base = strrchr(path, '/');
+	int i;
 
 	base = base != NULL ? base + 1 : path;
-	return strcmp(base, match) == 0;
+	for (i = 0; i < nmatch; i++)
+		if (strcmp(base, match[i]) == 0)
+			return match[i];
+	return NULL;
 }
 
 /* A descriptor was opened on path: record it when it names a data file. */
@@ -204,10 +260,11 @@ opened(int fd, const char *path, int flags)
 {
 	struct stat st;
 	struct iovec iov;
+	const char *name;
 	int i;
 
-	if (journal < 0 || fd < 0 || fd >= MAX_FDS || !matches(path) ||
-	    fstat(fd, &st) != 0)
+	if (journal < 0 || fd < 0 || fd >= MAX_FDS ||
+	    (name = matches(path)) == NULL || fstat(fd, &st) != 0)
 		return;
 	for (i = 0; i < nfiles; i++)
 		if (files[i].dev == st.st_dev && files[i].ino == st.st_ino)
@@ -218,12 +275,29 @@ opened(int fd, const char *path, int flags)
 		files[nfiles].dev = st.st_dev;
 		files[nfiles].ino = st.st_ino;
 		nfiles++;
-		iov.iov_base = (void *)match;
-		iov.iov_len = strlen(match);
+		iov.iov_base = (void *)name;
+		iov.iov_len = strlen(name);
 		record(PL_OPEN, i, 0, 0, &iov, 1, iov.iov_len);
 	}
 	fds[fd].file1 = i + 1;
 	fds[fd].dsync = (flags & (O_DSYNC | O_SYNC)) != 0;
+	/* An O_TRUNC open empties the file as ftruncate(0) would. */
+	if ((flags & O_TRUNC) != 0 && (flags & O_ACCMODE) != O_RDONLY)
+		record(PL_TRUNCATE, i, 0, 0, NULL, 0, 0);
+}
+
+/* path, a recorded name, was renamed onto or removed (rc: the call's). */
+static void
+replaced(const char *path, int rc)
+{
+	struct iovec iov;
+	const char *name;
+
+	if (rc != 0 || journal < 0 || (name = matches(path)) == NULL)
+		return;
+	iov.iov_base = (void *)name;
+	iov.iov_len = strlen(name);
+	record(PL_REPLACE, 0, 0, 0, &iov, 1, iov.iov_len);
 }
 
 static void
@@ -478,5 +552,65 @@ syncfs(int fd)
 	rc = real.syncfs(fd);
 	if (rc == 0)
 		synced_all();
+	return rc;
+}
+
+int
+rename(const char *from, const char *to)
+{
+	int rc;
+
+	ensure();
+	rc = real.rename(from, to);
+	replaced(to, rc);
+	return rc;
+}
+
+int
+renameat(int fromfd, const char *from, int tofd, const char *to)
+{
+	int rc;
+
+	ensure();
+	rc = real.renameat(fromfd, from, tofd, to);
+	replaced(to, rc);
+	return rc;
+}
+
+int
+renameat2(int fromfd, const char *from, int tofd, const char *to,
+    unsigned flags)
+{
+	int rc;
+
+	ensure();
+	if (real.renameat2 == NULL) {
+		errno = ENOSYS;
+		return -1;
+	}
+	rc = real.renameat2(fromfd, from, tofd, to, flags);
+	replaced(to, rc);
+	return rc;
+}
+
+int
+unlink(const char *path)
+{
+	int rc;
+
+	ensure();
+	rc = real.unlink(path);
+	replaced(path, rc);
+	return rc;
+}
+
+int
+unlinkat(int dirfd, const char *path, int flags)
+{
+	int rc;
+
+	ensure();
+	rc = real.unlinkat(dirfd, path, flags);
+	replaced(path, rc);
 	return rc;
 }
