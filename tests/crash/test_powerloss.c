@@ -68,6 +68,8 @@ struct pl_result {
 	long cycles, images, full_cuts, prefix_cuts, unrecoverable;
 	uint64_t journal_records, durable_writes, volatile_kept,
 	    volatile_dropped, torn;
+	uint64_t data_syncs;       /* syncs of data.mdb: checkpoints */
+	uint64_t wal_writes, wal_bytes, wal_laps;   /* lockd.wal */
 	struct wl_stats wl;
 };
 
@@ -95,6 +97,14 @@ get64(const unsigned char *p)
 	return v;
 }
 
+/*
+ * The files of a data directory that the shim records and the images are
+ * made of: LMDB's data file and the store's redo journal.  The others
+ * (lock.mdb, lockd.lock) hold nothing a restart reads.
+ */
+static const char *const data_files[] = { "data.mdb", "lockd.wal" };
+#define DATA_FILES (sizeof(data_files) / sizeof(data_files[0]))
+
 static int
 copy_file(const char *from, const char *to)
 {
@@ -121,12 +131,32 @@ copy_file(const char *from, const char *to)
 	return rc;
 }
 
-/* Empties an LMDB data directory: the data file, its lock file, lockd's. */
+/* Copies the data files of directory `from` into `to`; one that `from`
+ * lacks is removed from `to`. */
+static int
+copy_data(const char *from, const char *to)
+{
+	char src[512], dst[512];
+	size_t i;
+
+	for (i = 0; i < DATA_FILES; i++) {
+		snprintf(src, sizeof(src), "%s/%s", from, data_files[i]);
+		snprintf(dst, sizeof(dst), "%s/%s", to, data_files[i]);
+		if (access(src, F_OK) != 0)
+			unlink(dst);
+		else if (copy_file(src, dst) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Empties a data directory: the data files, LMDB's lock file, lockd's, and
+ * a journal lockd may have left half made. */
 static void
 clear_dir(const char *dir)
 {
-	static const char *const files[] = { "data.mdb", "lock.mdb",
-	    "lockd.lock" };
+	static const char *const files[] = { "data.mdb", "lockd.wal",
+	    "lockd.wal.tmp", "lock.mdb", "lockd.lock" };
 	char path[512];
 	size_t i;
 
@@ -298,6 +328,77 @@ unset_shim(void)
 }
 
 /*
+ * What the store did in one run, from the record stream: a sync of
+ * data.mdb is an LMDB commit that reached the disk, which lockd makes only
+ * at a checkpoint (and at its start and clean close); a write to lockd.wal
+ * at an offset below the one before it went round to the start of the file.
+ * Laps are counted within a run only: the first record of a run follows
+ * the image it started from, whose last records may have been dropped.
+ */
+static void
+count_store_work(const struct pl_journal *j, int data_id, int wal_id,
+    struct pl_result *res)
+{
+	uint64_t last = 0;
+	bool any = false;
+	size_t i;
+
+	for (i = 0; i < j->count; i++) {
+		const struct pl_op *op = &j->ops[i];
+
+		if (data_id >= 0 && op->file == (unsigned)data_id &&
+		    op->kind == PL_SYNC)
+			res->data_syncs++;
+		if (wal_id < 0 || op->file != (unsigned)wal_id ||
+		    op->kind != PL_WRITE)
+			continue;
+		res->wal_writes++;
+		res->wal_bytes += op->len;
+		if (any && op->offset < last)
+			res->wal_laps++;
+		last = op->offset;
+		any = true;
+	}
+}
+
+/*
+ * Builds in img_dir the crash image of every data file at the cut after
+ * `nops` records: one instant across the files, as the stream is one.  A
+ * file the run never opened is its base as it is (absent: absent).
+ */
+static void
+build_image(const struct pl_journal *j, size_t nops, const int *ids,
+    const char *base_dir, const char *img_dir, uint64_t *rng,
+    struct pl_result *res)
+{
+	char base[512], img[512];
+	size_t f;
+
+	clear_dir(img_dir);
+	for (f = 0; f < DATA_FILES; f++) {
+		struct pl_image_stats st;
+
+		snprintf(base, sizeof(base), "%s/%s", base_dir, data_files[f]);
+		snprintf(img, sizeof(img), "%s/%s", img_dir, data_files[f]);
+		if (ids[f] < 0) {
+			if (access(base, F_OK) == 0 &&
+			    copy_file(base, img) != 0)
+				fail_msg("cannot copy %s: %s", base,
+				    strerror(errno));
+			continue;
+		}
+		if (pl_image_build(j, nops, (unsigned)ids[f], base, img, rng,
+		    &st) != 0)
+			fail_msg("cannot build an image in %s: %s", img,
+			    strerror(errno));
+		res->durable_writes += st.durable;
+		res->volatile_kept += st.volatile_kept;
+		res->volatile_dropped += st.volatile_dropped;
+		res->torn += st.torn;
+	}
+}
+
+/*
  * `cycles` runs of lockd (lockd-faulty with `fault` when not NULL) under the
  * shim, each followed by `images` crash images; stop_on_violation ends it
  * at the first run that found one (the guards).
@@ -314,27 +415,45 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 		.onclose_percent = 15, .journal_fd = -1,
 	};
 	static struct wl w;
-	char journal[256], base[256], cand[256], img_dir[256], img[256];
-	char data[256], chosen[256];
+	char journal[256], base[256], cand[256], img_dir[256], chosen[256];
 	uint64_t rng = seed;
-	bool have_base = false;
 	long cycle;
 
 	memset(res, 0, sizeof(*res));
 	snprintf(journal, sizeof(journal), "%s/journal", s->dir);
-	snprintf(base, sizeof(base), "%s/base.mdb", s->dir);
-	snprintf(cand, sizeof(cand), "%s/candidate.mdb", s->dir);
-	snprintf(chosen, sizeof(chosen), "%s/chosen.mdb", s->dir);
+	snprintf(base, sizeof(base), "%s/base", s->dir);
+	snprintf(cand, sizeof(cand), "%s/candidate", s->dir);
+	snprintf(chosen, sizeof(chosen), "%s/chosen", s->dir);
 	snprintf(img_dir, sizeof(img_dir), "%s/image", s->dir);
-	snprintf(img, sizeof(img), "%s/image/data.mdb", s->dir);
-	snprintf(data, sizeof(data), "%s/data.mdb", s->data_dir);
+	clear_dir(base);
+	clear_dir(cand);
+	clear_dir(chosen);
 	wl_init(&w, &o, chk, names, seed * 17 + 3);
+
+	/*
+	 * The base of the first run.  An image is the files a run began with
+	 * plus its recorded writes, and lockd makes lockd.wal at its first
+	 * start under another name (lockd.wal.tmp, zeroed, synced, renamed
+	 * into place), which no image can follow (journal.h).  So the files
+	 * are made before any recorded run: one lockd, not recorded, starts
+	 * on the empty directory and stops cleanly, and what it leaves - both
+	 * files, synced - is the base of run 0, as an image of the run before
+	 * is the base of every later one.  The creation itself is not judged
+	 * here.
+	 */
+	crash_use_lockd();
+	harness_server_start(s, NULL);
+	if (harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL) != 0)
+		fail_msg("lockd did not stop cleanly after making its files");
+	if (copy_data(s->data_dir, base) != 0)
+		fail_msg("cannot copy %s: %s", s->data_dir, strerror(errno));
 
 	for (cycle = 0; cycle < cycles; cycle++) {
 		struct pl_journal j;
 		int64_t t_kill, died;
 		bool alive, next = false;
-		int jfd, file;
+		int jfd, ids[DATA_FILES];
+		size_t f, i;
 		long m;
 
 		chk->cycle = (int)cycle;
@@ -348,10 +467,7 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 		else
 			crash_use_lockd();
 		set_shim(journal);
-		if (cycle == 0)
-			harness_server_start(s, NULL);
-		else
-			harness_server_restart(s);
+		harness_server_restart(s);
 		unset_shim();
 		w.port = s->port;
 		/* The recovery of the image the last run left. */
@@ -372,36 +488,37 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 		if (pl_journal_load(journal, &j) != 0)
 			fail_msg("cannot read the journal %s", journal);
 		res->journal_records += j.count;
-		if ((file = pl_journal_file(&j, "data.mdb")) < 0 ||
-		    j.count == 0)
+		for (f = 0; f < DATA_FILES; f++)
+			ids[f] = pl_journal_file(&j, data_files[f]);
+		if (ids[0] < 0 || j.count == 0)
 			fail_msg("the shim journaled nothing of data.mdb "
 			    "(is %s preloaded?)",
 			    crash_sibling("powerloss_shim.so"));
+		for (i = 0; i < j.count; i++)
+			if (j.ops[i].kind == PL_REPLACE)
+				fail_msg("run %ld: lockd renamed a file onto, "
+				    "or removed, %.*s: the images of this "
+				    "run would start from the wrong file",
+				    cycle, (int)j.ops[i].len,
+				    (const char *)j.ops[i].data);
+		count_store_work(&j, ids[0], ids[1], res);
 		for (m = 0; m < images; m++) {
 			bool full = m % 2 == 0;
 			size_t nops = full ? j.count :
 			    (size_t)rng_range(&rng, 1, (int64_t)j.count);
 			uint64_t jpos = full ? UINT64_MAX : j.ops[nops - 1].end;
 			int64_t cut = j.ops[nops - 1].t_ms;
-			struct pl_image_stats st;
 			struct inspected in;
 			uint64_t found;
 			char why[512], text[700];
 
-			clear_dir(img_dir);
-			if (pl_image_build(&j, nops, (unsigned)file,
-			    have_base ? base : "/nonexistent", img, &rng,
-			    &st) != 0)
-				fail_msg("cannot build an image in %s: %s", img,
-				    strerror(errno));
+			build_image(&j, nops, ids, base, img_dir, &rng, res);
 			res->images++;
-			res->durable_writes += st.durable;
-			res->volatile_kept += st.volatile_kept;
-			res->volatile_dropped += st.volatile_dropped;
-			res->torn += st.torn;
 			full ? res->full_cuts++ : res->prefix_cuts++;
-			if (full && copy_file(img, cand) != 0)
-				fail_msg("cannot copy %s", img);
+			/* Opening an image may change it (a replay ends in a
+			 * checkpoint): the next run starts from the copy. */
+			if (full && copy_data(img_dir, cand) != 0)
+				fail_msg("cannot copy %s", img_dir);
 			if (inspect(img_dir, &in, why, sizeof(why)) != 0) {
 				res->unrecoverable++;
 				snprintf(text, sizeof(text), "image (run %ld, %s "
@@ -416,7 +533,7 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 			/* The first good image of where lockd died is what
 			 * the next run starts from. */
 			if (full && found == 0 && !next) {
-				if (copy_file(cand, chosen) != 0)
+				if (copy_data(cand, chosen) != 0)
 					fail_msg("cannot copy %s", cand);
 				next = true;
 			}
@@ -428,9 +545,9 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 			fail_msg("run %ld left no image lockd can start from",
 			    cycle);
 		clear_dir(s->data_dir);
-		if (copy_file(chosen, data) != 0 || copy_file(chosen, base) != 0)
+		if (copy_data(chosen, s->data_dir) != 0 ||
+		    copy_data(chosen, base) != 0)
 			fail_msg("cannot copy %s", chosen);
-		have_base = true;
 	}
 	if (!stop_on_violation || chk_violations(chk) == 0) {
 		/* The real lockd, no shim, on what the last failure left. */
@@ -467,6 +584,12 @@ print_result(const char *label, uint64_t seed, const struct pl_result *r,
 	    (unsigned long long)r->wl.granted,
 	    (unsigned long long)r->wl.renewed,
 	    (unsigned long long)r->wl.released);
+	printf("  store: data.mdb syncs (checkpoints)=%llu lockd.wal "
+	    "records=%llu bytes=%llu laps=%llu\n",
+	    (unsigned long long)r->data_syncs,
+	    (unsigned long long)r->wal_writes,
+	    (unsigned long long)r->wal_bytes,
+	    (unsigned long long)r->wal_laps);
 	chk_print_stats(chk, stdout, "  ");
 	printf("  rewinds=%llu forgotten=%llu\n",
 	    (unsigned long long)chk->stats.violations[CHK_REWIND],
