@@ -12,6 +12,7 @@
 
 #include "daemon/config.h"
 #include "daemon/log.h"
+#include "daemon/store.h"
 #include "proto/proto.h"
 
 enum kind { K_STRING, K_DURATION, K_U32, K_SIZE, K_LEVEL, K_NONE };
@@ -56,6 +57,9 @@ static const struct option options[] = {
 	{ "map-size", NUM(K_SIZE, map_size),
 	  "BYTES      LMDB map size, the most the store can hold "
 	  "(default 1073741824)" },
+	{ "journal-size", NUM(K_SIZE, journal_size),
+	  "BYTES      redo journal in front of LMDB, 65536 to 1073741824 "
+	  "(default 67108864)" },
 	{ "metrics-listen", STR(metrics_listen),
 	  "HOST:PORT  serve Prometheus metrics at /metrics (default off)" },
 	{ "config", STR(config_file),
@@ -331,6 +335,7 @@ defaults(struct config *cfg)
 	cfg->max_waiters = CONFIG_DEFAULT_MAX_WAITERS;
 	cfg->max_conn_waiters = CONFIG_DEFAULT_MAX_CONN_WAITERS;
 	cfg->map_size = CONFIG_DEFAULT_MAP_SIZE;
+	cfg->journal_size = STORE_JOURNAL_DEFAULT_SIZE;
 	cfg->log_level = LOG_INFO;
 }
 
@@ -412,6 +417,12 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 	}
 	if (cfg->max_line < 64 || cfg->max_line > (1u << 20)) {
 		snprintf(err, err_len, "--max-line must be 64 to 1048576");
+		return CONFIG_ERROR;
+	}
+	if (cfg->journal_size < STORE_JOURNAL_MIN_SIZE ||
+	    cfg->journal_size > STORE_JOURNAL_MAX_SIZE) {
+		snprintf(err, err_len,
+		    "--journal-size must be 65536 to 1073741824");
 		return CONFIG_ERROR;
 	}
 	if (strcmp(cfg->listen, "none") == 0)

@@ -37,6 +37,7 @@ struct config {
 	uint32_t max_waiters;
 	uint32_t max_conn_waiters;
 	size_t map_size;
+	size_t journal_size;
 	int log_level;
 };
 

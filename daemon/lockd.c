@@ -127,6 +127,7 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 	struct service_clock clock;
 	struct config cfg;
 	struct store *store;
+	struct store_journal_config jcfg;
 	char err[512];
 	uv_loop_t *loop = uv_default_loop();
 
@@ -143,8 +144,14 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 	log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
 	    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
 
-	store = store_lmdb_open_flags(cfg.data_dir, cfg.map_size,
-	    seams != NULL ? seams->lmdb_flags : 0, err, sizeof(err));
+	memset(&jcfg, 0, sizeof(jcfg));
+	jcfg.map_size = cfg.map_size;
+	jcfg.journal_size = cfg.journal_size;
+	if (seams != NULL) {
+		jcfg.lmdb_flags = seams->lmdb_flags;
+		jcfg.journal_nosync = seams->journal_nosync;
+	}
+	store = store_journal_open(cfg.data_dir, &jcfg, err, sizeof(err));
 	if (store == NULL) {
 		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
 		fprintf(stderr, "lockd: %s\n", err);

@@ -15,6 +15,7 @@ struct lockd_seams {
 	struct service_hooks hooks;  /* commit fault points (service.h) */
 	struct server_hooks server_hooks;  /* reply-writing point (server.h) */
 	unsigned lmdb_flags;         /* extra mdb_env_open flags: guards only */
+	bool journal_nosync;         /* no fdatasync of the journal: guards */
 	/* Called once lockd listens, before the loop runs. */
 	void (*started)(struct server *srv, void *ctx);
 	void *ctx;

@@ -23,6 +23,10 @@ struct store_batch {
 	size_t count;       /* operations */
 	bool has_hwm;
 	uint64_t hwm;
+	/* The journal's checkpoint mark (store_journal.c): LMDB holds every
+	 * record up to mark_seq; the next one starts at mark_off. */
+	bool has_mark;
+	uint64_t mark_seq, mark_off;
 };
 
 enum store_op { STORE_PUT = 1, STORE_DEL = 2 };
@@ -111,5 +115,29 @@ struct store *store_lmdb_open(const char *dir, size_t map_size, char *err,
  * (MDB_NOSYNC must fail it), never for lockd itself. */
 struct store *store_lmdb_open_flags(const char *dir, size_t map_size,
     unsigned env_flags, char *err, size_t err_len);
+/* The journal's mark as the last checkpoint left it: 1, or 0 when there
+ * has been none (both 0). */
+int store_lmdb_mark(struct store *store, uint64_t *seq, uint64_t *off);
+/* Bytes of the map past LMDB's last page (free pages inside not counted),
+ * and its page size. */
+int store_lmdb_room(struct store *store, uint64_t *room, uint64_t *psize);
+
+/*
+ * lockd's store: LMDB in dir behind a redo journal, dir/lockd.wal
+ * (store_journal.c).  A commit is one record written in place and synced;
+ * LMDB takes the journal's changes at checkpoints.  A journal of another
+ * size than asked for is checkpointed and made anew.
+ */
+#define STORE_JOURNAL_DEFAULT_SIZE (64u << 20)
+#define STORE_JOURNAL_MIN_SIZE (64u << 10)
+#define STORE_JOURNAL_MAX_SIZE (1u << 30)
+struct store_journal_config {
+	size_t map_size;        /* LMDB map size */
+	size_t journal_size;    /* bytes of dir/lockd.wal */
+	unsigned lmdb_flags;    /* extra mdb_env_open flags: guards only */
+	bool journal_nosync;    /* skip the journal's fdatasync: guards only */
+};
+struct store *store_journal_open(const char *dir,
+    const struct store_journal_config *cfg, char *err, size_t err_len);
 
 #endif

@@ -29,6 +29,16 @@ struct store_lmdb {
 };
 
 static const char hwm_key[] = "hwm";
+static const char mark_key[] = "wal";   /* seq, offset: store_journal.c */
+
+static int
+put_meta(struct store_lmdb *s, MDB_txn *txn, const char *key,
+    const void *val, size_t len)
+{
+	MDB_val k = { strlen(key), (void *)key }, v = { len, (void *)val };
+
+	return mdb_put(txn, s->meta, &k, &v, 0);
+}
 
 static int
 fail(struct store_lmdb *s, const char *what, int rc)
@@ -44,7 +54,7 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 	struct store_lmdb *s = (struct store_lmdb *)base;
 	struct store_batch_op op;
 	const char *what = "mdb_cursor_open";
-	unsigned char hwm[8];
+	unsigned char hwm[8], mark[16];
 	MDB_cursor *cur;
 	MDB_txn *txn;
 	MDB_val k, v;
@@ -82,14 +92,16 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 			goto abort;
 	}
 	mdb_cursor_close(cur);
+	what = "mdb_put";
 	if (batch->has_hwm) {
-		what = "mdb_put";
 		store_put_u64(hwm, batch->hwm);
-		k.mv_data = (void *)hwm_key;
-		k.mv_size = sizeof(hwm_key) - 1;
-		v.mv_data = hwm;
-		v.mv_size = sizeof(hwm);
-		if ((rc = mdb_put(txn, s->meta, &k, &v, 0)) != 0)
+		if ((rc = put_meta(s, txn, hwm_key, hwm, sizeof(hwm))) != 0)
+			goto abort;
+	}
+	if (batch->has_mark) {
+		store_put_u64(mark, batch->mark_seq);
+		store_put_u64(mark + 8, batch->mark_off);
+		if ((rc = put_meta(s, txn, mark_key, mark, sizeof(mark))) != 0)
 			goto abort;
 	}
 	/* mdb_txn_commit frees the transaction even when it fails. */
@@ -184,6 +196,44 @@ lmdb_load(struct store *base,
 abort:
 	mdb_txn_abort(txn);
 	return fail(s, "load", rc);
+}
+
+int
+store_lmdb_mark(struct store *base, uint64_t *seq, uint64_t *off)
+{
+	struct store_lmdb *s = (struct store_lmdb *)base;
+	MDB_val k = { sizeof(mark_key) - 1, (void *)mark_key }, v;
+	MDB_txn *txn;
+	int rc;
+
+	*seq = *off = 0;
+	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
+		return fail(s, "mdb_txn_begin", rc);
+	rc = mdb_get(txn, s->meta, &k, &v);
+	if (rc == 0 && v.mv_size == 16) {
+		*seq = store_get_u64(v.mv_data);
+		*off = store_get_u64((const unsigned char *)v.mv_data + 8);
+	}
+	mdb_txn_abort(txn);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return fail(s, "mdb_get", rc);
+	return rc == 0;
+}
+
+int
+store_lmdb_room(struct store *base, uint64_t *room, uint64_t *psize)
+{
+	struct store_lmdb *s = (struct store_lmdb *)base;
+	MDB_envinfo info;
+	MDB_stat st;
+	int rc;
+
+	if ((rc = mdb_env_info(s->env, &info)) != 0 ||
+	    (rc = mdb_env_stat(s->env, &st)) != 0)
+		return fail(s, "mdb_env_info", rc);
+	*psize = st.ms_psize;
+	*room = info.me_mapsize - (info.me_last_pgno + 1) * (size_t)st.ms_psize;
+	return 0;
 }
 
 static int

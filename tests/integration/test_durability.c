@@ -341,7 +341,9 @@ test_durability_store_failure_answers_unavailable_and_grants_nothing(
     void **state)
 {
 	static struct harness_grant held[FULL_MAX_TRIES];
-	struct harness_server *s = harness_start("--map-size", "65536", NULL);
+	/* A small journal checkpoints every 1 KiB, so the map fills soon. */
+	struct harness_server *s = harness_start("--map-size", "65536",
+	    "--journal-size", "65536", NULL);
 	struct harness_conn *c = harness_connect(s);
 	struct harness_status st;
 	char name[256];

@@ -1,0 +1,803 @@
+/*
+ * store_journal.c - the daemon's store: LMDB behind a redo journal.
+ *
+ * A synced LMDB commit flushes the device twice (the data pages, then the
+ * meta page) and changes the file's blocks and size as pages are
+ * allocated.  Here a batch is instead one record appended to DIR/lockd.wal,
+ * a file written once with zeros at its full size and from then on only
+ * overwritten in place: one pwritev() and one fdatasync() per batch, with
+ * no metadata for the file system to journal.  LMDB takes the journal's
+ * changes at checkpoints - when the records since the last one reach
+ * 1/64 of the file, when a record would not fit, at a clean close - in one
+ * synced transaction that also stores the mark: the last sequence number
+ * it includes and the offset where the next record starts.
+ *
+ * A record: magic, CRC32C, seq, hwm, length, flags (32 bytes), then the
+ * batch's operations in store.c's encoding.  Sequence numbers are
+ * contiguous; records follow each other, and one that does not fit before
+ * the end of the file starts at offset 0.  Recovery reads from the mark:
+ * the record at the offset must carry the next sequence number and a good
+ * CRC, else the one at offset 0 must (the writer wrapped), else the journal
+ * ends there.  A torn record fails its CRC; a record of an earlier lap has
+ * an older sequence number.  A record whose write or sync failed was not
+ * acknowledged: its sequence number and offset are used again by the next
+ * one, which overwrites it, so the journal never has a hole.
+ *
+ * The records since the last checkpoint are also kept in memory (their
+ * operations, and an index from name to the latest operation on it), so
+ * that get() and load() answer with the journal's view on top of LMDB's
+ * and a checkpoint writes each name once, whatever the number of records.
+ *
+ * LMDB's map must still bound what is stored, and a batch that does not
+ * fit must be refused whole, as LMDB alone refuses it.  The journal only
+ * takes a batch while LMDB's free room at the end of its map is ample for
+ * everything the journal holds (a page per name, twice over, and 64 KiB);
+ * short of that, a batch goes straight into a checkpoint, one synced LMDB
+ * transaction with the journal's changes, and fails with MDB_MAP_FULL if
+ * it does not fit.  Near a full map lockd commits as it would on LMDB
+ * alone; far from it, the estimate costs nothing.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/core.h"
+#include "daemon/store.h"
+
+#define WAL_MAGIC 0x4c574b4cu   /* "LKWL" */
+#define WAL_HEADER 32
+#define WAL_HAS_HWM 1u
+#define WAL_CHUNK (1u << 20)    /* zeros written at a time when creating */
+
+struct wal_slot {
+	uint32_t off1;      /* offset of the operation in tail, + 1; 0: empty */
+	uint32_t hash;
+};
+
+struct store_journal {
+	struct store base;      /* first: the service holds a struct store * */
+	struct store *db;       /* LMDB */
+	int fd;
+	bool nosync;            /* guards only */
+	uint64_t size;          /* of the file */
+	uint64_t checkpoint_at; /* bytes since the mark that ask for one */
+	uint64_t next_seq;      /* of the next record */
+	uint64_t off;           /* where the next record goes */
+	uint64_t used;          /* file bytes since the mark, wrap gap too */
+	/* The operations of the records since the mark, in order. */
+	unsigned char *tail;
+	size_t tail_len, tail_cap;
+	bool has_hwm;
+	uint64_t hwm;
+	/* name -> its latest operation in tail (open addressing). */
+	struct wal_slot *slots;
+	size_t nslots, nnames;
+	uint64_t hash_key[2];
+	uint64_t room;          /* LMDB's unused map, after the checkpoint */
+	uint64_t psize;         /* LMDB's page size */
+	struct store_batch ck;  /* a checkpoint's batch */
+	char path[4096];
+};
+
+/* ---- CRC32C (Castagnoli), bytewise ------------------------------------- */
+
+static uint32_t crc_table[256];
+
+static void
+crc_init(void)
+{
+	uint32_t i, j, c;
+
+	for (i = 0; i < 256; i++) {
+		for (c = i, j = 0; j < 8; j++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc_table[i] = c;
+	}
+}
+
+static uint32_t
+crc32c(uint32_t crc, const unsigned char *p, size_t len)
+{
+	crc = ~crc;
+	while (len--)
+		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+static uint32_t
+get_u32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static void
+put_u32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static int
+fail(struct store_journal *s, int rc, const char *what, const char *why)
+{
+	snprintf(s->base.error, sizeof(s->base.error), "%s: %.200s", what,
+	    why);
+	return rc < 0 ? rc : -1;
+}
+
+/* ---- the index ---------------------------------------------------------- */
+
+static const unsigned char *
+op_at(const struct store_journal *s, uint32_t off, struct store_batch_op *op)
+{
+	struct store_batch fake;
+	size_t pos = 0;
+
+	fake.ops = (char *)s->tail + off;
+	fake.len = s->tail_len - off;
+	store_batch_next(&fake, &pos, op);
+	return s->tail + off;
+}
+
+/* The slot of name: its own, or the empty one where it would go. */
+static struct wal_slot *
+index_slot(const struct store_journal *s, const char *name, size_t len,
+    uint32_t hash)
+{
+	size_t mask = s->nslots - 1, i = hash & mask;
+	struct store_batch_op op;
+
+	for (;; i = (i + 1) & mask) {
+		struct wal_slot *slot = &s->slots[i];
+		if (slot->off1 == 0)
+			return slot;
+		if (slot->hash != hash)
+			continue;
+		op_at(s, slot->off1 - 1, &op);
+		if (op.name_len == len && memcmp(op.name, name, len) == 0)
+			return slot;
+	}
+}
+
+/* Room for n more names, so that indexing a written record cannot fail. */
+static int
+index_reserve(struct store_journal *s, size_t n)
+{
+	struct wal_slot *old = s->slots, *slots;
+	size_t i, nslots = s->nslots ? s->nslots : 256, oldn = s->nslots;
+
+	while ((s->nnames + n) * 2 > nslots)
+		nslots *= 2;
+	if (nslots == s->nslots)
+		return 0;
+	if ((slots = calloc(nslots, sizeof(*slots))) == NULL)
+		return -1;
+	s->slots = slots;
+	s->nslots = nslots;
+	for (i = 0; i < oldn; i++) {
+		size_t j = old[i].hash & (nslots - 1);
+		if (old[i].off1 == 0)
+			continue;
+		while (slots[j].off1 != 0)
+			j = (j + 1) & (nslots - 1);
+		slots[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+static uint32_t
+name_hash(const struct store_journal *s, const char *name, size_t len)
+{
+	return (uint32_t)core_name_hash(s->hash_key, name, len);
+}
+
+static const struct wal_slot *
+index_find(const struct store_journal *s, const char *name, size_t len)
+{
+	const struct wal_slot *slot;
+
+	if (s->nnames == 0)
+		return NULL;
+	slot = index_slot(s, name, len, name_hash(s, name, len));
+	return slot->off1 != 0 ? slot : NULL;
+}
+
+/* Appends a record's operations to tail and indexes them: the caller has
+ * reserved room for both. */
+static void
+tail_append(struct store_journal *s, const struct store_batch *b)
+{
+	struct store_batch_op op;
+	size_t pos = 0, at, start = s->tail_len;
+
+	memcpy(s->tail + start, b->ops, b->len);
+	s->tail_len += b->len;    /* before the index compares names there */
+	for (at = start; store_batch_next(b, &pos, &op); at = start + pos) {
+		uint32_t h = name_hash(s, op.name, op.name_len);
+		struct wal_slot *slot = index_slot(s, op.name, op.name_len, h);
+		if (slot->off1 == 0)
+			s->nnames++;
+		slot->off1 = (uint32_t)(at + 1);
+		slot->hash = h;
+	}
+	if (b->has_hwm) {
+		s->has_hwm = true;
+		s->hwm = b->hwm;
+	}
+}
+
+static int
+tail_reserve(struct store_journal *s, const struct store_batch *b)
+{
+	if (s->tail_len + b->len > s->tail_cap) {
+		size_t cap = s->tail_cap ? s->tail_cap : 65536;
+		unsigned char *p;
+		while (cap < s->tail_len + b->len)
+			cap *= 2;
+		if ((p = realloc(s->tail, cap)) == NULL)
+			return -1;
+		s->tail = p;
+		s->tail_cap = cap;
+	}
+	return index_reserve(s, b->count);
+}
+
+/* After a checkpoint: empty, and no bigger than a quiet journal needs. */
+static void
+tail_clear(struct store_journal *s)
+{
+	s->tail_len = 0;
+	s->nnames = 0;
+	s->has_hwm = false;
+	if (s->tail_cap > 4 * s->checkpoint_at) {
+		free(s->tail);
+		s->tail = NULL;
+		s->tail_cap = 0;
+	}
+	if (s->nslots > 65536) {
+		free(s->slots);
+		s->slots = NULL;
+		s->nslots = 0;
+	} else if (s->slots != NULL) {
+		memset(s->slots, 0, s->nslots * sizeof(*s->slots));
+	}
+	if (s->ck.cap > 4 * s->checkpoint_at)
+		store_batch_free(&s->ck);
+}
+
+/* ---- checkpoints -------------------------------------------------------- */
+
+/* s->ck := every name the journal changed, once, and its hwm. */
+static int
+changes(struct store_journal *s)
+{
+	struct store_batch_op op;
+	size_t i;
+
+	store_batch_reset(&s->ck);
+	for (i = 0; i < s->nslots; i++) {
+		if (s->slots[i].off1 == 0)
+			continue;
+		op_at(s, s->slots[i].off1 - 1, &op);
+		if (store_batch_add(&s->ck, op.op, op.name, op.name_len,
+		    op.val, op.val_len) != 0)
+			return -1;
+	}
+	s->ck.has_hwm = s->has_hwm;
+	s->ck.hwm = s->hwm;
+	return 0;
+}
+
+/*
+ * Writes every name the journal changed, once, its hwm and the mark, in
+ * one synced LMDB transaction; then the journal's space is free again.
+ * With extra, that batch goes into the same transaction instead of into
+ * the journal, taking the next sequence number.
+ */
+static int
+checkpoint(struct store_journal *s, const struct store_batch *extra)
+{
+	struct store_batch_op op;
+	size_t pos;
+	int rc;
+
+	if (s->used == 0 && extra == NULL)
+		return 0;         /* nothing since the mark */
+	if (changes(s) != 0)
+		return fail(s, -1, "checkpoint", "out of memory");
+	for (pos = 0; extra != NULL && store_batch_next(extra, &pos, &op); )
+		if (store_batch_add(&s->ck, op.op, op.name, op.name_len,
+		    op.val, op.val_len) != 0)
+			return fail(s, -1, "checkpoint", "out of memory");
+	if (extra != NULL && extra->has_hwm) {
+		s->ck.has_hwm = true;
+		s->ck.hwm = extra->hwm;
+	}
+	s->ck.has_mark = true;
+	s->ck.mark_seq = s->next_seq - (extra == NULL);
+	s->ck.mark_off = s->off;
+	if ((rc = s->db->ops->commit(s->db, &s->ck)) != 0)
+		return fail(s, rc, "checkpoint", s->db->error);
+	if (extra != NULL)
+		s->next_seq++;
+	s->used = 0;
+	tail_clear(s);
+	(void)store_lmdb_room(s->db, &s->room, &s->psize);
+	return 0;
+}
+
+/* Is LMDB's room ample for the journal's names and b's, should the next
+ * checkpoint write each on a page of its own? */
+static bool
+ample(const struct store_journal *s, const struct store_batch *b)
+{
+	uint64_t need = (s->nnames + b->count) * 2 * s->psize +
+	    2 * (s->tail_len + b->len) + 65536;
+
+	return need <= s->room;
+}
+
+/* ---- the store ---------------------------------------------------------- */
+
+/* Where a record of len bytes goes, or -1 when the journal has no room. */
+static int64_t
+place(const struct store_journal *s, uint64_t len, uint64_t *used)
+{
+	if (s->off + len <= s->size && s->used + len <= s->size) {
+		*used = s->used + len;
+		return (int64_t)s->off;
+	}
+	if (s->used + (s->size - s->off) + len <= s->size) {
+		*used = s->used + (s->size - s->off) + len;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * A batch LMDB refused for want of room, with the journal empty: its
+ * deletes still go in, alone and a few names a transaction.  They are
+ * releases and expiries, whose replies are already out (a RELEASED does
+ * not wait for the disk), and the service falls back every name of the
+ * batch to what get() then says: the deleted ones stay deleted, as their
+ * holders were told.  Small transactions, because on a full map LMDB may
+ * lack the pages to copy every leaf one large delete touches, and making
+ * room is what a full store needs.
+ */
+static void
+salvage_deletes(struct store_journal *s, const struct store_batch *b)
+{
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	store_batch_reset(&s->ck);
+	while (store_batch_next(b, &pos, &op)) {
+		if (op.op != STORE_DEL)
+			continue;
+		if (store_batch_add(&s->ck, op.op, op.name, op.name_len, NULL,
+		    0) != 0)
+			return;
+		if (s->ck.count == 4) {
+			if (s->db->ops->commit(s->db, &s->ck) != 0)
+				return;
+			store_batch_reset(&s->ck);
+		}
+	}
+	if (s->ck.count > 0)
+		(void)s->db->ops->commit(s->db, &s->ck);
+}
+
+static int
+journal_commit(struct store *base, const struct store_batch *b)
+{
+	struct store_journal *s = (struct store_journal *)base;
+	unsigned char hdr[WAL_HEADER];
+	struct store_batch_op op;
+	struct iovec iov[2];
+	bool dels = false;
+	uint64_t len = WAL_HEADER + b->len, used;
+	size_t pos = 0;
+	int64_t at;
+	uint32_t crc;
+	ssize_t n;
+	int rc;
+
+	while (store_batch_next(b, &pos, &op))
+		dels |= op.op == STORE_DEL;
+	if (s->used >= s->checkpoint_at)
+		(void)checkpoint(s, NULL);   /* a failure is tried again later */
+	if (!ample(s, b)) {
+		/* Near a full map: LMDB alone, the journal emptied first. */
+		if (s->used > 0 && (rc = checkpoint(s, NULL)) != 0)
+			return rc;
+		if ((rc = checkpoint(s, b)) != 0 && dels)
+			salvage_deletes(s, b);
+		return rc;
+	}
+	if ((at = place(s, len, &used)) < 0) {
+		if ((rc = checkpoint(s, NULL)) != 0)
+			return rc;
+		if ((at = place(s, len, &used)) < 0)
+			return fail(s, -1, "journal full", "the batch is "
+			    "larger than the journal (--journal-size)");
+	}
+	if (tail_reserve(s, b) != 0)
+		return fail(s, -1, "journal", "out of memory");
+
+	put_u32(hdr, WAL_MAGIC);
+	store_put_u64(hdr + 8, s->next_seq);
+	store_put_u64(hdr + 16, b->has_hwm ? b->hwm : 0);
+	put_u32(hdr + 24, (uint32_t)b->len);
+	put_u32(hdr + 28, b->has_hwm ? WAL_HAS_HWM : 0);
+	crc = crc32c(0, hdr + 8, WAL_HEADER - 8);
+	crc = crc32c(crc, (const unsigned char *)b->ops, b->len);
+	put_u32(hdr + 4, crc);
+	iov[0].iov_base = hdr;
+	iov[0].iov_len = WAL_HEADER;
+	iov[1].iov_base = b->ops;
+	iov[1].iov_len = b->len;
+	n = pwritev(s->fd, iov, b->len > 0 ? 2 : 1, (off_t)at);
+	if (n != (ssize_t)len)
+		return fail(s, -1, "journal write",
+		    n < 0 ? strerror(errno) : "short write");
+	if (!s->nosync && fdatasync(s->fd) != 0)
+		return fail(s, -1, "journal fdatasync", strerror(errno));
+
+	tail_append(s, b);
+	s->next_seq++;
+	s->off = (uint64_t)at + len;
+	s->used = used;
+	return 0;
+}
+
+static int
+journal_get(struct store *base, const char *name, size_t name_len,
+    void *val, size_t *val_len)
+{
+	struct store_journal *s = (struct store_journal *)base;
+	const struct wal_slot *slot = index_find(s, name, name_len);
+	struct store_batch_op op;
+	int rc;
+
+	if (slot == NULL) {
+		rc = s->db->ops->get(s->db, name, name_len, val, val_len);
+		if (rc < 0)
+			memcpy(s->base.error, s->db->error,
+			    sizeof(s->base.error));
+		return rc;
+	}
+	op_at(s, slot->off1 - 1, &op);
+	if (op.op != STORE_PUT)
+		return 0;
+	memcpy(val, op.val, op.val_len);
+	*val_len = op.val_len;
+	return 1;
+}
+
+struct load_ctx {
+	struct store_journal *s;
+	int (*fn)(void *ctx, const char *name, size_t name_len,
+	    const void *val, size_t val_len);
+	void *ctx;
+};
+
+/* LMDB's records, but for those the journal changed since. */
+static int
+load_unchanged(void *ctx, const char *name, size_t name_len, const void *val,
+    size_t val_len)
+{
+	struct load_ctx *l = ctx;
+
+	if (index_find(l->s, name, name_len) != NULL)
+		return 0;
+	return l->fn(l->ctx, name, name_len, val, val_len);
+}
+
+static int
+journal_load(struct store *base,
+    int (*fn)(void *ctx, const char *name, size_t name_len, const void *val,
+        size_t val_len),
+    void *ctx, uint64_t *hwm)
+{
+	struct store_journal *s = (struct store_journal *)base;
+	struct load_ctx l = { s, fn, ctx };
+	struct store_batch_op op;
+	size_t i;
+	int rc;
+
+	if ((rc = s->db->ops->load(s->db, load_unchanged, &l, hwm)) != 0) {
+		memcpy(s->base.error, s->db->error, sizeof(s->base.error));
+		return rc;
+	}
+	for (i = 0; i < s->nslots; i++) {
+		if (s->slots[i].off1 == 0)
+			continue;
+		op_at(s, s->slots[i].off1 - 1, &op);
+		if (op.op == STORE_PUT &&
+		    (rc = fn(ctx, op.name, op.name_len, op.val, op.val_len)) != 0)
+			return rc;
+	}
+	if (s->has_hwm && s->hwm > *hwm)
+		*hwm = s->hwm;
+	return 0;
+}
+
+static int
+journal_count(struct store *base, size_t *count)
+{
+	struct store_journal *s = (struct store_journal *)base;
+	int rc;
+
+	if (s->db->ops->count == NULL)
+		return -1;
+	if ((rc = s->db->ops->count(s->db, count)) != 0)
+		return rc;
+	*count += s->nnames;    /* at most: a hint */
+	return 0;
+}
+
+static void
+journal_close(struct store *base)
+{
+	struct store_journal *s = (struct store_journal *)base;
+
+	(void)checkpoint(s, NULL);   /* what fails stays in the journal */
+	close(s->fd);
+	s->db->ops->close(s->db);
+	free(s->tail);
+	free(s->slots);
+	store_batch_free(&s->ck);
+	free(s);
+}
+
+static const struct store_ops journal_ops = {
+	.commit = journal_commit,
+	.get = journal_get,
+	.load = journal_load,
+	.close = journal_close,
+	.count = journal_count,
+};
+
+/* ---- opening ------------------------------------------------------------ */
+
+static int
+fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Writes a new journal of zeros at its full size, synced, and renames it
+ * into place: written blocks, so that overwriting them later changes no
+ * metadata (a file made with fallocate() or a hole would, at the first
+ * write of every block).
+ */
+static int
+create(const char *dir, const char *path, uint64_t size, char *err,
+    size_t err_len)
+{
+	char tmp[4160];
+	unsigned char *zero = calloc(1, WAL_CHUNK);
+	uint64_t done;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (zero == NULL) {
+		snprintf(err, err_len, "out of memory");
+		return -1;
+	}
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto fail;
+	for (done = 0; done < size; ) {
+		size_t n = size - done < WAL_CHUNK ? size - done : WAL_CHUNK;
+		ssize_t w = pwrite(fd, zero, n, (off_t)done);
+		if (w <= 0)
+			goto fail;
+		done += (uint64_t)w;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0 || fsync_dir(dir) != 0)
+		goto fail;
+	free(zero);
+	return 0;
+fail:
+	snprintf(err, err_len, "cannot create the journal %s: %s", path,
+	    strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	free(zero);
+	return -1;
+}
+
+/* Reads the record at off if it is the one with seq; its operations go to
+ * b (b->ops then points into buf).  Returns its length, or 0. */
+static uint64_t
+read_record(struct store_journal *s, uint64_t off, uint64_t seq,
+    unsigned char **buf, size_t *cap, struct store_batch *b)
+{
+	unsigned char hdr[WAL_HEADER];
+	uint32_t len, flags;
+
+	if (off + WAL_HEADER > s->size ||
+	    pread(s->fd, hdr, WAL_HEADER, (off_t)off) != WAL_HEADER ||
+	    get_u32(hdr) != WAL_MAGIC || store_get_u64(hdr + 8) != seq)
+		return 0;
+	len = get_u32(hdr + 24);
+	flags = get_u32(hdr + 28);
+	if (len > s->size - off - WAL_HEADER)
+		return 0;
+	if (len > *cap) {
+		unsigned char *p = realloc(*buf, len);
+		if (p == NULL)
+			return 0;
+		*buf = p;
+		*cap = len;
+	}
+	if (len > 0 && pread(s->fd, *buf, len, (off_t)(off + WAL_HEADER)) !=
+	    (ssize_t)len)
+		return 0;
+	if (crc32c(crc32c(0, hdr + 8, WAL_HEADER - 8), *buf, len) !=
+	    get_u32(hdr + 4))
+		return 0;
+	store_batch_init(b);
+	b->ops = (char *)*buf;
+	b->len = b->cap = len;
+	b->has_hwm = (flags & WAL_HAS_HWM) != 0;
+	b->hwm = store_get_u64(hdr + 16);
+	return WAL_HEADER + len;
+}
+
+/* Replays the records after the mark into memory; the next one goes
+ * after the last. */
+static int
+replay(struct store_journal *s, uint64_t mark_seq, uint64_t mark_off,
+    char *err, size_t err_len)
+{
+	unsigned char *buf = NULL;
+	size_t cap = 0, pos;
+	struct store_batch b;
+	struct store_batch_op op;
+	uint64_t at = mark_off < s->size ? mark_off : 0, len;
+
+	s->next_seq = mark_seq + 1;
+	s->off = at;
+	s->used = 0;
+	for (;;) {
+		uint64_t gap = 0;
+		if ((len = read_record(s, at, s->next_seq, &buf, &cap, &b)) == 0
+		    && at != 0) {
+			gap = s->size - at;
+			at = 0;
+			len = read_record(s, at, s->next_seq, &buf, &cap, &b);
+		}
+		if (len == 0 || s->used + gap + len > s->size)
+			break;
+		for (b.count = 0, pos = 0; store_batch_next(&b, &pos, &op); )
+			b.count++;
+		if (tail_reserve(s, &b) != 0) {
+			snprintf(err, err_len, "out of memory replaying %s",
+			    s->path);
+			free(buf);
+			return -1;
+		}
+		tail_append(s, &b);
+		s->used += gap + len;
+		s->next_seq++;
+		at += len;
+		s->off = at;
+	}
+	free(buf);
+	return 0;
+}
+
+struct store *
+store_journal_open(const char *dir, const struct store_journal_config *cfg,
+    char *err, size_t err_len)
+{
+	struct store_journal *s;
+	uint64_t mark_seq = 0, mark_off = 0;
+	struct stat st;
+
+	if (cfg->journal_size < STORE_JOURNAL_MIN_SIZE) {
+		snprintf(err, err_len, "the journal must be at least %u bytes",
+		    STORE_JOURNAL_MIN_SIZE);
+		return NULL;
+	}
+	if (crc_table[1] == 0)
+		crc_init();
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	s->base.ops = &journal_ops;
+	s->fd = -1;
+	s->nosync = cfg->journal_nosync;
+	store_batch_init(&s->ck);
+	if (getrandom(s->hash_key, sizeof(s->hash_key), 0) !=
+	    (ssize_t)sizeof(s->hash_key))
+		s->hash_key[0] = (uint64_t)getpid();   /* index only */
+	s->db = store_lmdb_open_flags(dir, cfg->map_size, cfg->lmdb_flags,
+	    err, err_len);
+	if (s->db == NULL)
+		goto free;
+	if (store_lmdb_mark(s->db, &mark_seq, &mark_off) < 0) {
+		snprintf(err, err_len, "cannot read the journal mark: %s",
+		    s->db->error);
+		goto close;
+	}
+	snprintf(s->path, sizeof(s->path), "%s/lockd.wal", dir);
+	if (stat(s->path, &st) != 0 &&
+	    create(dir, s->path, cfg->journal_size, err, err_len) != 0)
+		goto close;
+	if ((s->fd = open(s->path, O_RDWR | O_CLOEXEC)) < 0 ||
+	    fstat(s->fd, &st) != 0) {
+		snprintf(err, err_len, "cannot open %s: %s", s->path,
+		    strerror(errno));
+		goto close;
+	}
+	s->size = (uint64_t)st.st_size;
+	s->checkpoint_at = s->size / 64;
+	if (s->size < STORE_JOURNAL_MIN_SIZE) {
+		snprintf(err, err_len, "%s is too short (%llu bytes)", s->path,
+		    (unsigned long long)s->size);
+		goto close;
+	}
+	if (replay(s, mark_seq, mark_off, err, err_len) != 0 ||
+	    store_lmdb_room(s->db, &s->room, &s->psize) != 0)
+		goto close;
+	/*
+	 * Another size asked for: LMDB takes what the old journal holds
+	 * (if it cannot, the old one stays), then a new one replaces it.
+	 * The mark's offset may lie beyond the new end or on its zeros;
+	 * either way recovery then looks at offset 0, where the next record
+	 * goes.
+	 */
+	if (s->size != cfg->journal_size && checkpoint(s, NULL) == 0) {
+		close(s->fd);
+		s->fd = -1;
+		if (create(dir, s->path, cfg->journal_size, err, err_len) != 0)
+			goto close;
+		if ((s->fd = open(s->path, O_RDWR | O_CLOEXEC)) < 0) {
+			snprintf(err, err_len, "cannot open %s: %s", s->path,
+			    strerror(errno));
+			goto close;
+		}
+		s->size = cfg->journal_size;
+		s->checkpoint_at = s->size / 64;
+		s->off = 0;
+		s->used = 0;
+	}
+	return &s->base;
+close:
+	if (s->fd >= 0)
+		close(s->fd);
+	s->db->ops->close(s->db);
+free:
+	free(s->tail);
+	free(s->slots);
+	free(s);
+	return NULL;
+}

@@ -1,0 +1,464 @@
+/*
+ * test_journal.c - lockd's store, LMDB behind a redo journal
+ * (daemon/store_journal.c), on real files in a fresh temporary directory.
+ *
+ * A crash is a child process that commits and then _exit()s without
+ * closing the store (no checkpoint at close); the parent opens the
+ * directory again and compares what the store loads, and what get()
+ * answers, with a model of every acknowledged batch.  Covered: replay of
+ * the records after the mark, checkpoints and laps of a small journal, a
+ * torn last record, a record that failed and is written over, a journal
+ * made anew at another size, a full LMDB map (puts refused, deletes taken,
+ * nothing acknowledged lost), and the clean close that leaves nothing to
+ * replay.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "daemon/store.h"
+
+#define NAMES 300
+#define MAP_BIG (1u << 20)
+
+static char dir[64];
+
+static int
+setup(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/lockd-test-journal-XXXXXX");
+	return mkdtemp(dir) == NULL ? -1 : 0;
+}
+
+static int
+teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* The model: what every acknowledged batch left, by name index. */
+struct model {
+	bool held[NAMES];
+	unsigned char val[NAMES][STORE_VALUE_MAX];
+	uint64_t hwm;
+};
+
+static struct store *
+open_store(size_t journal_size, size_t map_size)
+{
+	struct store_journal_config cfg = { map_size, journal_size, 0, false };
+	char err[512];
+	struct store *s = store_journal_open(dir, &cfg, err, sizeof(err));
+
+	if (s == NULL)
+		fail_msg("store_journal_open: %s", err);
+	return s;
+}
+
+static void
+name_of(int i, char *name, size_t len)
+{
+	snprintf(name, len, "lock/%03d", i);
+}
+
+/* A batch of n random operations, applied to the model once committed. */
+static int
+random_batch(struct store *s, struct model *m, unsigned *seed, int n)
+{
+	struct store_batch b;
+	struct model next = *m;
+	char name[32];
+	int i, rc;
+
+	store_batch_init(&b);
+	for (i = 0; i < n; i++) {
+		int k = (int)(rand_r(seed) % NAMES);
+		name_of(k, name, sizeof(name));
+		if (rand_r(seed) % 3 == 0) {
+			store_batch_add(&b, STORE_DEL, name, strlen(name),
+			    NULL, 0);
+			next.held[k] = false;
+		} else {
+			memset(next.val[k], 0, STORE_VALUE_MAX);
+			snprintf((char *)next.val[k], STORE_VALUE_MAX,
+			    "v%u", rand_r(seed));
+			store_batch_add(&b, STORE_PUT, name, strlen(name),
+			    next.val[k], STORE_VALUE_MAX);
+			next.held[k] = true;
+		}
+	}
+	if (rand_r(seed) % 2) {
+		b.has_hwm = true;
+		b.hwm = next.hwm = m->hwm + 1 + rand_r(seed) % 5;
+	}
+	if ((rc = s->ops->commit(s, &b)) == 0)
+		*m = next;
+	store_batch_free(&b);
+	return rc;
+}
+
+struct loaded {
+	struct model m;
+	int count;
+};
+
+static int
+collect(void *ctx, const char *name, size_t len, const void *val,
+    size_t val_len)
+{
+	struct loaded *l = ctx;
+	int k;
+
+	assert_int_equal(len, 8);
+	assert_int_equal(val_len, STORE_VALUE_MAX);
+	k = atoi(name + 5);
+	assert_false(l->m.held[k]);    /* each name once */
+	l->m.held[k] = true;
+	memcpy(l->m.val[k], val, val_len);
+	l->count++;
+	return 0;
+}
+
+/* What the store loads and what get() says are the model. */
+static void
+check(struct store *s, const struct model *m)
+{
+	struct loaded l;
+	unsigned char val[STORE_VALUE_MAX];
+	char name[32];
+	size_t len;
+	int i;
+
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(s->ops->load(s, collect, &l, &l.m.hwm), 0);
+	assert_int_equal(l.m.hwm, m->hwm);
+	for (i = 0; i < NAMES; i++) {
+		assert_int_equal(l.m.held[i], m->held[i]);
+		name_of(i, name, sizeof(name));
+		assert_int_equal(s->ops->get(s, name, strlen(name), val, &len),
+		    m->held[i] ? 1 : 0);
+		if (m->held[i]) {
+			assert_memory_equal(l.m.val[i], m->val[i],
+			    STORE_VALUE_MAX);
+			assert_memory_equal(val, m->val[i], STORE_VALUE_MAX);
+		}
+	}
+}
+
+/*
+ * In a child: open, commit `batches` random batches on top of *m, and die
+ * without closing.  The model of what was acknowledged comes back through
+ * a pipe.
+ */
+static void
+crash_run(size_t journal_size, struct model *m, unsigned seed, int batches,
+    int ops)
+{
+	int fd[2], status;
+	pid_t pid;
+
+	assert_int_equal(pipe(fd), 0);
+	if ((pid = fork()) == 0) {
+		struct store *s = open_store(journal_size, MAP_BIG);
+		int i;
+		close(fd[0]);
+		for (i = 0; i < batches; i++)
+			if (random_batch(s, m, &seed, 1 + (int)(seed % ops)))
+				_exit(3);
+		if (write(fd[1], m, sizeof(*m)) != (ssize_t)sizeof(*m))
+			_exit(4);
+		_exit(0);   /* no close, no checkpoint */
+	}
+	close(fd[1]);
+	assert_int_equal(read(fd[0], m, sizeof(*m)), (ssize_t)sizeof(*m));
+	close(fd[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static off_t
+file_size(const char *name)
+{
+	char path[128];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static void
+test_journal_replays_what_a_crash_left(void **state)
+{
+	struct model m;
+	struct store *s;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 1, 200, 8);
+	assert_int_equal(file_size("lockd.wal"), STORE_JOURNAL_DEFAULT_SIZE);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	check(s, &m);
+	s->ops->close(s);
+	/* The clean close checkpointed: LMDB alone has it all now. */
+	s = store_lmdb_open(dir, MAP_BIG, (char[256]){ 0 }, 256);
+	assert_non_null(s);
+	{
+		uint64_t seq, off;
+		assert_int_equal(store_lmdb_mark(s, &seq, &off), 1);
+		assert_int_equal(seq, 200);
+	}
+	s->ops->close(s);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	check(s, &m);
+	s->ops->close(s);
+}
+
+/* 64 KiB: a checkpoint every 1 KiB, a lap every few dozen batches. */
+static void
+test_journal_small_journal_laps_and_loses_nothing(void **state)
+{
+	struct model m;
+	struct store *s;
+	int round;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	for (round = 0; round < 6; round++) {
+		crash_run(STORE_JOURNAL_MIN_SIZE, &m, 100 + (unsigned)round,
+		    400, 20);
+		s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
+		check(s, &m);
+		/* Half the rounds go on from a store that replayed. */
+		if (round % 2 == 0) {
+			unsigned seed = 7 + (unsigned)round;
+			int i;
+			for (i = 0; i < 100; i++)
+				assert_int_equal(random_batch(s, &m, &seed,
+				    5), 0);
+			check(s, &m);
+		}
+		s->ops->close(s);
+	}
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
+	check(s, &m);
+	s->ops->close(s);
+}
+
+/* Flips one byte of the record at off in the journal. */
+static void
+damage(off_t off)
+{
+	char path[128];
+	unsigned char c;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
+	fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, off), 1);
+	c ^= 0x40;
+	assert_int_equal(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}
+
+static void
+test_journal_a_torn_last_record_ends_the_replay(void **state)
+{
+	struct model before, after;
+	unsigned char buf[65536];
+	struct store *s;
+	char path[128];
+	ssize_t n, i;
+	int fd;
+
+	(void)state;
+	memset(&before, 0, sizeof(before));
+	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &before, 3, 10, 4);
+	/* One more batch in another life, so its record is the last. */
+	after = before;
+	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &after, 4, 1, 4);
+	assert_memory_not_equal(&before, &after, sizeof(before));
+	/* Its last written byte, which the CRC covers, goes bad. */
+	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	n = pread(fd, buf, sizeof(buf), 0);
+	close(fd);
+	for (i = n - 1; i > 0 && buf[i] == 0; i--)
+		;
+	assert_true(i > 0);
+	damage(i);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	check(s, &before);
+	/* The next record takes the torn one's place and number. */
+	{
+		unsigned seed = 8;
+		assert_int_equal(random_batch(s, &before, &seed, 3), 0);
+	}
+	s->ops->close(s);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	check(s, &before);
+	s->ops->close(s);
+}
+
+static void
+test_journal_another_size_is_made_anew_and_keeps_the_records(void **state)
+{
+	struct model m;
+	struct store *s;
+	unsigned seed = 11;
+	int i;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	crash_run(STORE_JOURNAL_MIN_SIZE, &m, 9, 30, 10);
+	s = open_store(2 * STORE_JOURNAL_MIN_SIZE, MAP_BIG);
+	assert_int_equal(file_size("lockd.wal"), 2 * STORE_JOURNAL_MIN_SIZE);
+	check(s, &m);
+	for (i = 0; i < 20; i++)
+		assert_int_equal(random_batch(s, &m, &seed, 5), 0);
+	s->ops->close(s);
+	crash_run(2 * STORE_JOURNAL_MIN_SIZE, &m, 13, 50, 10);
+	s = open_store(2 * STORE_JOURNAL_MIN_SIZE, MAP_BIG);
+	check(s, &m);
+	s->ops->close(s);
+}
+
+/* In a child: fill a 64 KiB map until a put is refused; die. */
+static int
+fill_until_full(void)
+{
+	int fd[2], n = 0, status;
+	pid_t pid;
+
+	assert_int_equal(pipe(fd), 0);
+	if ((pid = fork()) == 0) {
+		struct store *s = open_store(STORE_JOURNAL_MIN_SIZE, 64 * 1024);
+		unsigned char val[STORE_VALUE_MAX];
+		struct store_batch b;
+		char name[32];
+
+		memset(val, 'v', sizeof(val));
+		store_batch_init(&b);
+		for (n = 0; n < 20000; n++) {
+			snprintf(name, sizeof(name), "full/%05d", n);
+			store_batch_reset(&b);
+			store_batch_add(&b, STORE_PUT, name, strlen(name), val,
+			    sizeof(val));
+			if (s->ops->commit(s, &b) != 0)
+				break;
+		}
+		/* Refused for want of room, and again without a delete. */
+		if (strstr(s->error, "MDB_MAP_FULL") == NULL ||
+		    s->ops->commit(s, &b) == 0)
+			_exit(3);
+		if (write(fd[1], &n, sizeof(n)) != (ssize_t)sizeof(n))
+			_exit(4);
+		_exit(0);   /* no close, no checkpoint */
+	}
+	close(fd[1]);
+	assert_int_equal(read(fd[0], &n, sizeof(n)), (ssize_t)sizeof(n));
+	close(fd[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return n;
+}
+
+/*
+ * LMDB's map fills at a checkpoint: from then on a batch with a put is
+ * refused with MDB_MAP_FULL, one with deletes only is taken, nothing
+ * acknowledged is lost across a crash, and once the deletes make room,
+ * puts are taken again.
+ */
+static void
+test_journal_a_full_map_refuses_puts_takes_deletes_loses_nothing(
+    void **state)
+{
+	unsigned char val[STORE_VALUE_MAX], got[STORE_VALUE_MAX];
+	int n = fill_until_full(), i;
+	struct store_batch b;
+	struct store *s;
+	char name[32];
+	size_t len;
+
+	(void)state;
+	assert_true(n > 10 && n < 20000);
+	/* Everything acknowledged is there after the crash. */
+	s = open_store(STORE_JOURNAL_MIN_SIZE, 64 * 1024);
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "full/%05d", i);
+		assert_int_equal(s->ops->get(s, name, strlen(name), got, &len),
+		    1);
+	}
+	snprintf(name, sizeof(name), "full/%05d", n);
+	assert_int_equal(s->ops->get(s, name, strlen(name), got, &len), 0);
+	/* A batch with a put is refused whole, but for its deletes: they
+	 * are releases whose replies are out already. */
+	memset(val, 'v', sizeof(val));
+	store_batch_init(&b);
+	store_batch_add(&b, STORE_DEL, "full/00000", 10, NULL, 0);
+	for (i = 0; i < 2000; i++) {
+		snprintf(name, sizeof(name), "new/%05d", i);
+		store_batch_add(&b, STORE_PUT, name, strlen(name), val,
+		    sizeof(val));
+	}
+	assert_true(s->ops->commit(s, &b) != 0);
+	assert_non_null(strstr(s->error, "MDB_MAP_FULL"));
+	assert_int_equal(s->ops->get(s, "full/00000", 10, got, &len), 0);
+	assert_int_equal(s->ops->get(s, "full/00001", 10, got, &len), 1);
+	assert_int_equal(s->ops->get(s, "new/00000", 9, got, &len), 0);
+	/* Deletes alone are taken, and make room; then a put is. */
+	for (i = 1; i < n; i++) {
+		snprintf(name, sizeof(name), "full/%05d", i);
+		store_batch_reset(&b);
+		store_batch_add(&b, STORE_DEL, name, strlen(name), NULL, 0);
+		assert_int_equal(s->ops->commit(s, &b), 0);
+	}
+	store_batch_reset(&b);
+	store_batch_add(&b, STORE_PUT, "again", 5, val, sizeof(val));
+	assert_int_equal(s->ops->commit(s, &b), 0);
+	s->ops->close(s);
+	s = open_store(STORE_JOURNAL_MIN_SIZE, 64 * 1024);
+	assert_int_equal(s->ops->get(s, "again", 5, got, &len), 1);
+	assert_int_equal(s->ops->get(s, "full/00000", 10, got, &len), 0);
+	s->ops->close(s);
+	store_batch_free(&b);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_journal_replays_what_a_crash_left, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_small_journal_laps_and_loses_nothing, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_a_torn_last_record_ends_the_replay, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_another_size_is_made_anew_and_keeps_the_records,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_a_full_map_refuses_puts_takes_deletes_loses_nothing,
+		    setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("journal", tests, NULL, NULL);
+}
