@@ -13,6 +13,8 @@
  *   fail:N[:M]        commits N .. N+M-1 (M = 1 when absent) fail: lockd
  *                     answers ERR UNAVAILABLE and goes on
  *   nosync            LMDB opened with MDB_NOSYNC (power-loss guard)
+ *   journal_nosync    the store's journal (lockd.wal) never fdatasync'd
+ *                     (power-loss guard)
  *   early_reply       replies leave before their commit (power-loss guard):
  *                     the store commit returns at once and the batch is
  *                     written some milliseconds later, after its replies
@@ -41,6 +43,7 @@ struct faults {
 	long mid_reply;
 	long fail_from, fail_count;
 	int nosync;
+	int journal_nosync;
 	int early_reply;
 	long commits, committed, partial_passes;
 };
@@ -231,6 +234,8 @@ parse_faults(const char *spec)
 			faults.fail_count = b;
 		} else if (strcmp(item, "nosync") == 0)
 			faults.nosync = 1;
+		else if (strcmp(item, "journal_nosync") == 0)
+			faults.journal_nosync = 1;
 		else if (strcmp(item, "early_reply") == 0)
 			faults.early_reply = 1;
 		else
@@ -259,6 +264,7 @@ main(int argc, char **argv)
 	if (faults.mid_reply > 0)
 		seams.server_hooks.before_write = before_write;
 	seams.lmdb_flags = faults.nosync ? MDB_NOSYNC : 0;
+	seams.journal_nosync = faults.journal_nosync != 0;
 	seams.started = started;
 	return lockd_run(argc, argv, &seams);
 }
