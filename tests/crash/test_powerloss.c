@@ -2,15 +2,23 @@
  * test_powerloss.c - build/tests/crash_powerloss: what a power failure
  * leaves.  kill -9 keeps the page cache, so it cannot tell a missing fsync;
  * here lockd runs under the LD_PRELOAD shim (powerloss_shim.c), which
- * journals every write and sync of its data file.  After the workload has
- * been told its grants, lockd is killed, and crash images are built from
- * the journal (journal.h): the data file as it was when the run began,
- * every write synced before the cut, and a random subset - some torn at
- * 512-byte sectors - of the writes after it.  Half the images are cut where
- * lockd died, half at a random record of the journal, the clients' replies
- * being placed in the journal by its size when each was read.
+ * journals every write and sync of its two data files - LMDB's data.mdb
+ * and the store's redo journal lockd.wal - in one stream.  After the
+ * workload has been told its grants, lockd is killed, and crash images are
+ * built from the shim's journal (journal.h): the files as they were when
+ * the run began, every write synced before the cut, and a random subset -
+ * some torn at 512-byte sectors - of the writes after it, both files cut
+ * at the same record.  Half the images are cut where lockd died, half at a
+ * random record of the shim's journal, the clients' replies being placed
+ * in it by its size when each was read.
  *
- * Each image is opened with the store API (LMDB) in a child process, and
+ * lockd runs with the smallest lockd.wal it takes (64 KiB): it checkpoints
+ * into LMDB every KiB, and the journal goes round to its start within the
+ * test (the figures count both), so that the images see LMDB and the
+ * journal hand over to each other, and records overwritten in place.
+ *
+ * Each image is opened with the store lockd uses (store_journal_open:
+ * LMDB, then the journal's records after its mark) in a child process, and
  * judged by the checker (checker.h): it opens; no told fence is above its
  * high-water mark; every grant and renewal told before the cut is in it,
  * unless released or certainly expired by then.  One image of each cut
@@ -19,8 +27,9 @@
  *
  *   crash_powerloss [--cycles N] [--images N] [--seed S] [cmocka filter]
  *
- * Two guards must FAIL: lockd with MDB_NOSYNC, and lockd replying before
- * its commit (both lockd-faulty).
+ * Two guards must FAIL (lockd-faulty): LMDB with MDB_NOSYNC, whose
+ * checkpoints then do not reach the disk while the journal goes on and
+ * overwrites their records; and lockd replying before its commit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,13 +57,22 @@
 #include "tests/crash/workload.h"
 #include "tests/integration/harness.h"
 
-#define NAMES 8
+#define NAMES 16
 #define CLIENTS 32
 #define RUN_MIN_MS 100
 #define RUN_MAX_MS 600
 #define GUARD_CYCLES 20     /* at most: a guard stops at its first catch */
 #define INSPECT_TIMEOUT_MS 10000
 #define IMAGE_MAP_SIZE (1UL << 30)
+/* lockd.wal: the smallest journal lockd takes, so that its 1/64 - a
+ * checkpoint every KiB - and its laps come within a short run. */
+#define JOURNAL_SIZE 65536
+#define JOURNAL_SIZE_ARG "65536"
+/* The RENEWs of the warm-up (see powerloss()): a RENEW of WARMUP_NAME is
+ * a record of 32 + 3 + 6 + 64 = 105 bytes, so these take lockd.wal's
+ * writer to about 7/8 of the file. */
+#define WARMUP_NAME "warmup"
+#define WARMUP_RENEWS (JOURNAL_SIZE * 7 / 8 / 105)
 #define RECORD_SIZE 64      /* daemon/service.c: the record of a held lock */
 
 static struct crash_args args = { 0, 10, 13, 0, false };
@@ -62,6 +80,8 @@ static struct crash_args args = { 0, 10, 13, 0, false };
 static const char *const names[NAMES] = {
 	"power/0", "power/1", "power/2", "power/3",
 	"power/4", "power/5", "power/6", "power/7",
+	"power/8", "power/9", "power/10", "power/11",
+	"power/12", "power/13", "power/14", "power/15",
 };
 
 struct pl_result {
@@ -70,6 +90,7 @@ struct pl_result {
 	    volatile_dropped, torn;
 	uint64_t data_syncs;       /* syncs of data.mdb: checkpoints */
 	uint64_t wal_writes, wal_bytes, wal_laps;   /* lockd.wal */
+	uint64_t wal_last;         /* offset of the last write to it */
 	struct wl_stats wl;
 };
 
@@ -203,9 +224,9 @@ load_one(void *ctx, const char *name, size_t name_len, const void *val,
 }
 
 /*
- * Opens the image in dir with the store (LMDB) in a child process - an
- * image may crash whoever reads it - and reads every record.  0, or -1
- * with why.
+ * Opens the image in dir with lockd's store (LMDB behind lockd.wal) in a
+ * child process - an image may crash whoever reads it - and reads every
+ * record.  0, or -1 with why.
  */
 static int
 inspect(const char *dir, struct inspected *out, char *why, size_t why_len)
@@ -224,6 +245,10 @@ inspect(const char *dir, struct inspected *out, char *why, size_t why_len)
 	fflush(stderr);
 	if ((pid = fork()) == 0) {
 		struct load_ctx l = { out, boot_offset() };
+		struct store_journal_config cfg = {
+			.map_size = IMAGE_MAP_SIZE,
+			.journal_size = JOURNAL_SIZE,
+		};
 		char err[512];
 		struct store *s;
 
@@ -238,7 +263,7 @@ inspect(const char *dir, struct inspected *out, char *why, size_t why_len)
 			signal(sigs[i], SIG_DFL);
 		close(fds[0]);
 		alarm(INSPECT_TIMEOUT_MS / 1000);
-		s = store_lmdb_open(dir, IMAGE_MAP_SIZE, err, sizeof(err));
+		s = store_journal_open(dir, &cfg, err, sizeof(err));
 		if (s == NULL) {
 			if (write(fds[1], err, strlen(err)) < 0)
 				_exit(3);
@@ -330,17 +355,17 @@ unset_shim(void)
 /*
  * What the store did in one run, from the record stream: a sync of
  * data.mdb is an LMDB commit that reached the disk, which lockd makes only
- * at a checkpoint (and at its start and clean close); a write to lockd.wal
- * at an offset below the one before it went round to the start of the file.
- * Laps are counted within a run only: the first record of a run follows
- * the image it started from, whose last records may have been dropped.
+ * at a checkpoint (and at a clean close); a write to lockd.wal at an offset
+ * below the one before it, in this run or the one before, went round to the
+ * start of the file.  Across runs that may count a lap too many: when the
+ * record that went round was the last of its run, unsynced, and left out
+ * of the image, the next run writes its stead where the one before stood,
+ * and goes round later again.
  */
 static void
 count_store_work(const struct pl_journal *j, int data_id, int wal_id,
     struct pl_result *res)
 {
-	uint64_t last = 0;
-	bool any = false;
 	size_t i;
 
 	for (i = 0; i < j->count; i++) {
@@ -354,10 +379,9 @@ count_store_work(const struct pl_journal *j, int data_id, int wal_id,
 			continue;
 		res->wal_writes++;
 		res->wal_bytes += op->len;
-		if (any && op->offset < last)
+		if (res->wal_writes > 1 && op->offset < res->wal_last)
 			res->wal_laps++;
-		last = op->offset;
-		any = true;
+		res->wal_last = op->offset;
 	}
 }
 
@@ -399,6 +423,32 @@ build_image(const struct pl_journal *j, size_t nops, const int *ids,
 }
 
 /*
+ * The lockd that makes the first base (see powerloss()) also moves
+ * lockd.wal's writer near the end of the file, with RENEWs of a name of
+ * its own, released at the end (an image holding it would count as an
+ * unreadable record): the journal then goes round to its start in the
+ * first run or two instead of after 64 KiB of the workload, which every
+ * short run (the guards, make test) would not reach.
+ */
+static void
+warm_up(struct harness_server *s)
+{
+	struct harness_conn *c = harness_connect(s);
+	struct harness_grant g;
+	int i;
+
+	harness_try(c, WARMUP_NAME, 60000, &g);
+	for (i = 0; i < WARMUP_RENEWS; i++) {
+		harness_send(c, "RENEW %s %s lease=60000\n", WARMUP_NAME,
+		    g.handle);
+		harness_expect_prefix(c, "RENEWED ");
+	}
+	harness_send(c, "RELEASE %s %s\n", WARMUP_NAME, g.handle);
+	harness_expect_prefix(c, "RELEASED ");
+	harness_close(c);
+}
+
+/*
  * `cycles` runs of lockd (lockd-faulty with `fault` when not NULL) under the
  * shim, each followed by `images` crash images; stop_on_violation ends it
  * at the first run that found one (the guards).
@@ -408,9 +458,12 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
     bool stop_on_violation, struct chk *chk, struct pl_result *res)
 {
 	struct harness_server *s = harness_server_new();
+	/* 16 names and leases of 50 to 500 ms: the holders act about twice
+	 * as often as with 8 names and leases to 1 s, and lockd writes some
+	 * 20 KiB of lockd.wal a second, so the default run goes round it. */
 	struct wl_options o = {
 		.clients = CLIENTS, .names = NAMES,
-		.lease_min_ms = 100, .lease_max_ms = 1000,
+		.lease_min_ms = 50, .lease_max_ms = 500,
 		.wait_max_ms = 300, .think_max_ms = 10,
 		.onclose_percent = 15, .journal_fd = -1,
 	};
@@ -442,7 +495,8 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 	 * here.
 	 */
 	crash_use_lockd();
-	harness_server_start(s, NULL);
+	harness_server_start(s, "--journal-size", JOURNAL_SIZE_ARG, NULL);
+	warm_up(s);
 	if (harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL) != 0)
 		fail_msg("lockd did not stop cleanly after making its files");
 	if (copy_data(s->data_dir, base) != 0)
