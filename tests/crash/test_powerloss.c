@@ -27,9 +27,10 @@
  *
  *   crash_powerloss [--cycles N] [--images N] [--seed S] [cmocka filter]
  *
- * Two guards must FAIL (lockd-faulty): LMDB with MDB_NOSYNC, whose
+ * Three guards must FAIL (lockd-faulty): LMDB with MDB_NOSYNC, whose
  * checkpoints then do not reach the disk while the journal goes on and
- * overwrites their records; and lockd replying before its commit.
+ * overwrites their records; a journal never fdatasync'd; and lockd
+ * replying before its commit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -703,6 +704,13 @@ test_powerloss_catches_replies_sent_before_their_commit(void **state)
 	guard("early_reply", args.seed + 2);
 }
 
+static void
+test_powerloss_catches_journal_without_fdatasync(void **state)
+{
+	(void)state;
+	guard("journal_nosync", args.seed + 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -711,6 +719,7 @@ main(int argc, char **argv)
 		HARNESS_TEST(test_powerloss_catches_lmdb_without_fsync),
 		HARNESS_TEST(
 		    test_powerloss_catches_replies_sent_before_their_commit),
+		HARNESS_TEST(test_powerloss_catches_journal_without_fdatasync),
 	};
 
 	crash_init(argv[0]);
