@@ -21,8 +21,9 @@
  * these calls and their neighbours (write, pwritev, pwritev2, fsync,
  * ftruncate, sync, syncfs); a call it does not cover on a recorded file is
  * a write the images would miss, so any new one LMDB starts to use must be
- * added here.  The store's journal, lockd.wal, is written with one pwrite()
- * and one fdatasync() per commit, which the same wrappers see.
+ * added here.  The store's journal, lockd.wal, is written with one
+ * pwritev() and one fdatasync() per commit (daemon/store_journal.c), which
+ * the same wrappers see.
  *
  * An image is the files as the run found them plus the recorded writes, so
  * it cannot follow a recorded name that is replaced or removed: lockd
