@@ -140,12 +140,11 @@ fail(struct store_journal *s, int rc, const char *what, const char *why)
 static const unsigned char *
 op_at(const struct store_journal *s, uint32_t off, struct store_batch_op *op)
 {
-	struct store_batch fake;
+	struct store_batch at = { .ops = (char *)s->tail + off,
+	    .len = s->tail_len - off };
 	size_t pos = 0;
 
-	fake.ops = (char *)s->tail + off;
-	fake.len = s->tail_len - off;
-	store_batch_next(&fake, &pos, op);
+	store_batch_next(&at, &pos, op);
 	return s->tail + off;
 }
 
@@ -221,7 +220,8 @@ tail_append(struct store_journal *s, const struct store_batch *b)
 	struct store_batch_op op;
 	size_t pos = 0, at, start = s->tail_len;
 
-	memcpy(s->tail + start, b->ops, b->len);
+	if (b->len > 0)
+		memcpy(s->tail + start, b->ops, b->len);
 	s->tail_len += b->len;    /* before the index compares names there */
 	for (at = start; store_batch_next(b, &pos, &op); at = start + pos) {
 		uint32_t h = name_hash(s, op.name, op.name_len);
