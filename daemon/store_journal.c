@@ -83,6 +83,7 @@ struct store_journal {
 	uint64_t room;          /* LMDB's unused map, after the checkpoint */
 	uint64_t psize;         /* LMDB's page size */
 	struct store_batch ck;  /* a checkpoint's batch */
+	struct store_stats stats;
 	char path[4096];
 };
 
@@ -327,10 +328,16 @@ checkpoint(struct store_journal *s, const struct store_batch *extra)
 	s->ck.has_mark = true;
 	s->ck.mark_seq = s->next_seq - (extra == NULL);
 	s->ck.mark_off = s->off;
-	if ((rc = s->db->ops->commit(s->db, &s->ck)) != 0)
+	if ((rc = s->db->ops->commit(s->db, &s->ck)) != 0) {
+		s->stats.checkpoint_failures++;
 		return fail(s, rc, "checkpoint", s->db->error);
-	if (extra != NULL)
+	}
+	if (extra != NULL) {
 		s->next_seq++;
+		s->stats.direct_commits++;
+	} else {
+		s->stats.checkpoints++;
+	}
 	s->used = 0;
 	tail_clear(s);
 	(void)store_lmdb_room(s->db, &s->room, &s->psize);
@@ -548,6 +555,16 @@ journal_count(struct store *base, size_t *count)
 }
 
 static void
+journal_stats(struct store *base, struct store_stats *stats)
+{
+	struct store_journal *s = (struct store_journal *)base;
+
+	*stats = s->stats;
+	stats->journal_bytes = s->used;
+	stats->journal_size = s->size;
+}
+
+static void
 journal_close(struct store *base)
 {
 	struct store_journal *s = (struct store_journal *)base;
@@ -567,6 +584,7 @@ static const struct store_ops journal_ops = {
 	.load = journal_load,
 	.close = journal_close,
 	.count = journal_count,
+	.stats = journal_stats,
 };
 
 /* ---- opening ------------------------------------------------------------ */
