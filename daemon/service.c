@@ -1004,6 +1004,8 @@ service_commit_end(struct service *svc)
 	if (batch == 0)
 		return 0;
 	svc->inflight_seq = 0;
+	if (svc->store->ops->stats != NULL)
+		svc->store->ops->stats(svc->store, &svc->store_stats);
 	if (svc->inflight_ns >= 0)
 		metrics_observe(&svc->metrics.commit_duration,
 		    (double)svc->inflight_ns / 1e9);
@@ -1209,6 +1211,8 @@ service_open(struct service *svc, const struct service_config *config,
 		return -1;
 	}
 	core_table_restore_hwm(&svc->table, hwm);
+	if (store->ops->stats != NULL)
+		store->ops->stats(store, &svc->store_stats);
 	svc->committed_hwm = hwm;
 	recovered->hwm = svc->table.hwm;
 	/* Leases that ended while lockd was down end now, and that (like the

@@ -119,6 +119,7 @@ struct service {
 	uint64_t current_seq;
 	bool current_answered;
 	struct service_stats stats;
+	struct store_stats store_stats;  /* as of the last commit's end */
 	struct metrics metrics;
 	char error[256];
 };

@@ -73,6 +73,20 @@ service_render_metrics(struct service *svc, struct metrics_text *t)
 	metrics_render_histogram(t, "lockd_store_commit_duration_seconds",
 	    "Time to commit one batch, fsync included.",
 	    &m->commit_duration);
+	counter(t, "lockd_store_checkpoints_total",
+	    "Checkpoints: the journal's changes written into LMDB.",
+	    svc->store_stats.checkpoints);
+	counter(t, "lockd_store_checkpoint_failures_total",
+	    "Checkpoints that failed (tried again; nothing is lost).",
+	    svc->store_stats.checkpoint_failures);
+	counter(t, "lockd_store_direct_commits_total",
+	    "Batches committed straight into LMDB, the map being near full.",
+	    svc->store_stats.direct_commits);
+	gauge(t, "lockd_store_journal_bytes",
+	    "Journal bytes written since the last checkpoint.",
+	    svc->store_stats.journal_bytes);
+	gauge(t, "lockd_store_journal_size_bytes",
+	    "Size of the journal file.", svc->store_stats.journal_size);
 	metrics_render_histogram(t, "lockd_store_commit_records",
 	    "Records (held-lock puts and deletes) per committed batch.",
 	    &m->commit_records);

@@ -61,6 +61,15 @@ store_get_u64(const unsigned char *p)
 	    (uint64_t)p[7] << 56;
 }
 
+/* What a store reports of itself, for the metrics (all optional). */
+struct store_stats {
+	uint64_t checkpoints;         /* the journal's changes into LMDB */
+	uint64_t checkpoint_failures;
+	uint64_t direct_commits;      /* batches straight into LMDB (full) */
+	uint64_t journal_bytes;       /* written since the last checkpoint */
+	uint64_t journal_size;
+};
+
 struct store;
 struct store_ops {
 	/* Applies the batch atomically and durably (fsync'd) or not at all. */
@@ -79,6 +88,8 @@ struct store_ops {
 	/* Optional (may be NULL): sets *count to the number of records, so
 	 * that the caller can make room before load().  A hint only. */
 	int (*count)(struct store *store, size_t *count);
+	/* Optional: fills in *stats.  Called between commits only. */
+	void (*stats)(struct store *store, struct store_stats *stats);
 };
 
 struct store {

@@ -83,6 +83,7 @@ struct store_journal {
 	uint64_t room;          /* LMDB's unused map, after the checkpoint */
 	uint64_t psize;         /* LMDB's page size */
 	struct store_batch ck;  /* a checkpoint's batch */
+	struct store_stats stats;
 	char path[4096];
 };
 
@@ -140,12 +141,11 @@ fail(struct store_journal *s, int rc, const char *what, const char *why)
 static const unsigned char *
 op_at(const struct store_journal *s, uint32_t off, struct store_batch_op *op)
 {
-	struct store_batch fake;
+	struct store_batch at = { .ops = (char *)s->tail + off,
+	    .len = s->tail_len - off };
 	size_t pos = 0;
 
-	fake.ops = (char *)s->tail + off;
-	fake.len = s->tail_len - off;
-	store_batch_next(&fake, &pos, op);
+	store_batch_next(&at, &pos, op);
 	return s->tail + off;
 }
 
@@ -221,7 +221,8 @@ tail_append(struct store_journal *s, const struct store_batch *b)
 	struct store_batch_op op;
 	size_t pos = 0, at, start = s->tail_len;
 
-	memcpy(s->tail + start, b->ops, b->len);
+	if (b->len > 0)
+		memcpy(s->tail + start, b->ops, b->len);
 	s->tail_len += b->len;    /* before the index compares names there */
 	for (at = start; store_batch_next(b, &pos, &op); at = start + pos) {
 		uint32_t h = name_hash(s, op.name, op.name_len);
@@ -327,10 +328,16 @@ checkpoint(struct store_journal *s, const struct store_batch *extra)
 	s->ck.has_mark = true;
 	s->ck.mark_seq = s->next_seq - (extra == NULL);
 	s->ck.mark_off = s->off;
-	if ((rc = s->db->ops->commit(s->db, &s->ck)) != 0)
+	if ((rc = s->db->ops->commit(s->db, &s->ck)) != 0) {
+		s->stats.checkpoint_failures++;
 		return fail(s, rc, "checkpoint", s->db->error);
-	if (extra != NULL)
+	}
+	if (extra != NULL) {
 		s->next_seq++;
+		s->stats.direct_commits++;
+	} else {
+		s->stats.checkpoints++;
+	}
 	s->used = 0;
 	tail_clear(s);
 	(void)store_lmdb_room(s->db, &s->room, &s->psize);
@@ -548,6 +555,16 @@ journal_count(struct store *base, size_t *count)
 }
 
 static void
+journal_stats(struct store *base, struct store_stats *stats)
+{
+	struct store_journal *s = (struct store_journal *)base;
+
+	*stats = s->stats;
+	stats->journal_bytes = s->used;
+	stats->journal_size = s->size;
+}
+
+static void
 journal_close(struct store *base)
 {
 	struct store_journal *s = (struct store_journal *)base;
@@ -567,6 +584,7 @@ static const struct store_ops journal_ops = {
 	.load = journal_load,
 	.close = journal_close,
 	.count = journal_count,
+	.stats = journal_stats,
 };
 
 /* ---- opening ------------------------------------------------------------ */

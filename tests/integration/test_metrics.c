@@ -100,12 +100,12 @@ static void
 test_metrics_count_known_traffic_exactly(void **state)
 {
 	struct harness_server *s = harness_start("--metrics-listen",
-	    "127.0.0.1:0", NULL);
+	    "127.0.0.1:0", "--journal-size", "65536", NULL);
 	struct harness_conn *a = harness_connect(s), *b = harness_connect(s);
 	struct harness_conn *c = harness_connect(s), *d = harness_connect(s);
 	struct harness_grant g;
 	const char *body;
-	int port = metrics_port(s);
+	int port = metrics_port(s), i;
 
 	(void)state;
 	harness_try(a, "m1", 300, NULL);              /* granted 1 */
@@ -168,6 +168,20 @@ test_metrics_count_known_traffic_exactly(void **state)
 	assert_int_equal(harness_stat(b, "released"), 1);
 	assert_int_equal(harness_stat(b, "released_onclose"), 1);
 	assert_int_equal(harness_stat(b, "reclaimed"), 1);
+
+	/* A journal of 64 KiB checkpoints after each KiB of it: 40 grants
+	 * of over 100 bytes each make two at least. */
+	assert_true(sample(body, "lockd_store_journal_size_bytes") == 65536);
+	assert_true(sample(body, "lockd_store_checkpoint_failures_total") == 0);
+	assert_true(sample(body, "lockd_store_direct_commits_total") == 0);
+	for (i = 0; i < 40; i++) {
+		harness_try(a, "churn", 60000, &g);
+		harness_send(a, "RELEASE churn %s\n", g.handle);
+		harness_expect_line(a, "RELEASED churn");
+	}
+	body = http_get(port, "/metrics");
+	assert_true(sample(body, "lockd_store_checkpoints_total") >= 2);
+	assert_true(sample(body, "lockd_store_journal_bytes") < 2048);
 }
 
 static void
