@@ -27,10 +27,10 @@
  *
  *   crash_powerloss [--cycles N] [--images N] [--seed S] [cmocka filter]
  *
- * Three guards must FAIL (lockd-faulty): LMDB with MDB_NOSYNC, whose
- * checkpoints then do not reach the disk while the journal goes on and
- * overwrites their records; a journal never fdatasync'd; and lockd
- * replying before its commit.
+ * Three guards must FAIL (lockd-faulty): LMDB with MDB_NOSYNC, so that a
+ * checkpoint's pages and mark need not reach the disk while the journal
+ * takes them as written and goes on over their records; a journal never
+ * fdatasync'd; and lockd replying before its commit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -367,7 +367,7 @@ unset_shim(void)
 /*
  * What the store did in one run, from the record stream: a sync of
  * data.mdb is an LMDB commit that reached the disk, which lockd makes only
- * at a checkpoint (and at a clean close); a write to lockd.wal at an offset
+ * at a checkpoint; a write to lockd.wal at an offset
  * below the one before it, in this run or the one before, went round to the
  * start of the file.  Across runs that may count a lap too many: when the
  * record that went round was the last of its run, unsynced, and left out
@@ -375,19 +375,17 @@ unset_shim(void)
  * and goes round later again.
  */
 static void
-count_store_work(const struct pl_journal *j, int data_id, int wal_id,
-    struct pl_result *res)
+count_store_work(const struct pl_journal *j, unsigned data_id,
+    unsigned wal_id, struct pl_result *res)
 {
 	size_t i;
 
 	for (i = 0; i < j->count; i++) {
 		const struct pl_op *op = &j->ops[i];
 
-		if (data_id >= 0 && op->file == (unsigned)data_id &&
-		    op->kind == PL_SYNC)
+		if (op->file == data_id && op->kind == PL_SYNC)
 			res->data_syncs++;
-		if (wal_id < 0 || op->file != (unsigned)wal_id ||
-		    op->kind != PL_WRITE)
+		if (op->file != wal_id || op->kind != PL_WRITE)
 			continue;
 		res->wal_writes++;
 		res->wal_bytes += op->len;
@@ -399,8 +397,7 @@ count_store_work(const struct pl_journal *j, int data_id, int wal_id,
 
 /*
  * Builds in img_dir the crash image of every data file at the cut after
- * `nops` records: one instant across the files, as the stream is one.  A
- * file the run never opened is its base as it is (absent: absent).
+ * `nops` records: one instant across the files, as the stream is one.
  */
 static void
 build_image(const struct pl_journal *j, size_t nops, const int *ids,
@@ -416,13 +413,6 @@ build_image(const struct pl_journal *j, size_t nops, const int *ids,
 
 		snprintf(base, sizeof(base), "%s/%s", base_dir, data_files[f]);
 		snprintf(img, sizeof(img), "%s/%s", img_dir, data_files[f]);
-		if (ids[f] < 0) {
-			if (access(base, F_OK) == 0 &&
-			    copy_file(base, img) != 0)
-				fail_msg("cannot copy %s: %s", base,
-				    strerror(errno));
-			continue;
-		}
 		if (pl_image_build(j, nops, (unsigned)ids[f], base, img, rng,
 		    &st) != 0)
 			fail_msg("cannot build an image in %s: %s", img,
@@ -563,12 +553,14 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 		if (pl_journal_load(journal, &j) != 0)
 			fail_msg("cannot read the journal %s", journal);
 		res->journal_records += j.count;
+		/* lockd opens both files when it starts: a run without the
+		 * open of one was not recorded whole, and its images would
+		 * lack that file's writes. */
 		for (f = 0; f < DATA_FILES; f++)
-			ids[f] = pl_journal_file(&j, data_files[f]);
-		if (ids[0] < 0 || j.count == 0)
-			fail_msg("the shim journaled nothing of data.mdb "
-			    "(is %s preloaded?)",
-			    crash_sibling("powerloss_shim.so"));
+			if ((ids[f] = pl_journal_file(&j, data_files[f])) < 0)
+				fail_msg("the shim journaled nothing of %s "
+				    "(is %s preloaded?)", data_files[f],
+				    crash_sibling("powerloss_shim.so"));
 		for (i = 0; i < j.count; i++)
 			if (j.ops[i].kind == PL_REPLACE)
 				fail_msg("run %ld: lockd renamed a file onto, "
@@ -576,7 +568,7 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 				    "run would start from the wrong file",
 				    cycle, (int)j.ops[i].len,
 				    (const char *)j.ops[i].data);
-		count_store_work(&j, ids[0], ids[1], res);
+		count_store_work(&j, (unsigned)ids[0], (unsigned)ids[1], res);
 		for (m = 0; m < images; m++) {
 			bool full = m % 2 == 0;
 			size_t nops = full ? j.count :
