@@ -23,8 +23,9 @@
  * instant: build each with the same `nops`.
  *
  * Names are not modelled: the base is the files the run began with, so a
- * recorded name that is renamed onto or removed during the run (PL_REPLACE)
- * makes its images meaningless, and the test refuses such a run.
+ * recorded name that is renamed onto or away, or removed, during the run
+ * (PL_REPLACE) makes its images meaningless, and the test refuses such a
+ * run.
  */
 #ifndef LOCKD_TESTS_CRASH_JOURNAL_H
 #define LOCKD_TESTS_CRASH_JOURNAL_H
@@ -43,7 +44,7 @@ enum pl_kind {
 	PL_TRUNCATE = 3,    /* the file was cut or extended to offset */
 	PL_OPEN = 4,        /* file id `file` is the file named by the data */
 	PL_REPLACE = 5      /* the name in the data was renamed onto or
-	                     * unlinked (`file` is 0, meaningless) */
+	                     * away, or unlinked (`file` is 0, meaningless) */
 };
 
 #define PL_FLAG_DSYNC 1u  /* PL_WRITE: durable on return */

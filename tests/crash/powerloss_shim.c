@@ -29,9 +29,9 @@
  * it cannot follow a recorded name that is replaced or removed: lockd
  * creates lockd.wal at its first start as lockd.wal.tmp and renames it into
  * place.  The test therefore starts every recorded run on a directory that
- * already holds both files, and the shim records a rename onto, or an
- * unlink of, a recorded name (PL_REPLACE) so that the test can refuse a run
- * whose images would be wrong, rather than judge them.
+ * already holds both files, and the shim records a rename onto or from, or
+ * an unlink of, a recorded name (PL_REPLACE) so that the test can refuse a
+ * run whose images would be wrong, rather than judge them.
  *
  * This file may not use the project's code, and calls the real functions
  * only through the pointers it looked up, never through its own wrappers.
@@ -287,7 +287,8 @@ opened(int fd, const char *path, int flags)
 		record(PL_TRUNCATE, i, 0, 0, NULL, 0, 0);
 }
 
-/* path, a recorded name, was renamed onto or removed (rc: the call's). */
+/* path, a recorded name, was renamed onto, renamed away or removed (rc:
+ * the call's). */
 static void
 replaced(const char *path, int rc)
 {
@@ -563,6 +564,7 @@ rename(const char *from, const char *to)
 
 	ensure();
 	rc = real.rename(from, to);
+	replaced(from, rc);
 	replaced(to, rc);
 	return rc;
 }
@@ -574,6 +576,7 @@ renameat(int fromfd, const char *from, int tofd, const char *to)
 
 	ensure();
 	rc = real.renameat(fromfd, from, tofd, to);
+	replaced(from, rc);
 	replaced(to, rc);
 	return rc;
 }
@@ -590,6 +593,7 @@ renameat2(int fromfd, const char *from, int tofd, const char *to,
 		return -1;
 	}
 	rc = real.renameat2(fromfd, from, tofd, to, flags);
+	replaced(from, rc);
 	replaced(to, rc);
 	return rc;
 }

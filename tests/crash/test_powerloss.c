@@ -563,9 +563,9 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 				    crash_sibling("powerloss_shim.so"));
 		for (i = 0; i < j.count; i++)
 			if (j.ops[i].kind == PL_REPLACE)
-				fail_msg("run %ld: lockd renamed a file onto, "
-				    "or removed, %.*s: the images of this "
-				    "run would start from the wrong file",
+				fail_msg("run %ld: lockd renamed or removed "
+				    "%.*s: the images of this run would "
+				    "start from the wrong file",
 				    cycle, (int)j.ops[i].len,
 				    (const char *)j.ops[i].data);
 		count_store_work(&j, (unsigned)ids[0], (unsigned)ids[1], res);
