@@ -15,8 +15,8 @@
  *   append_sync_us      a 100-byte append to a growing file and an
  *                       fdatasync, as Redis's appendfsync always does
  *   overwrite_sync_us   a 4 KiB write into an already written block and an
- *                       fdatasync: one device flush, nothing else (what a
- *                       preallocated redo journal would pay)
+ *                       fdatasync: one device flush, nothing else (what
+ *                       lockd's preallocated redo journal pays a batch)
  *
  * Bounded: COUNT runs of each, nothing else; the files are removed.
  */
