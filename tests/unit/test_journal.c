@@ -339,6 +339,85 @@ test_journal_another_size_is_made_anew_and_keeps_the_records(void **state)
 	s->ops->close(s);
 }
 
+/* The descriptor this process has open on the journal. */
+static int
+journal_fd(void)
+{
+	char link[64], target[256], want[128];
+	int fd;
+
+	snprintf(want, sizeof(want), "%s/lockd.wal", dir);
+	for (fd = 3; fd < 1024; fd++) {
+		ssize_t n;
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, want) == 0)
+			return fd;
+	}
+	fail_msg("no descriptor on %s", want);
+	return -1;
+}
+
+/*
+ * A write that fails (here: the journal's descriptor pointed at /dev/full)
+ * fails the batch and changes nothing the store reads back; the next batch
+ * takes the failed record's number and place, and a crash after it replays
+ * exactly what was acknowledged.
+ */
+static void
+test_journal_a_failed_write_is_not_acknowledged_and_written_over(
+    void **state)
+{
+	struct model m, before;
+	struct store *s;
+	unsigned seed = 21;
+	int fd[2], status, i;
+	pid_t pid;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 17, 20, 6);
+	assert_int_equal(pipe(fd), 0);
+	if ((pid = fork()) == 0) {
+		int wal, full, saved;
+		close(fd[0]);
+		s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+		wal = journal_fd();
+		saved = dup(wal);
+		full = open("/dev/full", O_WRONLY);
+		if (saved < 0 || full < 0 || dup2(full, wal) != wal)
+			_exit(5);
+		before = m;
+		for (i = 0; i < 3; i++)
+			if (random_batch(s, &m, &seed, 4) == 0)
+				_exit(6);           /* acknowledged? */
+		if (memcmp(&m, &before, sizeof(m)) != 0 ||
+		    strstr(s->error, "journal write") == NULL)
+			_exit(7);
+		check(s, &m);               /* reads show the old state */
+		if (dup2(saved, wal) != wal)
+			_exit(8);
+		for (i = 0; i < 5; i++)
+			if (random_batch(s, &m, &seed, 4) != 0)
+				_exit(9);
+		if (write(fd[1], &m, sizeof(m)) != (ssize_t)sizeof(m))
+			_exit(10);
+		_exit(0);                   /* no close, no checkpoint */
+	}
+	close(fd[1]);
+	assert_int_equal(read(fd[0], &m, sizeof(m)), (ssize_t)sizeof(m));
+	close(fd[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	check(s, &m);
+	s->ops->close(s);
+}
+
 /* In a child: fill a 64 KiB map until a put is refused; die. */
 static int
 fill_until_full(void)
@@ -452,6 +531,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_journal_a_torn_last_record_ends_the_replay, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_a_failed_write_is_not_acknowledged_and_written_over,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_journal_another_size_is_made_anew_and_keeps_the_records,
 		    setup, teardown),
