@@ -21,6 +21,7 @@ store_batch_reset(struct store_batch *batch)
 	batch->has_hwm = false;
 	batch->hwm = 0;
 	batch->has_mark = false;
+	batch->mark_clean = false;
 }
 
 void

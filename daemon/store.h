@@ -26,6 +26,7 @@ struct store_batch {
 	/* The journal's checkpoint mark (store_journal.c): LMDB holds every
 	 * record up to mark_seq; the next one starts at mark_off. */
 	bool has_mark;
+	bool mark_clean;    /* and nothing after it: a clean stop */
 	uint64_t mark_seq, mark_off;
 };
 
@@ -127,8 +128,9 @@ struct store *store_lmdb_open(const char *dir, size_t map_size, char *err,
 struct store *store_lmdb_open_flags(const char *dir, size_t map_size,
     unsigned env_flags, char *err, size_t err_len);
 /* The journal's mark as the last checkpoint left it: 1, or 0 when there
- * has been none (both 0). */
-int store_lmdb_mark(struct store *store, uint64_t *seq, uint64_t *off);
+ * has been none (all 0). */
+int store_lmdb_mark(struct store *store, uint64_t *seq, uint64_t *off,
+    bool *clean);
 /* Bytes of the map past LMDB's last page (free pages inside not counted),
  * and its page size. */
 int store_lmdb_room(struct store *store, uint64_t *room, uint64_t *psize);

@@ -80,6 +80,8 @@ struct store_journal {
 	struct wal_slot *slots;
 	size_t nslots, nnames;
 	uint64_t hash_key[2];
+	bool clean;             /* LMDB's mark says: stopped cleanly */
+	bool closing;           /* the next mark says so */
 	uint64_t room;          /* LMDB's unused map, after the checkpoint */
 	uint64_t psize;         /* LMDB's page size */
 	struct store_batch ck;  /* a checkpoint's batch */
@@ -313,7 +315,7 @@ checkpoint(struct store_journal *s, const struct store_batch *extra)
 	size_t pos;
 	int rc;
 
-	if (s->used == 0 && extra == NULL)
+	if (s->used == 0 && extra == NULL && s->clean == s->closing)
 		return 0;         /* nothing since the mark */
 	if (changes(s) != 0)
 		return fail(s, -1, "checkpoint", "out of memory");
@@ -326,6 +328,7 @@ checkpoint(struct store_journal *s, const struct store_batch *extra)
 		s->ck.hwm = extra->hwm;
 	}
 	s->ck.has_mark = true;
+	s->ck.mark_clean = s->closing && extra == NULL;
 	s->ck.mark_seq = s->next_seq - (extra == NULL);
 	s->ck.mark_off = s->off;
 	if ((rc = s->db->ops->commit(s->db, &s->ck)) != 0) {
@@ -338,6 +341,7 @@ checkpoint(struct store_journal *s, const struct store_batch *extra)
 	} else {
 		s->stats.checkpoints++;
 	}
+	s->clean = s->ck.mark_clean;
 	s->used = 0;
 	tail_clear(s);
 	(void)store_lmdb_room(s->db, &s->room, &s->psize);
@@ -569,6 +573,7 @@ journal_close(struct store *base)
 {
 	struct store_journal *s = (struct store_journal *)base;
 
+	s->closing = true;     /* the mark will say: nothing after it */
 	(void)checkpoint(s, NULL);   /* what fails stays in the journal */
 	close(s->fd);
 	s->db->ops->close(s->db);
@@ -738,6 +743,7 @@ store_journal_open(const char *dir, const struct store_journal_config *cfg,
 	struct store_journal *s;
 	uint64_t mark_seq = 0, mark_off = 0;
 	struct stat st;
+	int marked;
 
 	if (cfg->journal_size < STORE_JOURNAL_MIN_SIZE) {
 		snprintf(err, err_len, "the journal must be at least %u bytes",
@@ -761,15 +767,31 @@ store_journal_open(const char *dir, const struct store_journal_config *cfg,
 	    err, err_len);
 	if (s->db == NULL)
 		goto free;
-	if (store_lmdb_mark(s->db, &mark_seq, &mark_off) < 0) {
+	marked = store_lmdb_mark(s->db, &mark_seq, &mark_off, &s->clean);
+	if (marked < 0) {
 		snprintf(err, err_len, "cannot read the journal mark: %s",
 		    s->db->error);
 		goto close;
 	}
 	snprintf(s->path, sizeof(s->path), "%s/lockd.wal", dir);
-	if (stat(s->path, &st) != 0 &&
-	    create(dir, s->path, cfg->journal_size, err, err_len) != 0)
-		goto close;
+	/*
+	 * No journal: a new directory, or one of a lockd before the journal,
+	 * or one stopped cleanly - or one whose journal was lost, with the
+	 * commits since the last checkpoint, which must not be served as if
+	 * nothing were missing.
+	 */
+	if (stat(s->path, &st) != 0) {
+		if (marked && !s->clean) {
+			snprintf(err, err_len, "%s is missing, and lockd did "
+			    "not stop cleanly: it holds commits that data.mdb "
+			    "lacks.  Put it back, or start from an empty "
+			    "directory", s->path);
+			goto close;
+		}
+		if (create(dir, s->path, cfg->journal_size, err, err_len) != 0)
+			goto close;
+		s->clean = true;    /* empty; the mark is written below */
+	}
 	if ((s->fd = open(s->path, O_RDWR | O_CLOEXEC)) < 0 ||
 	    fstat(s->fd, &st) != 0) {
 		snprintf(err, err_len, "cannot open %s: %s", s->path,
@@ -807,6 +829,13 @@ store_journal_open(const char *dir, const struct store_journal_config *cfg,
 		s->checkpoint_at = s->size / 64;
 		s->off = 0;
 		s->used = 0;
+	}
+	/* From the first record on, the mark must not say "clean" (and a
+	 * new journal's mark must exist, for the check above). */
+	if (s->clean && checkpoint(s, NULL) != 0) {
+		snprintf(err, err_len, "cannot write the journal mark: %s",
+		    s->base.error);
+		goto close;
 	}
 	return &s->base;
 close:

@@ -29,7 +29,8 @@ struct store_lmdb {
 };
 
 static const char hwm_key[] = "hwm";
-static const char mark_key[] = "wal";   /* seq, offset: store_journal.c */
+/* seq, offset, flags (1: clean stop): store_journal.c */
+static const char mark_key[] = "wal";
 
 static int
 put_meta(struct store_lmdb *s, MDB_txn *txn, const char *key,
@@ -54,7 +55,7 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 	struct store_lmdb *s = (struct store_lmdb *)base;
 	struct store_batch_op op;
 	const char *what = "mdb_cursor_open";
-	unsigned char hwm[8], mark[16];
+	unsigned char hwm[8], mark[24];
 	MDB_cursor *cur;
 	MDB_txn *txn;
 	MDB_val k, v;
@@ -101,6 +102,7 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 	if (batch->has_mark) {
 		store_put_u64(mark, batch->mark_seq);
 		store_put_u64(mark + 8, batch->mark_off);
+		store_put_u64(mark + 16, batch->mark_clean ? 1 : 0);
 		if ((rc = put_meta(s, txn, mark_key, mark, sizeof(mark))) != 0)
 			goto abort;
 	}
@@ -199,7 +201,8 @@ abort:
 }
 
 int
-store_lmdb_mark(struct store *base, uint64_t *seq, uint64_t *off)
+store_lmdb_mark(struct store *base, uint64_t *seq, uint64_t *off,
+    bool *clean)
 {
 	struct store_lmdb *s = (struct store_lmdb *)base;
 	MDB_val k = { sizeof(mark_key) - 1, (void *)mark_key }, v;
@@ -207,12 +210,15 @@ store_lmdb_mark(struct store *base, uint64_t *seq, uint64_t *off)
 	int rc;
 
 	*seq = *off = 0;
+	*clean = false;
 	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
 		return fail(s, "mdb_txn_begin", rc);
 	rc = mdb_get(txn, s->meta, &k, &v);
-	if (rc == 0 && v.mv_size == 16) {
-		*seq = store_get_u64(v.mv_data);
-		*off = store_get_u64((const unsigned char *)v.mv_data + 8);
+	if (rc == 0 && v.mv_size == 24) {
+		const unsigned char *p = v.mv_data;
+		*seq = store_get_u64(p);
+		*off = store_get_u64(p + 8);
+		*clean = (store_get_u64(p + 16) & 1) != 0;
 	}
 	mdb_txn_abort(txn);
 	if (rc != 0 && rc != MDB_NOTFOUND)

@@ -219,8 +219,10 @@ test_journal_replays_what_a_crash_left(void **state)
 	assert_non_null(s);
 	{
 		uint64_t seq, off;
-		assert_int_equal(store_lmdb_mark(s, &seq, &off), 1);
+		bool clean;
+		assert_int_equal(store_lmdb_mark(s, &seq, &off, &clean), 1);
 		assert_int_equal(seq, 200);
+		assert_true(clean);
 	}
 	s->ops->close(s);
 	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
@@ -257,6 +259,54 @@ test_journal_small_journal_laps_and_loses_nothing(void **state)
 	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
 	check(s, &m);
 	s->ops->close(s);
+}
+
+static void
+remove_journal(void)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
+	assert_int_equal(unlink(path), 0);
+}
+
+/*
+ * A journal that is gone after a crash took commits with it that LMDB
+ * lacks: lockd refuses to start rather than serve a past state.  After a
+ * clean stop it holds nothing, and a new one is made.
+ */
+static void
+test_journal_a_lost_journal_is_refused_unless_lockd_stopped_cleanly(
+    void **state)
+{
+	struct store_journal_config cfg = { MAP_BIG,
+	    STORE_JOURNAL_DEFAULT_SIZE, 0, false };
+	char err[512];
+	struct model m;
+	struct store *s;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 31, 30, 5);
+	remove_journal();
+	assert_null(store_journal_open(dir, &cfg, err, sizeof(err)));
+	assert_non_null(strstr(err, "lockd.wal is missing"));
+	/* Put back (here: made again from a clean stop of the model). */
+	memset(&m, 0, sizeof(m));
+	teardown(NULL);
+	assert_int_equal(setup(NULL), 0);
+	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 32, 30, 5);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	s->ops->close(s);                 /* clean */
+	remove_journal();
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	check(s, &m);
+	s->ops->close(s);
+	/* And a crash after a clean start is a crash again: the mark said
+	 * "clean" only until the first record. */
+	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 33, 5, 5);
+	remove_journal();
+	assert_null(store_journal_open(dir, &cfg, err, sizeof(err)));
 }
 
 /* Flips one byte of the record at off in the journal. */
@@ -533,6 +583,9 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_journal_a_failed_write_is_not_acknowledged_and_written_over,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_a_lost_journal_is_refused_unless_lockd_stopped_cleanly,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_journal_another_size_is_made_anew_and_keeps_the_records,
