@@ -58,12 +58,20 @@ struct model {
 	uint64_t hwm;
 };
 
+/* Nothing here asserts: children use it (see in_child). */
+static struct store *
+try_open(size_t journal_size, size_t map_size, char *err, size_t err_len)
+{
+	struct store_journal_config cfg = { map_size, journal_size, 0, false };
+
+	return store_journal_open(dir, &cfg, err, err_len);
+}
+
 static struct store *
 open_store(size_t journal_size, size_t map_size)
 {
-	struct store_journal_config cfg = { map_size, journal_size, 0, false };
 	char err[512];
-	struct store *s = store_journal_open(dir, &cfg, err, sizeof(err));
+	struct store *s = try_open(journal_size, map_size, err, sizeof(err));
 
 	if (s == NULL)
 		fail_msg("store_journal_open: %s", err);
@@ -114,7 +122,7 @@ random_batch(struct store *s, struct model *m, unsigned *seed, int n)
 
 struct loaded {
 	struct model m;
-	int count;
+	const char *bad;    /* the first thing load() got wrong */
 };
 
 static int
@@ -124,20 +132,24 @@ collect(void *ctx, const char *name, size_t len, const void *val,
 	struct loaded *l = ctx;
 	int k;
 
-	assert_int_equal(len, 8);
-	assert_int_equal(val_len, STORE_VALUE_MAX);
+	if (len != 8 || val_len != STORE_VALUE_MAX) {
+		l->bad = "load: a name or value of the wrong length";
+		return 0;
+	}
 	k = atoi(name + 5);
-	assert_false(l->m.held[k]);    /* each name once */
+	if (l->m.held[k])
+		l->bad = "load: a name twice";
 	l->m.held[k] = true;
 	memcpy(l->m.val[k], val, val_len);
-	l->count++;
 	return 0;
 }
 
-/* What the store loads and what get() says are the model. */
-static void
-check(struct store *s, const struct model *m)
+/* Where what the store loads and what get() says differ from the model;
+ * NULL where nowhere.  It does not assert, so that children can use it. */
+static const char *
+mismatch(struct store *s, const struct model *m)
 {
+	static char why[128];
 	struct loaded l;
 	unsigned char val[STORE_VALUE_MAX];
 	char name[32];
@@ -145,50 +157,100 @@ check(struct store *s, const struct model *m)
 	int i;
 
 	memset(&l, 0, sizeof(l));
-	assert_int_equal(s->ops->load(s, collect, &l, &l.m.hwm), 0);
-	assert_int_equal(l.m.hwm, m->hwm);
+	if (s->ops->load(s, collect, &l, &l.m.hwm) != 0)
+		return "load failed";
+	if (l.bad != NULL)
+		return l.bad;
+	if (l.m.hwm != m->hwm)
+		return "load: another hwm";
 	for (i = 0; i < NAMES; i++) {
-		assert_int_equal(l.m.held[i], m->held[i]);
 		name_of(i, name, sizeof(name));
-		assert_int_equal(s->ops->get(s, name, strlen(name), val, &len),
-		    m->held[i] ? 1 : 0);
-		if (m->held[i]) {
-			assert_memory_equal(l.m.val[i], m->val[i],
-			    STORE_VALUE_MAX);
-			assert_memory_equal(val, m->val[i], STORE_VALUE_MAX);
-		}
+		snprintf(why, sizeof(why), "%s: ", name);
+		if (l.m.held[i] != m->held[i])
+			return strcat(why, "load: held or not, wrongly");
+		if (s->ops->get(s, name, strlen(name), val, &len) !=
+		    (m->held[i] ? 1 : 0))
+			return strcat(why, "get: found or not, wrongly");
+		if (m->held[i] && (memcmp(l.m.val[i], m->val[i],
+		    STORE_VALUE_MAX) != 0 ||
+		    memcmp(val, m->val[i], STORE_VALUE_MAX) != 0))
+			return strcat(why, "another value");
 	}
+	return NULL;
+}
+
+/* What the store loads and what get() says are the model. */
+static void
+check(struct store *s, const struct model *m)
+{
+	const char *why = mismatch(s, m);
+
+	if (why != NULL)
+		fail_msg("the store is not the model: %s", why);
 }
 
 /*
- * In a child: open, commit `batches` random batches on top of *m, and die
- * without closing.  The model of what was acknowledged comes back through
- * a pipe.
+ * Runs fn in a child, which then dies without closing what it opened: a
+ * crash, with no checkpoint at close.  fn fills out (len bytes), which
+ * comes back through a pipe, and returns 0 or the exit status that fails
+ * the test.  Nothing in fn may assert: a failed assertion in the child
+ * would go on with the rest of the tests there.
  */
 static void
-crash_run(size_t journal_size, struct model *m, unsigned seed, int batches,
-    int ops)
+in_child(int (*fn)(void *ctx, void *out), void *ctx, void *out, size_t len)
 {
-	int fd[2], status;
+	int fd[2], status, rc;
 	pid_t pid;
 
 	assert_int_equal(pipe(fd), 0);
 	if ((pid = fork()) == 0) {
-		struct store *s = open_store(journal_size, MAP_BIG);
-		int i;
 		close(fd[0]);
-		for (i = 0; i < batches; i++)
-			if (random_batch(s, m, &seed, 1 + (int)(seed % ops)))
-				_exit(3);
-		if (write(fd[1], m, sizeof(*m)) != (ssize_t)sizeof(*m))
-			_exit(4);
+		if ((rc = fn(ctx, out)) != 0)
+			_exit(rc);
+		if (write(fd[1], out, len) != (ssize_t)len)
+			_exit(100);
 		_exit(0);   /* no close, no checkpoint */
 	}
 	close(fd[1]);
-	assert_int_equal(read(fd[0], m, sizeof(*m)), (ssize_t)sizeof(*m));
+	assert_int_equal(read(fd[0], out, len), (ssize_t)len);
 	close(fd[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+struct crash_args {
+	size_t journal_size;
+	unsigned seed;
+	int batches, ops;
+};
+
+static int
+random_batches(void *ctx, void *out)
+{
+	struct crash_args *a = ctx;
+	struct model *m = out;
+	char err[512];
+	struct store *s = try_open(a->journal_size, MAP_BIG, err, sizeof(err));
+	int i;
+
+	if (s == NULL)
+		return 2;
+	for (i = 0; i < a->batches; i++)
+		if (random_batch(s, m, &a->seed, 1 + (int)(a->seed % a->ops)))
+			return 3;
+	return 0;
+}
+
+/* In a child: open, commit `batches` random batches on top of *m, and
+ * crash; *m becomes the model of what was acknowledged. */
+static void
+crash_run(size_t journal_size, struct model *m, unsigned seed, int batches,
+    int ops)
+{
+	struct crash_args a = { journal_size, seed, batches, ops };
+
+	in_child(random_batches, &a, m, sizeof(*m));
 }
 
 static off_t
@@ -417,94 +479,95 @@ journal_fd(void)
  * takes the failed record's number and place, and a crash after it replays
  * exactly what was acknowledged.
  */
+/* The child of the test below: writes that fail, then writes that do. */
+static int
+failing_writes(void *ctx, void *out)
+{
+	struct model *m = out, before = *m;
+	unsigned *seed = ctx;
+	char err[512];
+	struct store *s = try_open(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG, err,
+	    sizeof(err));
+	int wal, full, saved, i;
+
+	if (s == NULL)
+		return 2;
+	wal = journal_fd();
+	saved = dup(wal);
+	full = open("/dev/full", O_WRONLY);
+	if (saved < 0 || full < 0 || dup2(full, wal) != wal)
+		return 5;
+	for (i = 0; i < 3; i++)
+		if (random_batch(s, m, seed, 4) == 0)
+			return 6;           /* acknowledged? */
+	if (memcmp(m, &before, sizeof(*m)) != 0 ||
+	    strstr(s->error, "journal write") == NULL)
+		return 7;
+	if (mismatch(s, m) != NULL)
+		return 8;           /* reads show the old state */
+	if (dup2(saved, wal) != wal)
+		return 9;
+	for (i = 0; i < 5; i++)
+		if (random_batch(s, m, seed, 4) != 0)
+			return 10;
+	return 0;
+}
+
 static void
 test_journal_a_failed_write_is_not_acknowledged_and_written_over(
     void **state)
 {
-	struct model m, before;
+	struct model m;
 	struct store *s;
 	unsigned seed = 21;
-	int fd[2], status, i;
-	pid_t pid;
 
 	(void)state;
 	memset(&m, 0, sizeof(m));
 	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 17, 20, 6);
-	assert_int_equal(pipe(fd), 0);
-	if ((pid = fork()) == 0) {
-		int wal, full, saved;
-		close(fd[0]);
-		s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
-		wal = journal_fd();
-		saved = dup(wal);
-		full = open("/dev/full", O_WRONLY);
-		if (saved < 0 || full < 0 || dup2(full, wal) != wal)
-			_exit(5);
-		before = m;
-		for (i = 0; i < 3; i++)
-			if (random_batch(s, &m, &seed, 4) == 0)
-				_exit(6);           /* acknowledged? */
-		if (memcmp(&m, &before, sizeof(m)) != 0 ||
-		    strstr(s->error, "journal write") == NULL)
-			_exit(7);
-		check(s, &m);               /* reads show the old state */
-		if (dup2(saved, wal) != wal)
-			_exit(8);
-		for (i = 0; i < 5; i++)
-			if (random_batch(s, &m, &seed, 4) != 0)
-				_exit(9);
-		if (write(fd[1], &m, sizeof(m)) != (ssize_t)sizeof(m))
-			_exit(10);
-		_exit(0);                   /* no close, no checkpoint */
-	}
-	close(fd[1]);
-	assert_int_equal(read(fd[0], &m, sizeof(m)), (ssize_t)sizeof(m));
-	close(fd[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	in_child(failing_writes, &seed, &m, sizeof(m));
 	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
 	check(s, &m);
 	s->ops->close(s);
 }
 
-/* In a child: fill a 64 KiB map until a put is refused; die. */
+/* In a child: fill a 64 KiB map until a put is refused; *out is how many
+ * went in. */
+static int
+fill(void *ctx, void *out)
+{
+	unsigned char val[STORE_VALUE_MAX];
+	struct store_batch b;
+	char err[512], name[32];
+	struct store *s = try_open(STORE_JOURNAL_MIN_SIZE, 64 * 1024, err,
+	    sizeof(err));
+	int *n = out;
+
+	(void)ctx;
+	if (s == NULL)
+		return 2;
+	memset(val, 'v', sizeof(val));
+	store_batch_init(&b);
+	for (*n = 0; *n < 20000; ++*n) {
+		snprintf(name, sizeof(name), "full/%05d", *n);
+		store_batch_reset(&b);
+		store_batch_add(&b, STORE_PUT, name, strlen(name), val,
+		    sizeof(val));
+		if (s->ops->commit(s, &b) != 0)
+			break;
+	}
+	/* Refused for want of room, and again without a delete. */
+	if (strstr(s->error, "MDB_MAP_FULL") == NULL ||
+	    s->ops->commit(s, &b) == 0)
+		return 3;
+	return 0;
+}
+
 static int
 fill_until_full(void)
 {
-	int fd[2], n = 0, status;
-	pid_t pid;
+	int n = 0;
 
-	assert_int_equal(pipe(fd), 0);
-	if ((pid = fork()) == 0) {
-		struct store *s = open_store(STORE_JOURNAL_MIN_SIZE, 64 * 1024);
-		unsigned char val[STORE_VALUE_MAX];
-		struct store_batch b;
-		char name[32];
-
-		memset(val, 'v', sizeof(val));
-		store_batch_init(&b);
-		for (n = 0; n < 20000; n++) {
-			snprintf(name, sizeof(name), "full/%05d", n);
-			store_batch_reset(&b);
-			store_batch_add(&b, STORE_PUT, name, strlen(name), val,
-			    sizeof(val));
-			if (s->ops->commit(s, &b) != 0)
-				break;
-		}
-		/* Refused for want of room, and again without a delete. */
-		if (strstr(s->error, "MDB_MAP_FULL") == NULL ||
-		    s->ops->commit(s, &b) == 0)
-			_exit(3);
-		if (write(fd[1], &n, sizeof(n)) != (ssize_t)sizeof(n))
-			_exit(4);
-		_exit(0);   /* no close, no checkpoint */
-	}
-	close(fd[1]);
-	assert_int_equal(read(fd[0], &n, sizeof(n)), (ssize_t)sizeof(n));
-	close(fd[0]);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	in_child(fill, NULL, &n, sizeof(n));
 	return n;
 }
 
