@@ -140,7 +140,8 @@ fail(struct store_journal *s, int rc, const char *what, const char *why)
 
 /* ---- the index ---------------------------------------------------------- */
 
-static const unsigned char *
+/* The operation at off in tail. */
+static void
 op_at(const struct store_journal *s, uint32_t off, struct store_batch_op *op)
 {
 	struct store_batch at = { .ops = (char *)s->tail + off,
@@ -148,7 +149,6 @@ op_at(const struct store_journal *s, uint32_t off, struct store_batch_op *op)
 	size_t pos = 0;
 
 	store_batch_next(&at, &pos, op);
-	return s->tail + off;
 }
 
 /* The slot of name: its own, or the empty one where it would go. */
@@ -414,25 +414,20 @@ journal_commit(struct store *base, const struct store_batch *b)
 {
 	struct store_journal *s = (struct store_journal *)base;
 	unsigned char hdr[WAL_HEADER];
-	struct store_batch_op op;
 	struct iovec iov[2];
-	bool dels = false;
 	uint64_t len = WAL_HEADER + b->len, used;
-	size_t pos = 0;
 	int64_t at;
 	uint32_t crc;
 	ssize_t n;
 	int rc;
 
-	while (store_batch_next(b, &pos, &op))
-		dels |= op.op == STORE_DEL;
 	if (s->used >= s->checkpoint_at)
 		(void)checkpoint(s, NULL);   /* a failure is tried again later */
 	if (!ample(s, b)) {
 		/* Near a full map: LMDB alone, the journal emptied first. */
-		if (s->used > 0 && (rc = checkpoint(s, NULL)) != 0)
+		if ((rc = checkpoint(s, NULL)) != 0)
 			return rc;
-		if ((rc = checkpoint(s, b)) != 0 && dels)
+		if ((rc = checkpoint(s, b)) != 0)
 			salvage_deletes(s, b);
 		return rc;
 	}
@@ -745,9 +740,11 @@ store_journal_open(const char *dir, const struct store_journal_config *cfg,
 	struct stat st;
 	int marked;
 
-	if (cfg->journal_size < STORE_JOURNAL_MIN_SIZE) {
-		snprintf(err, err_len, "the journal must be at least %u bytes",
-		    STORE_JOURNAL_MIN_SIZE);
+	/* The index keeps 32-bit offsets into the journal's operations. */
+	if (cfg->journal_size < STORE_JOURNAL_MIN_SIZE ||
+	    cfg->journal_size > STORE_JOURNAL_MAX_SIZE) {
+		snprintf(err, err_len, "the journal must be %u to %u bytes",
+		    STORE_JOURNAL_MIN_SIZE, STORE_JOURNAL_MAX_SIZE);
 		return NULL;
 	}
 	if (crc_table[1] == 0)
