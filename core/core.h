@@ -345,7 +345,8 @@ void core_disconnect(struct core_table *table, struct core_session *session,
 
 /*
  * Answers every waiter of the session with `kind` (CORE_REPLY_SHUTDOWN on a
- * clean stop, CORE_REPLY_NOMEM...) and removes them.
+ * clean stop, CORE_REPLY_TIMEOUT when the client's input ended, counted
+ * with the timeouts, CORE_REPLY_NOMEM...) and removes them.
  */
 void core_cancel_waiters(struct core_table *table,
     struct core_session *session, enum core_reply_kind kind);

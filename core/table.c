@@ -835,6 +835,10 @@ core_cancel_waiters(struct core_table *table, struct core_session *session,
 		uint64_t tag = w->tag;
 		struct core_entry *e = w->entry;
 
+		if (kind == CORE_REPLY_TIMEOUT) {
+			waiter_time_out(table, w);   /* counted as one */
+			continue;
+		}
 		waiter_remove(table, w);
 		reply_simple(table, kind, session, tag, e);
 	}

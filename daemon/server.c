@@ -89,14 +89,13 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = (struct conn *)stream;
 
-	if (nread == UV_EOF && !service_conn_has_waiter(&c->sc)) {
-		/* The client sent all it will (printf ... | nc): it still
-		 * gets every reply already decided, then the connection
-		 * closes.  With an ACQUIRE waiting, the end of its input is
-		 * all lockd can know of a client gone, so the waiter leaves
-		 * its queue at once, as on a close. */
-		c->sc.quit = true;
-		uv_read_stop(stream);
+	if (nread == UV_EOF) {
+		/* The client sent all it will (printf ... | nc -N): it gets
+		 * every reply already decided, then the connection closes.
+		 * What is not decided is cancelled, since the end of input
+		 * is all lockd can know of a client gone: a waiting ACQUIRE
+		 * leaves its queue, answered ERR TIMEOUT. */
+		service_conn_end_input(&c->srv->svc, &c->sc);
 		flush_conn(c);
 		return;
 	}
@@ -104,11 +103,12 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	if (nread == 0)
+	/* After QUIT or an overflow the input is dropped, but read on:
+	 * only a read sees the client close, and its waiters must leave
+	 * their queues then. */
+	if (nread == 0 || c->sc.quit || c->sc.overflow)
 		return;
 	service_conn_feed(&c->srv->svc, &c->sc, buf->base, (size_t)nread);
-	if (c->sc.quit || c->sc.overflow)
-		uv_read_stop(stream);
 }
 
 static void

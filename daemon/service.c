@@ -469,6 +469,8 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		break;
 	case CORE_REPLY_TIMEOUT:
 		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_TIMEOUT,
+		    conn->input_ended ? "input ended before the lock was "
+		    "granted; the waiter left the queue" :
 		    "lock not acquired within wait");
 		return;
 	case CORE_REPLY_CONFLICT:
@@ -755,6 +757,16 @@ bool
 service_conn_has_waiter(const struct service_conn *conn)
 {
 	return conn->session.waiter_count > 0;
+}
+
+void
+service_conn_end_input(struct service *svc, struct service_conn *conn)
+{
+	if (conn->input_ended)
+		return;
+	conn->input_ended = true;
+	conn->quit = true;
+	core_cancel_waiters(&svc->table, &conn->session, CORE_REPLY_TIMEOUT);
 }
 
 void

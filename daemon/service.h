@@ -77,7 +77,9 @@ struct service_conn {
 	size_t slots_bytes;
 	uint64_t next_seq;
 	bool discarding;    /* dropping the rest of an overlong line */
-	bool quit;          /* QUIT seen: read no more, close once written */
+	bool input_ended;   /* the client will send nothing more */
+	bool quit;          /* QUIT or the end of input: execute no more,
+			     * close once every reply is written */
 	bool overflow;      /* output cap exceeded: the server closes it */
 };
 
@@ -151,6 +153,14 @@ void service_conn_close(struct service *svc, struct service_conn *conn);
 
 /* True while an ACQUIRE of this connection waits in a queue. */
 bool service_conn_has_waiter(const struct service_conn *conn);
+
+/*
+ * The client's input ended (it shut its sending side, or closed: lockd
+ * cannot tell which): nothing more is executed; what was decided is still
+ * answered, and every waiting ACQUIRE leaves its queue, never granted, and
+ * is answered ERR TIMEOUT.  The connection closes once every reply is out.
+ */
+void service_conn_end_input(struct service *svc, struct service_conn *conn);
 
 /* Parses and executes every complete request in data[0..len). */
 void service_conn_feed(struct service *svc, struct service_conn *conn,

@@ -281,6 +281,102 @@ test_protocol_half_closed_client_gets_every_reply(void **state)
 	harness_expect_prefix(watcher, "STATUS half held=1 ");
 }
 
+/*
+ * "ACQUIRE name\nQUIT\n", then the client closes: lockd has stopped
+ * executing its requests after QUIT, but reads on, so it sees the close
+ * and the waiter leaves the queue, never to be granted.  Twenty such
+ * clients leave no waiter and no connection behind.
+ */
+static void
+test_protocol_waiter_behind_quit_leaves_when_its_client_closes(void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *holder = harness_connect(s);
+	struct harness_conn *quitters[20];
+	struct harness_grant g;
+	struct harness_status st;
+	int i;
+
+	(void)state;
+	harness_try(holder, "r/x", 20000, &g);
+	for (i = 0; i < 20; i++) {
+		quitters[i] = harness_connect(s);
+		harness_send(quitters[i], "ACQUIRE r/x\nQUIT\n");
+	}
+	harness_await_queue(holder, "r/x", 20);
+	for (i = 0; i < 20; i++)
+		harness_close(quitters[i]);
+	harness_await_queue(holder, "r/x", 0);
+	assert_int_equal(harness_stat(holder, "waiters"), 0);
+	assert_int_equal(harness_stat(holder, "connections"), 1);
+	harness_send(holder, "RELEASE r/x %s\n", g.handle);
+	harness_expect_line(holder, "RELEASED r/x");
+	harness_status(holder, "r/x", &st);
+	assert_int_equal(st.held, 0);
+}
+
+/*
+ * QUIT behind a waiting ACQUIRE on a connection that stays open: the
+ * waiter keeps its place, its reply comes, then BYE, then the close.
+ */
+static void
+test_protocol_quit_behind_a_waiter_answers_it_first(void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *holder = harness_connect(s);
+	struct harness_conn *c = harness_connect(s);
+	struct harness_grant g;
+
+	(void)state;
+	harness_try(holder, "q", 20000, &g);
+	harness_send(c, "ACQUIRE q lease=5000\nQUIT\n");
+	harness_await_queue(holder, "q", 1);
+	harness_send(holder, "RELEASE q %s\n", g.handle);
+	harness_expect_line(holder, "RELEASED q");
+	harness_expect_granted(c, "q", NULL);
+	harness_expect_line(c, "BYE");
+	harness_expect_eof(c, HARNESS_REPLY_TIMEOUT_MS);
+}
+
+/*
+ * A half-close (nc -N, printf ... | socat) while an ACQUIRE waits: lockd
+ * cannot tell it from a client gone, so the waiter leaves the queue and is
+ * never granted; the client is told so with ERR TIMEOUT at once, gets
+ * every other reply in order, and then the connection closes.
+ */
+static void
+test_protocol_half_close_cancels_a_waiter_with_timeout(void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *holder = harness_connect(s);
+	struct harness_conn *c = harness_connect(s);
+	struct harness_grant g;
+	struct harness_status st;
+	const char *line;
+	int64_t t0;
+
+	(void)state;
+	harness_try(holder, "busy", 20000, &g);
+	harness_send(c, "PING\nACQUIRE busy wait=5s\nPING\n");
+	harness_await_queue(holder, "busy", 1);
+	t0 = harness_now_ms();
+	shutdown(c->fd, SHUT_WR);
+	harness_expect_line(c, "PONG");
+	line = harness_expect_error(c, "TIMEOUT");
+	if (strstr(line, "input ended") == NULL)
+		fail_msg("the TIMEOUT does not say why: '%s'", line);
+	if (harness_now_ms() - t0 >= 5000)
+		fail_msg("the TIMEOUT came with the wait's end, not the input's");
+	harness_expect_line(c, "PONG");
+	harness_expect_eof(c, HARNESS_REPLY_TIMEOUT_MS);
+	harness_await_queue(holder, "busy", 0);
+	assert_int_equal(harness_stat(holder, "timeouts"), 1);
+	harness_send(holder, "RELEASE busy %s\n", g.handle);
+	harness_expect_line(holder, "RELEASED busy");
+	harness_status(holder, "busy", &st);
+	assert_int_equal(st.held, 0);
+}
+
 struct bad_request {
 	const char *text;
 	size_t len;              /* 0: strlen(text) */
@@ -570,6 +666,10 @@ main(void)
 		HARNESS_TEST(
 		    test_protocol_hundreds_of_pipelined_requests_are_answered_in_order),
 		HARNESS_TEST(test_protocol_half_closed_client_gets_every_reply),
+		HARNESS_TEST(
+		    test_protocol_waiter_behind_quit_leaves_when_its_client_closes),
+		HARNESS_TEST(test_protocol_quit_behind_a_waiter_answers_it_first),
+		HARNESS_TEST(test_protocol_half_close_cancels_a_waiter_with_timeout),
 		HARNESS_TEST(
 		    test_protocol_malformed_requests_are_answered_with_their_code),
 		HARNESS_TEST(
