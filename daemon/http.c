@@ -12,6 +12,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "core/list.h"
 #include "daemon/config.h"
 #include "daemon/http.h"
 #include "daemon/log.h"
@@ -24,6 +25,7 @@ struct http_conn {
 	uv_timer_t timer;
 	uv_write_t write_req;
 	struct http_server *http;
+	struct core_link link;     /* in http->conns */
 	char in[HTTP_MAX_REQUEST];
 	size_t in_len;
 	char *out;
@@ -48,6 +50,7 @@ http_close(struct http_conn *c)
 	if (c->closing)
 		return;
 	c->closing = 2;
+	link_remove(&c->link);
 	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
 	uv_close((uv_handle_t *)&c->timer, on_handle_closed);
 }
@@ -191,6 +194,7 @@ on_connection(uv_stream_t *listener, int status)
 	if (status < 0 || (c = calloc(1, sizeof(*c))) == NULL)
 		return;
 	c->http = http;
+	link_append(&http->conns, &c->link);
 	uv_tcp_init(listener->loop, &c->tcp);
 	uv_timer_init(listener->loop, &c->timer);
 	c->tcp.data = c->timer.data = c;
@@ -212,6 +216,7 @@ http_listen(struct http_server *http, uv_loop_t *loop, const char *hostport,
 	int rc, port, len = sizeof(addr);
 
 	http->svc = svc;
+	link_init(&http->conns);
 	if (config_resolve(hostport, &addr, &alen, err, sizeof(err)) != 0 ||
 	    config_split_hostport(hostport, host, sizeof(host), &port) != 0)
 		return UV_EINVAL;
@@ -236,10 +241,15 @@ http_listen(struct http_server *http, uv_loop_t *loop, const char *hostport,
 }
 
 void
-http_close_listener(struct http_server *http)
+http_stop(struct http_server *http)
 {
-	if (http->active) {
-		http->active = false;
-		uv_close((uv_handle_t *)&http->tcp, NULL);
-	}
+	if (!http->active)
+		return;
+	http->active = false;
+	uv_close((uv_handle_t *)&http->tcp, NULL);
+	/* A scrape half sent (or never sent: a health checker, a port scan)
+	 * would otherwise hold the loop, and the stop, until its timeout. */
+	while (!link_empty(&http->conns))
+		http_close(container_of(http->conns.next, struct http_conn,
+		    link));
 }

@@ -7,11 +7,13 @@
 #include <stdbool.h>
 #include <uv.h>
 
+#include "core/core.h"
 #include "daemon/service.h"
 
 struct http_server {
 	uv_tcp_t tcp;
 	struct service *svc;
+	struct core_link conns;    /* every open http_conn */
 	int port;
 	bool active;
 };
@@ -19,6 +21,8 @@ struct http_server {
 /* Listens on HOST:PORT (port 0 picks one); returns 0 or a libuv error. */
 int http_listen(struct http_server *http, uv_loop_t *loop,
     const char *hostport, struct service *svc);
-void http_close_listener(struct http_server *http);
+/* A stop: closes the listener and every connection at once, answered or
+ * not, so that nothing of the endpoint outlives the stop. */
+void http_stop(struct http_server *http);
 
 #endif

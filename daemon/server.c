@@ -350,18 +350,14 @@ on_check(uv_check_t *check)
 
 /* ---- stopping --------------------------------------------------------- */
 
+/* Closes every lock connection, through the service's own list of them:
+ * the loop holds other handles too (listeners, /metrics connections). */
 static void
-close_all(uv_handle_t *h, void *arg)
+close_all(struct server *srv)
 {
-	(void)arg;
-	if (h->type == UV_TCP || h->type == UV_NAMED_PIPE) {
-		struct server *srv = h->loop->data;
-		for (int i = 0; i < srv->nlisteners; i++)
-			if (h == &srv->listeners[i].h.handle)
-				return;
-		conn_close((struct conn *)h);
-		return;
-	}
+	while (!link_empty(&srv->svc.conns))
+		conn_close(container_of(container_of(srv->svc.conns.next,
+		    struct service_conn, all_link), struct conn, sc));
 }
 
 /* Once stopping and every connection is gone, the loop's own handles go
@@ -400,7 +396,7 @@ static void
 on_grace_over(uv_timer_t *t)
 {
 	/* Clients that do not take their last replies are cut off. */
-	uv_walk(t->loop, close_all, NULL);
+	close_all(t->data);
 }
 
 static void
@@ -416,7 +412,7 @@ on_signal(uv_signal_t *sig, int signum)
 	    signum == SIGTERM ? "TERM" : "INT", srv->connections);
 	for (int i = 0; i < srv->nlisteners; i++)
 		uv_close(&srv->listeners[i].h.handle, NULL);
-	http_close_listener(&srv->http);
+	http_stop(&srv->http);
 	notify_send("STOPPING=1\nSTATUS=stopping");
 	/* The handlers stay (a second signal is ignored, not fatal) but no
 	 * longer keep the loop alive. */
@@ -424,11 +420,9 @@ on_signal(uv_signal_t *sig, int signum)
 	uv_unref((uv_handle_t *)&srv->sigint);
 	/* Waiters are told ERR SHUTDOWN; pending commits finish; then every
 	 * connection closes as soon as its replies are written. */
+	uv_timer_start(&srv->grace, on_grace_over, SHUTDOWN_GRACE_MS, 0);
 	service_shutdown(&srv->svc);
 	end_of_pass(srv);
-	uv_timer_init(srv->loop, &srv->grace);
-	srv->grace.data = srv;
-	uv_timer_start(&srv->grace, on_grace_over, SHUTDOWN_GRACE_MS, 0);
 	/* Idle connections close now; busy ones once their replies are out. */
 	for (l = srv->svc.conns.next; l != &srv->svc.conns; l = next) {
 		next = l->next;
@@ -572,6 +566,10 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	signal(SIGPIPE, SIG_IGN);
 	uv_timer_init(loop, &srv->timer);
 	srv->timer.data = srv;
+	/* Ready before any stop: the last connection to close, even within
+	 * the signal handler's own pass, closes it (maybe_finish). */
+	uv_timer_init(loop, &srv->grace);
+	srv->grace.data = srv;
 	uv_check_init(loop, &srv->check);
 	srv->check.data = srv;
 	uv_check_start(&srv->check, on_check);

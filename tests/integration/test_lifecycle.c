@@ -68,6 +68,36 @@ test_lifecycle_sigint_stops_the_same_way(void **state)
 	stop_answers_waiters_shutdown_and_exits_zero(SIGINT);
 }
 
+/*
+ * The last connection closes within the signal's own pass: a waiter behind
+ * QUIT is answered SHUTDOWN, then BYE, and its connection closes at once,
+ * before the stop has set anything else up.  lockd still exits 0.
+ */
+static void
+test_lifecycle_stop_when_the_last_client_quit_behind_a_waiter(void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *holder = harness_connect(s);
+	struct harness_conn *waiter = harness_connect(s);
+
+	(void)state;
+	/* A keep lease whose holder goes away: the waiter's connection is
+	 * the only one left. */
+	harness_try(holder, "r/x", 20000, NULL);
+	harness_close(holder);
+	harness_send(waiter, "ACQUIRE r/x\nQUIT\n");
+	{
+		struct harness_conn *probe = harness_connect(s);
+		harness_await_queue(probe, "r/x", 1);
+		harness_close(probe);
+	}
+	assert_int_equal(harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS,
+	    NULL), 0);
+	harness_expect_error(waiter, "SHUTDOWN");
+	harness_expect_line(waiter, "BYE");
+	harness_expect_eof(waiter, HARNESS_REPLY_TIMEOUT_MS);
+}
+
 static void
 test_lifecycle_second_lockd_on_a_data_dir_refuses_to_start(
     void **state)
@@ -331,6 +361,8 @@ main(void)
 		HARNESS_TEST(
 		    test_lifecycle_sigterm_answers_waiters_shutdown_and_exits_zero),
 		HARNESS_TEST(test_lifecycle_sigint_stops_the_same_way),
+		HARNESS_TEST(
+		    test_lifecycle_stop_when_the_last_client_quit_behind_a_waiter),
 		HARNESS_TEST(
 		    test_lifecycle_second_lockd_on_a_data_dir_refuses_to_start),
 		HARNESS_TEST(

@@ -243,6 +243,96 @@ test_metrics_bad_http_is_refused_and_the_lock_service_goes_on(void **state)
 	harness_try(a, "still-fine", 1000, NULL);
 }
 
+/* A connection to the metrics port that sends `bytes` and nothing more. */
+static int
+metrics_idle_conn(int port, const char *bytes)
+{
+	struct sockaddr_in addr;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof(addr)),
+	    0);
+	if (bytes[0] != '\0')
+		assert_int_equal(write(fd, bytes, strlen(bytes)),
+		    (ssize_t)strlen(bytes));
+	return fd;
+}
+
+/* Requires the server to close fd within HARNESS_REPLY_TIMEOUT_MS. */
+static void
+expect_closed(int fd)
+{
+	struct timeval tv = { HARNESS_REPLY_TIMEOUT_MS / 1000, 0 };
+	char buf[256];
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (read(fd, buf, sizeof(buf)) < 0)
+		fail_msg("a metrics connection was not closed by the stop");
+	close(fd);
+}
+
+/*
+ * A metrics connection that has sent nothing, or half a request line (a
+ * scrape starting, a health checker, a port scan), does not hold up a stop:
+ * lockd closes it with everything else.
+ */
+static void
+test_metrics_stop_does_not_wait_for_an_idle_metrics_connection(void **state)
+{
+	struct harness_server *s = harness_start("--metrics-listen",
+	    "127.0.0.1:0", NULL);
+	int port = metrics_port(s);
+	int idle = metrics_idle_conn(port, "");
+	int half = metrics_idle_conn(port, "GET /metr");
+	int64_t elapsed;
+
+	(void)state;
+	/* Both accepted before the signal. */
+	assert_non_null(strstr(http_get(port, "/metrics"), "HTTP/1.1 200 "));
+	assert_int_equal(harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS,
+	    &elapsed), 0);
+	if (elapsed > 1500)
+		fail_msg("lockd took %lld ms to stop beside two idle metrics "
+		    "connections", (long long)elapsed);
+	expect_closed(idle);
+	expect_closed(half);
+}
+
+/*
+ * A lock client that does not take its last replies is cut off when the
+ * stop's grace ends; metrics connections on the same loop are no lock
+ * connections, and closing the one must not mistake the other.
+ */
+static void
+test_metrics_stop_cuts_off_a_stuck_client_beside_metrics(void **state)
+{
+	struct harness_server *s = harness_start("--metrics-listen",
+	    "127.0.0.1:0", NULL);
+	struct harness_conn *stuck = harness_connect_rcvbuf(s, 4096);
+	int port = metrics_port(s);
+	int idle = metrics_idle_conn(port, "GET /");
+	static char chunk[5 * 6000];
+	int64_t elapsed;
+	size_t i;
+
+	(void)state;
+	/* Some 600 KB of replies, under the output cap, that it never
+	 * reads. */
+	for (i = 0; i + 5 <= sizeof(chunk); i += 5)
+		memcpy(chunk + i, "HELP\n", 5);
+	harness_send_bytes(stuck, chunk, sizeof(chunk));
+	harness_send(stuck, "PING\n");
+	harness_sleep_ms(200);
+	assert_int_equal(harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS,
+	    &elapsed), 0);
+	expect_closed(idle);
+}
+
 int
 main(void)
 {
@@ -250,6 +340,9 @@ main(void)
 		HARNESS_TEST(test_metrics_count_known_traffic_exactly),
 		HARNESS_TEST(test_metrics_exposition_passes_promtool),
 		HARNESS_TEST(test_metrics_bad_http_is_refused_and_the_lock_service_goes_on),
+		HARNESS_TEST(
+		    test_metrics_stop_does_not_wait_for_an_idle_metrics_connection),
+		HARNESS_TEST(test_metrics_stop_cuts_off_a_stuck_client_beside_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
