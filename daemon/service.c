@@ -753,12 +753,6 @@ service_conn_written(struct service_conn *conn, size_t n)
 
 /* ---- connections ------------------------------------------------------ */
 
-bool
-service_conn_has_waiter(const struct service_conn *conn)
-{
-	return conn->session.waiter_count > 0;
-}
-
 void
 service_conn_end_input(struct service *svc, struct service_conn *conn)
 {

@@ -151,9 +151,6 @@ void service_conn_open(struct service *svc, struct service_conn *conn);
 /* The connection closed: its waiters leave, its onclose leases go. */
 void service_conn_close(struct service *svc, struct service_conn *conn);
 
-/* True while an ACQUIRE of this connection waits in a queue. */
-bool service_conn_has_waiter(const struct service_conn *conn);
-
 /*
  * The client's input ended (it shut its sending side, or closed: lockd
  * cannot tell which): nothing more is executed; what was decided is still
