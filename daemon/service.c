@@ -849,6 +849,44 @@ collect_record(void *ctx, const char *name, size_t name_len,
  * a reply may sit behind a waiting ACQUIRE, on a connection that is not on
  * the waiting list.
  */
+/* A reply that was counted when it was decided will not be sent: its
+ * count is taken back, so that the counters count what clients were told. */
+static void
+untell(struct service *svc, const char *text, size_t len)
+{
+	struct service_untold *u = &svc->stats.untold;
+	struct proto_reply rep;
+	struct proto_error err;
+	size_t used;
+
+	if (proto_parse_reply(text, len, PROTO_REPLY_MAX, &rep, &used,
+	    &err) != PROTO_DONE)
+		return;
+	switch (rep.kind) {
+	case PROTO_REPLY_GRANTED:
+		u->granted++;
+		break;
+	case PROTO_REPLY_RENEWED:
+		u->renewed++;
+		break;
+	case PROTO_REPLY_RELEASED:
+		u->released++;
+		break;
+	case PROTO_REPLY_HELD:
+		u->unavailable++;
+		break;
+	case PROTO_REPLY_ERROR:
+		svc->stats.protocol_errors[rep.error]--;
+		if (rep.error == PROTO_ERR_TIMEOUT)
+			u->timeouts++;
+		else if (rep.error == PROTO_ERR_CONFLICT)
+			u->conflicts++;
+		break;
+	default:
+		break;
+	}
+}
+
 static void
 fail_replies(struct service *svc, uint64_t batch)
 {
@@ -865,6 +903,7 @@ fail_replies(struct service *svc, uint64_t batch)
 			if (!s->resolved ||
 			    (s->batch != batch && s->depends != batch))
 				continue;
+			untell(svc, s->text, s->len);
 			s->len = (uint16_t)proto_format_error(s->text,
 			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
 			s->batch = 0;
@@ -1258,34 +1297,57 @@ service_close(struct service *svc)
 	free(svc->inflight_names);
 }
 
+void
+service_counters(const struct service *svc, struct service_counters *out)
+{
+	const struct core_stats *c = &svc->table.stats;
+	const struct service_untold *u = &svc->stats.untold;
+	int i;
+
+	out->granted = c->granted - u->granted;
+	out->timeouts = c->timeouts - u->timeouts;
+	out->released = c->released - u->released;
+	out->reclaimed = c->reclaimed;
+	out->unavailable = c->unavailable - u->unavailable;
+	out->renewed = c->renewed - u->renewed;
+	out->conflicts = c->conflicts - u->conflicts;
+	out->released_onclose = c->released_onclose;
+	out->limit_hits = 0;
+	for (i = 0; i < METRICS_LIMIT_COUNT; i++)
+		out->limit_hits += svc->metrics.limit_hits[i];
+}
+
 size_t
 service_stats(struct service *svc, struct proto_stat *stats, size_t cap)
 {
 	const struct core_stats *c = &svc->table.stats;
+	struct service_counters n;
+
+	service_counters(svc, &n);
 	struct proto_stat all[] = {
 		{ "connections", svc->stats.connections },
 		{ "locks", c->locks },
 		{ "held", c->held },
 		{ "waiters", c->waiters },
-		{ "granted", c->granted },
-		{ "timeouts", c->timeouts },
-		{ "released", c->released },
-		{ "reclaimed", c->reclaimed },
-		{ "unavailable", c->unavailable },
-		{ "renewed", c->renewed },
-		{ "conflicts", c->conflicts },
-		{ "released_onclose", c->released_onclose },
-		{ "limit_hits", c->limit_hits },
+		{ "granted", n.granted },
+		{ "timeouts", n.timeouts },
+		{ "released", n.released },
+		{ "reclaimed", n.reclaimed },
+		{ "unavailable", n.unavailable },
+		{ "renewed", n.renewed },
+		{ "conflicts", n.conflicts },
+		{ "released_onclose", n.released_onclose },
+		{ "limit_hits", n.limit_hits },
 		{ "requests", svc->stats.requests },
 		{ "commits", svc->stats.commits },
 		{ "commit_failures", svc->stats.commit_failures },
 		{ "commit_records", svc->stats.commit_records },
 		{ "fence_hwm", svc->table.hwm },
 	};
-	size_t n = sizeof(all) / sizeof(all[0]);
+	size_t count = sizeof(all) / sizeof(all[0]);
 
-	if (n > cap)
-		n = cap;
-	memcpy(stats, all, n * sizeof(*stats));
-	return n;
+	if (count > cap)
+		count = cap;
+	memcpy(stats, all, count * sizeof(*stats));
+	return count;
 }

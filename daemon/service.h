@@ -83,7 +83,14 @@ struct service_conn {
 	bool overflow;      /* output cap exceeded: the server closes it */
 };
 
+/* Replies decided and counted, then failed with their batch (the client
+ * was told ERR UNAVAILABLE instead): taken back from the core's counts. */
+struct service_untold {
+	uint64_t granted, renewed, released, unavailable, timeouts, conflicts;
+};
+
 struct service_stats {
+	struct service_untold untold;
 	uint64_t connections;
 	uint64_t connections_total;
 	uint64_t requests;
@@ -228,6 +235,17 @@ void service_shutdown(struct service *svc);
 
 /* Renders every metric in the Prometheus text format (service_metrics.c). */
 void service_render_metrics(struct service *svc, struct metrics_text *t);
+
+/*
+ * The lock counters as clients were told them, the one source of STATS and
+ * /metrics: the core's counts less the replies that failed with their
+ * batch; limit hits of every kind, connections and output included.
+ */
+struct service_counters {
+	uint64_t granted, timeouts, released, reclaimed, unavailable, renewed,
+	    conflicts, released_onclose, limit_hits;
+};
+void service_counters(const struct service *svc, struct service_counters *out);
 
 /* Writes the STATS key=value pairs into stats[]; returns how many. */
 size_t service_stats(struct service *svc, struct proto_stat *stats,

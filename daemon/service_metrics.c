@@ -27,7 +27,10 @@ service_render_metrics(struct service *svc, struct metrics_text *t)
 {
 	const struct core_stats *c = &svc->table.stats;
 	const struct metrics *m = &svc->metrics;
+	struct service_counters n;
 	int i;
+
+	service_counters(svc, &n);
 
 	metrics_printf(t, "# HELP lockd_lock_acquired_total Acquire attempts "
 	    "by outcome: granted (ACQUIRE or TRY), timeout (wait elapsed or "
@@ -36,20 +39,20 @@ service_render_metrics(struct service *svc, struct metrics_text *t)
 	    "lockd_lock_acquired_total{outcome=\"granted\"} %llu\n"
 	    "lockd_lock_acquired_total{outcome=\"timeout\"} %llu\n"
 	    "lockd_lock_acquired_total{outcome=\"unavailable\"} %llu\n",
-	    (unsigned long long)c->granted, (unsigned long long)c->timeouts,
-	    (unsigned long long)c->unavailable);
+	    (unsigned long long)n.granted, (unsigned long long)n.timeouts,
+	    (unsigned long long)n.unavailable);
 	counter(t, "lockd_lock_released_total",
-	    "Leases freed by RELEASE with the holder's handle.", c->released);
+	    "Leases freed by RELEASE with the holder's handle.", n.released);
 	counter(t, "lockd_lock_released_onclose_total",
 	    "Leases freed because their onclose=release connection closed.",
-	    c->released_onclose);
+	    n.released_onclose);
 	counter(t, "lockd_lock_lease_reclaimed_total",
-	    "Leases freed because they expired.", c->reclaimed);
+	    "Leases freed because they expired.", n.reclaimed);
 	counter(t, "lockd_lock_renewed_total", "Successful renewals.",
-	    c->renewed);
+	    n.renewed);
 	counter(t, "lockd_lock_conflicts_total",
 	    "RENEWs refused: the handle was not the current holder's.",
-	    c->conflicts);
+	    n.conflicts);
 	metrics_render_histogram(t, "lockd_lock_acquire_wait_seconds",
 	    "Time a grant spent queued before it was granted.",
 	    &m->acquire_wait);

@@ -314,6 +314,74 @@ test_service_failed_commit_answers_unavailable_and_grants_nothing(void **state)
 	world_free(w);
 }
 
+/* The value of key in the STATS reply of connection c. */
+static uint64_t
+stat_of(struct world *w, int c, const char *key)
+{
+	char want[64];
+	const char *line, *p;
+
+	feed(w, c, "STATS\n");
+	line = take(w, c);
+	snprintf(want, sizeof(want), " %s=", key);
+	p = strstr(line, want);
+	assert_non_null(p);
+	return strtoull(p + strlen(want), NULL, 10);
+}
+
+/*
+ * STATS counts what clients were told: a grant, a renewal and a release
+ * that failed with their batch were told ERR UNAVAILABLE, and are not
+ * counted as granted, renewed or released; /metrics says the same.
+ */
+static void
+test_service_stats_count_what_clients_were_told(void **state)
+{
+	struct world *w = world_new();
+	struct metrics_text t = { NULL, 0, 0, 0 };
+	char h[64];
+
+	(void)state;
+	world_open(w);
+	grant_handle(w, 0, "ACQUIRE a lease=10s\n", h);
+	w->store.fail_commits = 1;
+	feed(w, 1, "TRY b\n");
+	feedf(w, 0, "RENEW a %s\n", h);
+	assert_int_equal(service_commit(&w->svc), -1);
+	assert_non_null(strstr(take(w, 1), "ERR UNAVAILABLE"));
+	assert_non_null(strstr(take(w, 0), "ERR UNAVAILABLE"));
+	assert_int_equal(stat_of(w, 2, "granted"), 1);
+	assert_int_equal(stat_of(w, 2, "renewed"), 0);
+	service_render_metrics(&w->svc, &t);
+	assert_non_null(strstr(t.data,
+	    "lockd_lock_acquired_total{outcome=\"granted\"} 1\n"));
+	assert_non_null(strstr(t.data, "lockd_lock_renewed_total 0\n"));
+	assert_non_null(strstr(t.data,
+	    "lockd_protocol_errors_total{code=\"UNAVAILABLE\"} 2\n"));
+	free(t.data);
+	world_free(w);
+}
+
+/* An output-limit hit is a limit hit in STATS as in /metrics. */
+static void
+test_service_stats_limit_hits_count_every_kind(void **state)
+{
+	struct world *w = world_new();
+	char *many = malloc(6 * 4000 + 1);
+
+	(void)state;
+	w->config.max_output = 8192;
+	world_open(w);
+	for (int i = 0; i < 4000; i++)
+		memcpy(many + 6 * i, "PING \n", 6);
+	many[6 * 4000] = '\0';
+	feed(w, 0, many);
+	assert_true(w->conns[0].overflow);
+	assert_int_equal(stat_of(w, 1, "limit_hits"), 1);
+	free(many);
+	world_free(w);
+}
+
 static void
 test_service_failed_commit_fails_a_grant_queued_behind_a_waiting_acquire(
     void **state)
@@ -813,6 +881,8 @@ main(void)
 		cmocka_unit_test(test_service_replies_keep_request_order_behind_a_waiting_acquire),
 		cmocka_unit_test(test_service_failed_commit_answers_unavailable_and_grants_nothing),
 		cmocka_unit_test(test_service_failed_commit_fails_a_grant_queued_behind_a_waiting_acquire),
+		cmocka_unit_test(test_service_stats_count_what_clients_were_told),
+		cmocka_unit_test(test_service_stats_limit_hits_count_every_kind),
 		cmocka_unit_test(test_service_failed_commit_of_a_renewal_keeps_the_durable_expiry),
 		cmocka_unit_test(test_service_failed_commit_of_a_handoff_falls_back_to_the_durable_holder),
 		cmocka_unit_test(test_service_recovery_resumes_the_holder_and_the_counter),
