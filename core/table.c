@@ -961,7 +961,10 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		e->lock.secret = rec->secret;
 		e->lock.expiry = rec->expiry;
 		e->lock.lease_ms = rec->lease_ms;
-		e->granted_at = now;
+		/* The record keeps no grant time; its last grant or renewal
+		 * is the closest it tells, and no later than now. */
+		e->granted_at = rec->expiry - rec->lease_ms < now ?
+		    rec->expiry - rec->lease_ms : now;
 		if (rec->onclose_release && rec->owner != NULL) {
 			/* Its connection is still there: bound again. */
 			e->owner = rec->owner;

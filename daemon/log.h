@@ -7,6 +7,8 @@
 #ifndef LOCKD_LOG_H
 #define LOCKD_LOG_H
 
+#include <stddef.h>
+
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 extern enum log_level log_threshold;
@@ -20,5 +22,18 @@ int log_level_parse(const char *s);
  */
 void log_event(enum log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* True when events of this level are written. */
+#define log_enabled(level) ((level) <= log_threshold)
+
+/*
+ * Renders a lock name (at most LOG_NAME_BYTES bytes, any byte but blanks
+ * and controls) as a value no reader of the log can mistake: as it is when
+ * every byte is printable ASCII other than '"', '\\' and '=', else in
+ * double quotes with \" \\ and \xNN for every other byte.  Returns buf.
+ */
+#define LOG_NAME_BYTES 255
+#define LOG_VALUE_MAX (4 * LOG_NAME_BYTES + 2)
+const char *log_value(char buf[LOG_VALUE_MAX + 1], const char *s, size_t len);
 
 #endif

@@ -404,7 +404,7 @@ on_core_reply(void *ctx, const struct core_reply *r)
 {
 	struct service *svc = ctx;
 	struct service_conn *conn;
-	char line[PROTO_REPLY_MAX];
+	char line[PROTO_REPLY_MAX], shown[LOG_VALUE_MAX + 1];
 	uint64_t batch = 0, dep;
 	size_t n = 0;
 
@@ -428,13 +428,17 @@ on_core_reply(void *ctx, const struct core_reply *r)
 	}
 	switch (r->kind) {
 	case CORE_EVENT_RECLAIMED:
-		log_event(LOG_INFO, "reclaim", "name=%.*s fence=%llu held_ms=%lld",
-		    (int)r->name_len, r->name, (unsigned long long)r->fence,
-		    (long long)r->held_ms);
+		if (log_enabled(LOG_INFO))
+			log_event(LOG_INFO, "reclaim", "name=%s fence=%llu "
+			    "held_ms=%lld", log_value(shown, r->name,
+			    r->name_len), (unsigned long long)r->fence,
+			    (long long)r->held_ms);
 		return;
 	case CORE_EVENT_RELEASED_ONCLOSE:
-		log_event(LOG_DEBUG, "release_onclose", "name=%.*s fence=%llu",
-		    (int)r->name_len, r->name, (unsigned long long)r->fence);
+		if (log_enabled(LOG_DEBUG))
+			log_event(LOG_DEBUG, "release_onclose",
+			    "name=%s fence=%llu", log_value(shown, r->name,
+			    r->name_len), (unsigned long long)r->fence);
 		return;
 	default:
 		break;
@@ -478,8 +482,8 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		    "handle is not the current holder's");
 		return;
 	case CORE_REPLY_OVERFLOW:
-		log_event(LOG_ERROR, "overflow", "name=%.*s",
-		    (int)r->name_len, r->name);
+		log_event(LOG_ERROR, "overflow", "name=%s",
+		    log_value(shown, r->name, r->name_len));
 		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_OVERFLOW,
 		    "fence counter exhausted");
 		return;
@@ -947,6 +951,7 @@ fall_back(struct service *svc, const struct store_batch *batch, core_time now,
 
 	while (store_batch_next(batch, &pos, &op)) {
 		unsigned char val[STORE_VALUE_MAX];
+		char shown[LOG_VALUE_MAX + 1];
 		struct core_record rec;
 		size_t len = 0;
 		int rc;
@@ -961,7 +966,8 @@ fall_back(struct service *svc, const struct store_batch *batch, core_time now,
 		}
 		if (rc == 1 && !record_decode(svc, val, len, now, wall, &rec)) {
 			log_event(LOG_ERROR, "store_corrupt",
-			    "name=%.*s action=exit", (int)op.name_len, op.name);
+			    "name=%s action=exit", log_value(shown, op.name,
+			    op.name_len));
 			abort();
 		}
 		if (rc == 1 && rec.onclose_release)
@@ -1160,6 +1166,7 @@ static int
 load_flush(struct load *l)
 {
 	const struct core_restore *it;
+	char shown[LOG_VALUE_MAX + 1];
 	size_t done;
 
 	if (l->n == 0)
@@ -1168,7 +1175,8 @@ load_flush(struct load *l)
 	    &done) != CORE_OK) {
 		it = &l->batch[done];
 		snprintf(l->svc->error, sizeof(l->svc->error),
-		    "cannot restore lock %.*s", (int)it->name_len, it->name);
+		    "cannot restore lock %s", log_value(shown, it->name,
+		    it->name_len));
 		return -1;
 	}
 	l->n = 0;
@@ -1181,15 +1189,18 @@ load_record(void *ctx, const char *name, size_t name_len, const void *val,
 {
 	struct load *l = ctx;
 	struct core_restore *it = &l->batch[l->n];
+	char shown[LOG_VALUE_MAX + 1];
 
 	if (!record_decode(l->svc, val, val_len, l->now, l->wall, &it->rec)) {
 		snprintf(l->svc->error, sizeof(l->svc->error),
-		    "unreadable record for lock %.*s", (int)name_len, name);
+		    "unreadable record for lock %s", log_value(shown, name,
+		    name_len));
 		return -1;
 	}
 	if (name_len == 0 || name_len > CORE_NAME_MAX) {
 		snprintf(l->svc->error, sizeof(l->svc->error),
-		    "cannot restore lock %.*s", (int)name_len, name);
+		    "cannot restore lock %s", log_value(shown, name,
+		    name_len));
 		return -1;
 	}
 	l->rec->leases++;

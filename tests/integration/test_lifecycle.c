@@ -98,6 +98,48 @@ test_lifecycle_stop_when_the_last_client_quit_behind_a_waiter(void **state)
 	harness_expect_eof(waiter, HARNESS_REPLY_TIMEOUT_MS);
 }
 
+/*
+ * A lease that expired while lockd was down is reclaimed at the start, and
+ * its log line tells the time it was held (at least its lease: the record
+ * keeps its last grant or renewal) and names it so that no byte of the
+ * name can pass for log syntax or reach a terminal raw.
+ */
+static void
+test_lifecycle_reclaim_log_escapes_the_name_and_tells_the_hold(void **state)
+{
+	static char log[65536];
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *c = harness_connect(s);
+	const char *line, *held;
+	FILE *f;
+	size_t n;
+
+	(void)state;
+	/* caf\xc3\xa9=x"q\y, as a client may name a lock. */
+	harness_send(c, "TRY caf\xc3\xa9=x\"q\\y lease=300\n");
+	harness_expect_prefix(c, "GRANTED ");
+	harness_server_kill(s);
+	harness_sleep_ms(500);
+	harness_server_restart(s);
+	f = fopen(s->log_path, "r");
+	assert_non_null(f);
+	n = fread(log, 1, sizeof(log) - 1, f);
+	fclose(f);
+	log[n] = '\0';
+	line = strstr(log, "event=reclaim ");
+	if (line == NULL)
+		fail_msg("no reclaim logged at the restart");
+	if (strncmp(strstr(line, "name="),
+	    "name=\"caf\\xc3\\xa9=x\\\"q\\\\y\" ", 27) != 0)
+		fail_msg("the name is not escaped: %.*s",
+		    (int)strcspn(line, "\n"), line);
+	held = strstr(line, "held_ms=");
+	assert_non_null(held);
+	if (atoll(held + 8) < 300)
+		fail_msg("a lease of 300 ms reclaimed after a restart was "
+		    "held %lld ms", atoll(held + 8));
+}
+
 static void
 test_lifecycle_second_lockd_on_a_data_dir_refuses_to_start(
     void **state)
@@ -363,6 +405,8 @@ main(void)
 		HARNESS_TEST(test_lifecycle_sigint_stops_the_same_way),
 		HARNESS_TEST(
 		    test_lifecycle_stop_when_the_last_client_quit_behind_a_waiter),
+		HARNESS_TEST(
+		    test_lifecycle_reclaim_log_escapes_the_name_and_tells_the_hold),
 		HARNESS_TEST(
 		    test_lifecycle_second_lockd_on_a_data_dir_refuses_to_start),
 		HARNESS_TEST(
