@@ -398,6 +398,67 @@ test_durability_store_failure_answers_unavailable_and_grants_nothing(
 	}
 }
 
+/* The reproduction: 300 TRYs of 255-byte names, in one write. */
+#define PIPELINED 300
+#define LONG_NAME 255
+
+static void
+long_name(char *buf, int i)
+{
+	memset(buf, 'x', LONG_NAME);
+	snprintf(buf, 16, "batch/%05d", i);
+	buf[11] = 'x';       /* snprintf's NUL, covered again */
+	buf[LONG_NAME] = '\0';
+}
+
+/*
+ * With the smallest journal (--journal-size 65536), 300 pipelined TRYs of
+ * 255-byte names sent in one write form one group commit larger than the
+ * journal: every one is granted (the batch goes straight into LMDB), and
+ * every grant survives kill -9.
+ */
+static void
+test_durability_a_batch_larger_than_the_journal_is_granted_and_kept(
+    void **state)
+{
+	static struct harness_grant g[PIPELINED];
+	static char buf[PIPELINED * (LONG_NAME + 32)];
+	struct harness_server *s = harness_start("--journal-size", "65536",
+	    NULL);
+	struct harness_conn *c = harness_connect(s);
+	struct harness_status st;
+	char name[LONG_NAME + 1];
+	const char *line;
+	size_t len = 0;
+	int i;
+
+	(void)state;
+	for (i = 0; i < PIPELINED; i++) {
+		long_name(name, i);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+		    "TRY %s lease=60s\n", name);
+	}
+	assert_true(len > 65536);
+	harness_send_bytes(c, buf, len);
+	for (i = 0; i < PIPELINED; i++) {
+		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+		if (line == NULL || !harness_parse_granted(line, &g[i]))
+			fail_msg("TRY %d of %d: got '%s'", i + 1, PIPELINED,
+			    line ? line : "(nothing)");
+		long_name(name, i);
+		assert_string_equal(g[i].name, name);
+	}
+	harness_server_kill(s);
+	harness_server_restart(s);
+	c = harness_connect(s);
+	for (i = 0; i < PIPELINED; i++) {
+		long_name(name, i);
+		harness_status(c, name, &st);
+		assert_true(st.held);
+		assert_int_equal(st.fence, g[i].fence);
+	}
+}
+
 int
 main(void)
 {
@@ -415,6 +476,8 @@ main(void)
 		    test_durability_onclose_release_lease_does_not_outlive_a_crash),
 		HARNESS_TEST(
 		    test_durability_store_failure_answers_unavailable_and_grants_nothing),
+		HARNESS_TEST(
+		    test_durability_a_batch_larger_than_the_journal_is_granted_and_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
