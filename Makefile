@@ -403,6 +403,10 @@ fuzz-smoke: $(FUZZ_PROTO)
 ABUSE_SRC      := $(wildcard tests/abuse/test_*.c)
 ABUSE_TEST_BIN := $(ABUSE_SRC:tests/abuse/test_%.c=$(B)/tests/abuse_%)
 
+# The full-map tests of the integration and abuse programs start
+# lockd-faulty too (LOCKD_FAULT=map_unchecked).
+$(INTEG_BIN) $(ABUSE_TEST_BIN): | $(CRASH_FAULTY)
+
 $(B)/tests/abuse_%: $(B)/tests/abuse/test_%.o $(B)/tests/abuse/abuse.o \
     $(B)/tests/integration/harness.o $(B)/libproto.a
 	@mkdir -p $(dir $@)

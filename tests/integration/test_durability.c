@@ -15,7 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -321,6 +323,48 @@ test_durability_onclose_release_lease_does_not_outlive_a_crash(void **state)
 	assert_true(next.fence > kept.fence);
 }
 
+/*
+ * A test that fills the map runs lockd-faulty (the real lockd, built in
+ * tests/ beside lockd) with LOCKD_FAULT=map_unchecked: lockd itself refuses
+ * to start with a --map-size too small for --max-held.
+ */
+static char unchecked_saved_bin[4096];
+
+static int
+unchecked_map_setup(void **state)
+{
+	const char *bin = getenv("LOCKD_REAL_BIN"), *was = getenv("LOCKD_BIN");
+	char path[4096 + 32], *slash;
+
+	snprintf(unchecked_saved_bin, sizeof(unchecked_saved_bin), "%s",
+	    was != NULL ? was : "");
+	if (bin == NULL || *bin == '\0')
+		bin = was != NULL && *was != '\0' ? was : "build/lockd";
+	snprintf(path, sizeof(path), "%s", bin);
+	slash = strrchr(path, '/');
+	snprintf(slash != NULL ? slash + 1 : path, 32, "tests/lockd-faulty");
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "%s: not built (make %s)\n", path, path);
+		return -1;
+	}
+	setenv("LOCKD_BIN", path, 1);
+	setenv("LOCKD_FAULT", "map_unchecked", 1);
+	return harness_setup(state);
+}
+
+static int
+unchecked_map_teardown(void **state)
+{
+	int rc = harness_teardown(state);
+
+	unsetenv("LOCKD_FAULT");
+	if (unchecked_saved_bin[0] != '\0')
+		setenv("LOCKD_BIN", unchecked_saved_bin, 1);
+	else
+		unsetenv("LOCKD_BIN");
+	return rc;
+}
+
 /* Long names fill the store fast. */
 #define FULL_NAME_PAD 200
 #define FULL_MAX_TRIES 2000
@@ -474,8 +518,9 @@ main(void)
 		    test_durability_restarted_lease_passes_to_a_waiter_at_its_expiry),
 		HARNESS_TEST(
 		    test_durability_onclose_release_lease_does_not_outlive_a_crash),
-		HARNESS_TEST(
-		    test_durability_store_failure_answers_unavailable_and_grants_nothing),
+		cmocka_unit_test_setup_teardown(
+		    test_durability_store_failure_answers_unavailable_and_grants_nothing,
+		    unchecked_map_setup, unchecked_map_teardown),
 		HARNESS_TEST(
 		    test_durability_a_batch_larger_than_the_journal_is_granted_and_kept),
 	};
