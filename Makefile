@@ -349,6 +349,12 @@ $(BENCH_FLUSH): $(B)/bench/flushcost.o
 deps-bench:
 	@tools/deps.sh bench
 
+# make sizing: memory and data.mdb bytes per held lock at 16- and 255-byte
+# names (bench/sizing.py; about 30 s; docs/operations.md, Sizing).
+.PHONY: sizing
+sizing: $(B)/lockd
+	bench/sizing.py --lockd $(B)/lockd
+
 bench-build: $(B)/lockd $(BENCH_LOADGEN) $(BENCH_NOOP) $(BENCH_FLUSH)
 
 # The packages first, then a recursive make, so that pkg-config sees hiredis.

@@ -377,7 +377,8 @@ full_name(char *buf, size_t cap, int i)
 
 /*
  * The store is made to fail by giving LMDB a map too small for many records
- * (--map-size is lockd's own flag, not the spec's): a grant that cannot be
+ * (--map-size is lockd's own flag, not the spec's; lockd-faulty, since lockd
+ * refuses a map too small for --max-held): a grant that cannot be
  * committed must be answered ERR UNAVAILABLE and leave nothing behind.
  */
 static void
