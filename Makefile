@@ -5,6 +5,7 @@
 #   make test       install test dependencies, build, run every test
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
+#   make sizing     memory and data.mdb bytes per held lock (docs/operations.md)
 #   make soak       the long crash, power-loss and fencing runs
 #   make lint       cppcheck and clang-tidy; make valgrind: memcheck of lockd
 #   make clean
