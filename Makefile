@@ -5,6 +5,7 @@
 #   make test       install test dependencies, build, run every test
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
+#   make sizing     memory and data.mdb bytes per held lock (docs/operations.md)
 #   make soak       the long crash, power-loss and fencing runs
 #   make lint       cppcheck and clang-tidy; make valgrind: memcheck of lockd
 #   make clean
@@ -349,6 +350,12 @@ $(BENCH_FLUSH): $(B)/bench/flushcost.o
 deps-bench:
 	@tools/deps.sh bench
 
+# make sizing: memory and data.mdb bytes per held lock at 16- and 255-byte
+# names (bench/sizing.py; about 30 s; docs/operations.md, Sizing).
+.PHONY: sizing
+sizing: $(B)/lockd
+	bench/sizing.py --lockd $(B)/lockd
+
 bench-build: $(B)/lockd $(BENCH_LOADGEN) $(BENCH_NOOP) $(BENCH_FLUSH)
 
 # The packages first, then a recursive make, so that pkg-config sees hiredis.
@@ -402,6 +409,10 @@ fuzz-smoke: $(FUZZ_PROTO)
 # integration tests, and include nothing of daemon/.
 ABUSE_SRC      := $(wildcard tests/abuse/test_*.c)
 ABUSE_TEST_BIN := $(ABUSE_SRC:tests/abuse/test_%.c=$(B)/tests/abuse_%)
+
+# The full-map tests of the integration and abuse programs start
+# lockd-faulty too (LOCKD_FAULT=map_unchecked).
+$(INTEG_BIN) $(ABUSE_TEST_BIN): | $(CRASH_FAULTY)
 
 $(B)/tests/abuse_%: $(B)/tests/abuse/test_%.o $(B)/tests/abuse/abuse.o \
     $(B)/tests/integration/harness.o $(B)/libproto.a

@@ -49,14 +49,14 @@ static const struct option options[] = {
 	  "BYTES      replies queued for a client that does not read, then "
 	  "it is cut off (default 1048576)" },
 	{ "max-held", NUM(K_U32, max_held),
-	  "N          held locks in all (default 4000000)" },
+	  "N          held locks in all (default 1000000)" },
 	{ "max-waiters", NUM(K_U32, max_waiters),
 	  "N          waiting ACQUIREs in all (default 1000000)" },
 	{ "max-waiters-per-connection", NUM(K_U32, max_conn_waiters),
 	  "N          waiting ACQUIREs per connection (default 1024)" },
 	{ "map-size", NUM(K_SIZE, map_size),
-	  "BYTES      LMDB map size, the most the store can hold "
-	  "(default 1073741824)" },
+	  "BYTES      LMDB map size, the most the store can hold; must fit "
+	  "--max-held (default 4294967296)" },
 	{ "journal-size", NUM(K_SIZE, journal_size),
 	  "BYTES      redo journal in front of LMDB, 65536 to 1073741824 "
 	  "(default 67108864)" },

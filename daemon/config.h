@@ -17,10 +17,13 @@
 #define CONFIG_DEFAULT_DATA_DIR "./lockd-data"
 #define CONFIG_DEFAULT_MAX_CONNECTIONS 10000
 #define CONFIG_DEFAULT_MAX_OUTPUT (1u << 20)          /* 1 MiB */
-#define CONFIG_DEFAULT_MAX_HELD 4000000
+#define CONFIG_DEFAULT_MAX_HELD 1000000
 #define CONFIG_DEFAULT_MAX_WAITERS 1000000
 #define CONFIG_DEFAULT_MAX_CONN_WAITERS 1024
-#define CONFIG_DEFAULT_MAP_SIZE ((size_t)1 << 30)     /* 1 GiB */
+/* The map that --max-held locks of 255-byte names need in the worst case
+ * (store_lmdb_map_needed: about 4.1 GB for a million); only the pages
+ * used take room on disk. */
+#define CONFIG_DEFAULT_MAP_SIZE ((size_t)4 << 30)     /* 4 GiB */
 
 struct config {
 	char listen[300];          /* HOST:PORT, [V6]:PORT; "" = none */

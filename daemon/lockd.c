@@ -19,6 +19,7 @@
 #include "daemon/server.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
+#include "proto/proto.h"
 
 /* Handle secrets come from the kernel's random source, read in blocks so
  * a grant costs no system call. */
@@ -117,6 +118,27 @@ read_boot_id(uint8_t id[16])
 	}
 }
 
+/*
+ * --max-held locks, all with the longest names, must fit in --map-size:
+ * else the map fills first and clients get ERR UNAVAILABLE where the limit
+ * promises ERR LIMIT.  store_lmdb_map_needed() is the bound.
+ */
+static bool
+map_too_small(const struct config *cfg, char *err, size_t err_len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t need = store_lmdb_map_needed(cfg->max_held, PROTO_NAME_MAX,
+	    STORE_VALUE_MAX, page > 0 ? (size_t)page : 4096);
+
+	if (cfg->map_size >= need)
+		return false;
+	snprintf(err, err_len, "--max-held %u needs --map-size %llu or more "
+	    "(%zu given), for names of %d bytes: raise --map-size or lower "
+	    "--max-held", cfg->max_held, (unsigned long long)need,
+	    cfg->map_size, PROTO_NAME_MAX);
+	return true;
+}
+
 int
 lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 {
@@ -139,6 +161,11 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 		return 2;
 	case CONFIG_OK:
 		break;
+	}
+	if ((seams == NULL || !seams->map_unchecked) &&
+	    map_too_small(&cfg, err, sizeof(err))) {
+		fprintf(stderr, "lockd: %s\n", err);
+		return 2;
 	}
 	log_threshold = (enum log_level)cfg.log_level;
 	log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",

@@ -16,6 +16,8 @@ struct lockd_seams {
 	struct server_hooks server_hooks;  /* reply-writing point (server.h) */
 	unsigned lmdb_flags;         /* extra mdb_env_open flags: guards only */
 	bool journal_nosync;         /* no fdatasync of the journal: guards */
+	bool map_unchecked;          /* no --max-held/--map-size check, so
+	                              * that a test can fill the map */
 	/* Called once lockd listens, before the loop runs. */
 	void (*started)(struct server *srv, void *ctx);
 	void *ctx;

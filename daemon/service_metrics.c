@@ -83,7 +83,8 @@ service_render_metrics(struct service *svc, struct metrics_text *t)
 	    "Checkpoints that failed (tried again; nothing is lost).",
 	    svc->store_stats.checkpoint_failures);
 	counter(t, "lockd_store_direct_commits_total",
-	    "Batches committed straight into LMDB, the map being near full.",
+	    "Batches committed straight into LMDB: the map near full, or "
+	    "the batch larger than the journal.",
 	    svc->store_stats.direct_commits);
 	gauge(t, "lockd_store_journal_bytes",
 	    "Journal bytes written since the last checkpoint.",

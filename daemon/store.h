@@ -131,6 +131,14 @@ struct store *store_lmdb_open_flags(const char *dir, size_t map_size,
  * has been none (all 0). */
 int store_lmdb_mark(struct store *store, uint64_t *seq, uint64_t *off,
     bool *clean);
+/*
+ * The smallest map that holds `records` records of name_len-byte names and
+ * value_len-byte values whatever the order of the puts and deletes, with
+ * pages of page_size bytes: leaves and branches at LMDB's least fill, the
+ * fixed pages, and the copies a commit makes (see store_lmdb.c).
+ */
+uint64_t store_lmdb_map_needed(uint64_t records, size_t name_len,
+    size_t value_len, size_t page_size);
 /* Bytes of the map past LMDB's last page (free pages inside not counted),
  * and its page size. */
 int store_lmdb_room(struct store *store, uint64_t *room, uint64_t *psize);

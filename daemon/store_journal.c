@@ -35,7 +35,9 @@
  * short of that, a batch goes straight into a checkpoint, one synced LMDB
  * transaction with the journal's changes, and fails with MDB_MAP_FULL if
  * it does not fit.  Near a full map lockd commits as it would on LMDB
- * alone; far from it, the estimate costs nothing.
+ * alone; far from it, the estimate costs nothing.  A batch larger than
+ * the whole journal takes the same way into LMDB, so that every batch
+ * commits, whatever the journal's size.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -409,6 +411,26 @@ salvage_deletes(struct store_journal *s, const struct store_batch *b)
 		(void)s->db->ops->commit(s->db, &s->ck);
 }
 
+/*
+ * A batch straight into LMDB: the journal is emptied into it first, then
+ * the batch goes in one synced transaction of its own, all or nothing, as
+ * the store's contract asks.  For a batch near a full map, and for one
+ * larger than the journal: a batch's size is bounded by nothing a client
+ * controls (many connections, each pipelining), so the journal cannot
+ * bound it either.
+ */
+static int
+commit_direct(struct store_journal *s, const struct store_batch *b)
+{
+	int rc;
+
+	if ((rc = checkpoint(s, NULL)) != 0)
+		return rc;
+	if ((rc = checkpoint(s, b)) != 0)
+		salvage_deletes(s, b);
+	return rc;
+}
+
 static int
 journal_commit(struct store *base, const struct store_batch *b)
 {
@@ -423,20 +445,13 @@ journal_commit(struct store *base, const struct store_batch *b)
 
 	if (s->used >= s->checkpoint_at)
 		(void)checkpoint(s, NULL);   /* a failure is tried again later */
-	if (!ample(s, b)) {
-		/* Near a full map: LMDB alone, the journal emptied first. */
-		if ((rc = checkpoint(s, NULL)) != 0)
-			return rc;
-		if ((rc = checkpoint(s, b)) != 0)
-			salvage_deletes(s, b);
-		return rc;
-	}
+	if (!ample(s, b))
+		return commit_direct(s, b);    /* near a full map */
 	if ((at = place(s, len, &used)) < 0) {
 		if ((rc = checkpoint(s, NULL)) != 0)
 			return rc;
 		if ((at = place(s, len, &used)) < 0)
-			return fail(s, -1, "journal full", "the batch is "
-			    "larger than the journal (--journal-size)");
+			return commit_direct(s, b);    /* larger than it */
 	}
 	if (tail_reserve(s, b) != 0)
 		return fail(s, -1, "journal", "out of memory");

@@ -242,6 +242,62 @@ store_lmdb_room(struct store *base, uint64_t *room, uint64_t *psize)
 	return 0;
 }
 
+/*
+ * LMDB's page layout (mdb.c), for store_lmdb_map_needed: a page has a
+ * 16-byte header; a leaf node is an 8-byte header, the key and the data,
+ * rounded up to even, and a 2-byte slot in the page's index; a branch node
+ * the same without the data.  A page that a delete leaves less than 25%
+ * full (FILL_THRESHOLD) is merged with a neighbour or given one of its
+ * nodes, so a page other than a root keeps at least a quarter of its room
+ * in nodes - and no more, in the worst order of puts and deletes.
+ */
+#define LMDB_PAGE_HEADER 16
+#define LMDB_NODE_HEADER 8
+#define LMDB_INDEX_SLOT 2
+#define LMDB_FIXED_PAGES 16   /* 2 meta; 3 copies of 3 databases' roots */
+
+/* The fewest nodes of node_size bytes a non-root page keeps. */
+static uint64_t
+fewest_nodes(size_t page_size, size_t node_size, uint64_t at_least)
+{
+	uint64_t quarter = (page_size - LMDB_PAGE_HEADER + 3) / 4;
+	uint64_t n = (quarter + node_size - 1) / node_size;
+
+	return n < at_least ? at_least : n;
+}
+
+/*
+ * Leaves: when there are two or more, none is a root and each keeps its
+ * fewest nodes, so there are at most records / (fewest a leaf), or one.
+ * Branches likewise, a level at a time, each node naming a page below.
+ * A commit copies every page it touches and frees the old one, which LMDB
+ * reuses only once no snapshot can see it: the pages the last commit
+ * freed are not yet free for the next, so the map holds up to three trees
+ * at once (live, freed by the last commit, copied by this one), and the
+ * free list that names the freed pages, 8 bytes each.
+ */
+uint64_t
+store_lmdb_map_needed(uint64_t records, size_t name_len, size_t value_len,
+    size_t page_size)
+{
+	size_t leaf = (LMDB_NODE_HEADER + name_len + value_len + 1) / 2 * 2 +
+	    LMDB_INDEX_SLOT;
+	size_t branch = (LMDB_NODE_HEADER + name_len + 1) / 2 * 2 +
+	    LMDB_INDEX_SLOT;
+	uint64_t per_leaf = fewest_nodes(page_size, leaf, 1);
+	uint64_t per_branch = fewest_nodes(page_size, branch, 2);
+	uint64_t level = records > per_leaf ? records / per_leaf : 1;
+	uint64_t tree = level, pages;
+
+	while (level > 1) {
+		level = level > per_branch ? level / per_branch : 1;
+		tree += level;
+	}
+	pages = 3 * tree;
+	pages += (pages * 8 + page_size - 1) / page_size + LMDB_FIXED_PAGES;
+	return pages * page_size;
+}
+
 static int
 lmdb_count(struct store *base, size_t *count)
 {

@@ -15,6 +15,8 @@
  *   nosync            LMDB opened with MDB_NOSYNC (power-loss guard)
  *   journal_nosync    the store's journal (lockd.wal) never fdatasync'd
  *                     (power-loss guard)
+ *   map_unchecked     lockd starts whatever --max-held and --map-size,
+ *                     so that a test can fill the map
  *   early_reply       replies leave before their commit (power-loss guard):
  *                     the store commit returns at once and the batch is
  *                     written some milliseconds later, after its replies
@@ -44,6 +46,7 @@ struct faults {
 	long fail_from, fail_count;
 	int nosync;
 	int journal_nosync;
+	int map_unchecked;
 	int early_reply;
 	long commits, committed, partial_passes;
 };
@@ -236,6 +239,8 @@ parse_faults(const char *spec)
 			faults.nosync = 1;
 		else if (strcmp(item, "journal_nosync") == 0)
 			faults.journal_nosync = 1;
+		else if (strcmp(item, "map_unchecked") == 0)
+			faults.map_unchecked = 1;
 		else if (strcmp(item, "early_reply") == 0)
 			faults.early_reply = 1;
 		else
@@ -265,6 +270,7 @@ main(int argc, char **argv)
 		seams.server_hooks.before_write = before_write;
 	seams.lmdb_flags = faults.nosync ? MDB_NOSYNC : 0;
 	seams.journal_nosync = faults.journal_nosync != 0;
+	seams.map_unchecked = faults.map_unchecked != 0;
 	seams.started = started;
 	return lockd_run(argc, argv, &seams);
 }

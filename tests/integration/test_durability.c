@@ -15,7 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -321,6 +323,48 @@ test_durability_onclose_release_lease_does_not_outlive_a_crash(void **state)
 	assert_true(next.fence > kept.fence);
 }
 
+/*
+ * A test that fills the map runs lockd-faulty (the real lockd, built in
+ * tests/ beside lockd) with LOCKD_FAULT=map_unchecked: lockd itself refuses
+ * to start with a --map-size too small for --max-held.
+ */
+static char unchecked_saved_bin[4096];
+
+static int
+unchecked_map_setup(void **state)
+{
+	const char *bin = getenv("LOCKD_REAL_BIN"), *was = getenv("LOCKD_BIN");
+	char path[4096 + 32], *slash;
+
+	snprintf(unchecked_saved_bin, sizeof(unchecked_saved_bin), "%s",
+	    was != NULL ? was : "");
+	if (bin == NULL || *bin == '\0')
+		bin = was != NULL && *was != '\0' ? was : "build/lockd";
+	snprintf(path, sizeof(path), "%s", bin);
+	slash = strrchr(path, '/');
+	snprintf(slash != NULL ? slash + 1 : path, 32, "tests/lockd-faulty");
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "%s: not built (make %s)\n", path, path);
+		return -1;
+	}
+	setenv("LOCKD_BIN", path, 1);
+	setenv("LOCKD_FAULT", "map_unchecked", 1);
+	return harness_setup(state);
+}
+
+static int
+unchecked_map_teardown(void **state)
+{
+	int rc = harness_teardown(state);
+
+	unsetenv("LOCKD_FAULT");
+	if (unchecked_saved_bin[0] != '\0')
+		setenv("LOCKD_BIN", unchecked_saved_bin, 1);
+	else
+		unsetenv("LOCKD_BIN");
+	return rc;
+}
+
 /* Long names fill the store fast. */
 #define FULL_NAME_PAD 200
 #define FULL_MAX_TRIES 2000
@@ -333,7 +377,8 @@ full_name(char *buf, size_t cap, int i)
 
 /*
  * The store is made to fail by giving LMDB a map too small for many records
- * (--map-size is lockd's own flag, not the spec's): a grant that cannot be
+ * (--map-size is lockd's own flag, not the spec's; lockd-faulty, since lockd
+ * refuses a map too small for --max-held): a grant that cannot be
  * committed must be answered ERR UNAVAILABLE and leave nothing behind.
  */
 static void
@@ -398,6 +443,67 @@ test_durability_store_failure_answers_unavailable_and_grants_nothing(
 	}
 }
 
+/* The reproduction: 300 TRYs of 255-byte names, in one write. */
+#define PIPELINED 300
+#define LONG_NAME 255
+
+static void
+long_name(char *buf, int i)
+{
+	memset(buf, 'x', LONG_NAME);
+	snprintf(buf, 16, "batch/%05d", i);
+	buf[11] = 'x';       /* snprintf's NUL, covered again */
+	buf[LONG_NAME] = '\0';
+}
+
+/*
+ * With the smallest journal (--journal-size 65536), 300 pipelined TRYs of
+ * 255-byte names sent in one write form one group commit larger than the
+ * journal: every one is granted (the batch goes straight into LMDB), and
+ * every grant survives kill -9.
+ */
+static void
+test_durability_a_batch_larger_than_the_journal_is_granted_and_kept(
+    void **state)
+{
+	static struct harness_grant g[PIPELINED];
+	static char buf[PIPELINED * (LONG_NAME + 32)];
+	struct harness_server *s = harness_start("--journal-size", "65536",
+	    NULL);
+	struct harness_conn *c = harness_connect(s);
+	struct harness_status st;
+	char name[LONG_NAME + 1];
+	const char *line;
+	size_t len = 0;
+	int i;
+
+	(void)state;
+	for (i = 0; i < PIPELINED; i++) {
+		long_name(name, i);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+		    "TRY %s lease=60s\n", name);
+	}
+	assert_true(len > 65536);
+	harness_send_bytes(c, buf, len);
+	for (i = 0; i < PIPELINED; i++) {
+		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+		if (line == NULL || !harness_parse_granted(line, &g[i]))
+			fail_msg("TRY %d of %d: got '%s'", i + 1, PIPELINED,
+			    line ? line : "(nothing)");
+		long_name(name, i);
+		assert_string_equal(g[i].name, name);
+	}
+	harness_server_kill(s);
+	harness_server_restart(s);
+	c = harness_connect(s);
+	for (i = 0; i < PIPELINED; i++) {
+		long_name(name, i);
+		harness_status(c, name, &st);
+		assert_true(st.held);
+		assert_int_equal(st.fence, g[i].fence);
+	}
+}
+
 int
 main(void)
 {
@@ -413,8 +519,11 @@ main(void)
 		    test_durability_restarted_lease_passes_to_a_waiter_at_its_expiry),
 		HARNESS_TEST(
 		    test_durability_onclose_release_lease_does_not_outlive_a_crash),
+		cmocka_unit_test_setup_teardown(
+		    test_durability_store_failure_answers_unavailable_and_grants_nothing,
+		    unchecked_map_setup, unchecked_map_teardown),
 		HARNESS_TEST(
-		    test_durability_store_failure_answers_unavailable_and_grants_nothing),
+		    test_durability_a_batch_larger_than_the_journal_is_granted_and_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -198,6 +199,154 @@ test_limits_client_that_never_reads_is_cut_off_at_the_output_cap(
 	assert_int_equal(harness_stat(other, "connections"), 1);
 }
 
+/* ---- --max-held against --map-size ------------------------------------ */
+
+#define PROMPT_EXIT_MS (2000 * harness_slow())
+#define SMALL_HELD 100
+#define SMALL_HELD_ARG "100"
+#define CHURN_ROUNDS 6
+
+/*
+ * Runs lockd with --max-held max_held --map-size map_size, which must be
+ * refused at once with one line naming both flags; returns the map size
+ * the line says is needed.
+ */
+static unsigned long long
+refused_map(const char *max_held, const char *map_size)
+{
+	struct harness_run_result r;
+	unsigned long long need = 0;
+	const char *at;
+	char want[64];
+
+	harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+	    "--max-held", max_held, "--map-size", map_size, NULL);
+	if (r.timed_out)
+		fail_msg("lockd started with --max-held %s --map-size %s",
+		    max_held, map_size);
+	assert_int_equal(r.exit_code, 2);
+	snprintf(want, sizeof(want), "lockd: --max-held %s needs --map-size ",
+	    max_held);
+	if (strncmp(r.err, want, strlen(want)) != 0 ||
+	    strchr(r.err, '\n') != r.err + strlen(r.err) - 1)
+		fail_msg("not one line naming both flags: '%s'", r.err);
+	at = r.err + strlen(want);
+	if (sscanf(at, "%llu", &need) != 1 || need <= strtoull(map_size,
+	    NULL, 10))
+		fail_msg("no size above %s in '%s'", map_size, r.err);
+	return need;
+}
+
+static void
+test_limits_max_held_that_cannot_fit_the_map_size_is_refused_at_start(
+    void **state)
+{
+	struct harness_server *s;
+	char need[32];
+
+	(void)state;
+	refused_map(SMALL_HELD_ARG, "65536");
+	/* The old defaults: 4000000 in 1 GiB. */
+	refused_map("4000000", "1073741824");
+	/* The size named is enough (and the new defaults are, too: every
+	 * other test starts with them). */
+	snprintf(need, sizeof(need), "%llu",
+	    refused_map(SMALL_HELD_ARG, "65536"));
+	s = harness_start("--max-held", SMALL_HELD_ARG, "--map-size", need,
+	    NULL);
+	harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
+}
+
+static void
+long_held_name(char *buf, int i)
+{
+	memset(buf, 'n', PROTO_NAME_MAX);
+	buf[PROTO_NAME_MAX] = '\0';
+	buf[snprintf(buf, 16, "held/%06d", i)] = 'n';
+}
+
+/* The held locks: name number and handle. */
+struct held_long {
+	int id;
+	char handle[64];
+};
+
+/* Pipelines TRYs of the names of held[0..count) in one write; each must be
+ * granted, its handle kept. */
+static void
+take_long(struct harness_conn *c, struct held_long **held, int count)
+{
+	static char buf[SMALL_HELD * (PROTO_NAME_MAX + 32)];
+	char name[PROTO_NAME_MAX + 1];
+	struct harness_grant g;
+	const char *line;
+	size_t len = 0;
+	int i;
+
+	for (i = 0; i < count; i++) {
+		long_held_name(name, held[i]->id);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len,
+		    "TRY %s lease=60s\n", name);
+	}
+	harness_send_bytes(c, buf, len);
+	for (i = 0; i < count; i++) {
+		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+		if (line == NULL || !harness_parse_granted(line, &g))
+			fail_msg("TRY %d: got '%s'", held[i]->id,
+			    line ? line : "(nothing)");
+		snprintf(held[i]->handle, sizeof(held[i]->handle), "%s",
+		    g.handle);
+	}
+}
+
+/*
+ * --max-held locks of the longest names, in the smallest map the check
+ * accepts, taken and churned (every other one released, as many new names
+ * taken in one write): every TRY is granted, and the one past the limit
+ * gets ERR LIMIT, never ERR UNAVAILABLE.
+ */
+static void
+test_limits_max_held_long_names_in_the_smallest_map_end_in_err_limit(
+    void **state)
+{
+	static struct held_long held[SMALL_HELD];
+	struct held_long *batch[SMALL_HELD];
+	struct harness_server *s;
+	struct harness_conn *c;
+	char need[32], name[PROTO_NAME_MAX + 1];
+	int round, i, n, next = 0;
+
+	(void)state;
+	snprintf(need, sizeof(need), "%llu",
+	    refused_map(SMALL_HELD_ARG, "65536"));
+	s = harness_start("--max-held", SMALL_HELD_ARG, "--map-size", need,
+	    "--journal-size", "65536", NULL);
+	c = harness_connect(s);
+	for (i = 0; i < SMALL_HELD; i++) {
+		held[i].id = next++;
+		batch[i] = &held[i];
+	}
+	take_long(c, batch, SMALL_HELD);
+	for (round = 0; round < CHURN_ROUNDS; round++) {
+		long_held_name(name, next);
+		harness_send(c, "TRY %s\n", name);
+		harness_expect_error(c, "LIMIT");
+		/* Every other one out: leaves half empty, not merged. */
+		for (n = 0, i = round % 2; i < SMALL_HELD; i += 2) {
+			long_held_name(name, held[i].id);
+			harness_send(c, "RELEASE %s %s\n", name,
+			    held[i].handle);
+			harness_expect_prefix(c, "RELEASED ");
+			held[i].id = next++;
+			batch[n++] = &held[i];
+		}
+		take_long(c, batch, n);
+	}
+	long_held_name(name, next);
+	harness_send(c, "TRY %s\n", name);
+	harness_expect_error(c, "LIMIT");
+}
+
 int
 main(void)
 {
@@ -208,6 +357,10 @@ main(void)
 		    test_limits_third_waiter_on_one_connection_gets_err_limit),
 		HARNESS_TEST(
 		    test_limits_held_locks_beyond_the_maximum_get_err_limit),
+		HARNESS_TEST(
+		    test_limits_max_held_that_cannot_fit_the_map_size_is_refused_at_start),
+		HARNESS_TEST(
+		    test_limits_max_held_long_names_in_the_smallest_map_end_in_err_limit),
 		HARNESS_TEST(
 		    test_limits_waiters_beyond_the_maximum_get_err_limit),
 		HARNESS_TEST(

@@ -632,6 +632,81 @@ test_journal_a_full_map_refuses_puts_takes_deletes_loses_nothing(
 	store_batch_free(&b);
 }
 
+/* Batches of BIG_OPS operations, 2/3 of them puts of 64-byte values:
+ * about 110 KiB each, more than the whole 64 KiB journal. */
+#define BIG_OPS 2000
+/* A map so large that the journal would take such a batch, were it not
+ * larger than the journal: ample() asks for two pages a name. */
+#define MAP_AMPLE (64u << 20)
+
+struct big_args {
+	unsigned seed;
+	uint64_t direct;    /* out: the store's direct commits */
+};
+
+/* Small batches around batches larger than the journal, then a crash. */
+static int
+big_batches(void *ctx, void *out)
+{
+	struct big_args *a = ctx;
+	struct model *m = out;
+	struct store_stats st;
+	char err[512];
+	struct store *s = try_open(STORE_JOURNAL_MIN_SIZE, MAP_AMPLE, err,
+	    sizeof(err));
+	int i;
+
+	if (s == NULL)
+		return 2;
+	for (i = 0; i < 30; i++)
+		if (random_batch(s, m, &a->seed,
+		    i % 10 == 5 ? BIG_OPS : 1 + i % 7) != 0)
+			return 3;
+	s->ops->stats(s, &st);
+	a->direct = st.direct_commits;
+	return a->direct == 3 ? 0 : 4;
+}
+
+/*
+ * A batch larger than the journal commits, whole, straight into LMDB (with
+ * what the journal held before it), and the small ones around it go on
+ * through the journal: nothing acknowledged is lost across a crash.
+ */
+static void
+test_journal_a_batch_larger_than_the_journal_commits(void **state)
+{
+	struct big_args a = { 42, 0 };
+	struct store_batch b;
+	struct store_stats st;
+	struct model m;
+	struct store *s;
+	unsigned seed = 9;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	in_child(big_batches, &a, &m, sizeof(m));
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_AMPLE);
+	check(s, &m);
+	/* And in this process: a big batch, then its stats. */
+	assert_int_equal(random_batch(s, &m, &seed, BIG_OPS), 0);
+	assert_int_equal(random_batch(s, &m, &seed, 3), 0);
+	check(s, &m);
+	s->ops->stats(s, &st);
+	assert_int_equal(st.direct_commits, 1);
+	assert_true(st.journal_bytes > 0);    /* the small one: journaled */
+	/* The batch really was larger than the journal. */
+	store_batch_init(&b);
+	while (b.len <= STORE_JOURNAL_MIN_SIZE)
+		store_batch_add(&b, STORE_PUT, "lock/000", 8, m.val[0],
+		    STORE_VALUE_MAX);
+	assert_true(b.count < BIG_OPS);
+	store_batch_free(&b);
+	s->ops->close(s);
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_AMPLE);
+	check(s, &m);
+	s->ops->close(s);
+}
+
 int
 main(void)
 {
@@ -655,6 +730,9 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_journal_a_full_map_refuses_puts_takes_deletes_loses_nothing,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_a_batch_larger_than_the_journal_commits,
 		    setup, teardown),
 	};
 
