@@ -582,11 +582,11 @@ static bool
 group_alive(pid_t pg)
 {
 #ifdef __linux__
-	char path[64], stat[512], *paren, state;
+	char path[64], stat[512], *paren, *end, state;
 	struct dirent *e;
 	DIR *d;
 	FILE *f;
-	long ppid, pgrp;
+	long pgrp;
 	bool alive = false;
 	size_t n;
 #endif
@@ -605,9 +605,15 @@ group_alive(pid_t pg)
 		n = fread(stat, 1, sizeof(stat) - 1, f);
 		fclose(f);
 		stat[n] = '\0';
-		paren = strrchr(stat, ')');
-		if (paren != NULL && sscanf(paren + 1, " %c %ld %ld", &state,
-		    &ppid, &pgrp) == 3 && pgrp == (long)pg && state != 'Z' &&
+		/* "pid (comm) state ppid pgrp ...": comm may hold anything. */
+		if ((paren = strrchr(stat, ')')) == NULL || paren[1] != ' ' ||
+		    paren[2] == '\0')
+			continue;
+		state = paren[2];
+		errno = 0;
+		(void)strtol(paren + 3, &end, 10);
+		pgrp = strtol(end, &end, 10);
+		if (errno == 0 && pgrp == (long)pg && state != 'Z' &&
 		    state != 'X')
 			alive = true;
 	}
