@@ -521,6 +521,9 @@ install_handlers(void)
 	for (i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
 		if (sigaction(forwarded_signals[i], &sa, NULL) != 0)
 			return -1;
+	/* A watchdog that was killed must not take lockctl with it. */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		return -1;
 	return 0;
 }
 
@@ -984,6 +987,7 @@ exec_command(const struct run *r, char **command, const sigset_t *mask,
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
 	signal(SIGCHLD, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);   /* an ignored signal stays so over exec */
 	for (i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
 		signal(forwarded_signals[i], SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);

@@ -1012,6 +1012,33 @@ test_lockctl_run_stops_what_the_job_left_behind_before_releasing(
 	}
 }
 
+static void
+test_lockctl_run_outlives_its_watchdog(void **state)
+{
+	char script[256], path[64], children[256], *word, *save = NULL;
+	pid_t pid, child, watchdog = 0;
+
+	(void)state;
+	snprintf(script, sizeof(script), "echo $$ > %s; sleep 0.5",
+	    path_of("watched.pid"));
+	pid = spawn_lockctl(NULL, NULL, "run", "ctl/watchdog", "--",
+	    "/bin/sh", "-c", script, NULL);
+	child = read_pid(path_of("watched.pid"));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+	    (int)pid);
+	if (!harness_read_file(path, children, sizeof(children)))
+		skip();
+	for (word = strtok_r(children, " \n", &save); word != NULL;
+	    word = strtok_r(NULL, " \n", &save))
+		if (atol(word) != child)
+			watchdog = (pid_t)atol(word);
+	assert_true(watchdog > 0);
+	/* Someone kills the watchdog: lockctl runs the job to its end. */
+	kill(watchdog, SIGKILL);
+	assert_int_equal(harness_wait(pid, RUN_TIMEOUT_MS), 0);
+	assert_false(held("ctl/watchdog", NULL));
+}
+
 int
 main(void)
 {
@@ -1048,6 +1075,7 @@ main(void)
 		    test_lockctl_run_killed_takes_the_whole_job_with_it),
 		cmocka_unit_test(
 		    test_lockctl_run_stops_what_the_job_left_behind_before_releasing),
+		cmocka_unit_test(test_lockctl_run_outlives_its_watchdog),
 	};
 
 	harness_begin();
