@@ -1,7 +1,7 @@
 /*
  * lockctl.c - lockd from the shell: one command per lockd request, and
  * `lockctl run`, which holds a lock while a command runs, in the manner of
- * flock(1).
+ * flock(1), whose options and exit codes it takes where they mean the same.
  *
  * Results go to stdout as key=value words a script can eval, errors to
  * stderr, and the exit code says what happened (the table below, also in
@@ -9,11 +9,16 @@
  *
  * `run` is a single-threaded supervisor: one poll() loop waits on a
  * self-pipe fed by the signal handlers and, while a renewal is out, on the
- * lockd socket; the deadlines of renewing, and of killing the command when
- * the lease may be lost, are computed from the last renewal the server
- * confirmed, so both signals land before the lease could have been granted
- * to anyone else.
+ * lockd socket.  Its lease is not bound to a connection (onclose=keep), so
+ * that a restart of lockd, which closes every connection, leaves it held:
+ * a broken connection is replaced and the renewal retried on the new one.
+ * The deadlines of killing the command when the lease could be lost are
+ * computed from the last renewal the server confirmed, so both signals land
+ * before the lease could have been granted to anyone else.  A watchdog
+ * process, forked before the command starts, kills the command's process
+ * group if lockctl itself dies, and only then releases the lease.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -34,7 +39,7 @@
 #include "client/lockd.h"
 
 /* Exit codes; the command's own status otherwise. */
-#define EXIT_BUSY 1             /* TRY or run -n: the lock is held */
+#define EXIT_BUSY 1             /* TRY, or run -n / -w (flock's code) */
 #define EXIT_USAGE 64           /* bad command line (EX_USAGE) */
 #define EXIT_UNREACHABLE 69     /* lockd cannot be reached (EX_UNAVAILABLE) */
 #define EXIT_FAILED 70          /* lockd refused the request otherwise */
@@ -45,13 +50,22 @@
 
 /*
  * run's schedule, as shares of the lease L granted: renew every L/3; after
- * a failure retry every L/15; SIGTERM a grace of L/6 before SIGKILL, and
- * SIGKILL a margin of L/10 before the lease could end.
+ * a failure retry every L/15 (at least RETRY_MIN_MS), on a new connection
+ * when the old one broke or a reply is L/6 late; SIGTERM a grace of L/6
+ * before SIGKILL, and SIGKILL a margin of L/10 before the lease could end.
  */
 #define RENEW_DIVISOR 3
 #define RETRY_DIVISOR 15
+#define RETRY_MIN_MS 10
+#define STALL_DIVISOR 6
 #define GRACE_DIVISOR 6
 #define MARGIN_DIVISOR 10
+/* What the command leaves behind in its group gets this long after TERM. */
+#define LEFTOVER_GRACE_MS 1000
+/* How often the group is looked at while something of it is left. */
+#define GROUP_POLL_MS 10
+/* run -w: flock's bare numbers are seconds, with up to this many digits. */
+#define WAIT_SECONDS_DIGITS 9
 
 static const char usage_text[] =
 "usage: lockctl [-H HOST] [-p PORT | -U SOCKET] [-t TIMEOUT] COMMAND ...\n"
@@ -60,14 +74,30 @@ static const char usage_text[] =
 "  try [-l LEASE] NAME                 take NAME if free, never wait\n"
 "  renew [-l LEASE] NAME HANDLE        extend a lease\n"
 "  release NAME HANDLE                 give a lease back\n"
-"  status NAME                         show who holds NAME (diagnostics)\n"
+"  status NAME                         whether NAME is held, its fence, the\n"
+"                                      lease left and the waiters\n"
+"                                      (diagnostics; never the holder)\n"
 "  ping                                check that lockd answers\n"
-"  run [-n | -w WAIT] [-l LEASE] [-E CODE] NAME -- COMMAND [ARG...]\n"
+"  run [RUN OPTIONS] NAME [--] COMMAND [ARG...]\n"
+"  run [RUN OPTIONS] NAME -c 'COMMAND LINE'\n"
 "                                      hold NAME while COMMAND runs\n"
 "\n"
-"Durations: 1500 (ms), 1500ms, 30s, 5m, 1h.  TIMEOUT bounds connecting and\n"
-"each reply (default 10s).  Exit codes: 0 done, 1 busy, 64 usage,\n"
-"69 lockd unreachable, 70 refused, 75 wait timed out, 79 lease lost;\n"
+"Run options, as flock(1)'s (they may also come before `run`):\n"
+"  -n, --nonblock, --nb         fail at once if NAME is held\n"
+"  -w, --wait, --timeout SECS   wait at most SECS seconds (0.5, or 1500ms, 5m)\n"
+"  -E, --conflict-exit-code N   exit N when busy or the wait ran out (default 1)\n"
+"  -c, --command CMD            after NAME: run CMD with $SHELL -c\n"
+"      --verbose                say why the lock could not be had\n"
+"  -x, -o                       accepted and ignored (always exclusive; lockctl\n"
+"                               leaves no descriptor to the command)\n"
+"and lockctl's own:\n"
+"  -l, --lease LEASE            the lease, renewed while COMMAND runs\n"
+"  -X, --distinct-exit-codes    a -w that ran out exits 75, not the -E code\n"
+"\n"
+"Durations: 1500 (ms), 1500ms, 30s, 5m, 1h (but run -w 10 is 10 s, as with\n"
+"flock).  TIMEOUT bounds connecting and each reply (default 10s).\n"
+"Exit codes: 0 done, 1 busy (or run's -E code), 64 usage, 69 lockd\n"
+"unreachable, 70 refused, 75 wait timed out (acquire; run -X), 79 lease lost;\n"
 "run exits with COMMAND's status (128+N when killed by signal N).\n";
 
 /* A usage error: one line saying why, one saying where to look. */
@@ -289,6 +319,172 @@ cmd_ping(lockd_context *c, const struct words *w)
 }
 
 /*
+ * The command line.  One option table serves the words before the command
+ * and those after `run`, so that flock users may put run's options where
+ * they like; run's options given to another command are a usage error.
+ */
+
+#define OPT_VERBOSE 256
+
+static const char short_options[] = "+H:p:U:t:hnw:E:l:xosuFX";
+
+static const struct option long_options[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "unix", required_argument, NULL, 'U' },
+	{ "nonblock", no_argument, NULL, 'n' },
+	{ "nb", no_argument, NULL, 'n' },
+	{ "wait", required_argument, NULL, 'w' },
+	{ "timeout", required_argument, NULL, 'w' },  /* flock's, not -t */
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "lease", required_argument, NULL, 'l' },
+	{ "exclusive", no_argument, NULL, 'x' },
+	{ "close", no_argument, NULL, 'o' },
+	{ "shared", no_argument, NULL, 's' },
+	{ "unlock", no_argument, NULL, 'u' },
+	{ "no-fork", no_argument, NULL, 'F' },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "distinct-exit-codes", no_argument, NULL, 'X' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct cli {
+	lockd_options options;
+	int64_t timeout_ms;       /* -t */
+	bool help;
+	/* run's */
+	bool no_wait;
+	bool has_wait;
+	int64_t wait_ms;
+	int64_t lease_ms;
+	long conflict_code;
+	bool distinct_codes;
+	bool verbose;
+	int run_option;           /* the first run option seen, or 0 */
+};
+
+/*
+ * run -w as flock(1) reads it: a bare number is seconds, with a decimal
+ * fraction ("10", "0.5", ".007"); anything else is a lockd duration
+ * ("1500ms", "30s").  A fraction finer than a millisecond rounds up.
+ */
+static bool
+parse_wait(const char *s, int64_t *ms)
+{
+	int64_t whole = 0, frac = 0;
+	int digits = 0, places = 0;
+	const char *p = s;
+	bool round_up = false;
+
+	for (; *p >= '0' && *p <= '9'; p++, digits++)
+		if (digits < WAIT_SECONDS_DIGITS)
+			whole = whole * 10 + (*p - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++, places++) {
+			if (places < 3)
+				frac = frac * 10 + (*p - '0');
+			else if (*p != '0')
+				round_up = true;
+		}
+	if (*p == '\0' && (digits > 0 || places > 0)) {
+		if (digits > WAIT_SECONDS_DIGITS)
+			return false;
+		for (; places < 3; places++)
+			frac *= 10;
+		*ms = whole * 1000 + frac + (round_up ? 1 : 0);
+		return true;
+	}
+	return lockd_parse_duration(s, ms) == LOCKD_OK;
+}
+
+/* Reads options from argv[optind]; false (after saying why) on an error. */
+static bool
+parse_options(int argc, char **argv, struct cli *cli)
+{
+	long port;
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, short_options, long_options,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'H':
+			cli->options.host = optarg;
+			continue;
+		case 'p':
+			if (!parse_int(optarg, 1, 65535, &port)) {
+				usage("-p takes a port 1-65535");
+				return false;
+			}
+			cli->options.port = (int)port;
+			continue;
+		case 'U':
+			cli->options.unix_path = optarg;
+			continue;
+		case 't':
+			if (!parse_duration(optarg, &cli->timeout_ms,
+			    "timeout"))
+				return false;
+			continue;
+		case 'h':
+			cli->help = true;
+			continue;
+		case 's':
+			usage("-s: lockd has no shared locks");
+			return false;
+		case 'u':
+			usage("-u: give a lease back with lockctl release");
+			return false;
+		case 'F':
+			usage("-F: lockctl must stay to renew the lease");
+			return false;
+		case '?':
+		case ':':
+			usage(NULL);
+			return false;
+		default:
+			break;
+		}
+		/* The rest are run's. */
+		if (cli->run_option == 0)
+			cli->run_option = ch;
+		switch (ch) {
+		case 'n':
+			cli->no_wait = true;
+			break;
+		case 'w':
+			if (!parse_wait(optarg, &cli->wait_ms)) {
+				fprintf(stderr, "lockctl: bad wait '%s'\n",
+				    optarg);
+				return false;
+			}
+			cli->has_wait = true;
+			break;
+		case 'E':
+			if (!parse_int(optarg, 0, 255, &cli->conflict_code)) {
+				usage("-E takes an exit code 0-255");
+				return false;
+			}
+			break;
+		case 'l':
+			if (!parse_duration(optarg, &cli->lease_ms, "lease"))
+				return false;
+			break;
+		case 'X':
+			cli->distinct_codes = true;
+			break;
+		case OPT_VERBOSE:
+			cli->verbose = true;
+			break;
+		default:
+			/* -x and -o: what they ask for is always so. */
+			break;
+		}
+	}
+	return true;
+}
+
+/*
  * run.  The signal handlers only write the signal's number to a pipe; the
  * loop reads it back and acts, so nothing but write() runs in a handler.
  */
@@ -325,21 +521,32 @@ install_handlers(void)
 	for (i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
 		if (sigaction(forwarded_signals[i], &sa, NULL) != 0)
 			return -1;
+	/* A watchdog that was killed must not take lockctl with it. */
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+		return -1;
 	return 0;
 }
 
 struct run {
 	const char *name;
-	lockd_context *ctx;
+	lockd_options options;    /* for every connection made */
+	lockd_context *ctx;       /* NULL while none is up */
 	lockd_lease lease;
-	pid_t child;              /* also its process group */
+	pid_t child;              /* the command; its pid is its group's */
+	pid_t watchdog;           /* 0 once reaped */
+	int watchdog_fd;          /* our end of its pipe; -1 once closed */
 	int status;
-	bool exited;
+	bool exited;              /* the command itself ended */
+	bool group_gone;          /* and nothing is left in its group */
+	int64_t leftover_kill_at; /* 0 until what is left got SIGTERM */
+	bool leftover_killed;
 	bool renewing;            /* a RENEW is out */
+	int64_t renew_sent;
 	int64_t next_renew;
 	bool lost;
 	int64_t kill_at;
 	bool killed;
+	char why[LOCKD_ERRSTR_SIZE];  /* why the last renewal failed */
 };
 
 static int64_t
@@ -361,10 +568,69 @@ term_deadline(const struct run *r)
 	return r->lease.deadline_ms - grace_of(r) - margin_of(r);
 }
 
+static int64_t
+retry_interval(const struct run *r)
+{
+	int64_t retry = r->lease.lease_ms / RETRY_DIVISOR;
+
+	return retry > RETRY_MIN_MS ? retry : RETRY_MIN_MS;
+}
+
+/*
+ * True while a process of group pg is alive.  Members that nobody has
+ * reaped yet are zombies, dead for our purpose: lockctl's orphans go to
+ * whatever reaps them (init, a subreaper), and that may be slow or never.
+ */
+static bool
+group_alive(pid_t pg)
+{
+#ifdef __linux__
+	char path[64], stat[512], *paren, *end, state;
+	struct dirent *e;
+	DIR *d;
+	FILE *f;
+	long pgrp;
+	bool alive = false;
+	size_t n;
+#endif
+
+	if (kill(-pg, 0) != 0 && errno == ESRCH)
+		return false;
+#ifdef __linux__
+	if ((d = opendir("/proc")) == NULL)
+		return true;
+	while (!alive && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.20s/stat", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		n = fread(stat, 1, sizeof(stat) - 1, f);
+		fclose(f);
+		stat[n] = '\0';
+		/* "pid (comm) state ppid pgrp ...": comm may hold anything. */
+		if ((paren = strrchr(stat, ')')) == NULL || paren[1] != ' ' ||
+		    paren[2] == '\0')
+			continue;
+		state = paren[2];
+		errno = 0;
+		(void)strtol(paren + 3, &end, 10);
+		pgrp = strtol(end, &end, 10);
+		if (errno == 0 && pgrp == (long)pg && state != 'Z' &&
+		    state != 'X')
+			alive = true;
+	}
+	closedir(d);
+	return alive;
+#else
+	return true;
+#endif
+}
+
 static void
 signal_group(struct run *r, int sig)
 {
-	if (kill(-r->child, sig) != 0 && errno == ESRCH)
+	if (kill(-r->child, sig) != 0 && errno == ESRCH && !r->exited)
 		kill(r->child, sig);
 }
 
@@ -383,21 +649,84 @@ lose(struct run *r, const char *why)
 }
 
 static void
+drop_connection(struct run *r)
+{
+	lockd_free(r->ctx);
+	r->ctx = NULL;
+	r->renewing = false;
+}
+
+/*
+ * A connection for the next request, made when none is up; connecting
+ * and each reply are bounded by deadline as well as by -t.
+ */
+static bool
+connect_until(struct run *r, int64_t deadline)
+{
+	lockd_options o = r->options;
+	int64_t left = deadline - lockd_now_ms();
+
+	if (left < 1)
+		left = 1;
+	if (r->ctx == NULL) {
+		if (o.connect_timeout_ms <= 0 || o.connect_timeout_ms > left)
+			o.connect_timeout_ms = left;
+		if ((r->ctx = lockd_connect(&o)) == NULL) {
+			snprintf(r->why, sizeof(r->why), "out of memory");
+			return false;
+		}
+		if (r->ctx->err != 0) {
+			snprintf(r->why, sizeof(r->why), "%s", r->ctx->errstr);
+			drop_connection(r);
+			return false;
+		}
+	}
+	if (r->options.command_timeout_ms > 0 &&
+	    r->options.command_timeout_ms < left)
+		left = r->options.command_timeout_ms;
+	lockd_set_command_timeout(r->ctx, left);
+	return true;
+}
+
+/*
+ * A renewal failed and the lease still runs.  A broken connection is
+ * replaced at once (lockd may be back already: a restart); otherwise the
+ * next attempt waits a retry interval.
+ */
+static void
+retry_renewal(struct run *r, bool broken)
+{
+	snprintf(r->why, sizeof(r->why), "%s",
+	    r->ctx != NULL ? r->ctx->errstr : r->why);
+	if (broken && r->ctx != NULL) {
+		drop_connection(r);
+		r->next_renew = lockd_now_ms();
+		return;
+	}
+	r->renewing = false;
+	r->next_renew = lockd_now_ms() + retry_interval(r);
+}
+
+static void
 start_renewal(struct run *r)
 {
+	if (!connect_until(r, term_deadline(r))) {
+		r->next_renew = lockd_now_ms() + retry_interval(r);
+		return;
+	}
 	if (lockd_append_renew(r->ctx, &r->lease, r->lease.lease_ms) !=
 	    LOCKD_OK || lockd_flush(r->ctx) != LOCKD_OK) {
-		lose(r, r->ctx->errstr);
+		retry_renewal(r, true);
 		return;
 	}
 	r->renewing = true;
+	r->renew_sent = lockd_now_ms();
 }
 
 static void
 on_renewal_reply(struct run *r)
 {
 	lockd_reply reply;
-	int64_t retry;
 	int rc = lockd_poll_reply(r->ctx, &reply);
 
 	if (rc == LOCKD_AGAIN)
@@ -408,19 +737,22 @@ on_renewal_reply(struct run *r)
 		r->lease.deadline_ms = reply.lease.deadline_ms;
 		r->next_renew = r->lease.deadline_ms - r->lease.lease_ms +
 		    r->lease.lease_ms / RENEW_DIVISOR;
-		return;
-	}
-	if (rc == LOCKD_ERR_UNAVAILABLE || rc == LOCKD_ERR_LIMIT) {
-		/* Nothing changed on the server; the lease still runs. */
-		retry = r->lease.lease_ms / RETRY_DIVISOR;
-		r->next_renew = lockd_now_ms() + (retry > 10 ? retry : 10);
+		r->why[0] = '\0';
 		return;
 	}
 	/*
-	 * Anything else ends the lease: a refusal says so, and a broken
-	 * connection released it (it was taken with onclose=release).
+	 * Nothing changed on the server (UNAVAILABLE, LIMIT), or this
+	 * connection is done (it broke, or lockd is stopping): the lease is
+	 * not bound to it and still runs, so renew it again, over a new
+	 * connection if need be.  Anything else is a refusal: CONFLICT says
+	 * the lease is not ours any more.
 	 */
-	lose(r, r->ctx->errstr);
+	if (rc == LOCKD_ERR_UNAVAILABLE || rc == LOCKD_ERR_LIMIT)
+		retry_renewal(r, false);
+	else if (lockd_error_is_fatal(rc) || rc == LOCKD_ERR_SHUTDOWN)
+		retry_renewal(r, true);
+	else
+		lose(r, r->ctx->errstr);
 }
 
 static void
@@ -429,12 +761,17 @@ reap(struct run *r)
 	pid_t pid;
 	int status;
 
-	while ((pid = waitpid(r->child, &status, WNOHANG)) > 0 ||
-	    (pid < 0 && errno == EINTR)) {
+	for (;;) {
+		pid = waitpid(-1, &status, WNOHANG);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid <= 0)
+			return;
 		if (pid == r->child) {
 			r->status = status;
 			r->exited = true;
-			return;
+		} else if (pid == r->watchdog) {
+			r->watchdog = 0;
 		}
 	}
 }
@@ -449,9 +786,34 @@ drain_signals(struct run *r)
 		for (i = 0; i < n; i++) {
 			if (buf[i] == SIGCHLD)
 				reap(r);
-			else if (!r->exited)
+			else if (!r->group_gone)
 				signal_group(r, buf[i]);
 		}
+	}
+}
+
+/*
+ * Once the command has ended, nothing it started may run on unprotected:
+ * what is left in its group gets SIGTERM, then SIGKILL after a short grace,
+ * while the lease is still renewed.
+ */
+static void
+sweep_group(struct run *r, int64_t now)
+{
+	int64_t grace = grace_of(r) < LEFTOVER_GRACE_MS ? grace_of(r) :
+	    LEFTOVER_GRACE_MS;
+
+	if (!group_alive(r->child)) {
+		r->group_gone = true;
+		return;
+	}
+	if (r->leftover_kill_at == 0) {
+		signal_group(r, SIGCONT);
+		signal_group(r, SIGTERM);
+		r->leftover_kill_at = now + grace;
+	} else if (!r->leftover_killed && now >= r->leftover_kill_at) {
+		signal_group(r, SIGKILL);
+		r->leftover_killed = true;
 	}
 }
 
@@ -462,6 +824,14 @@ until(int64_t at, int64_t now)
 	if (at <= now)
 		return 0;
 	return at - now > 60000 ? 60000 : (int)(at - now);
+}
+
+static int
+sooner(int timeout, int64_t at, int64_t now)
+{
+	int t = until(at, now);
+
+	return timeout < 0 || t < timeout ? t : timeout;
 }
 
 /* The loop: renew, forward signals, stop the command if the lease goes. */
@@ -476,8 +846,20 @@ supervise(struct run *r)
 	    r->lease.lease_ms / RENEW_DIVISOR;
 	for (;;) {
 		now = lockd_now_ms();
-		if (!r->lost && now >= term_deadline(r))
-			lose(r, "no renewal succeeded in time");
+		if (!r->lost && now >= term_deadline(r)) {
+			char why[LOCKD_ERRSTR_SIZE + 64];
+
+			snprintf(why, sizeof(why), "no renewal succeeded in "
+			    "time%s%.*s", r->why[0] != '\0' ? ": " : "",
+			    LOCKD_ERRSTR_SIZE, r->why);
+			lose(r, why);
+		}
+		if (!r->lost && r->renewing &&
+		    now - r->renew_sent >= r->lease.lease_ms / STALL_DIVISOR) {
+			snprintf(r->ctx->errstr, sizeof(r->ctx->errstr),
+			    "no reply to a renewal");
+			retry_renewal(r, true);
+		}
 		if (!r->lost && !r->renewing && now >= r->next_renew)
 			start_renewal(r);
 		/* The reply may be buffered already (flushing reads too). */
@@ -487,17 +869,28 @@ supervise(struct run *r)
 			signal_group(r, SIGKILL);
 			r->killed = true;
 		}
-		if (r->exited)
+		if (r->exited && !r->group_gone)
+			sweep_group(r, now);
+		if (r->group_gone)
+			return;
+		/* A group that SIGKILL cannot end outlives the lease anyway. */
+		if (r->exited && r->lost && r->killed &&
+		    now >= r->lease.deadline_ms)
 			return;
 
 		timeout = -1;
 		if (!r->lost) {
-			timeout = until(term_deadline(r), now);
-			if (!r->renewing && until(r->next_renew, now) < timeout)
-				timeout = until(r->next_renew, now);
+			timeout = sooner(timeout, term_deadline(r), now);
+			if (r->renewing)
+				timeout = sooner(timeout, r->renew_sent +
+				    r->lease.lease_ms / STALL_DIVISOR, now);
+			else
+				timeout = sooner(timeout, r->next_renew, now);
 		} else if (!r->killed) {
-			timeout = until(r->kill_at, now);
+			timeout = sooner(timeout, r->kill_at, now);
 		}
+		if (r->exited)
+			timeout = sooner(timeout, now + GROUP_POLL_MS, now);
 		p[0].fd = signal_pipe[0];
 		p[0].events = POLLIN;
 		nfds = 1;
@@ -514,27 +907,96 @@ supervise(struct run *r)
 		}
 		if (p[0].revents != 0)
 			drain_signals(r);
-		if (nfds == 2 && p[1].revents != 0 && !r->lost)
+		if (nfds == 2 && p[1].revents != 0 && !r->lost && r->renewing)
 			on_renewal_reply(r);
 	}
 }
 
-/* In the child: its own process group, the lease in its environment. */
+/*
+ * The watchdog, forked once the command's group exists: it waits on a pipe
+ * that only lockctl can write.  A byte means lockctl saw to the group
+ * itself; end-of-file means lockctl died, and then the group is killed,
+ * and once nothing of it is left the lease is released (the lease is not
+ * bound to lockctl's connection, so until then nobody else can have it).
+ */
 static void
-exec_command(const struct run *r, char **command, const sigset_t *mask)
+watchdog_main(struct run *r, int fd)
 {
-	char fence[32];
+	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+	    SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU };
+	sigset_t none;
+	lockd_context *c;
+	int64_t give_up;
 	size_t i;
+	ssize_t n;
+	char byte;
+	int null_fd;
+
+	for (i = 0; i < sizeof(ignored) / sizeof(int); i++)
+		signal(ignored[i], SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Hold nothing a reader of lockctl's output would wait on. */
+	if ((null_fd = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(null_fd, STDIN_FILENO);
+		dup2(null_fd, STDOUT_FILENO);
+		dup2(null_fd, STDERR_FILENO);
+		if (null_fd > STDERR_FILENO)
+			close(null_fd);
+	}
+	close(signal_pipe[0]);
+	close(signal_pipe[1]);
+	if (r->ctx != NULL && r->ctx->fd >= 0)
+		close(r->ctx->fd);
+
+	do
+		n = read(fd, &byte, 1);
+	while (n < 0 && errno == EINTR);
+	if (n == 1)
+		_exit(0);
+	/* lockctl's last renewal was before now, so the lease ends by then. */
+	give_up = lockd_now_ms() + r->lease.lease_ms;
+	do {
+		kill(-r->child, SIGKILL);
+		poll(NULL, 0, GROUP_POLL_MS);
+	} while (group_alive(r->child) && lockd_now_ms() < give_up);
+	if (group_alive(r->child))
+		_exit(1);
+	c = lockd_connect(&r->options);
+	if (c != NULL && c->err == 0)
+		lockd_release(c, &r->lease);
+	_exit(0);
+}
+
+/*
+ * In the child: its own process group, the lease in its environment, and
+ * exec only once lockctl says go (by then the watchdog watches the group).
+ */
+static void
+exec_command(const struct run *r, char **command, const sigset_t *mask,
+    int go)
+{
+	char fence[32], byte;
+	size_t i;
+	ssize_t n;
 
 	setpgid(0, 0);
 #ifdef __linux__
-	/* lockd releases the lock when lockctl dies; so must the command. */
+	/* Should lockctl die before the watchdog runs, die too. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 #endif
 	signal(SIGCHLD, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);   /* an ignored signal stays so over exec */
 	for (i = 0; i < sizeof(forwarded_signals) / sizeof(int); i++)
 		signal(forwarded_signals[i], SIG_DFL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	do
+		n = read(go, &byte, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(126);
+	close(go);
 	snprintf(fence, sizeof(fence), "%" PRIu64, r->lease.fence);
 	if (setenv("LOCKD_NAME", r->lease.name, 1) != 0 ||
 	    setenv("LOCKD_FENCE", fence, 1) != 0 ||
@@ -551,64 +1013,154 @@ static int
 start_command(struct run *r, char **command)
 {
 	sigset_t block, old;
+	int go[2], watch[2];
+	char byte = 'g';
 
-	if (install_handlers() != 0) {
+	if (install_handlers() != 0 || pipe2(go, O_CLOEXEC) != 0) {
 		perror("lockctl: signals");
 		return -1;
 	}
-	/* No handler may run in the child before it resets them. */
+	/* No handler may run in a child before it resets them. */
 	sigfillset(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	r->child = fork();
-	if (r->child == 0)
-		exec_command(r, command, &old);
-	if (r->child > 0)
-		setpgid(r->child, r->child);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r->child == 0) {
+		close(go[1]);
+		exec_command(r, command, &old, go[0]);
+	}
+	close(go[0]);
 	if (r->child < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		close(go[1]);
 		perror("lockctl: fork");
 		return -1;
 	}
+	setpgid(r->child, r->child);
+	r->watchdog_fd = -1;
+	if (pipe2(watch, O_CLOEXEC) == 0) {
+		r->watchdog = fork();
+		if (r->watchdog == 0) {
+			close(watch[1]);
+			close(go[1]);
+			watchdog_main(r, watch[0]);
+		}
+		close(watch[0]);
+		if (r->watchdog > 0)
+			r->watchdog_fd = watch[1];
+		else
+			close(watch[1]);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (r->watchdog_fd < 0) {
+		/* Unguarded, the command never starts: it reads end-of-file. */
+		perror("lockctl: watchdog");
+		close(go[1]);
+		waitpid(r->child, NULL, 0);
+		return -1;
+	}
+	if (write(go[1], &byte, 1) != 1) {
+		/* The child died already; waitpid tells how. */
+	}
+	close(go[1]);
 	return 0;
 }
 
-/* After the command: read what is due, then give the lock back. */
+/*
+ * The command's group is gone, or lockctl gives up on it: tell the
+ * watchdog, which kills the group unless told it is gone.
+ */
+static void
+stop_watchdog(struct run *r)
+{
+	char byte = 'd';
+
+	if (r->watchdog_fd >= 0) {
+		if (r->group_gone && write(r->watchdog_fd, &byte, 1) != 1) {
+			/* Then it sees end-of-file and kills an empty group. */
+		}
+		close(r->watchdog_fd);
+		r->watchdog_fd = -1;
+	}
+	if (r->watchdog > 0 && r->group_gone)
+		waitpid(r->watchdog, NULL, 0);
+}
+
+/*
+ * After the command: give the lock back, over a new connection if the old
+ * one broke (lockd restarted), until -t runs out; should that fail, the
+ * lease simply runs out.
+ */
 static void
 release_lease(struct run *r)
 {
+	int64_t give_up = lockd_now_ms() + (r->options.command_timeout_ms > 0 ?
+	    r->options.command_timeout_ms : DEFAULT_TIMEOUT_MS);
 	lockd_reply reply;
-	int rc = LOCKD_OK;
+	int rc = LOCKD_ERR_IO;
 
-	while (lockd_pending(r->ctx) > 0 && rc >= 0)
-		rc = lockd_get_reply(r->ctx, &reply);
-	if (rc >= 0)
-		rc = lockd_release(r->ctx, &r->lease);
-	if (rc < 0)
-		fprintf(stderr, "lockctl: release %s: %s\n", r->name,
-		    r->ctx->errstr);
+	for (;;) {
+		if (connect_until(r, give_up)) {
+			rc = LOCKD_OK;
+			while (lockd_pending(r->ctx) > 0 &&
+			    !lockd_error_is_fatal(rc))
+				rc = lockd_get_reply(r->ctx, &reply);
+			if (!lockd_error_is_fatal(rc))
+				rc = lockd_release(r->ctx, &r->lease);
+			snprintf(r->why, sizeof(r->why), "%s", r->ctx->errstr);
+		}
+		if (rc == LOCKD_OK || rc == LOCKD_NOTHELD)
+			return;
+		if (r->ctx != NULL && (lockd_error_is_fatal(rc) ||
+		    rc == LOCKD_ERR_SHUTDOWN))
+			drop_connection(r);
+		if (!(r->ctx == NULL || rc == LOCKD_ERR_UNAVAILABLE) ||
+		    lockd_now_ms() + retry_interval(r) >= give_up)
+			break;
+		poll(NULL, 0, (int)retry_interval(r));
+	}
+	fprintf(stderr, "lockctl: release %s: %s; it is held until its lease "
+	    "runs out\n", r->name, r->why);
+}
+
+/* What run exits with when the lock could not be had: flock's codes. */
+static int
+not_had(const struct cli *cli, const char *name, int rc)
+{
+	if (cli->verbose)
+		fprintf(stderr, "lockctl: %s is held%s\n", name,
+		    rc == LOCKD_ERR_WAIT_TIMEOUT ? " (the wait ran out)" : "");
+	if (rc == LOCKD_ERR_WAIT_TIMEOUT && cli->distinct_codes)
+		return EXIT_WAIT_TIMEOUT;
+	return (int)cli->conflict_code;
 }
 
 /* run, once its command line is read and lockd is connected. */
 static int
-run_locked(struct run *r, bool no_wait, int64_t lease_ms, int64_t wait_ms,
-    int busy_code, char **command)
+run_locked(struct run *r, const struct cli *cli, char **command)
 {
 	lockd_context *c = r->ctx;
+	int64_t asked = lockd_now_ms();
 	int rc;
 
-	/* Bound to this connection: if lockctl dies, lockd frees the lock. */
-	if (no_wait)
-		rc = lockd_try(c, r->name, lease_ms, LOCKD_ONCLOSE_RELEASE,
+	/*
+	 * onclose=keep: a restart of lockd closes every connection, and the
+	 * lease must outlive that.  The watchdog sees to a lockctl that dies.
+	 */
+	if (cli->no_wait || (cli->has_wait && cli->wait_ms == 0))
+		rc = lockd_try(c, r->name, cli->lease_ms, LOCKD_ONCLOSE_KEEP,
 		    &r->lease);
 	else
-		rc = lockd_acquire(c, r->name, lease_ms, wait_ms,
-		    LOCKD_ONCLOSE_RELEASE, &r->lease);
-	if (rc == LOCKD_HELD) {
-		fprintf(stderr, "lockctl: %s is held\n", r->name);
-		return busy_code;
-	}
+		rc = lockd_acquire(c, r->name, cli->lease_ms,
+		    cli->has_wait ? cli->wait_ms : LOCKD_WAIT_FOREVER,
+		    LOCKD_ONCLOSE_KEEP, &r->lease);
+	if (rc == LOCKD_HELD || rc == LOCKD_ERR_WAIT_TIMEOUT)
+		return not_had(cli, r->name, rc);
 	if (rc != LOCKD_OK)
 		return fail("acquire", r->name, c, rc);
+	if (cli->verbose)
+		fprintf(stderr, "lockctl: got %s (fence %" PRIu64 ") after "
+		    "%.3f s\n", r->name, r->lease.fence,
+		    (double)(lockd_now_ms() - asked) / 1000);
 	/*
 	 * A grant after a long wait is dated from the ACQUIRE, so little may
 	 * seem left of it: renew before the command starts, to date it anew.
@@ -623,11 +1175,9 @@ run_locked(struct run *r, bool no_wait, int64_t lease_ms, int64_t wait_ms,
 		return EXIT_FAILED;
 	}
 	supervise(r);
-	if (r->lost) {
-		/* Nothing of the command may outlive the lease. */
-		signal_group(r, SIGKILL);
+	stop_watchdog(r);
+	if (r->lost)
 		return EXIT_LOST;
-	}
 	release_lease(r);
 	if (WIFSIGNALED(r->status))
 		return 128 + WTERMSIG(r->status);
@@ -635,56 +1185,54 @@ run_locked(struct run *r, bool no_wait, int64_t lease_ms, int64_t wait_ms,
 }
 
 static int
-cmd_run(const lockd_options *options, int argc, char **argv)
+cmd_run(struct cli *cli, int argc, char **argv)
 {
 	struct run r;
-	lockd_context *c;
-	int64_t lease_ms = 0, wait_ms = LOCKD_WAIT_FOREVER;
-	long busy_code = EXIT_BUSY;
-	bool no_wait = false, has_wait = false;
+	char *shell_command[4];
 	char **command;
-	int ch, rc;
+	int rc;
 
 	optind = 0;
-	while ((ch = getopt(argc, argv, "+nw:l:E:")) != -1) {
-		switch (ch) {
-		case 'n':
-			no_wait = true;
-			break;
-		case 'w':
-			has_wait = true;
-			if (!parse_duration(optarg, &wait_ms, "wait"))
-				return EXIT_USAGE;
-			break;
-		case 'l':
-			if (!parse_duration(optarg, &lease_ms, "lease"))
-				return EXIT_USAGE;
-			break;
-		case 'E':
-			if (!parse_int(optarg, 0, 255, &busy_code))
-				return usage("-E takes an exit code 0-255");
-			break;
-		default:
-			return usage(NULL);
-		}
+	if (!parse_options(argc, argv, cli))
+		return EXIT_USAGE;
+	if (cli->help) {
+		fputs(usage_text, stdout);
+		return 0;
 	}
-	if (no_wait && has_wait)
-		return usage("run: -n and -w exclude each other");
 	if (argc - optind < 2)
 		return usage("run: NAME and COMMAND needed");
 	memset(&r, 0, sizeof(r));
 	r.name = argv[optind++];
-	if (strcmp(argv[optind], "--") == 0)
-		optind++;
-	if (optind >= argc)
-		return usage("run: COMMAND needed");
-	command = argv + optind;
-	if ((c = open_context(options)) == NULL)
+	if (strcmp(argv[optind], "-c") == 0 ||
+	    strcmp(argv[optind], "--command") == 0) {
+		/* flock's -c: exactly one command line, for the shell. */
+		if (argc - optind != 2)
+			return usage("run: -c takes exactly one command line");
+		shell_command[0] = getenv("SHELL");
+		if (shell_command[0] == NULL || shell_command[0][0] == '\0')
+			shell_command[0] = "/bin/sh";
+		shell_command[1] = "-c";
+		shell_command[2] = argv[optind + 1];
+		shell_command[3] = NULL;
+		command = shell_command;
+	} else {
+		if (strcmp(argv[optind], "--") == 0)
+			optind++;
+		if (optind >= argc)
+			return usage("run: COMMAND needed");
+		command = argv + optind;
+	}
+	if (cli->options.unix_path != NULL &&
+	    (cli->options.host != NULL || cli->options.port != 0))
+		return usage("-U excludes -H and -p");
+	cli->options.connect_timeout_ms = cli->timeout_ms;
+	cli->options.command_timeout_ms = cli->timeout_ms;
+	r.options = cli->options;
+	r.watchdog_fd = -1;
+	if ((r.ctx = open_context(&r.options)) == NULL)
 		return EXIT_UNREACHABLE;
-	r.ctx = c;
-	rc = run_locked(&r, no_wait, lease_ms, wait_ms, (int)busy_code,
-	    command);
-	lockd_free(c);
+	rc = run_locked(&r, cli, command);
+	lockd_free(r.ctx);
 	return rc;
 }
 
@@ -709,51 +1257,38 @@ static const struct command commands[] = {
 int
 main(int argc, char **argv)
 {
-	lockd_options options;
+	struct cli cli;
 	const struct command *cmd = NULL;
 	struct words w;
 	lockd_context *c;
-	int64_t timeout = DEFAULT_TIMEOUT_MS;
-	long port;
 	size_t i;
-	int ch, rc;
+	int rc;
 
-	memset(&options, 0, sizeof(options));
-	while ((ch = getopt(argc, argv, "+H:p:U:t:h")) != -1) {
-		switch (ch) {
-		case 'H':
-			options.host = optarg;
-			break;
-		case 'p':
-			if (!parse_int(optarg, 1, 65535, &port))
-				return usage("-p takes a port 1-65535");
-			options.port = (int)port;
-			break;
-		case 'U':
-			options.unix_path = optarg;
-			break;
-		case 't':
-			if (!parse_duration(optarg, &timeout, "timeout"))
-				return EXIT_USAGE;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return 0;
-		default:
-			return usage(NULL);
-		}
+	memset(&cli, 0, sizeof(cli));
+	cli.timeout_ms = DEFAULT_TIMEOUT_MS;
+	cli.conflict_code = EXIT_BUSY;
+	if (!parse_options(argc, argv, &cli))
+		return EXIT_USAGE;
+	if (cli.help) {
+		fputs(usage_text, stdout);
+		return 0;
 	}
-	if (options.unix_path != NULL &&
-	    (options.host != NULL || options.port != 0))
-		return usage("-U excludes -H and -p");
 	if (optind >= argc)
 		return usage("no command given");
-	options.connect_timeout_ms = timeout;
-	options.command_timeout_ms = timeout;
 	argc -= optind;
 	argv += optind;
 	if (strcmp(argv[0], "run") == 0)
-		return cmd_run(&options, argc, argv);
+		return cmd_run(&cli, argc, argv);
+	if (cli.run_option != 0) {
+		fprintf(stderr, "lockctl: -%c before the command is for run "
+		    "only\n", cli.run_option < 128 ? cli.run_option : '-');
+		return usage(NULL);
+	}
+	if (cli.options.unix_path != NULL &&
+	    (cli.options.host != NULL || cli.options.port != 0))
+		return usage("-U excludes -H and -p");
+	cli.options.connect_timeout_ms = cli.timeout_ms;
+	cli.options.command_timeout_ms = cli.timeout_ms;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[0], commands[i].name) == 0)
 			cmd = &commands[i];
@@ -766,7 +1301,7 @@ main(int argc, char **argv)
 		    cmd->synopsis);
 		return EXIT_USAGE;
 	}
-	if ((c = open_context(&options)) == NULL)
+	if ((c = open_context(&cli.options)) == NULL)
 		return EXIT_UNREACHABLE;
 	rc = cmd->run(c, &w);
 	lockd_free(c);

@@ -437,6 +437,17 @@ harness_server_stop(struct harness_server *s)
 }
 
 void
+harness_server_kill(struct harness_server *s)
+{
+	if (s->pid <= 0)
+		return;
+	kill(s->pid, SIGKILL);
+	waitpid(s->pid, NULL, 0);
+	forget_pid(s->pid);
+	s->pid = 0;
+}
+
+void
 harness_server_destroy(struct harness_server *s)
 {
 	harness_server_stop(s);

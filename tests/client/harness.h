@@ -44,6 +44,8 @@ int harness_shared_teardown(void **state);
 
 /* SIGCONT, SIGTERM, a bounded wait, then SIGKILL; the dir stays. */
 void harness_server_stop(struct harness_server *s);
+/* kill -9, as a crash would; the dir stays for a restart. */
+void harness_server_kill(struct harness_server *s);
 /* Stops the server and removes its temp dir. */
 void harness_server_destroy(struct harness_server *s);
 void harness_server_pause(struct harness_server *s);   /* SIGSTOP */

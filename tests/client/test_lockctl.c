@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -71,14 +72,15 @@ path_of(const char *name)
  * hold 32 pointers.
  */
 static void
-lockctl_argv(const char **argv, const char *first, va_list ap)
+lockctl_argv(const char **argv, const char *port, const char *first,
+    va_list ap)
 {
 	size_t n = 0;
 	const char *arg;
 
 	argv[n++] = harness_program("lockctl");
 	argv[n++] = "-p";
-	argv[n++] = harness_shared_port;
+	argv[n++] = port;
 	for (arg = first; arg != NULL && n < 31; arg = va_arg(ap, const char *))
 		argv[n++] = arg;
 	argv[n] = NULL;
@@ -94,7 +96,21 @@ lockctl(const char *first, ...)
 	va_list ap;
 
 	va_start(ap, first);
-	lockctl_argv(argv, first, ap);
+	lockctl_argv(argv, harness_shared_port, first, ap);
+	va_end(ap);
+	return harness_run((char *const *)argv, RUN_TIMEOUT_MS, out,
+	    sizeof(out), err, sizeof(err));
+}
+
+/* lockctl against another lockd, listening on port. */
+static int
+lockctl_at(const char *port, const char *first, ...)
+{
+	const char *argv[32];
+	va_list ap;
+
+	va_start(ap, first);
+	lockctl_argv(argv, port, first, ap);
 	va_end(ap);
 	return harness_run((char *const *)argv, RUN_TIMEOUT_MS, out,
 	    sizeof(out), err, sizeof(err));
@@ -109,9 +125,22 @@ spawn_lockctl(const char *out_path, const char *err_path, const char *first,
 	va_list ap;
 
 	va_start(ap, first);
-	lockctl_argv(argv, first, ap);
+	lockctl_argv(argv, harness_shared_port, first, ap);
 	va_end(ap);
 	return harness_spawn((char *const *)argv, out_path, err_path);
+}
+
+static pid_t
+spawn_lockctl_at(const char *port, const char *err_path, const char *first,
+    ...)
+{
+	const char *argv[32];
+	va_list ap;
+
+	va_start(ap, first);
+	lockctl_argv(argv, port, first, ap);
+	va_end(ap);
+	return harness_spawn((char *const *)argv, NULL, err_path);
 }
 
 struct grant {
@@ -132,17 +161,26 @@ parse_grant(const char *text, struct grant *g)
 }
 
 static bool
-held(const char *name, uint64_t *fence)
+held_at(const char *port, const char *name, uint64_t *fence, int64_t *ttl)
 {
 	unsigned long long f;
+	long long t;
 	int h;
 
-	assert_int_equal(lockctl("status", name, NULL), 0);
-	if (sscanf(out, "held=%d fence=%llu", &h, &f) != 2)
+	assert_int_equal(lockctl_at(port, "status", name, NULL), 0);
+	if (sscanf(out, "held=%d fence=%llu ttl=%lld", &h, &f, &t) != 3)
 		fail_msg("not a status: '%s'", out);
 	if (fence != NULL)
 		*fence = f;
+	if (ttl != NULL)
+		*ttl = t;
 	return h == 1;
+}
+
+static bool
+held(const char *name, uint64_t *fence)
+{
+	return held_at(harness_shared_port, name, fence, NULL);
 }
 
 static bool
@@ -269,7 +307,7 @@ test_lockctl_usage_errors_exit_64(void **state)
 	    NULL, 0, NULL, 0), EXIT_USAGE);
 	assert_int_equal(harness_run((char *const *)help, RUN_TIMEOUT_MS,
 	    out, sizeof(out), NULL, 0), 0);
-	assert_non_null(strstr(out, "run [-n | -w WAIT]"));
+	assert_non_null(strstr(out, "run [RUN OPTIONS] NAME"));
 
 	assert_int_equal(lockctl("frobnicate", NULL), EXIT_USAGE);
 	assert_int_equal(lockctl("acquire", NULL), EXIT_USAGE);
@@ -285,11 +323,18 @@ test_lockctl_usage_errors_exit_64(void **state)
 	assert_int_equal(lockctl("ping", "extra", NULL), EXIT_USAGE);
 	assert_int_equal(lockctl("run", "a", NULL), EXIT_USAGE);
 	assert_int_equal(lockctl("run", "a", "--", NULL), EXIT_USAGE);
-	assert_int_equal(lockctl("run", "-n", "-w", "1s", "a", "--", "true",
-	    NULL), EXIT_USAGE);
+	assert_int_equal(lockctl("run", "-s", "a", "--", "true", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("run", "-F", "a", "--", "true", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("run", "-w", "abc", "a", "--", "true", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("run", "a", "-c", "true", "extra", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("-n", "status", "a", NULL), EXIT_USAGE);
 	assert_int_equal(lockctl("run", "-E", "300", "a", "--", "true", NULL),
 	    EXIT_USAGE);
-	assert_int_equal(lockctl("run", "-x", "a", "--", "true", NULL),
+	assert_int_equal(lockctl("run", "-q", "a", "--", "true", NULL),
 	    EXIT_USAGE);
 	/* A usage error never took the lock. */
 	assert_false(held("a", NULL));
@@ -349,15 +394,27 @@ test_lockctl_run_on_a_busy_lock_exits_busy_or_the_e_code(void **state)
 	assert_int_equal(lockctl("acquire", "-l", "10s", "ctl/run-busy",
 	    NULL), 0);
 	parse_grant(out, &g);
+	/* Silent, as flock is: cron mails nothing for an overlap. */
 	assert_int_equal(lockctl("run", "-n", "ctl/run-busy", "--", "/bin/sh",
 	    "-c", "echo ran", NULL), EXIT_BUSY);
 	assert_string_equal(out, "");
+	assert_string_equal(err, "");
+	assert_int_equal(lockctl("run", "-n", "--verbose", "ctl/run-busy",
+	    "--", "/bin/sh", "-c", "echo ran", NULL), EXIT_BUSY);
 	assert_non_null(strstr(err, "held"));
 	assert_int_equal(lockctl("run", "-n", "-E", "42", "ctl/run-busy",
 	    "--", "/bin/sh", "-c", "echo ran", NULL), 42);
+	/* A wait that runs out is busy too, and -E covers it (flock). */
 	assert_int_equal(lockctl("run", "-w", "300ms", "ctl/run-busy", "--",
-	    "/bin/sh", "-c", "echo ran", NULL), EXIT_WAIT_TIMEOUT);
+	    "/bin/sh", "-c", "echo ran", NULL), EXIT_BUSY);
 	assert_string_equal(out, "");
+	assert_string_equal(err, "");
+	assert_int_equal(lockctl("run", "-w", "0.2", "-E", "0",
+	    "ctl/run-busy", "--", "/bin/sh", "-c", "echo ran", NULL), 0);
+	assert_string_equal(out, "");
+	/* lockctl's own code for it, on request. */
+	assert_int_equal(lockctl("run", "-X", "-w", "0.2", "ctl/run-busy",
+	    "--", "/bin/sh", "-c", "echo ran", NULL), EXIT_WAIT_TIMEOUT);
 	assert_int_equal(lockctl("release", "ctl/run-busy", g.handle, NULL),
 	    0);
 	assert_int_equal(lockctl("run", "-n", "ctl/run-busy", "--", "/bin/sh",
@@ -614,6 +671,374 @@ test_lockctl_run_dying_frees_the_lock_and_stops_the_command(void **state)
 	assert_true(wait_gone(child, 2000) > 0);
 }
 
+static void
+test_lockctl_help_goes_to_stdout_and_exits_0(void **state)
+{
+	static const char *const words[][3] = {
+		{ "--help", NULL, NULL }, { "-h", NULL, NULL },
+		{ "run", "--help", NULL },
+	};
+	const char *argv[5];
+	size_t i, j;
+
+	(void)state;
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		argv[0] = harness_program("lockctl");
+		for (j = 0; j < 2 && words[i][j] != NULL; j++)
+			argv[j + 1] = words[i][j];
+		argv[j + 1] = NULL;
+		assert_int_equal(harness_run((char *const *)argv,
+		    RUN_TIMEOUT_MS, out, sizeof(out), err, sizeof(err)), 0);
+		assert_non_null(strstr(out, "usage: lockctl"));
+		assert_non_null(strstr(out, "--nonblock"));
+		assert_string_equal(err, "");
+		/* STATUS never tells who holds a lock; the help must not say so. */
+		assert_null(strstr(out, "who holds"));
+	}
+}
+
+/*
+ * lockctl run against flock(1) itself: the same options on a busy lock
+ * (a lockd lock held by another lease, a file lock held by another flock)
+ * give the same exit codes and the same silence.
+ */
+struct flock_case {
+	const char *options[4];     /* before NAME / the file */
+	const char *command[3];     /* after it */
+	int expect;
+};
+
+static int
+run_flock(const char *flock_path, const char *file,
+    const struct flock_case *fc, char *o, char *e)
+{
+	const char *argv[12];
+	size_t n = 0, i;
+
+	argv[n++] = flock_path;
+	for (i = 0; i < 4 && fc->options[i] != NULL; i++)
+		argv[n++] = fc->options[i];
+	argv[n++] = file;
+	for (i = 0; i < 3 && fc->command[i] != NULL; i++)
+		argv[n++] = fc->command[i];
+	argv[n] = NULL;
+	return harness_run((char *const *)argv, RUN_TIMEOUT_MS, o, OUT_SIZE,
+	    e, OUT_SIZE);
+}
+
+static int
+run_lockctl_as_flock(const char *name, const struct flock_case *fc)
+{
+	const char *argv[14];
+	size_t n = 0, i;
+
+	argv[n++] = harness_program("lockctl");
+	argv[n++] = "-p";
+	argv[n++] = harness_shared_port;
+	argv[n++] = "run";
+	for (i = 0; i < 4 && fc->options[i] != NULL; i++)
+		argv[n++] = fc->options[i];
+	argv[n++] = name;
+	for (i = 0; i < 3 && fc->command[i] != NULL; i++)
+		argv[n++] = fc->command[i];
+	argv[n] = NULL;
+	return harness_run((char *const *)argv, RUN_TIMEOUT_MS, out,
+	    sizeof(out), err, sizeof(err));
+}
+
+static void
+test_lockctl_run_takes_flocks_options_and_exit_codes(void **state)
+{
+	static const struct flock_case busy[] = {
+		{ { "-n" }, { "true" }, 1 },
+		{ { "--nonblock" }, { "true" }, 1 },
+		{ { "--nb" }, { "true" }, 1 },
+		{ { "-n", "-E", "0" }, { "true" }, 0 },
+		{ { "-n", "--conflict-exit-code", "9" }, { "true" }, 9 },
+		{ { "-w", "0.2" }, { "true" }, 1 },
+		{ { "--wait", ".2" }, { "true" }, 1 },
+		{ { "--timeout", "0.2", "-E", "7" }, { "true" }, 7 },
+		{ { "-w", "0" }, { "true" }, 1 },
+		{ { "-n", "-w", "1" }, { "true" }, 1 },
+		{ { "-x", "-o", "-n" }, { "true" }, 1 },
+		{ { "-n", "-E", "300" }, { "true" }, EXIT_USAGE },
+		{ { "-w", "abc" }, { "true" }, EXIT_USAGE },
+		{ { "--bogus" }, { "true" }, EXIT_USAGE },
+		{ { "-n" }, { "-c", "true", "extra" }, EXIT_USAGE },
+	};
+	static const struct flock_case free_lock[] = {
+		{ { NULL }, { "-c", "echo \"$0\"; exit 3" }, 3 },
+		{ { "-n" }, { "--command", "echo ok" }, 0 },
+		{ { "-w", "1" }, { "sh", "-c", "exit 4" }, 4 },
+	};
+	const char *flock_path = "/usr/bin/flock";
+	const char *hold[] = { flock_path, path_of("flock.lock"), "sleep",
+	    "30", NULL };
+	char fo[OUT_SIZE], fe[OUT_SIZE];
+	const char *before_run[] = { harness_program("lockctl"), "-n", "-E",
+	    "5", "-p", harness_shared_port, "run", "ctl/flock", "true", NULL };
+	struct grant g;
+	pid_t holder;
+	size_t i;
+	int64_t start;
+
+	(void)state;
+	if (access(flock_path, X_OK) != 0)
+		skip();
+	setenv("SHELL", "/bin/sh", 1);
+	/* Both locks free: the command's own status, -c through $SHELL. */
+	for (i = 0; i < sizeof(free_lock) / sizeof(free_lock[0]); i++) {
+		assert_int_equal(run_flock(flock_path, path_of("flock.lock"),
+		    &free_lock[i], fo, fe), free_lock[i].expect);
+		assert_int_equal(run_lockctl_as_flock("ctl/flock",
+		    &free_lock[i]), free_lock[i].expect);
+		assert_string_equal(out, fo);
+	}
+	/* Both busy. */
+	holder = harness_spawn((char *const *)hold, NULL, NULL);
+	start = harness_now_ms();
+	while (run_flock(flock_path, path_of("flock.lock"), &busy[0], fo,
+	    fe) != 1 && harness_now_ms() - start < RUN_TIMEOUT_MS)
+		harness_sleep_ms(10);
+	assert_int_equal(lockctl("acquire", "-l", "20s", "ctl/flock", NULL),
+	    0);
+	parse_grant(out, &g);
+	for (i = 0; i < sizeof(busy) / sizeof(busy[0]); i++) {
+		int flock_rc = run_flock(flock_path, path_of("flock.lock"),
+		    &busy[i], fo, fe);
+		int lockctl_rc = run_lockctl_as_flock("ctl/flock", &busy[i]);
+
+		if (flock_rc != busy[i].expect || lockctl_rc != busy[i].expect)
+			fail_msg("case %zu (%s %s): flock %d, lockctl %d, "
+			    "expected %d", i, busy[i].options[0],
+			    busy[i].options[1] != NULL ? busy[i].options[1] :
+			    "", flock_rc, lockctl_rc, busy[i].expect);
+		/* Silent where flock is (usage errors say why). */
+		if (busy[i].expect != EXIT_USAGE) {
+			assert_string_equal(fe, "");
+			assert_string_equal(err, "");
+		}
+		assert_string_equal(out, "");
+	}
+	/* Run's options may come before `run` as well. */
+	assert_int_equal(harness_run((char *const *)before_run,
+	    RUN_TIMEOUT_MS, out, sizeof(out), err, sizeof(err)), 5);
+	kill(holder, SIGKILL);
+	harness_wait(holder, RUN_TIMEOUT_MS);
+	assert_int_equal(lockctl("release", "ctl/flock", g.handle, NULL), 0);
+}
+
+/*
+ * lockd restarts under a running `lockctl run`: with a clean stop, or a
+ * kill -9, and a start on the same data dir (an upgrade is the same).  The
+ * lease is not bound to the connection lockd closed; lockctl renews it
+ * over a new one, and the job runs on, alone, to its own end.
+ */
+static struct harness_server restarting;
+
+static void
+restart_under_a_job(const char *name, bool crash)
+{
+	char port[16], script[512], text[64];
+	uint64_t fence, fence_now;
+	pid_t pid;
+
+	harness_server_destroy(&restarting);   /* one a failed test left */
+	assert_int_equal(harness_server_start(&restarting), 0);
+	snprintf(port, sizeof(port), "%d", restarting.port);
+	unlink(path_of("restart.fence"));
+	snprintf(script, sizeof(script), "echo $LOCKD_FENCE > %s; sleep 3; "
+	    "exit 7", path_of("restart.fence"));
+	pid = spawn_lockctl_at(port, path_of("restart.err"), "run", "-l",
+	    "3s", name, "--", "/bin/sh", "-c", script, NULL);
+	assert_true(harness_wait_for_file(path_of("restart.fence"),
+	    RUN_TIMEOUT_MS));
+	harness_sleep_ms(20);
+	assert_true(harness_read_file(path_of("restart.fence"), text,
+	    sizeof(text)));
+	fence = strtoull(text, NULL, 10);
+	harness_sleep_ms(300);
+	if (crash) {
+		harness_server_kill(&restarting);
+		harness_sleep_ms(500);
+	} else {
+		harness_server_stop(&restarting);
+	}
+	assert_int_equal(harness_server_start(&restarting), 0);
+	/* Still the job's: another client's TRY finds it held. */
+	assert_int_equal(lockctl_at(port, "try", "-l", "10s", name, NULL),
+	    EXIT_BUSY);
+	assert_true(held_at(port, name, &fence_now, NULL));
+	assert_int_equal(fence_now, fence);
+	/* The job was not stopped: it ends with its own status... */
+	assert_int_equal(harness_wait(pid, RUN_TIMEOUT_MS), 7);
+	assert_true(harness_read_file(path_of("restart.err"), text,
+	    sizeof(text)));
+	assert_null(strstr(text, "lost"));
+	/* ...and lockctl released the lock then. */
+	assert_false(held_at(port, name, NULL, NULL));
+	harness_server_destroy(&restarting);
+}
+
+static void
+test_lockctl_run_survives_a_clean_restart_of_lockd(void **state)
+{
+	(void)state;
+	restart_under_a_job("ctl/restart-clean", false);
+}
+
+static void
+test_lockctl_run_survives_kill_9_and_restart_of_lockd(void **state)
+{
+	(void)state;
+	restart_under_a_job("ctl/restart-crash", true);
+}
+
+static void
+test_lockctl_run_kills_the_job_before_the_lease_ends_when_lockd_stays_down(
+    void **state)
+{
+	char port[16], script[256];
+	uint64_t fence = 0;
+	int64_t gone, ttl = 0, lease_end;
+	pid_t pid, child;
+
+	(void)state;
+	harness_server_destroy(&restarting);
+	assert_int_equal(harness_server_start(&restarting), 0);
+	snprintf(port, sizeof(port), "%d", restarting.port);
+	snprintf(script, sizeof(script), "echo $$ > %s; exec sleep 30",
+	    path_of("down.pid"));
+	pid = spawn_lockctl_at(port, path_of("down.err"), "run", "-l", "3s",
+	    "ctl/down", "--", "/bin/sh", "-c", script, NULL);
+	child = read_pid(path_of("down.pid"));
+	harness_sleep_ms(300);
+	harness_server_stop(&restarting);
+	gone = wait_gone(child, 5000);
+	assert_true(gone > 0);
+	assert_int_equal(harness_wait(pid, RUN_TIMEOUT_MS), EXIT_LOST);
+	/*
+	 * lockd keeps the lease's expiry across a restart: started again
+	 * now, it shows when the lease ends, and the job died before that.
+	 */
+	assert_int_equal(harness_server_start(&restarting), 0);
+	assert_true(held_at(port, "ctl/down", &fence, &ttl));
+	lease_end = harness_now_ms() + ttl;
+	if (gone >= lease_end)
+		fail_msg("the job died %lld ms after its lease ended",
+		    (long long)(gone - lease_end));
+	harness_server_destroy(&restarting);
+}
+
+static int64_t
+file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* Kills a writer a failed test left behind, by the pid it wrote down. */
+static void
+kill_writer(const char *pid_path)
+{
+	char text[32];
+
+	if (harness_read_file(pid_path, text, sizeof(text)) && atol(text) > 1)
+		kill((pid_t)atol(text), SIGKILL);
+}
+
+static void
+test_lockctl_run_killed_takes_the_whole_job_with_it(void **state)
+{
+	char script[512];
+	lockd_options o = { .port = harness_shared.port,
+	    .command_timeout_ms = 5000 };
+	lockd_context *c = lockd_connect(&o);
+	lockd_lease lease;
+	const char *w = path_of("grandchild.w"), *gpid =
+	    path_of("grandchild.pid");
+	int64_t at_grant;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(c->err, 0);
+	/* The issue's job: the command's child does the writing. */
+	snprintf(script, sizeof(script), "sh -c \"echo \\$\\$ > %s; while :; "
+	    "do date >> %s; sleep 0.05; done\"; true", gpid, w);
+	pid = spawn_lockctl(NULL, NULL, "run", "-l", "5s", "ctl/grandchild",
+	    "--", "/bin/sh", "-c", script, NULL);
+	assert_true(harness_wait_for_file(w, RUN_TIMEOUT_MS));
+	assert_true(harness_wait_for_file(gpid, RUN_TIMEOUT_MS));
+	kill(pid, SIGKILL);
+	assert_int_equal(harness_wait(pid, RUN_TIMEOUT_MS), 128 + SIGKILL);
+	/* A waiter gets the lock only once nothing writes any more. */
+	assert_int_equal(lockd_acquire(c, "ctl/grandchild", 5000, 8000,
+	    LOCKD_ONCLOSE_RELEASE, &lease), LOCKD_OK);
+	at_grant = file_size(w);
+	harness_sleep_ms(300);
+	if (file_size(w) != at_grant) {
+		kill_writer(gpid);
+		fail_msg("the grandchild wrote on after the lock passed on");
+	}
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+}
+
+static void
+test_lockctl_run_stops_what_the_job_left_behind_before_releasing(
+    void **state)
+{
+	char script[512];
+	const char *w = path_of("leftover.w"), *gpid =
+	    path_of("leftover.pid");
+	int64_t at_exit;
+	pid_t pid;
+
+	(void)state;
+	/* The command ends at once; what it started shrugs off SIGTERM. */
+	snprintf(script, sizeof(script), "sh -c \"echo \\$\\$ > %s; trap '' "
+	    "TERM; while :; do date >> %s; sleep 0.05; done\" & "
+	    "while [ ! -s %s ]; do sleep 0.01; done; exit 3", gpid, w, w);
+	pid = spawn_lockctl(NULL, NULL, "run", "-l", "5s", "ctl/leftover",
+	    "--", "/bin/sh", "-c", script, NULL);
+	assert_int_equal(harness_wait(pid, RUN_TIMEOUT_MS), 3);
+	at_exit = file_size(w);
+	assert_false(held("ctl/leftover", NULL));
+	harness_sleep_ms(300);
+	if (file_size(w) != at_exit) {
+		kill_writer(gpid);
+		fail_msg("the job's child wrote on after lockctl released");
+	}
+}
+
+static void
+test_lockctl_run_outlives_its_watchdog(void **state)
+{
+	char script[256], path[64], children[256], *word, *save = NULL;
+	pid_t pid, child, watchdog = 0;
+
+	(void)state;
+	snprintf(script, sizeof(script), "echo $$ > %s; sleep 0.5",
+	    path_of("watched.pid"));
+	pid = spawn_lockctl(NULL, NULL, "run", "ctl/watchdog", "--",
+	    "/bin/sh", "-c", script, NULL);
+	child = read_pid(path_of("watched.pid"));
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+	    (int)pid);
+	if (!harness_read_file(path, children, sizeof(children)))
+		skip();
+	for (word = strtok_r(children, " \n", &save); word != NULL;
+	    word = strtok_r(NULL, " \n", &save))
+		if (atol(word) != child)
+			watchdog = (pid_t)atol(word);
+	assert_true(watchdog > 0);
+	/* Someone kills the watchdog: lockctl runs the job to its end. */
+	kill(watchdog, SIGKILL);
+	assert_int_equal(harness_wait(pid, RUN_TIMEOUT_MS), 0);
+	assert_false(held("ctl/watchdog", NULL));
+}
+
 int
 main(void)
 {
@@ -637,6 +1062,20 @@ main(void)
 		cmocka_unit_test(test_lockctl_run_forwards_sigterm_and_sigint),
 		cmocka_unit_test(
 		    test_lockctl_run_dying_frees_the_lock_and_stops_the_command),
+		cmocka_unit_test(test_lockctl_help_goes_to_stdout_and_exits_0),
+		cmocka_unit_test(
+		    test_lockctl_run_takes_flocks_options_and_exit_codes),
+		cmocka_unit_test(
+		    test_lockctl_run_survives_a_clean_restart_of_lockd),
+		cmocka_unit_test(
+		    test_lockctl_run_survives_kill_9_and_restart_of_lockd),
+		cmocka_unit_test(
+		    test_lockctl_run_kills_the_job_before_the_lease_ends_when_lockd_stays_down),
+		cmocka_unit_test(
+		    test_lockctl_run_killed_takes_the_whole_job_with_it),
+		cmocka_unit_test(
+		    test_lockctl_run_stops_what_the_job_left_behind_before_releasing),
+		cmocka_unit_test(test_lockctl_run_outlives_its_watchdog),
 	};
 
 	harness_begin();
