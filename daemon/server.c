@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <uv.h>
@@ -499,12 +500,44 @@ listen_tcp(struct server *srv, const char *hostport)
 	return 0;
 }
 
+/*
+ * Makes room for a Unix socket at path: a socket nobody listens on (left
+ * by an earlier run that was killed) is removed; a live one (another
+ * lockd, or systemd's own socket unit) or anything that is not a socket is
+ * left alone and the bind fails.
+ */
+static int
+unix_path_free(const char *path)
+{
+	struct sockaddr_un addr;
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : uv_translate_sys_error(errno);
+	if (!S_ISSOCK(st.st_mode))
+		return UV_EEXIST;
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return uv_translate_sys_error(errno);
+	rc = connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+	close(fd);
+	if (rc == 0)
+		return UV_EADDRINUSE;
+	unlink(path);
+	return 0;
+}
+
 static int
 listen_unix(struct server *srv, const char *path)
 {
 	struct server_listener *l;
 	int rc;
 
+	if ((rc = unix_path_free(path)) != 0)
+		return rc;
 	if ((l = listener_new(srv)) == NULL)
 		return UV_EMFILE;
 	if ((rc = uv_pipe_init(srv->loop, &l->h.pipe, 0)) != 0) {
@@ -512,13 +545,17 @@ listen_unix(struct server *srv, const char *path)
 		return rc;
 	}
 	l->h.handle.data = srv;
-	unlink(path);   /* a stale socket of an earlier run; the data
-			 * directory lock already proved we are alone */
-	if ((rc = uv_pipe_bind(&l->h.pipe, path)) != 0 ||
-	    (rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+	if ((rc = uv_pipe_bind(&l->h.pipe, path)) != 0)
 		return rc;
-	log_event(LOG_INFO, "listen", "unix=%s msg=\"listening on %s\"",
-	    path, path);
+	srv->unix_bound = true;
+	/* Before listen(): until then a connect is refused, so nobody gets
+	 * in under the umask's mode. */
+	if (chmod(path, (mode_t)srv->cfg->unix_mode) != 0)
+		return uv_translate_sys_error(errno);
+	if ((rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+		return rc;
+	log_event(LOG_INFO, "listen", "unix=%s mode=%04o "
+	    "msg=\"listening on %s\"", path, srv->cfg->unix_mode, path);
 	return 0;
 }
 
