@@ -402,6 +402,21 @@ check_address(const char *name, const char *value, char *err, size_t err_len)
 	return 0;
 }
 
+/*
+ * True when systemd passed this process listening sockets ($LISTEN_PID is
+ * ours, $LISTEN_FDS set).  They hold the addresses then, so a `listen`
+ * equal to one of them cannot be bound, and need not be: server.c serves
+ * the passed sockets and warns about a `listen` that is not among them.
+ */
+static bool
+sockets_passed(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+
+	return pid != NULL && fds != NULL && atol(pid) == (long)getpid() &&
+	    atol(fds) > 0;
+}
+
 static void
 defaults(struct config *cfg)
 {
@@ -530,7 +545,7 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 	}
 	if (strcmp(cfg->listen, "none") == 0)
 		cfg->listen[0] = '\0';
-	if (cfg->listen[0] != '\0' &&
+	if (cfg->listen[0] != '\0' && !sockets_passed() &&
 	    check_address(name_of(&from, "listen", true, name, sizeof(name)),
 	    cfg->listen, err, err_len) != 0)
 		return CONFIG_ERROR;

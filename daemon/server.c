@@ -598,6 +598,76 @@ listen_passed(struct server *srv, int count)
 	return 0;
 }
 
+/* True when one of the count passed sockets is bound to want. */
+static bool
+passed_has(int count, const struct sockaddr_storage *want)
+{
+	struct sockaddr_storage got;
+	socklen_t len;
+	int i;
+
+	for (i = 0; i < count; i++) {
+		len = sizeof(got);
+		memset(&got, 0, sizeof(got));
+		if (getsockname(3 + i, (struct sockaddr *)&got, &len) != 0 ||
+		    got.ss_family != want->ss_family)
+			continue;
+		if (got.ss_family == AF_UNIX &&
+		    strcmp(((struct sockaddr_un *)&got)->sun_path,
+		    ((const struct sockaddr_un *)want)->sun_path) == 0)
+			return true;
+		if (got.ss_family == AF_INET) {
+			struct sockaddr_in *g = (struct sockaddr_in *)&got;
+			const struct sockaddr_in *w =
+			    (const struct sockaddr_in *)want;
+			if (g->sin_port == w->sin_port &&
+			    g->sin_addr.s_addr == w->sin_addr.s_addr)
+				return true;
+		}
+		if (got.ss_family == AF_INET6) {
+			struct sockaddr_in6 *g = (struct sockaddr_in6 *)&got;
+			const struct sockaddr_in6 *w =
+			    (const struct sockaddr_in6 *)want;
+			if (g->sin6_port == w->sin6_port &&
+			    memcmp(&g->sin6_addr, &w->sin6_addr,
+			    sizeof(w->sin6_addr)) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * With sockets passed, the socket unit owns the addresses
+ * (docs/operations.md): a listen or unix that was set (by a flag or the
+ * config file) and is not one of them is not served, and the log says so.
+ */
+static void
+warn_ignored(const struct config *cfg, int passed)
+{
+	struct sockaddr_storage addr;
+	char err[300];
+	socklen_t len;
+
+	if (cfg->listen_set && cfg->listen[0] != '\0' &&
+	    (config_resolve(cfg->listen, &addr, &len, err, sizeof(err)) != 0 ||
+	    !passed_has(passed, &addr)))
+		log_event(LOG_WARN, "listen_ignored", "addr=%s passed_fds=%d "
+		    "msg=\"listen is not served: systemd passed other "
+		    "sockets\"", cfg->listen, passed);
+	if (cfg->unix_path[0] != '\0') {
+		memset(&addr, 0, sizeof(addr));
+		addr.ss_family = AF_UNIX;
+		snprintf(((struct sockaddr_un *)&addr)->sun_path,
+		    sizeof(((struct sockaddr_un *)&addr)->sun_path), "%s",
+		    cfg->unix_path);
+		if (!passed_has(passed, &addr))
+			log_event(LOG_WARN, "listen_ignored", "unix=%s "
+			    "passed_fds=%d msg=\"unix is not served: systemd "
+			    "passed other sockets\"", cfg->unix_path, passed);
+	}
+}
+
 int
 server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 {
@@ -619,6 +689,7 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	uv_signal_start(&srv->sigint, on_signal, SIGINT);
 
 	if ((passed = notify_listen_fds()) > 0) {
+		warn_ignored(cfg, passed);
 		if ((rc = listen_passed(srv, passed)) != 0) {
 			log_event(LOG_ERROR, "listen_error",
 			    "passed_fds=%d error=\"%s\"", passed,
@@ -656,7 +727,8 @@ server_run(struct server *srv)
 {
 	int rc = uv_run(srv->loop, UV_RUN_DEFAULT);
 
-	if (srv->cfg->unix_path[0] != '\0')
+	/* Only a socket lockd made itself: one systemd passed is its. */
+	if (srv->unix_bound)
 		unlink(srv->cfg->unix_path);
 	return rc;
 }
