@@ -108,9 +108,17 @@ test: deps-test
 # Keep intermediate objects, so a second run rebuilds nothing.
 .SECONDARY:
 # --- install ----------------------------------------------------------------
+# The GNU convention: configuration lives in $(PREFIX)/etc (so PREFIX=/opt/lockd
+# keeps everything under /opt/lockd, and the default is /usr/local/etc), except
+# for PREFIX=/usr, whose configuration is /etc.
 PREFIX     ?= /usr/local
+ifeq ($(PREFIX),/usr)
 SYSCONFDIR ?= /etc
+else
+SYSCONFDIR ?= $(PREFIX)/etc
+endif
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
+LDCONFIG   ?= ldconfig
 INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
               $(PREFIX)/lib/liblockd.a $(PREFIX)/lib/$(CLIENT_SONAME) \
               $(PREFIX)/lib/liblockd.so $(PREFIX)/lib/pkgconfig/lockd.pc \
@@ -121,7 +129,10 @@ INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
               $(UNITDIR)/lockd.service $(UNITDIR)/lockd.socket
 
 # The sample config is installed only where none exists, and uninstalled
-# only while it is still the sample: an edited config is the admin's.
+# only while it is still the sample: an edited config is the admin's.  The
+# unit is rewritten to run $(PREFIX)/bin/lockd with $(SYSCONFDIR)'s config.
+# Into the live system (no DESTDIR; a package runs ldconfig itself) it ends
+# with ldconfig, or programs linked against liblockd.so.0 cannot start.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	    $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
@@ -146,6 +157,14 @@ install: all
 	install -m 644 systemd/lockd.socket $(DESTDIR)$(UNITDIR)/
 	test -e $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf || \
 	    install -m 644 systemd/lockd.conf $(DESTDIR)$(SYSCONFDIR)/lockd/
+	@if [ -z "$(DESTDIR)" ]; then \
+	    echo "$(LDCONFIG)"; \
+	    $(LDCONFIG) || echo "make install: $(LDCONFIG) failed; run it as root" >&2; \
+	    $(LDCONFIG) -p 2>/dev/null | grep -q '$(PREFIX)/lib/$(CLIENT_SONAME)' || \
+	    echo "make install: $(PREFIX)/lib is not in the run-time linker's path:" \
+	        "add it to /etc/ld.so.conf.d/ and run ldconfig, or link with" \
+	        "-Wl,-rpath,$(PREFIX)/lib" >&2; \
+	fi
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
