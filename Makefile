@@ -527,4 +527,5 @@ test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TES
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN) \
 	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
-	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)"
+	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
+	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)"
