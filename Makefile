@@ -528,4 +528,5 @@ test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TES
 	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
-	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)"
+	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
+	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)"
