@@ -23,7 +23,7 @@
 #   <!-- sample: stub NAME... -->     the shell sample calls NAME, a
 #       stand-in for the reader's own command: it becomes a no-op
 # A block with no info string, or one not listed, fails: every block must
-# say what it is.  systemd/lockd.conf is checked as a conf sample too.
+# say what it is; so does an indented (unfenced) code block.  systemd/lockd.conf is checked as a conf sample too.
 # Ends with the line "N passed, N failed".
 #
 # Usage: tests/docs/run-samples.sh BUILD_DIR [CFLAGS...]
@@ -97,6 +97,14 @@ inb && /^ *```/ { inb = 0; close(body); prev = ""; next }
 inb { print > body; next }
 { prev = $0 }
 ' README.md docs/*.md > "$tmp/index"
+# Markdown's other code block, four spaces in after a blank line, would
+# escape all this: it must be fenced.
+awk '/^ *```/ { inb = !inb } !inb && blank && /^    [^ *+-]/ {
+	printf "%s:%d\n", FILENAME, FNR } { blank = ($0 ~ /^ *$/) }' \
+    README.md docs/*.md > "$tmp/indented"
+while read -r where; do
+	bad "$where: an indented code block: fence it with an info string"
+done < "$tmp/indented"
 n=$(($(wc -l < "$tmp/index") + 1))
 cp systemd/lockd.conf "$tmp/s/$n"
 printf '%s\tsystemd/lockd.conf:1\tconf\t\n' "$n" >> "$tmp/index"
