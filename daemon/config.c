@@ -412,9 +412,11 @@ static bool
 sockets_passed(void)
 {
 	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	uint64_t p, n;
 
-	return pid != NULL && fds != NULL && atol(pid) == (long)getpid() &&
-	    atol(fds) > 0;
+	return pid != NULL && fds != NULL &&
+	    parse_u64(pid, UINT32_MAX, &p) && p == (uint64_t)getpid() &&
+	    parse_u64(fds, 64, &n) && n > 0;
 }
 
 static void
