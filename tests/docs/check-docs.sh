@@ -63,8 +63,9 @@ if [ -s "$tmp/missing" ]; then
 	bad "documents name files that are not in the repository:
 $(sed 's/^/    /' "$tmp/missing")"
 else
-	ok "every file the documents name exists ($(echo $docs | wc -w) documents)"
+	ok "every file the documents name exists ($(echo "$docs" | wc -w) documents)"
 fi
+# shellcheck disable=SC2086  # one word per document
 if grep -n -E '\.\./shared|shared/spec' $docs > "$tmp/outside"; then
 	bad "documents point outside the repository:
 $(sed 's/^/    /' "$tmp/outside")"
@@ -111,12 +112,13 @@ cat daemon/*.c | tr '\n\t' '  ' > "$tmp/code"
 calls=$(grep -o 'log_event *(' "$tmp/code" | wc -l)
 grep -o -E 'log_event *\( *LOG_[A-Z]+, *"[a-z_]+"' "$tmp/code" |
     sed -E 's/.*LOG_([A-Z]+), *"([a-z_]+)"/\2 \1/' |
-    tr 'A-Z' 'a-z' | sort -u > "$tmp/events"
+    tr '[:upper:]' '[:lower:]' | sort -u > "$tmp/events"
 literal=$(grep -o -E 'log_event *\( *LOG_[A-Z]+, *"[a-z_]+"' "$tmp/code" | wc -l)
 # The table: "| `a`, `b` | level | when |" rows under "## Logs".
 sed -n '/^## Logs/,/^## [^L]/p' docs/operations.md |
     grep -E '^\| `' | while IFS='|' read -r _ names level _; do
 	level=$(echo "$level" | tr -d ' ')
+	# shellcheck disable=SC2016  # backquotes, not an expansion
 	echo "$names" | grep -o '`[a-z_]*`' | tr -d '`' |
 	    sed "s/\$/ $level/"
 done | sort -u > "$tmp/table"
