@@ -109,9 +109,17 @@ test: deps-test
 # Keep intermediate objects, so a second run rebuilds nothing.
 .SECONDARY:
 # --- install ----------------------------------------------------------------
+# The GNU convention: configuration lives in $(PREFIX)/etc (so PREFIX=/opt/lockd
+# keeps everything under /opt/lockd, and the default is /usr/local/etc), except
+# for PREFIX=/usr, whose configuration is /etc.
 PREFIX     ?= /usr/local
+ifeq ($(PREFIX),/usr)
 SYSCONFDIR ?= /etc
+else
+SYSCONFDIR ?= $(PREFIX)/etc
+endif
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
+LDCONFIG   ?= ldconfig
 INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
               $(PREFIX)/lib/liblockd.a $(PREFIX)/lib/$(CLIENT_SONAME) \
               $(PREFIX)/lib/liblockd.so $(PREFIX)/lib/pkgconfig/lockd.pc \
@@ -122,7 +130,10 @@ INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
               $(UNITDIR)/lockd.service $(UNITDIR)/lockd.socket
 
 # The sample config is installed only where none exists, and uninstalled
-# only while it is still the sample: an edited config is the admin's.
+# only while it is still the sample: an edited config is the admin's.  The
+# unit is rewritten to run $(PREFIX)/bin/lockd with $(SYSCONFDIR)'s config.
+# Into the live system (no DESTDIR; a package runs ldconfig itself) it ends
+# with ldconfig, or programs linked against liblockd.so.0 cannot start.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	    $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
@@ -147,6 +158,14 @@ install: all
 	install -m 644 systemd/lockd.socket $(DESTDIR)$(UNITDIR)/
 	test -e $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf || \
 	    install -m 644 systemd/lockd.conf $(DESTDIR)$(SYSCONFDIR)/lockd/
+	@if [ -z "$(DESTDIR)" ]; then \
+	    echo "$(LDCONFIG)"; \
+	    $(LDCONFIG) || echo "make install: $(LDCONFIG) failed; run it as root" >&2; \
+	    $(LDCONFIG) -p 2>/dev/null | grep -q '$(PREFIX)/lib/$(CLIENT_SONAME)' || \
+	    echo "make install: $(PREFIX)/lib is not in the run-time linker's path:" \
+	        "add it to /etc/ld.so.conf.d/ and run ldconfig, or link with" \
+	        "-Wl,-rpath,$(PREFIX)/lib" >&2; \
+	fi
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
@@ -519,4 +538,6 @@ test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TES
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN) \
 	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
-	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)"
+	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
+	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
+	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)"

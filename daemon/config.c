@@ -15,7 +15,7 @@
 #include "daemon/store.h"
 #include "proto/proto.h"
 
-enum kind { K_STRING, K_DURATION, K_U32, K_SIZE, K_LEVEL, K_NONE };
+enum kind { K_STRING, K_DURATION, K_U32, K_SIZE, K_LEVEL, K_MODE, K_NONE };
 
 struct option {
 	const char *key;
@@ -34,6 +34,8 @@ static const struct option options[] = {
 	  "HOST:PORT  TCP address (default " CONFIG_DEFAULT_LISTEN
 	  "; port 0 picks a free one; \"none\" disables TCP)" },
 	{ "unix", STR(unix_path), "PATH       also listen on a Unix socket" },
+	{ "unix-mode", NUM(K_MODE, unix_mode),
+	  "MODE       the Unix socket's permissions, octal (default 0660)" },
 	{ "data-dir", STR(data_dir),
 	  "DIR        data directory (default $STATE_DIRECTORY, else "
 	  CONFIG_DEFAULT_DATA_DIR ")" },
@@ -69,6 +71,15 @@ static const struct option options[] = {
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
+/*
+ * Where each setting came from, so that an error about a value read from
+ * the config file names its file and line: line 0 is a default or a flag.
+ */
+struct origins {
+	const char *file;
+	int line[NOPTIONS];
+};
+
 static void
 usage(void)
 {
@@ -95,6 +106,24 @@ parse_u64(const char *s, uint64_t max, uint64_t *out)
 		if (v > (max - (uint64_t)(*s - '0')) / 10)
 			return false;
 		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
+static bool
+parse_octal(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '7')
+			return false;
+		v = v * 8 + (uint64_t)(*s - '0');
+		if (v > max)
+			return false;
 	}
 	*out = v;
 	return true;
@@ -153,6 +182,14 @@ apply(struct config *cfg, const struct option *o, const char *value,
 		}
 		*(size_t *)(void *)field = (size_t)n;
 		return 0;
+	case K_MODE:
+		if (!parse_octal(value, 0777, &n)) {
+			snprintf(err, err_len, "--%s: bad mode '%s' (octal, "
+			    "0 to 0777)", o->key, value);
+			return -1;
+		}
+		*(unsigned *)(void *)field = (unsigned)n;
+		return 0;
 	case K_LEVEL:
 		if ((level = log_level_parse(value)) < 0) {
 			snprintf(err, err_len, "--%s: bad level '%s'", o->key,
@@ -180,23 +217,50 @@ trim(char *s)
 	return s;
 }
 
-static int
-load_file(struct config *cfg, const char *path, char *err, size_t err_len)
+/*
+ * Cuts a comment off a config line: '#' at its start or after a space or
+ * tab begins one, so "max-lease = 5m   # long jobs" is max-lease = 5m while
+ * a '#' inside a value ("unix = /run/a#1") stays.
+ */
+static void
+strip_comment(char *s)
 {
-	char line[4096 + 64];
+	char *p;
+
+	for (p = s; *p != '\0'; p++)
+		if (*p == '#' && (p == s || p[-1] == ' ' || p[-1] == '\t')) {
+			*p = '\0';
+			return;
+		}
+}
+
+static int
+load_file(struct config *cfg, const char *path, struct origins *from,
+    char *err, size_t err_len)
+{
+	char line[4096 + 64], why[512];
 	FILE *f = fopen(path, "r");
 	int lineno = 0;
 
 	if (f == NULL) {
-		snprintf(err, err_len, "--config: cannot open %s", path);
+		snprintf(err, err_len, "--config: cannot open %s: %s", path,
+		    strerror(errno));
 		return -1;
 	}
+	from->file = path;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		const struct option *o;
-		char *s = trim(line), *sep, *key, *value;
+		char *s, *sep, *key, *value;
 
 		lineno++;
-		if (*s == '\0' || *s == '#')
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			snprintf(err, err_len, "%s:%d: line too long (at most "
+			    "%zu bytes)", path, lineno, sizeof(line) - 2);
+			goto fail;
+		}
+		strip_comment(line);
+		s = trim(line);
+		if (*s == '\0')
 			continue;
 		sep = strpbrk(s, "= \t");
 		if (sep == NULL) {
@@ -217,14 +281,41 @@ load_file(struct config *cfg, const char *path, char *err, size_t err_len)
 			    lineno, key);
 			goto fail;
 		}
-		if (apply(cfg, o, value, err, err_len) != 0)
+		if (apply(cfg, o, value, why, sizeof(why)) != 0) {
+			/* apply() names the flag; here the key is what the
+			 * reader wrote. */
+			snprintf(err, err_len, "%s:%d: %s", path, lineno,
+			    strncmp(why, "--", 2) == 0 ? why + 2 : why);
 			goto fail;
+		}
+		from->line[o - options] = lineno;
 	}
 	fclose(f);
 	return 0;
 fail:
 	fclose(f);
 	return -1;
+}
+
+/*
+ * How an error names a setting: "FILE:LINE: key" when its value came from
+ * the config file, else "--key".  A setting named later in the message
+ * (leading false) reads "key (FILE:LINE)".
+ */
+static const char *
+name_of(const struct origins *from, const char *key, bool leading, char *buf,
+    size_t len)
+{
+	const struct option *o = find_option(key, strlen(key));
+	int line = o != NULL ? from->line[o - options] : 0;
+
+	if (line > 0 && leading)
+		snprintf(buf, len, "%s:%d: %s", from->file, line, key);
+	else if (line > 0)
+		snprintf(buf, len, "%s (%s:%d)", key, from->file, line);
+	else
+		snprintf(buf, len, "--%s", key);
+	return buf;
 }
 
 int
@@ -286,7 +377,7 @@ config_resolve(const char *hostport, struct sockaddr_storage *addr,
  * flag, at once, before the data directory is touched.
  */
 static int
-check_address(const char *flag, const char *value, char *err, size_t err_len)
+check_address(const char *name, const char *value, char *err, size_t err_len)
 {
 	struct sockaddr_storage addr;
 	char why[300];
@@ -294,14 +385,14 @@ check_address(const char *flag, const char *value, char *err, size_t err_len)
 	int fd, one = 1;
 
 	if (config_resolve(value, &addr, &len, why, sizeof(why)) != 0) {
-		snprintf(err, err_len, "--%s: %s", flag, why);
+		snprintf(err, err_len, "%s: %s", name, why);
 		return -1;
 	}
 	fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (fd < 0 || bind(fd, (struct sockaddr *)&addr, len) != 0) {
-		snprintf(err, err_len, "--%s: cannot listen on '%s': %s", flag,
+		snprintf(err, err_len, "%s: cannot listen on '%s': %s", name,
 		    value, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -309,6 +400,23 @@ check_address(const char *flag, const char *value, char *err, size_t err_len)
 	}
 	close(fd);
 	return 0;
+}
+
+/*
+ * True when systemd passed this process listening sockets ($LISTEN_PID is
+ * ours, $LISTEN_FDS set).  They hold the addresses then, so a `listen`
+ * equal to one of them cannot be bound, and need not be: server.c serves
+ * the passed sockets and warns about a `listen` that is not among them.
+ */
+static bool
+sockets_passed(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	uint64_t p, n;
+
+	return pid != NULL && fds != NULL &&
+	    parse_u64(pid, UINT32_MAX, &p) && p == (uint64_t)getpid() &&
+	    parse_u64(fds, 64, &n) && n > 0;
 }
 
 static void
@@ -336,13 +444,14 @@ defaults(struct config *cfg)
 	cfg->max_conn_waiters = CONFIG_DEFAULT_MAX_CONN_WAITERS;
 	cfg->map_size = CONFIG_DEFAULT_MAP_SIZE;
 	cfg->journal_size = STORE_JOURNAL_DEFAULT_SIZE;
+	cfg->unix_mode = CONFIG_DEFAULT_UNIX_MODE;
 	cfg->log_level = LOG_INFO;
 }
 
 /* Walks argv; with only_config set, applies --config alone. */
 static enum config_result
 parse_args(struct config *cfg, int argc, char **argv, bool only_config,
-    char *err, size_t err_len)
+    struct origins *from, char *err, size_t err_len)
 {
 	int i;
 
@@ -384,6 +493,7 @@ parse_args(struct config *cfg, int argc, char **argv, bool only_config,
 			continue;
 		if (apply(cfg, o, value, err, err_len) != 0)
 			return CONFIG_ERROR;
+		from->line[o - options] = -1;
 	}
 	return CONFIG_OK;
 }
@@ -392,18 +502,26 @@ enum config_result
 config_load(struct config *cfg, int argc, char **argv, char *err,
     size_t err_len)
 {
+	struct origins from;
 	enum config_result r;
+	char name[4200], other[4200];
+
+	memset(&from, 0, sizeof(from));
 	defaults(cfg);
-	if ((r = parse_args(cfg, argc, argv, true, err, err_len)) != CONFIG_OK)
+	if ((r = parse_args(cfg, argc, argv, true, &from, err, err_len)) !=
+	    CONFIG_OK)
 		return r == CONFIG_EXIT_OK ?
-		    parse_args(cfg, argc, argv, false, err, err_len) : r;
+		    parse_args(cfg, argc, argv, false, &from, err, err_len) : r;
 	if (cfg->config_file[0] != '\0' &&
-	    load_file(cfg, cfg->config_file, err, err_len) != 0)
+	    load_file(cfg, cfg->config_file, &from, err, err_len) != 0)
 		return CONFIG_ERROR;
-	if ((r = parse_args(cfg, argc, argv, false, err, err_len)) != CONFIG_OK)
+	if ((r = parse_args(cfg, argc, argv, false, &from, err, err_len)) !=
+	    CONFIG_OK)
 		return r;
+	cfg->listen_set = from.line[find_option("listen", 6) - options] != 0;
 	if (cfg->max_lease_ms <= 0) {
-		snprintf(err, err_len, "--max-lease must be positive");
+		snprintf(err, err_len, "%s must be positive",
+		    name_of(&from, "max-lease", true, name, sizeof(name)));
 		return CONFIG_ERROR;
 	}
 	if (cfg->default_lease_ms == 0) {
@@ -411,28 +529,31 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 		if (cfg->default_lease_ms > cfg->max_lease_ms)
 			cfg->default_lease_ms = cfg->max_lease_ms;
 	} else if (cfg->default_lease_ms > cfg->max_lease_ms) {
-		snprintf(err, err_len,
-		    "--default-lease must be at most --max-lease");
+		snprintf(err, err_len, "%s must be at most %s",
+		    name_of(&from, "default-lease", true, name, sizeof(name)),
+		    name_of(&from, "max-lease", false, other, sizeof(other)));
 		return CONFIG_ERROR;
 	}
 	if (cfg->max_line < 64 || cfg->max_line > (1u << 20)) {
-		snprintf(err, err_len, "--max-line must be 64 to 1048576");
+		snprintf(err, err_len, "%s must be 64 to 1048576",
+		    name_of(&from, "max-line", true, name, sizeof(name)));
 		return CONFIG_ERROR;
 	}
 	if (cfg->journal_size < STORE_JOURNAL_MIN_SIZE ||
 	    cfg->journal_size > STORE_JOURNAL_MAX_SIZE) {
-		snprintf(err, err_len,
-		    "--journal-size must be 65536 to 1073741824");
+		snprintf(err, err_len, "%s must be 65536 to 1073741824",
+		    name_of(&from, "journal-size", true, name, sizeof(name)));
 		return CONFIG_ERROR;
 	}
 	if (strcmp(cfg->listen, "none") == 0)
 		cfg->listen[0] = '\0';
-	if (cfg->listen[0] != '\0' &&
-	    check_address("listen", cfg->listen, err, err_len) != 0)
+	if (cfg->listen[0] != '\0' && !sockets_passed() &&
+	    check_address(name_of(&from, "listen", true, name, sizeof(name)),
+	    cfg->listen, err, err_len) != 0)
 		return CONFIG_ERROR;
 	if (cfg->metrics_listen[0] != '\0' &&
-	    check_address("metrics-listen", cfg->metrics_listen, err,
-	    err_len) != 0)
+	    check_address(name_of(&from, "metrics-listen", true, name,
+	    sizeof(name)), cfg->metrics_listen, err, err_len) != 0)
 		return CONFIG_ERROR;
 	if (cfg->listen[0] == '\0' && cfg->unix_path[0] == '\0') {
 		snprintf(err, err_len, "nothing to listen on");

@@ -1,11 +1,13 @@
 /*
  * config.h - lockd's settings: the command line of the spec, plus an
  * optional config file with the same keys ("key = value" lines, '#'
- * comments).  Every limit of the daemon is named and defaulted here.
+ * comments, also after a value).  Every limit of the daemon is named and
+ * defaulted here.
  */
 #ifndef LOCKD_CONFIG_H
 #define LOCKD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -24,10 +26,13 @@
  * (store_lmdb_map_needed: about 4.1 GB for a million); only the pages
  * used take room on disk. */
 #define CONFIG_DEFAULT_MAP_SIZE ((size_t)4 << 30)     /* 4 GiB */
+#define CONFIG_DEFAULT_UNIX_MODE 0660
 
 struct config {
 	char listen[300];          /* HOST:PORT, [V6]:PORT; "" = none */
 	char unix_path[108];
+	unsigned unix_mode;        /* permissions of unix_path, set after bind */
+	bool listen_set;           /* listen given by a flag or the file */
 	char data_dir[4096];
 	char metrics_listen[300];
 	char config_file[4096];

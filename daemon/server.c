@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <uv.h>
@@ -493,12 +494,44 @@ listen_tcp(struct server *srv, const char *hostport)
 	return 0;
 }
 
+/*
+ * Makes room for a Unix socket at path: a socket nobody listens on (left
+ * by an earlier run that was killed) is removed; a live one (another
+ * lockd, or systemd's own socket unit) or anything that is not a socket is
+ * left alone and the bind fails.
+ */
+static int
+unix_path_free(const char *path)
+{
+	struct sockaddr_un addr;
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : uv_translate_sys_error(errno);
+	if (!S_ISSOCK(st.st_mode))
+		return UV_EEXIST;
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return uv_translate_sys_error(errno);
+	rc = connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+	close(fd);
+	if (rc == 0)
+		return UV_EADDRINUSE;
+	unlink(path);
+	return 0;
+}
+
 static int
 listen_unix(struct server *srv, const char *path)
 {
 	struct server_listener *l;
 	int rc;
 
+	if ((rc = unix_path_free(path)) != 0)
+		return rc;
 	if ((l = listener_new(srv)) == NULL)
 		return UV_EMFILE;
 	if ((rc = uv_pipe_init(srv->loop, &l->h.pipe, 0)) != 0) {
@@ -506,13 +539,17 @@ listen_unix(struct server *srv, const char *path)
 		return rc;
 	}
 	l->h.handle.data = srv;
-	unlink(path);   /* a stale socket of an earlier run; the data
-			 * directory lock already proved we are alone */
-	if ((rc = uv_pipe_bind(&l->h.pipe, path)) != 0 ||
-	    (rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+	if ((rc = uv_pipe_bind(&l->h.pipe, path)) != 0)
 		return rc;
-	log_event(LOG_INFO, "listen", "unix=%s msg=\"listening on %s\"",
-	    path, path);
+	srv->unix_bound = true;
+	/* Before listen(): until then a connect is refused, so nobody gets
+	 * in under the umask's mode. */
+	if (chmod(path, (mode_t)srv->cfg->unix_mode) != 0)
+		return uv_translate_sys_error(errno);
+	if ((rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+		return rc;
+	log_event(LOG_INFO, "listen", "unix=%s mode=%04o "
+	    "msg=\"listening on %s\"", path, srv->cfg->unix_mode, path);
 	return 0;
 }
 
@@ -555,6 +592,76 @@ listen_passed(struct server *srv, int count)
 	return 0;
 }
 
+/* True when one of the count passed sockets is bound to want. */
+static bool
+passed_has(int count, const struct sockaddr_storage *want)
+{
+	struct sockaddr_storage got;
+	socklen_t len;
+	int i;
+
+	for (i = 0; i < count; i++) {
+		len = sizeof(got);
+		memset(&got, 0, sizeof(got));
+		if (getsockname(3 + i, (struct sockaddr *)&got, &len) != 0 ||
+		    got.ss_family != want->ss_family)
+			continue;
+		if (got.ss_family == AF_UNIX &&
+		    strcmp(((struct sockaddr_un *)&got)->sun_path,
+		    ((const struct sockaddr_un *)want)->sun_path) == 0)
+			return true;
+		if (got.ss_family == AF_INET) {
+			struct sockaddr_in *g = (struct sockaddr_in *)&got;
+			const struct sockaddr_in *w =
+			    (const struct sockaddr_in *)want;
+			if (g->sin_port == w->sin_port &&
+			    g->sin_addr.s_addr == w->sin_addr.s_addr)
+				return true;
+		}
+		if (got.ss_family == AF_INET6) {
+			struct sockaddr_in6 *g = (struct sockaddr_in6 *)&got;
+			const struct sockaddr_in6 *w =
+			    (const struct sockaddr_in6 *)want;
+			if (g->sin6_port == w->sin6_port &&
+			    memcmp(&g->sin6_addr, &w->sin6_addr,
+			    sizeof(w->sin6_addr)) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * With sockets passed, the socket unit owns the addresses
+ * (docs/operations.md): a listen or unix that was set (by a flag or the
+ * config file) and is not one of them is not served, and the log says so.
+ */
+static void
+warn_ignored(const struct config *cfg, int passed)
+{
+	struct sockaddr_storage addr;
+	char err[300];
+	socklen_t len;
+
+	if (cfg->listen_set && cfg->listen[0] != '\0' &&
+	    (config_resolve(cfg->listen, &addr, &len, err, sizeof(err)) != 0 ||
+	    !passed_has(passed, &addr)))
+		log_event(LOG_WARN, "listen_ignored", "addr=%s passed_fds=%d "
+		    "msg=\"listen is not served: systemd passed other "
+		    "sockets\"", cfg->listen, passed);
+	if (cfg->unix_path[0] != '\0') {
+		memset(&addr, 0, sizeof(addr));
+		addr.ss_family = AF_UNIX;
+		snprintf(((struct sockaddr_un *)&addr)->sun_path,
+		    sizeof(((struct sockaddr_un *)&addr)->sun_path), "%s",
+		    cfg->unix_path);
+		if (!passed_has(passed, &addr))
+			log_event(LOG_WARN, "listen_ignored", "unix=%s "
+			    "passed_fds=%d msg=\"unix is not served: systemd "
+			    "passed other sockets\"", cfg->unix_path, passed);
+	}
+}
+
 int
 server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 {
@@ -580,6 +687,7 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	uv_signal_start(&srv->sigint, on_signal, SIGINT);
 
 	if ((passed = notify_listen_fds()) > 0) {
+		warn_ignored(cfg, passed);
 		if ((rc = listen_passed(srv, passed)) != 0) {
 			log_event(LOG_ERROR, "listen_error",
 			    "passed_fds=%d error=\"%s\"", passed,
@@ -617,7 +725,8 @@ server_run(struct server *srv)
 {
 	int rc = uv_run(srv->loop, UV_RUN_DEFAULT);
 
-	if (srv->cfg->unix_path[0] != '\0')
+	/* Only a socket lockd made itself: one systemd passed is its. */
+	if (srv->unix_bound)
 		unlink(srv->cfg->unix_path);
 	return rc;
 }

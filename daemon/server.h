@@ -41,6 +41,7 @@ struct server {
 	} listeners[SERVER_MAX_LISTENERS];
 	int nlisteners;
 	int port;                   /* the TCP port bound */
+	bool unix_bound;            /* cfg->unix_path is a socket we made */
 	uv_timer_t timer;           /* the one timer: the next core deadline */
 	uv_timer_t grace;           /* bounds a clean stop */
 	uv_check_t check;           /* the end of each loop pass */

@@ -340,6 +340,34 @@ store_lmdb_open(const char *dir, size_t map_size, char *err, size_t err_len)
 	return store_lmdb_open_flags(dir, map_size, 0, err, err_len);
 }
 
+/*
+ * mkdir -p: the missing parents with the umask's mode, the data directory
+ * itself 0700 (it holds the handle secrets).
+ */
+static int
+make_dirs(const char *dir)
+{
+	char path[4096];
+	size_t i, len = strlen(dir);
+
+	if (len == 0 || len >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(path, dir, len + 1);
+	for (i = 1; i < len; i++) {
+		if (path[i] != '/' || path[i - 1] == '/')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0777) != 0 && errno != EEXIST)
+			return -1;
+		path[i] = '/';
+	}
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
 struct store *
 store_lmdb_open_flags(const char *dir, size_t map_size, unsigned env_flags,
     char *err, size_t err_len)
@@ -354,7 +382,7 @@ store_lmdb_open_flags(const char *dir, size_t map_size, unsigned env_flags,
 		return NULL;
 	}
 	s->base.ops = &lmdb_ops;
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+	if (make_dirs(dir) != 0) {
 		snprintf(err, err_len, "cannot create data directory %s: %s",
 		    dir, strerror(errno));
 		goto free;

@@ -9,7 +9,7 @@ build="libuv1-dev liblmdb-dev libsystemd-dev pkg-config gcc make"
 units="systemd"
 case "${1:-build}" in
 build) want="$build" ;;
-test)  want="$build $units libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime" ;;
+test)  want="$build $units libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
 bench) want="$build redis-server etcd-server etcd-client libhiredis-dev util-linux" ;;
 *) echo "usage: $0 build|test|fuzz|bench" >&2; exit 2 ;;

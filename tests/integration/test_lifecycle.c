@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -396,6 +397,166 @@ test_lifecycle_config_file_with_an_unknown_key_is_refused(void **state)
 		    r.err);
 }
 
+/*
+ * A '#' after whitespace starts a comment anywhere on a line, as in the
+ * sample lockd.conf's style; a '#' inside a value stays part of it.
+ */
+static void
+test_lifecycle_config_file_takes_trailing_comments(void **state)
+{
+	struct harness_server *s = harness_server_new();
+	struct harness_conn *c;
+	struct harness_grant g;
+	char sock[160], text[512];
+	const char *path;
+
+	(void)state;
+	snprintf(sock, sizeof(sock), "%s/s#1", s->dir);
+	snprintf(text, sizeof(text),
+	    "max-lease = 2s   # short, for the test\n"
+	    "default-lease=1500\t# in ms\n"
+	    "unix = %s # a '#' inside a value stays\n", sock);
+	path = write_config(s->dir, text);
+	harness_server_start(s, "--config", path, NULL);
+	c = harness_connect(s);
+	harness_send(c, "ACQUIRE conf-a lease=10s\n");
+	harness_expect_granted(c, "conf-a", &g);
+	assert_int_equal(g.lease_ms, 2000);
+	harness_send(c, "ACQUIRE conf-b\n");
+	harness_expect_granted(c, "conf-b", &g);
+	assert_int_equal(g.lease_ms, 1500);
+	c = harness_connect_unix(sock);
+	harness_send(c, "PING\n");
+	harness_expect_line(c, "PONG");
+}
+
+/* Every error about a value from the config file names FILE:LINE. */
+static void
+test_lifecycle_config_file_errors_name_file_and_line(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *where;
+	} bad[] = {
+		{ "# x\nmax-lease = 5x\n", ":2: max-lease" },
+		{ "\n\nmax-lease=1s\ndefault-lease 2s # too long\n",
+		  ":4: default-lease" },
+		{ "max-line = 12\n", ":1: max-line" },
+		{ "journal-size = 1024\n", ":1: journal-size" },
+		{ "metrics-listen = 999.1.1.1:0\n", ":1: metrics-listen" },
+		{ "unix-mode = 0999\n", ":1: unix-mode" },
+		{ "log-level = info\nlisten\n", ":2: expected key = value" },
+	};
+	const char *dir = harness_tempdir(), *path, *nl;
+	struct harness_run_result r;
+	char data_dir[128], want[300];
+	size_t i;
+
+	(void)state;
+	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		path = write_config(dir, bad[i].text);
+		harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+		    "--data-dir", data_dir, "--config", path, NULL);
+		if (r.timed_out)
+			fail_msg("lockd started with config '%s'", bad[i].text);
+		assert_int_equal(r.exit_code, 2);
+		snprintf(want, sizeof(want), "%s%s", path, bad[i].where);
+		nl = strchr(r.err, '\n');
+		if (nl == NULL || nl[1] != '\0' || strstr(r.err, want) == NULL)
+			fail_msg("config '%s': expected one line with '%s', "
+			    "got '%s'", bad[i].text, want, r.err);
+	}
+}
+
+/* --data-dir a/b/c makes every missing level, like mkdir -p; the last
+ * one, which holds the handle secrets, 0700. */
+static void
+test_lifecycle_data_dir_is_made_with_its_parents(void **state)
+{
+	struct harness_server *s = harness_server_new();
+	struct harness_conn *c;
+	struct stat st;
+	char deep[200];
+
+	(void)state;
+	snprintf(deep, sizeof(deep), "%s/a/b/c", s->data_dir);
+	harness_server_start(s, "--data-dir", deep, NULL);
+	c = harness_connect(s);
+	harness_send(c, "PING\n");
+	harness_expect_line(c, "PONG");
+	assert_int_equal(stat(deep, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+}
+
+static unsigned
+socket_mode(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	return (unsigned)(st.st_mode & 07777);
+}
+
+/* The Unix socket's mode is 0660 unless --unix-mode says otherwise,
+ * whatever the umask. */
+static void
+test_lifecycle_unix_socket_mode_is_set(void **state)
+{
+	struct harness_server *s = harness_server_new();
+	struct harness_server *t = harness_server_new();
+	struct harness_conn *c;
+
+	(void)state;
+	harness_server_start(s, "--unix", s->unix_path, NULL);
+	assert_int_equal(socket_mode(s->unix_path), 0660);
+	harness_server_start(t, "--unix", t->unix_path, "--unix-mode",
+	    "0606", NULL);
+	assert_int_equal(socket_mode(t->unix_path), 0606);
+	c = harness_connect_unix(t->unix_path);
+	harness_send(c, "PING\n");
+	harness_expect_line(c, "PONG");
+}
+
+/*
+ * A stale socket left by a killed lockd is replaced, but a live one
+ * (another lockd on another data directory, or systemd's socket unit) is
+ * never taken over: the second lockd refuses to start and the first keeps
+ * serving on its path.
+ */
+static void
+test_lifecycle_a_live_unix_socket_is_not_taken_over(void **state)
+{
+	struct harness_server *s = harness_server_new();
+	const char *dir = harness_tempdir();
+	struct harness_run_result r;
+	struct harness_conn *c;
+	char data_dir[128];
+
+	(void)state;
+	harness_server_start(s, "--unix", s->unix_path, NULL);
+	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
+	harness_run(&r, PROMPT_EXIT_MS, "--listen", "none", "--unix",
+	    s->unix_path, "--data-dir", data_dir, NULL);
+	if (r.timed_out)
+		fail_msg("a second lockd started on a live socket's path");
+	assert_int_not_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.err, "cannot listen"));
+	c = harness_connect_unix(s->unix_path);
+	harness_send(c, "PING\n");
+	harness_expect_line(c, "PONG");
+
+	/* Killed, it leaves the socket file behind: the next run takes it. */
+	harness_server_kill(s);
+	assert_int_equal(socket_mode(s->unix_path), 0660);
+	harness_server_restart(s);
+	c = harness_connect_unix(s->unix_path);
+	harness_send(c, "PING\n");
+	harness_expect_line(c, "PONG");
+}
+
 int
 main(void)
 {
@@ -422,6 +583,13 @@ main(void)
 		    test_lifecycle_max_lease_below_the_default_caps_the_default),
 		HARNESS_TEST(
 		    test_lifecycle_config_file_with_an_unknown_key_is_refused),
+		HARNESS_TEST(test_lifecycle_config_file_takes_trailing_comments),
+		HARNESS_TEST(
+		    test_lifecycle_config_file_errors_name_file_and_line),
+		HARNESS_TEST(test_lifecycle_data_dir_is_made_with_its_parents),
+		HARNESS_TEST(test_lifecycle_unix_socket_mode_is_set),
+		HARNESS_TEST(
+		    test_lifecycle_a_live_unix_socket_is_not_taken_over),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,9 @@
 # check-install.sh - `make install DESTDIR=...` installs exactly the
 # expected files; a program built only from the installed lockd.h and
 # lockd.pc links (shared and static) and talks to a real lockd; `make
-# uninstall` removes exactly what was installed.  Ends with the line
+# uninstall` removes exactly what was installed.  The config goes to
+# $(PREFIX)/etc, or /etc for PREFIX=/usr; an install into the live system
+# (no DESTDIR) runs ldconfig, a staged one does not.  Ends with the line
 # "N passed, N failed".
 #
 # Usage: tests/systemd/check-install.sh BUILD_DIR [CFLAGS...]
@@ -29,16 +31,23 @@ root=$tmp/root
 prefix=/usr/local
 
 cd "$top" || exit 1
+# A stand-in for ldconfig that only says it ran.
+cat > "$tmp/ldconfig" <<'SH'
+#!/bin/sh
+echo "ldconfig $*" >> "${0%/*}/ldconfig.calls"
+SH
+chmod +x "$tmp/ldconfig"
+
 if make --no-print-directory -s install DESTDIR="$root" B="$build" \
-    >"$tmp/install.log" 2>&1; then
+    LDCONFIG="$tmp/ldconfig" >"$tmp/install.log" 2>&1; then
 	ok "make install DESTDIR"
 else
 	bad "make install: $(tail -3 "$tmp/install.log")"
 fi
 
-expected="etc/lockd/lockd.conf
-usr/local/bin/lockctl
+expected="usr/local/bin/lockctl
 usr/local/bin/lockd
+usr/local/etc/lockd/lockd.conf
 usr/local/include/lockd.h
 usr/local/lib/liblockd.a
 usr/local/lib/liblockd.so
@@ -53,17 +62,39 @@ got=$(cd "$root" && find . \( -type f -o -type l \) | sed 's|^\./||' | sort)
 if [ "$got" = "$expected" ]; then
 	ok "the installed files are exactly the expected ones"
 else
-	bad "installed files differ:
-$(printf '%s\n' "$got" | diff - /dev/stdin <<E
-$expected
-E
-)"
+	printf '%s\n' "$expected" > "$tmp/expected"
+	printf '%s\n' "$got" > "$tmp/got"
+	bad "installed files differ (- expected, + installed):
+$(diff "$tmp/expected" "$tmp/got" | grep '^[<>]' | sed 's/^</-/; s/^>/+/')"
 fi
-if grep -q "ExecStart=$prefix/bin/lockd " "$root$prefix/lib/systemd/system/lockd.service"; then
-	ok "the installed unit runs the installed lockd"
+if grep -q "ExecStart=$prefix/bin/lockd --config $prefix/etc/lockd/lockd.conf\$" \
+    "$root$prefix/lib/systemd/system/lockd.service"; then
+	ok "the installed unit runs the installed lockd with the installed config"
 else
-	bad "the installed unit does not point at $prefix/bin/lockd"
+	bad "the installed unit does not run $prefix/bin/lockd --config $prefix/etc/lockd/lockd.conf"
 fi
+if [ -e "$tmp/ldconfig.calls" ]; then
+	bad "a staged install (DESTDIR) ran ldconfig"
+else
+	ok "a staged install (DESTDIR) leaves ldconfig to the package"
+fi
+
+# SYSCONFDIR follows PREFIX (GNU), except that PREFIX=/usr uses /etc.
+for p in /opt/lockd:/opt/lockd/etc /usr:/etc; do
+	pre=${p%%:*}
+	etc=${p#*:}
+	stage=$tmp/stage$(echo "$pre" | tr / _)
+	make --no-print-directory -s install DESTDIR="$stage" B="$build" \
+	    PREFIX="$pre" LDCONFIG="$tmp/ldconfig" >"$tmp/stage.log" 2>&1
+	confs=$(cd "$stage" 2>/dev/null && find . -name lockd.conf | sed 's|^\.||')
+	if [ "$confs" = "$etc/lockd/lockd.conf" ] &&
+	    grep -q "ExecStart=$pre/bin/lockd --config $etc/lockd/lockd.conf\$" \
+	    "$stage$pre/lib/systemd/system/lockd.service"; then
+		ok "PREFIX=$pre: the config is $etc/lockd/lockd.conf, and the unit says so"
+	else
+		bad "PREFIX=$pre: config at '$confs', expected $etc/lockd/lockd.conf; $(tail -2 "$tmp/stage.log")"
+	fi
+done
 
 # A program that knows lockd only through the installed files.
 cat > "$tmp/hello.c" <<'C'
@@ -151,6 +182,23 @@ if [ -z "$left" ]; then
 else
 	bad "left after uninstall: $left"
 fi
+
+# Into the live system (no DESTDIR; a prefix in the temporary directory):
+# ldconfig runs, so a program linked against liblockd.so.0 can start.
+live=$tmp/live
+[ -e /etc/lockd/lockd.conf ] && had_etc=1 || had_etc=0
+if make --no-print-directory -s install PREFIX="$live" B="$build" \
+    LDCONFIG="$tmp/ldconfig" >"$tmp/live.log" 2>&1 &&
+    grep -q '^ldconfig *$' "$tmp/ldconfig.calls" 2>/dev/null; then
+	ok "make install without DESTDIR runs ldconfig"
+else
+	bad "make install without DESTDIR did not run ldconfig: $(cat "$tmp/ldconfig.calls" "$tmp/live.log" 2>/dev/null | tail -3)"
+fi
+if [ "$had_etc" = 0 ] && [ -e /etc/lockd/lockd.conf ]; then
+	bad "make install PREFIX=$live wrote /etc/lockd/lockd.conf"
+fi
+make --no-print-directory -s uninstall PREFIX="$live" B="$build" \
+    >/dev/null 2>&1
 
 echo "install: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
