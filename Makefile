@@ -452,7 +452,7 @@ soak-abuse: $(B)/lockd $(ABUSE_TEST_BIN)
 # as crashes.  Seeds: tests/fuzz/corpus/service (tests/fuzz/make_service_seeds.py
 # writes them).
 FUZZ_SERVICE     := build-fuzz/fuzz_service
-FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
+FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c daemon/format.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
                     tests/lib/store_mem.c $(CORE_SRC) $(PROTO_SRC)
 FUZZ_SMOKE_SECONDS ?= 25

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bytes.h"
 #include "core/core.h"
 #include "core/heap.h"
 #include "core/list.h"
@@ -82,17 +83,6 @@ core_lease_effective(const struct core_config *config, int64_t requested_ms,
 	v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32); \
 } while (0)
 
-/* Eight bytes as a little-endian word, written out so that compilers make
- * it one load. */
-static uint64_t
-load_le64(const unsigned char *p)
-{
-	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-	    (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
-	    (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
-	    (uint64_t)p[7] << 56;
-}
-
 uint64_t
 core_name_hash(const uint64_t key[2], const char *name, size_t len)
 {
@@ -105,7 +95,7 @@ core_name_hash(const uint64_t key[2], const char *name, size_t len)
 	size_t i, j;
 
 	for (i = 0; i + 8 <= len; i += 8) {
-		m = load_le64(in + i);
+		m = bytes_get_le64(in + i);
 		v3 ^= m;
 		SIPROUND;
 		v0 ^= m;

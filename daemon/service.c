@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/list.h"
+#include "daemon/format.h"
 #include "daemon/log.h"
 #include "daemon/service.h"
 
@@ -37,14 +38,6 @@ struct service_slot {
 	char text[];             /* cap bytes */
 };
 
-/* The durable record of one held lock, as stored (little-endian):
- *   0 version, 1 flags (bit 0: onclose=release), 2..7 the id of the
- *   connection it is bound to (48 bits; this process's, or zero),
- *   8 fence, 16 secret, 24 lease ms, 32 expiry on the boot clock,
- *   40 expiry on the wall clock (ms since the epoch), 48..63 boot id. */
-#define RECORD_VERSION 1
-#define RECORD_SIZE 64
-
 /* What a GRANTED or RENEWED becomes when its commit fails; its slot is
  * made at least this long, and no longer, so that a client pipelining
  * thousands of grants is not charged PROTO_REPLY_MAX for each against its
@@ -52,64 +45,6 @@ struct service_slot {
 #define UNAVAILABLE_TEXT "store failed; nothing was granted or changed"
 #define UNAVAILABLE_LINE_LEN \
 	(sizeof("ERR UNAVAILABLE " UNAVAILABLE_TEXT "\r\n") - 1)
-
-static void
-record_encode(const struct service *svc, const struct core_record *rec,
-    core_time now, int64_t wall_now, unsigned char out[RECORD_SIZE])
-{
-	memset(out, 0, RECORD_SIZE);
-	out[0] = RECORD_VERSION;
-	out[1] = rec->onclose_release ? 1 : 0;
-	if (rec->onclose_release) {
-		unsigned char id[8];
-		store_put_u64(id, rec->owner_id);
-		memcpy(out + 2, id, 6);
-	}
-	store_put_u64(out + 8, rec->fence);
-	store_put_u64(out + 16, rec->secret);
-	store_put_u64(out + 24, (uint64_t)rec->lease_ms);
-	store_put_u64(out + 32, (uint64_t)rec->expiry);
-	store_put_u64(out + 40, (uint64_t)(wall_now + (rec->expiry - now)));
-	memcpy(out + 48, svc->clock.boot_id, 16);
-}
-
-/*
- * Decodes a stored record into the core's terms.  Within the boot that
- * wrote it the boot-clock expiry stands, untouched by wall-clock steps;
- * after a reboot only the wall-clock expiry is known, and no lease may then
- * run longer than the maximum lease from now.
- */
-static bool
-record_decode(const struct service *svc, const void *val, size_t len,
-    core_time now, int64_t wall_now, struct core_record *rec)
-{
-	const unsigned char *p = val;
-	int64_t max = svc->config.core.max_lease_ms;
-
-	if (len != RECORD_SIZE || p[0] != RECORD_VERSION)
-		return false;
-	memset(rec, 0, sizeof(*rec));
-	rec->onclose_release = (p[1] & 1) != 0;
-	if (rec->onclose_release) {
-		unsigned char id[8] = { 0 };
-		memcpy(id, p + 2, 6);
-		rec->owner_id = store_get_u64(id);
-	}
-	rec->fence = store_get_u64(p + 8);
-	rec->secret = store_get_u64(p + 16);
-	rec->lease_ms = (int64_t)store_get_u64(p + 24);
-	if (rec->fence == 0 || rec->fence > CORE_FENCE_MAX)
-		return false;
-	if (memcmp(p + 48, svc->clock.boot_id, 16) == 0) {
-		rec->expiry = (core_time)store_get_u64(p + 32);
-	} else {
-		int64_t left = (int64_t)store_get_u64(p + 40) - wall_now;
-		rec->expiry = now + (left < 0 ? 0 : left);
-	}
-	if (rec->expiry > now + max)
-		rec->expiry = now + max;
-	return true;
-}
 
 /* ---- buffers ---------------------------------------------------------- */
 
@@ -832,11 +767,12 @@ collect_record(void *ctx, const char *name, size_t name_len,
     const struct core_record *rec)
 {
 	struct collect *c = ctx;
-	unsigned char val[RECORD_SIZE];
+	unsigned char val[FORMAT_RECORD_SIZE];
 	int rc;
 
 	if (rec != NULL) {
-		record_encode(c->svc, rec, c->now, c->wall, val);
+		format_record_encode(rec, c->svc->clock.boot_id, c->now,
+		    c->wall, val);
 		rc = store_batch_add(&c->svc->batch, STORE_PUT, name, name_len,
 		    val, sizeof(val));
 	} else {
@@ -964,7 +900,9 @@ fall_back(struct service *svc, const struct store_batch *batch, core_time now,
 			    svc->store->error);
 			abort();
 		}
-		if (rc == 1 && !record_decode(svc, val, len, now, wall, &rec)) {
+		if (rc == 1 && !format_record_decode(val, len,
+		    svc->clock.boot_id, svc->config.core.max_lease_ms, now,
+		    wall, &rec)) {
 			log_event(LOG_ERROR, "store_corrupt",
 			    "name=%s action=exit", log_value(shown, op.name,
 			    op.name_len));
@@ -1191,7 +1129,8 @@ load_record(void *ctx, const char *name, size_t name_len, const void *val,
 	struct core_restore *it = &l->batch[l->n];
 	char shown[LOG_VALUE_MAX + 1];
 
-	if (!record_decode(l->svc, val, val_len, l->now, l->wall, &it->rec)) {
+	if (!format_record_decode(val, val_len, l->svc->clock.boot_id,
+	    l->svc->config.core.max_lease_ms, l->now, l->wall, &it->rec)) {
 		snprintf(l->svc->error, sizeof(l->svc->error),
 		    "unreadable record for lock %s", log_value(shown, name,
 		    name_len));

@@ -32,36 +32,6 @@ struct store_batch {
 
 enum store_op { STORE_PUT = 1, STORE_DEL = 2 };
 
-/*
- * The stored integers: 8 bytes, little-endian, whatever the machine.
- * Spelled out byte by byte rather than in a loop: compilers merge this form
- * into one 8-byte load or store (with a byte swap on a big-endian machine),
- * and the loop they leave as eight shifts and stores, on every record of
- * every commit.
- */
-static inline void
-store_put_u64(unsigned char *p, uint64_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-	p[4] = (unsigned char)(v >> 32);
-	p[5] = (unsigned char)(v >> 40);
-	p[6] = (unsigned char)(v >> 48);
-	p[7] = (unsigned char)(v >> 56);
-}
-
-/* Written out rather than as a loop: compilers make it one load. */
-static inline uint64_t
-store_get_u64(const unsigned char *p)
-{
-	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
-	    (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
-	    (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
-	    (uint64_t)p[7] << 56;
-}
-
 /* What a store reports of itself, for the metrics (all optional). */
 struct store_stats {
 	uint64_t checkpoints;         /* the journal's changes into LMDB */

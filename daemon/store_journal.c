@@ -12,8 +12,9 @@
  * synced transaction that also stores the mark: the last sequence number
  * it includes and the offset where the next record starts.
  *
- * A record: magic, CRC32C, seq, hwm, length, flags (32 bytes), then the
- * batch's operations in store.c's encoding.  Sequence numbers are
+ * A record: a 32-byte header (magic, CRC32C, seq, hwm, length, flags),
+ * then the batch's operations in store.c's encoding, byte by byte in
+ * daemon/format.h.  Sequence numbers are
  * contiguous; records follow each other, and one that does not fit before
  * the end of the file starts at offset 0.  Recovery reads from the mark:
  * the record at the offset must carry the next sequence number and a good
@@ -51,11 +52,9 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "daemon/format.h"
 #include "daemon/store.h"
 
-#define WAL_MAGIC 0x4c574b4cu   /* "LKWL" */
-#define WAL_HEADER 32
-#define WAL_HAS_HWM 1u
 #define WAL_CHUNK (1u << 20)    /* zeros written at a time when creating */
 
 struct wal_slot {
@@ -90,47 +89,6 @@ struct store_journal {
 	struct store_stats stats;
 	char path[4096];
 };
-
-/* ---- CRC32C (Castagnoli), bytewise ------------------------------------- */
-
-static uint32_t crc_table[256];
-
-static void
-crc_init(void)
-{
-	uint32_t i, j, c;
-
-	for (i = 0; i < 256; i++) {
-		for (c = i, j = 0; j < 8; j++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-static uint32_t
-crc32c(uint32_t crc, const unsigned char *p, size_t len)
-{
-	crc = ~crc;
-	while (len--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
-static uint32_t
-get_u32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
-static void
-put_u32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
 
 static int
 fail(struct store_journal *s, int rc, const char *what, const char *why)
@@ -435,11 +393,12 @@ static int
 journal_commit(struct store *base, const struct store_batch *b)
 {
 	struct store_journal *s = (struct store_journal *)base;
-	unsigned char hdr[WAL_HEADER];
+	struct format_journal_header h = { s->next_seq, b->has_hwm, b->hwm,
+	    (uint32_t)b->len };
+	unsigned char hdr[FORMAT_JOURNAL_HEADER];
 	struct iovec iov[2];
-	uint64_t len = WAL_HEADER + b->len, used;
+	uint64_t len = FORMAT_JOURNAL_HEADER + b->len, used;
 	int64_t at;
-	uint32_t crc;
 	ssize_t n;
 	int rc;
 
@@ -456,16 +415,9 @@ journal_commit(struct store *base, const struct store_batch *b)
 	if (tail_reserve(s, b) != 0)
 		return fail(s, -1, "journal", "out of memory");
 
-	put_u32(hdr, WAL_MAGIC);
-	store_put_u64(hdr + 8, s->next_seq);
-	store_put_u64(hdr + 16, b->has_hwm ? b->hwm : 0);
-	put_u32(hdr + 24, (uint32_t)b->len);
-	put_u32(hdr + 28, b->has_hwm ? WAL_HAS_HWM : 0);
-	crc = crc32c(0, hdr + 8, WAL_HEADER - 8);
-	crc = crc32c(crc, (const unsigned char *)b->ops, b->len);
-	put_u32(hdr + 4, crc);
+	format_journal_encode(&h, b->ops, hdr);
 	iov[0].iov_base = hdr;
-	iov[0].iov_len = WAL_HEADER;
+	iov[0].iov_len = FORMAT_JOURNAL_HEADER;
 	iov[1].iov_base = b->ops;
 	iov[1].iov_len = b->len;
 	n = pwritev(s->fd, iov, b->len > 0 ? 2 : 1, (off_t)at);
@@ -671,16 +623,17 @@ static uint64_t
 read_record(struct store_journal *s, uint64_t off, uint64_t seq,
     unsigned char **buf, size_t *cap, struct store_batch *b)
 {
-	unsigned char hdr[WAL_HEADER];
-	uint32_t len, flags;
+	unsigned char hdr[FORMAT_JOURNAL_HEADER];
+	struct format_journal_header h;
+	uint32_t len;
 
-	if (off + WAL_HEADER > s->size ||
-	    pread(s->fd, hdr, WAL_HEADER, (off_t)off) != WAL_HEADER ||
-	    get_u32(hdr) != WAL_MAGIC || store_get_u64(hdr + 8) != seq)
+	if (off + FORMAT_JOURNAL_HEADER > s->size ||
+	    pread(s->fd, hdr, FORMAT_JOURNAL_HEADER, (off_t)off) !=
+	    FORMAT_JOURNAL_HEADER || !format_journal_decode(hdr, &h) ||
+	    h.seq != seq)
 		return 0;
-	len = get_u32(hdr + 24);
-	flags = get_u32(hdr + 28);
-	if (len > s->size - off - WAL_HEADER)
+	len = h.len;
+	if (len > s->size - off - FORMAT_JOURNAL_HEADER)
 		return 0;
 	if (len > *cap) {
 		unsigned char *p = realloc(*buf, len);
@@ -689,18 +642,17 @@ read_record(struct store_journal *s, uint64_t off, uint64_t seq,
 		*buf = p;
 		*cap = len;
 	}
-	if (len > 0 && pread(s->fd, *buf, len, (off_t)(off + WAL_HEADER)) !=
-	    (ssize_t)len)
+	if (len > 0 && pread(s->fd, *buf, len,
+	    (off_t)(off + FORMAT_JOURNAL_HEADER)) != (ssize_t)len)
 		return 0;
-	if (crc32c(crc32c(0, hdr + 8, WAL_HEADER - 8), *buf, len) !=
-	    get_u32(hdr + 4))
+	if (!format_journal_check(hdr, *buf, len))
 		return 0;
 	store_batch_init(b);
 	b->ops = (char *)*buf;
 	b->len = b->cap = len;
-	b->has_hwm = (flags & WAL_HAS_HWM) != 0;
-	b->hwm = store_get_u64(hdr + 16);
-	return WAL_HEADER + len;
+	b->has_hwm = h.has_hwm;
+	b->hwm = h.hwm;
+	return FORMAT_JOURNAL_HEADER + len;
 }
 
 /* Replays the records after the mark into memory; the next one goes
@@ -762,8 +714,6 @@ store_journal_open(const char *dir, const struct store_journal_config *cfg,
 		    STORE_JOURNAL_MIN_SIZE, STORE_JOURNAL_MAX_SIZE);
 		return NULL;
 	}
-	if (crc_table[1] == 0)
-		crc_init();
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		snprintf(err, err_len, "out of memory");
 		return NULL;

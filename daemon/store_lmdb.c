@@ -4,9 +4,10 @@
  * One environment in the data directory, opened with LMDB's default, fully
  * synced commit mode: mdb_txn_commit returns only after the data and the
  * meta page are on disk.  Never MDB_NOSYNC, MDB_NOMETASYNC or MDB_NOLOCK.
- * Two databases: "leases" (name -> record of a held lock) and "meta"
- * ("hwm" -> the fence high-water mark, 8 bytes little-endian).  A file
- * lock on DIR/lockd.lock keeps a second lockd out of the directory.
+ * Two databases: "leases" (name -> record of a held lock) and "meta" (the
+ * fence high-water mark, and the journal's mark), laid out in
+ * daemon/format.h.  A file lock on DIR/lockd.lock keeps a second lockd
+ * out of the directory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/bytes.h"
+#include "daemon/format.h"
 #include "daemon/store.h"
 
 struct store_lmdb {
@@ -28,9 +31,8 @@ struct store_lmdb {
 	int lock_fd;
 };
 
-static const char hwm_key[] = "hwm";
-/* seq, offset, flags (1: clean stop): store_journal.c */
-static const char mark_key[] = "wal";
+static const char hwm_key[] = FORMAT_META_HWM;
+static const char mark_key[] = FORMAT_META_MARK;
 
 static int
 put_meta(struct store_lmdb *s, MDB_txn *txn, const char *key,
@@ -55,7 +57,7 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 	struct store_lmdb *s = (struct store_lmdb *)base;
 	struct store_batch_op op;
 	const char *what = "mdb_cursor_open";
-	unsigned char hwm[8], mark[24];
+	unsigned char hwm[FORMAT_META_HWM_SIZE], mark[FORMAT_META_MARK_SIZE];
 	MDB_cursor *cur;
 	MDB_txn *txn;
 	MDB_val k, v;
@@ -95,14 +97,14 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 	mdb_cursor_close(cur);
 	what = "mdb_put";
 	if (batch->has_hwm) {
-		store_put_u64(hwm, batch->hwm);
+		bytes_put_le64(hwm, batch->hwm);
 		if ((rc = put_meta(s, txn, hwm_key, hwm, sizeof(hwm))) != 0)
 			goto abort;
 	}
 	if (batch->has_mark) {
-		store_put_u64(mark, batch->mark_seq);
-		store_put_u64(mark + 8, batch->mark_off);
-		store_put_u64(mark + 16, batch->mark_clean ? 1 : 0);
+		struct format_mark m = { batch->mark_seq, batch->mark_off,
+		    batch->mark_clean };
+		format_mark_encode(&m, mark);
 		if ((rc = put_meta(s, txn, mark_key, mark, sizeof(mark))) != 0)
 			goto abort;
 	}
@@ -180,8 +182,8 @@ lmdb_load(struct store *base,
 	k.mv_data = (void *)hwm_key;
 	k.mv_size = sizeof(hwm_key) - 1;
 	rc = mdb_get(txn, s->meta, &k, &v);
-	if (rc == 0 && v.mv_size == 8)
-		*hwm = store_get_u64(v.mv_data);
+	if (rc == 0 && v.mv_size == FORMAT_META_HWM_SIZE)
+		*hwm = bytes_get_le64(v.mv_data);
 	else if (rc != 0 && rc != MDB_NOTFOUND)
 		goto abort;
 	if ((rc = mdb_cursor_open(txn, s->leases, &cur)) != 0)
@@ -206,6 +208,7 @@ store_lmdb_mark(struct store *base, uint64_t *seq, uint64_t *off,
 {
 	struct store_lmdb *s = (struct store_lmdb *)base;
 	MDB_val k = { sizeof(mark_key) - 1, (void *)mark_key }, v;
+	struct format_mark m = { 0, 0, false };
 	MDB_txn *txn;
 	int rc;
 
@@ -214,12 +217,11 @@ store_lmdb_mark(struct store *base, uint64_t *seq, uint64_t *off,
 	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
 		return fail(s, "mdb_txn_begin", rc);
 	rc = mdb_get(txn, s->meta, &k, &v);
-	if (rc == 0 && v.mv_size == 24) {
-		const unsigned char *p = v.mv_data;
-		*seq = store_get_u64(p);
-		*off = store_get_u64(p + 8);
-		*clean = (store_get_u64(p + 16) & 1) != 0;
-	}
+	if (rc == 0)
+		(void)format_mark_decode(v.mv_data, v.mv_size, &m);
+	*seq = m.seq;
+	*off = m.off;
+	*clean = m.clean;
 	mdb_txn_abort(txn);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return fail(s, "mdb_get", rc);
@@ -415,8 +417,8 @@ store_lmdb_open_flags(const char *dir, size_t map_size, unsigned env_flags,
 	mdb_reader_check(s->env, &dead);
 	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
 		goto lmdb_fail;
-	if ((rc = mdb_dbi_open(txn, "leases", MDB_CREATE, &s->leases)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->meta)) != 0) {
+	if ((rc = mdb_dbi_open(txn, FORMAT_LMDB_LEASES, MDB_CREATE, &s->leases)) != 0 ||
+	    (rc = mdb_dbi_open(txn, FORMAT_LMDB_META, MDB_CREATE, &s->meta)) != 0) {
 		mdb_txn_abort(txn);
 		goto lmdb_fail;
 	}

@@ -50,6 +50,8 @@
 
 #include <cmocka.h>
 
+#include "core/bytes.h"
+#include "daemon/format.h"
 #include "daemon/store.h"
 #include "tests/crash/checker.h"
 #include "tests/crash/crashlib.h"
@@ -85,7 +87,6 @@
  */
 #define WARMUP_NAMES 16
 #define WARMUP_ROUNDS 44
-#define RECORD_SIZE 64      /* daemon/service.c: the record of a held lock */
 
 static struct crash_args args = { 0, 10, 13, 0, false };
 
@@ -117,17 +118,6 @@ boot_offset(void)
 	clock_gettime(CLOCK_MONOTONIC, &m);
 	return ((int64_t)b.tv_sec - m.tv_sec) * 1000 +
 	    (b.tv_nsec - m.tv_nsec) / 1000000;
-}
-
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
 }
 
 /*
@@ -225,13 +215,14 @@ load_one(void *ctx, const char *name, size_t name_len, const void *val,
 		if (strlen(names[i]) == name_len &&
 		    memcmp(names[i], name, name_len) == 0)
 			break;
-	if (i == NAMES || val_len != RECORD_SIZE || p[0] != 1) {
+	if (i == NAMES || val_len != FORMAT_RECORD_SIZE ||
+	    p[0] != FORMAT_RECORD_VERSION) {
 		l->out->bad++;
 		return 0;
 	}
 	l->out->rec[i].present = true;
-	l->out->rec[i].fence = get64(p + 8);
-	l->out->rec[i].expiry = (int64_t)get64(p + 32) - l->offset;
+	l->out->rec[i].fence = bytes_get_le64(p + 8);
+	l->out->rec[i].expiry = (int64_t)bytes_get_le64(p + 32) - l->offset;
 	return 0;
 }
 

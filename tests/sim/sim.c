@@ -35,7 +35,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/bytes.h"
 #include "core/list.h"
+#include "daemon/format.h"
 #include "daemon/service.h"
 #include "proto/proto.h"
 #include "tests/lib/store_mem.h"
@@ -51,10 +53,6 @@
 #define MONO_START 1000000     /* the boot clock never reads 0 */
 #define WALL_BASE 1700000000000LL
 #define DRAIN_ROUNDS 100000
-
-/* The record layout of daemon/service.c, which the store scan decodes. */
-#define RECORD_SIZE 64
-#define RECORD_VERSION 1
 
 /* ---- the PRNG: xoshiro256**, seeded through splitmix64 ---------------- */
 
@@ -344,17 +342,6 @@ static const struct store_ops sim_store_ops = {
 	.close = sim_store_close,
 };
 
-static uint64_t
-get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-	int i;
-
-	for (i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
 struct record {
 	uint64_t fence;
 	int64_t lease;
@@ -362,20 +349,21 @@ struct record {
 	bool onclose;
 };
 
-/* Decodes a stored record (the layout of service.c); the wall-clock
+/* Decodes a stored record (daemon/format.h); the wall-clock
  * expiry is global time plus WALL_BASE in every boot. */
 static void
 record_decode(const struct store_mem_entry *e, struct record *r)
 {
 	const unsigned char *p = e->val;
 
-	if (e->val_len != RECORD_SIZE || p[0] != RECORD_VERSION)
-		fatal("the record format of daemon/service.c changed; "
+	if (e->val_len != FORMAT_RECORD_SIZE ||
+	    p[0] != FORMAT_RECORD_VERSION)
+		fatal("the record format of daemon/format.h changed; "
 		    "update tests/sim/sim.c");
 	r->onclose = (p[1] & 1) != 0;
-	r->fence = get64(p + 8);
-	r->lease = (int64_t)get64(p + 24);
-	r->expiry = (int64_t)get64(p + 40) - WALL_BASE;
+	r->fence = bytes_get_le64(p + 8);
+	r->lease = (int64_t)bytes_get_le64(p + 24);
+	r->expiry = (int64_t)bytes_get_le64(p + 40) - WALL_BASE;
 }
 
 static bool

@@ -1,0 +1,55 @@
+/*
+ * bytes.h - little-endian integers in byte buffers, whatever the machine:
+ * the one pair of helpers for the whole tree (the hash of core/table.c,
+ * the formats of daemon/format.h, the tests that read them).  Pure; it
+ * lives in core/ so that every layer may include it.
+ *
+ * Spelled out byte by byte rather than in a loop: compilers merge this form
+ * into one load or store (with a byte swap on a big-endian machine), and
+ * the loop they leave as single-byte shifts and stores, on every record of
+ * every commit.
+ */
+#ifndef LOCKD_CORE_BYTES_H
+#define LOCKD_CORE_BYTES_H
+
+#include <stdint.h>
+
+static inline void
+bytes_put_le32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static inline uint32_t
+bytes_get_le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+static inline void
+bytes_put_le64(unsigned char *p, uint64_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+	p[4] = (unsigned char)(v >> 32);
+	p[5] = (unsigned char)(v >> 40);
+	p[6] = (unsigned char)(v >> 48);
+	p[7] = (unsigned char)(v >> 56);
+}
+
+static inline uint64_t
+bytes_get_le64(const unsigned char *p)
+{
+	return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+	    (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 |
+	    (uint64_t)p[5] << 40 | (uint64_t)p[6] << 48 |
+	    (uint64_t)p[7] << 56;
+}
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * format.h - every byte lockd keeps on disk, in one place: the lease record
+ * (the value stored under each held lock's name), the journal's records
+ * (DIR/lockd.wal, daemon/store_journal.c) and LMDB's meta keys
+ * (DIR/data.mdb, daemon/store_lmdb.c).  A change of any layout is made
+ * here, with a new version, so that it is one visible place; the stores
+ * and the service keep no offsets of their own.  Integers are
+ * little-endian (core/bytes.h).  Pure: no I/O.
+ */
+#ifndef LOCKD_FORMAT_H
+#define LOCKD_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+/*
+ * The lease record, version 1: 64 bytes.
+ *
+ *    0  version (1)
+ *    1  flags: bit 0, onclose=release
+ *    2  the id of the connection it is bound to, 48 bits (this process's;
+ *       zero unless onclose=release)
+ *    8  fence
+ *   16  secret
+ *   24  lease, ms
+ *   32  expiry on the boot clock, ms
+ *   40  expiry on the wall clock, ms since the epoch
+ *   48  boot id, 16 bytes: the boot whose clock bytes 32..39 are on
+ *
+ * A record of another version or size is unreadable: recovery stops
+ * rather than guess (a newer lockd's data in an older one).
+ */
+#define FORMAT_RECORD_VERSION 1
+#define FORMAT_RECORD_SIZE 64
+
+void format_record_encode(const struct core_record *rec,
+    const uint8_t boot_id[16], core_time now, int64_t wall_now,
+    unsigned char out[FORMAT_RECORD_SIZE]);
+/*
+ * Decodes a record into the core's terms; false when it is unreadable.
+ * Within the boot that wrote it the boot-clock expiry stands, untouched by
+ * wall-clock steps; after a reboot only the wall-clock expiry is known,
+ * and no lease may then run longer than max_lease_ms from now.
+ */
+bool format_record_decode(const void *val, size_t len,
+    const uint8_t boot_id[16], int64_t max_lease_ms, core_time now,
+    int64_t wall_now, struct core_record *rec);
+
+/*
+ * The journal, DIR/lockd.wal: records one after the other, each a 32-byte
+ * header and then the batch's operations.
+ *
+ *    0  magic "LKWL" (0x4c574b4c), which is also the version: a new
+ *       layout takes a new magic
+ *    4  CRC32C of bytes 8..31 and then of the operations
+ *    8  sequence number
+ *   16  the fence high-water mark (0 without one)
+ *   24  length of the operations, bytes
+ *   28  flags: bit 0, the record sets the high-water mark
+ *
+ * The operations are daemon/store.c's batch encoding, one after the
+ * other:
+ *
+ *    0  op: 1 put, 2 delete (enum store_op)
+ *    1  name length, 1..255
+ *    2  value length, 0..STORE_VALUE_MAX
+ *    3  the name, then the value
+ */
+#define FORMAT_JOURNAL_MAGIC 0x4c574b4cu
+#define FORMAT_JOURNAL_HEADER 32
+#define FORMAT_JOURNAL_HAS_HWM 1u
+
+struct format_journal_header {
+	uint64_t seq;
+	bool has_hwm;
+	uint64_t hwm;
+	uint32_t len;        /* of the operations */
+};
+
+/* Writes h's header for the len bytes of ops, CRC included. */
+void format_journal_encode(const struct format_journal_header *h,
+    const void *ops, unsigned char out[FORMAT_JOURNAL_HEADER]);
+/* Reads a header; false when the magic is not there.  The CRC is checked
+ * apart, once the operations are read. */
+bool format_journal_decode(const unsigned char in[FORMAT_JOURNAL_HEADER],
+    struct format_journal_header *h);
+/* Whether the header's CRC covers it and the len bytes of ops. */
+bool format_journal_check(const unsigned char in[FORMAT_JOURNAL_HEADER],
+    const void *ops, size_t len);
+
+/* CRC32C (Castagnoli, reflected, as in iSCSI and ext4): crc is 0 to begin,
+ * or the CRC of the bytes before, to go on. */
+uint32_t format_crc32c(uint32_t crc, const void *data, size_t len);
+
+/*
+ * LMDB, DIR/data.mdb: two databases, "leases" (name -> lease record) and
+ * "meta", whose keys are:
+ *
+ *   "hwm"  8 bytes: the fence high-water mark
+ *   "wal"  24 bytes, the journal's mark as its last checkpoint left it:
+ *            0  the last sequence number LMDB holds
+ *            8  the offset in lockd.wal where the next record starts
+ *           16  flags: bit 0, a clean stop (nothing after the mark)
+ *
+ * Version 1 has no version key: a new layout adds one.
+ */
+#define FORMAT_LMDB_LEASES "leases"
+#define FORMAT_LMDB_META "meta"
+#define FORMAT_META_HWM "hwm"
+#define FORMAT_META_HWM_SIZE 8
+#define FORMAT_META_MARK "wal"
+#define FORMAT_META_MARK_SIZE 24
+
+struct format_mark {
+	uint64_t seq;        /* LMDB holds every record up to this one */
+	uint64_t off;        /* where the next record starts */
+	bool clean;          /* and there is none: a clean stop */
+};
+
+void format_mark_encode(const struct format_mark *mark,
+    unsigned char out[FORMAT_META_MARK_SIZE]);
+/* False, and an all-zero mark, when the value is not a mark. */
+bool format_mark_decode(const void *val, size_t len,
+    struct format_mark *mark);
+
+#endif

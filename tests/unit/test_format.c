@@ -1,0 +1,147 @@
+/*
+ * test_format.c - the on-disk formats of daemon/format.h and the byte
+ * helpers of core/bytes.h: the journal's CRC32C against the standard test
+ * vectors (RFC 3720, B.4), a journal header that any changed byte fails,
+ * and the lease record and the journal's mark read back as written.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/bytes.h"
+#include "daemon/format.h"
+
+static void
+test_format_bytes_are_little_endian_whatever_the_machine(void **state)
+{
+	const unsigned char want[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
+	unsigned char got[8];
+
+	(void)state;
+	bytes_put_le64(got, 0x0102030405060708ULL);
+	assert_memory_equal(got, want, 8);
+	assert_true(bytes_get_le64(want) == 0x0102030405060708ULL);
+	bytes_put_le32(got, 0x05060708u);
+	assert_memory_equal(got, want, 4);
+	assert_true(bytes_get_le32(want + 4) == 0x01020304u);
+}
+
+static void
+test_format_crc32c_matches_the_standard_vectors(void **state)
+{
+	unsigned char buf[32];
+	int i;
+
+	(void)state;
+	assert_true(format_crc32c(0, "123456789", 9) == 0xe3069283u);
+	memset(buf, 0, sizeof(buf));
+	assert_true(format_crc32c(0, buf, sizeof(buf)) == 0x8a9136aau);
+	memset(buf, 0xff, sizeof(buf));
+	assert_true(format_crc32c(0, buf, sizeof(buf)) == 0x62a8ab43u);
+	for (i = 0; i < 32; i++)
+		buf[i] = (unsigned char)i;
+	assert_true(format_crc32c(0, buf, sizeof(buf)) == 0x46dd794eu);
+	for (i = 0; i < 32; i++)
+		buf[i] = (unsigned char)(31 - i);
+	assert_true(format_crc32c(0, buf, sizeof(buf)) == 0x113fdb5cu);
+	/* Going on from the CRC of the bytes before is the same. */
+	assert_true(format_crc32c(format_crc32c(0, "1234", 4), "56789", 5) ==
+	    0xe3069283u);
+	assert_true(format_crc32c(0, NULL, 0) == 0);
+}
+
+static void
+test_format_journal_header_fails_its_check_on_any_changed_byte(void **state)
+{
+	struct format_journal_header h = { 42, true, 7, 5 }, back;
+	unsigned char hdr[FORMAT_JOURNAL_HEADER], ops[5] = "abcde";
+	size_t i;
+
+	(void)state;
+	format_journal_encode(&h, ops, hdr);
+	assert_true(format_journal_decode(hdr, &back));
+	assert_true(format_journal_check(hdr, ops, sizeof(ops)));
+	assert_true(back.seq == 42 && back.has_hwm && back.hwm == 7 &&
+	    back.len == 5);
+	for (i = 4; i < FORMAT_JOURNAL_HEADER; i++) {
+		hdr[i] ^= 0x10;
+		assert_false(format_journal_check(hdr, ops, sizeof(ops)));
+		hdr[i] ^= 0x10;
+	}
+	for (i = 0; i < sizeof(ops); i++) {
+		ops[i] ^= 0x10;
+		assert_false(format_journal_check(hdr, ops, sizeof(ops)));
+		ops[i] ^= 0x10;
+	}
+	hdr[0] ^= 0x10;           /* not a record at all */
+	assert_false(format_journal_decode(hdr, &back));
+}
+
+static void
+test_format_record_reads_back_and_a_reboot_caps_the_lease(void **state)
+{
+	const uint8_t boot[16] = "boot-one", other[16] =
+	    "boot-two";
+	struct core_record rec = { 9, 0x1122334455667788ULL, 5000, 4000, true,
+	    0xabcdef123456ULL, NULL }, back;
+	unsigned char out[FORMAT_RECORD_SIZE];
+
+	(void)state;
+	format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
+	assert_int_equal(out[0], FORMAT_RECORD_VERSION);
+	/* The same boot: the boot clock's expiry stands. */
+	assert_true(format_record_decode(out, sizeof(out), boot, 300000, 2000,
+	    0, &back));
+	assert_true(back.fence == 9 && back.secret == rec.secret &&
+	    back.expiry == 5000 && back.lease_ms == 4000 &&
+	    back.onclose_release && back.owner_id == 0xabcdef123456ULL);
+	/* Another boot: the wall clock's, 4 s left, capped at 1 s. */
+	assert_true(format_record_decode(out, sizeof(out), other, 1000, 10,
+	    1700000000000LL, &back));
+	assert_true(back.expiry == 10 + 1000);
+	assert_true(format_record_decode(out, sizeof(out), other, 300000, 10,
+	    1700000000000LL, &back));
+	assert_true(back.expiry == 10 + 4000);
+	/* Another version or size is unreadable. */
+	assert_false(format_record_decode(out, sizeof(out) - 1, boot, 300000,
+	    2000, 0, &back));
+	out[0] = FORMAT_RECORD_VERSION + 1;
+	assert_false(format_record_decode(out, sizeof(out), boot, 300000,
+	    2000, 0, &back));
+}
+
+static void
+test_format_mark_reads_back_and_refuses_another_size(void **state)
+{
+	struct format_mark mark = { 12, 3456, true }, back;
+	unsigned char out[FORMAT_META_MARK_SIZE];
+
+	(void)state;
+	format_mark_encode(&mark, out);
+	assert_true(format_mark_decode(out, sizeof(out), &back));
+	assert_true(back.seq == 12 && back.off == 3456 && back.clean);
+	assert_false(format_mark_decode(out, sizeof(out) - 8, &back));
+	assert_true(back.seq == 0 && back.off == 0 && !back.clean);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(
+		    test_format_bytes_are_little_endian_whatever_the_machine),
+		cmocka_unit_test(test_format_crc32c_matches_the_standard_vectors),
+		cmocka_unit_test(
+		    test_format_journal_header_fails_its_check_on_any_changed_byte),
+		cmocka_unit_test(
+		    test_format_record_reads_back_and_a_reboot_caps_the_lease),
+		cmocka_unit_test(
+		    test_format_mark_reads_back_and_refuses_another_size),
+	};
+
+	return cmocka_run_group_tests_name("format", tests, NULL, NULL);
+}
