@@ -20,8 +20,6 @@ store_batch_reset(struct store_batch *batch)
 	batch->count = 0;
 	batch->has_hwm = false;
 	batch->hwm = 0;
-	batch->has_mark = false;
-	batch->mark_clean = false;
 }
 
 void

@@ -1,11 +1,15 @@
 /*
  * store.h - the durable store as the service sees it: a map from lock name
- * to an opaque value (the record of a held lock), plus the fence high-water
- * mark, changed only by whole batches that commit atomically and durably.
+ * to an opaque value (the record of a held lock, daemon/format.h), plus
+ * the fence high-water mark, changed only by whole batches.
  *
- * The daemon runs it on LMDB (store_lmdb.c); the simulator runs the same
- * service against an in-memory store that can fail and lose unsynced data.
- * Every call returns 0 or a negative error; store_error() says what failed.
+ * struct store_ops below is the seam, and all of it: what every store
+ * provides - LMDB alone (store_lmdb.c), lockd's redo journal in front of
+ * LMDB (store_journal.c), the tests' in-memory store
+ * (tests/lib/store_mem.c), an etcd store next - and what the service
+ * calls, nothing more.  What only the journal needs of LMDB (its mark,
+ * the map's room) stays behind that pair, in store_lmdb.h.  Every call
+ * returns 0 or a negative error, and writes why to store->error.
  */
 #ifndef LOCKD_STORE_H
 #define LOCKD_STORE_H
@@ -23,16 +27,13 @@ struct store_batch {
 	size_t count;       /* operations */
 	bool has_hwm;
 	uint64_t hwm;
-	/* The journal's checkpoint mark (store_journal.c): LMDB holds every
-	 * record up to mark_seq; the next one starts at mark_off. */
-	bool has_mark;
-	bool mark_clean;    /* and nothing after it: a clean stop */
-	uint64_t mark_seq, mark_off;
 };
 
+/* The values are on disk, in the journal's records (daemon/format.h). */
 enum store_op { STORE_PUT = 1, STORE_DEL = 2 };
 
-/* What a store reports of itself, for the metrics (all optional). */
+/* What a store reports of itself, for the metrics: the journal's figures,
+ * zero for a store without one. */
 struct store_stats {
 	uint64_t checkpoints;         /* the journal's changes into LMDB */
 	uint64_t checkpoint_failures;
@@ -41,25 +42,54 @@ struct store_stats {
 	uint64_t journal_size;
 };
 
+/*
+ * The contract, in one place: what the service (daemon/service.c) relies
+ * on of any store.
+ *
+ * commit  Applies the batch - its puts and deletes in order, then its
+ *         high-water mark - durably (on stable storage when it returns)
+ *         and atomically (a crash at any point leaves all of it or none),
+ *         and returns 0.  On failure it returns a negative error and has
+ *         applied nothing of the batch, with one exception: it may have
+ *         applied some of the batch's deletes, each one whole and
+ *         durably; never a put, never the high-water mark.  The journal
+ *         does so when LMDB's map is full (store_journal.c,
+ *         salvage_deletes), so that a full store makes room as leases
+ *         end; LMDB alone and the in-memory store apply none.
+ * get     The value stored under a name: 1 and the value, 0 when there is
+ *         none.  The service needs it because of the exception above:
+ *         after a failed commit it cannot know which deletes went in, so
+ *         every lock the batch wrote falls back to what get() says
+ *         (fall_back), and the replies that waited for the batch become
+ *         ERR UNAVAILABLE.  A get that fails stops lockd (fail-stop).
+ * load    Every record, then the high-water mark: where recovery starts.
+ * close   Stops cleanly (the journal checkpoints) and frees the store.
+ * stats   May be NULL: figures for the metrics, between commits only.
+ * count   May be NULL: how many records load() will give, at most, so that
+ *         the caller sizes its lock table once rather than growing it
+ *         through a recovery of a million records.  A hint only.
+ *
+ * So after a failed commit: a GRANTED or RENEWED of the batch was never
+ * sent (it waits for the commit) and is answered ERR UNAVAILABLE, its put
+ * never applied.  A RELEASED already sent (releases do not wait for the
+ * disk) stays true when its delete went in; when it did not, the lock
+ * falls back to its holder's last durable lease, which runs out as after
+ * a crash before the commit.  docs/design.md, "A failed commit", says
+ * more, with the one case the service does not yet answer exactly.
+ */
 struct store;
 struct store_ops {
-	/* Applies the batch atomically and durably (fsync'd) or not at all. */
 	int (*commit)(struct store *store, const struct store_batch *batch);
-	/* Copies the value of name into val (STORE_VALUE_MAX bytes); returns 1
-	 * when found, 0 when absent, negative on error. */
+	/* val has room for STORE_VALUE_MAX bytes. */
 	int (*get)(struct store *store, const char *name, size_t name_len,
 	    void *val, size_t *val_len);
-	/* Calls fn for every record, then sets *hwm.  fn returning non-zero
-	 * stops the walk with that value. */
+	/* fn returning non-zero stops the walk with that value. */
 	int (*load)(struct store *store,
 	    int (*fn)(void *ctx, const char *name, size_t name_len,
 	        const void *val, size_t val_len),
 	    void *ctx, uint64_t *hwm);
 	void (*close)(struct store *store);
-	/* Optional (may be NULL): sets *count to the number of records, so
-	 * that the caller can make room before load().  A hint only. */
 	int (*count)(struct store *store, size_t *count);
-	/* Optional: fills in *stats.  Called between commits only. */
 	void (*stats)(struct store *store, struct store_stats *stats);
 };
 
@@ -93,14 +123,6 @@ bool store_batch_next(const struct store_batch *batch, size_t *pos,
  */
 struct store *store_lmdb_open(const char *dir, size_t map_size, char *err,
     size_t err_len);
-/* The same with extra mdb_env_open flags: for the power-loss test's guard
- * (MDB_NOSYNC must fail it), never for lockd itself. */
-struct store *store_lmdb_open_flags(const char *dir, size_t map_size,
-    unsigned env_flags, char *err, size_t err_len);
-/* The journal's mark as the last checkpoint left it: 1, or 0 when there
- * has been none (all 0). */
-int store_lmdb_mark(struct store *store, uint64_t *seq, uint64_t *off,
-    bool *clean);
 /*
  * The smallest map that holds `records` records of name_len-byte names and
  * value_len-byte values whatever the order of the puts and deletes, with
@@ -109,9 +131,6 @@ int store_lmdb_mark(struct store *store, uint64_t *seq, uint64_t *off,
  */
 uint64_t store_lmdb_map_needed(uint64_t records, size_t name_len,
     size_t value_len, size_t page_size);
-/* Bytes of the map past LMDB's last page (free pages inside not counted),
- * and its page size. */
-int store_lmdb_room(struct store *store, uint64_t *room, uint64_t *psize);
 
 /*
  * lockd's store: LMDB in dir behind a redo journal, dir/lockd.wal

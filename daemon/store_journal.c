@@ -53,7 +53,7 @@
 
 #include "core/core.h"
 #include "daemon/format.h"
-#include "daemon/store.h"
+#include "daemon/store_lmdb.h"
 
 #define WAL_CHUNK (1u << 20)    /* zeros written at a time when creating */
 
@@ -64,7 +64,8 @@ struct wal_slot {
 
 struct store_journal {
 	struct store base;      /* first: the service holds a struct store * */
-	struct store *db;       /* LMDB */
+	struct store_lmdb *lmdb;    /* for the mark and the map's room */
+	struct store *db;       /* the same LMDB, through the seam */
 	int fd;
 	bool nosync;            /* guards only */
 	uint64_t size;          /* of the file */
@@ -272,6 +273,7 @@ static int
 checkpoint(struct store_journal *s, const struct store_batch *extra)
 {
 	struct store_batch_op op;
+	struct format_mark mark;
 	size_t pos;
 	int rc;
 
@@ -287,11 +289,10 @@ checkpoint(struct store_journal *s, const struct store_batch *extra)
 		s->ck.has_hwm = true;
 		s->ck.hwm = extra->hwm;
 	}
-	s->ck.has_mark = true;
-	s->ck.mark_clean = s->closing && extra == NULL;
-	s->ck.mark_seq = s->next_seq - (extra == NULL);
-	s->ck.mark_off = s->off;
-	if ((rc = s->db->ops->commit(s->db, &s->ck)) != 0) {
+	mark.seq = s->next_seq - (extra == NULL);
+	mark.off = s->off;
+	mark.clean = s->closing && extra == NULL;
+	if ((rc = store_lmdb_commit_mark(s->lmdb, &s->ck, &mark)) != 0) {
 		s->stats.checkpoint_failures++;
 		return fail(s, rc, "checkpoint", s->db->error);
 	}
@@ -301,10 +302,10 @@ checkpoint(struct store_journal *s, const struct store_batch *extra)
 	} else {
 		s->stats.checkpoints++;
 	}
-	s->clean = s->ck.mark_clean;
+	s->clean = mark.clean;
 	s->used = 0;
 	tail_clear(s);
-	(void)store_lmdb_room(s->db, &s->room, &s->psize);
+	(void)store_lmdb_room(s->lmdb, &s->room, &s->psize);
 	return 0;
 }
 
@@ -703,7 +704,7 @@ store_journal_open(const char *dir, const struct store_journal_config *cfg,
     char *err, size_t err_len)
 {
 	struct store_journal *s;
-	uint64_t mark_seq = 0, mark_off = 0;
+	struct format_mark mark;
 	struct stat st;
 	int marked;
 
@@ -725,11 +726,13 @@ store_journal_open(const char *dir, const struct store_journal_config *cfg,
 	if (getrandom(s->hash_key, sizeof(s->hash_key), 0) !=
 	    (ssize_t)sizeof(s->hash_key))
 		s->hash_key[0] = (uint64_t)getpid();   /* index only */
-	s->db = store_lmdb_open_flags(dir, cfg->map_size, cfg->lmdb_flags,
+	s->lmdb = store_lmdb_open_flags(dir, cfg->map_size, cfg->lmdb_flags,
 	    err, err_len);
-	if (s->db == NULL)
+	if (s->lmdb == NULL)
 		goto free;
-	marked = store_lmdb_mark(s->db, &mark_seq, &mark_off, &s->clean);
+	s->db = store_lmdb_store(s->lmdb);
+	marked = store_lmdb_read_mark(s->lmdb, &mark);
+	s->clean = mark.clean;
 	if (marked < 0) {
 		snprintf(err, err_len, "cannot read the journal mark: %s",
 		    s->db->error);
@@ -767,8 +770,8 @@ store_journal_open(const char *dir, const struct store_journal_config *cfg,
 		    (unsigned long long)s->size);
 		goto close;
 	}
-	if (replay(s, mark_seq, mark_off, err, err_len) != 0 ||
-	    store_lmdb_room(s->db, &s->room, &s->psize) != 0)
+	if (replay(s, mark.seq, mark.off, err, err_len) != 0 ||
+	    store_lmdb_room(s->lmdb, &s->room, &s->psize) != 0)
 		goto close;
 	/*
 	 * Another size asked for: LMDB takes what the old journal holds

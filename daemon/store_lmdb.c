@@ -7,7 +7,8 @@
  * Two databases: "leases" (name -> record of a held lock) and "meta" (the
  * fence high-water mark, and the journal's mark), laid out in
  * daemon/format.h.  A file lock on DIR/lockd.lock keeps a second lockd
- * out of the directory.
+ * out of the directory.  Beside the seam of store.h, store_lmdb.h gives
+ * the journal what only it needs: the mark, and the map's room.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,7 @@
 
 #include "core/bytes.h"
 #include "daemon/format.h"
-#include "daemon/store.h"
+#include "daemon/store_lmdb.h"
 
 struct store_lmdb {
 	struct store base;    /* first: the service holds a struct store * */
@@ -51,13 +52,15 @@ fail(struct store_lmdb *s, const char *what, int rc)
 	return rc < 0 ? rc : -rc;
 }
 
+/* The batch, and the journal's mark when there is one, in one synced
+ * transaction. */
 static int
-lmdb_commit(struct store *base, const struct store_batch *batch)
+commit(struct store_lmdb *s, const struct store_batch *batch,
+    const struct format_mark *mark)
 {
-	struct store_lmdb *s = (struct store_lmdb *)base;
 	struct store_batch_op op;
 	const char *what = "mdb_cursor_open";
-	unsigned char hwm[FORMAT_META_HWM_SIZE], mark[FORMAT_META_MARK_SIZE];
+	unsigned char hwm[FORMAT_META_HWM_SIZE], marked[FORMAT_META_MARK_SIZE];
 	MDB_cursor *cur;
 	MDB_txn *txn;
 	MDB_val k, v;
@@ -101,11 +104,10 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 		if ((rc = put_meta(s, txn, hwm_key, hwm, sizeof(hwm))) != 0)
 			goto abort;
 	}
-	if (batch->has_mark) {
-		struct format_mark m = { batch->mark_seq, batch->mark_off,
-		    batch->mark_clean };
-		format_mark_encode(&m, mark);
-		if ((rc = put_meta(s, txn, mark_key, mark, sizeof(mark))) != 0)
+	if (mark != NULL) {
+		format_mark_encode(mark, marked);
+		if ((rc = put_meta(s, txn, mark_key, marked,
+		    sizeof(marked))) != 0)
 			goto abort;
 	}
 	/* mdb_txn_commit frees the transaction even when it fails. */
@@ -115,6 +117,19 @@ lmdb_commit(struct store *base, const struct store_batch *batch)
 abort:
 	mdb_txn_abort(txn);
 	return fail(s, what, rc);
+}
+
+static int
+lmdb_commit(struct store *base, const struct store_batch *batch)
+{
+	return commit((struct store_lmdb *)base, batch, NULL);
+}
+
+int
+store_lmdb_commit_mark(struct store_lmdb *db, const struct store_batch *batch,
+    const struct format_mark *mark)
+{
+	return commit(db, batch, mark);
 }
 
 static int
@@ -203,25 +218,18 @@ abort:
 }
 
 int
-store_lmdb_mark(struct store *base, uint64_t *seq, uint64_t *off,
-    bool *clean)
+store_lmdb_read_mark(struct store_lmdb *s, struct format_mark *mark)
 {
-	struct store_lmdb *s = (struct store_lmdb *)base;
 	MDB_val k = { sizeof(mark_key) - 1, (void *)mark_key }, v;
-	struct format_mark m = { 0, 0, false };
 	MDB_txn *txn;
 	int rc;
 
-	*seq = *off = 0;
-	*clean = false;
+	memset(mark, 0, sizeof(*mark));
 	if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0)
 		return fail(s, "mdb_txn_begin", rc);
 	rc = mdb_get(txn, s->meta, &k, &v);
-	if (rc == 0)
-		(void)format_mark_decode(v.mv_data, v.mv_size, &m);
-	*seq = m.seq;
-	*off = m.off;
-	*clean = m.clean;
+	if (rc == 0)    /* a value of another size reads as no mark yet */
+		(void)format_mark_decode(v.mv_data, v.mv_size, mark);
 	mdb_txn_abort(txn);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return fail(s, "mdb_get", rc);
@@ -229,9 +237,8 @@ store_lmdb_mark(struct store *base, uint64_t *seq, uint64_t *off,
 }
 
 int
-store_lmdb_room(struct store *base, uint64_t *room, uint64_t *psize)
+store_lmdb_room(struct store_lmdb *s, uint64_t *room, uint64_t *psize)
 {
-	struct store_lmdb *s = (struct store_lmdb *)base;
 	MDB_envinfo info;
 	MDB_stat st;
 	int rc;
@@ -339,7 +346,16 @@ static const struct store_ops lmdb_ops = {
 struct store *
 store_lmdb_open(const char *dir, size_t map_size, char *err, size_t err_len)
 {
-	return store_lmdb_open_flags(dir, map_size, 0, err, err_len);
+	struct store_lmdb *s = store_lmdb_open_flags(dir, map_size, 0, err,
+	    err_len);
+
+	return s != NULL ? &s->base : NULL;
+}
+
+struct store *
+store_lmdb_store(struct store_lmdb *db)
+{
+	return &db->base;
 }
 
 /*
@@ -370,7 +386,7 @@ make_dirs(const char *dir)
 	return 0;
 }
 
-struct store *
+struct store_lmdb *
 store_lmdb_open_flags(const char *dir, size_t map_size, unsigned env_flags,
     char *err, size_t err_len)
 {
@@ -424,7 +440,7 @@ store_lmdb_open_flags(const char *dir, size_t map_size, unsigned env_flags,
 	}
 	if ((rc = mdb_txn_commit(txn)) != 0)
 		goto lmdb_fail;
-	return &s->base;
+	return s;
 lmdb_fail:
 	snprintf(err, err_len, "cannot open store in %s: %s", dir,
 	    mdb_strerror(rc));

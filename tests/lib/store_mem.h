@@ -1,7 +1,9 @@
 /*
  * store_mem.h - an in-memory store for the unit tests and the simulator:
- * the same contract as the LMDB store (atomic, all-or-nothing batches), with
- * switches to make commits and reads fail.  What a successful commit wrote
+ * the seam of daemon/store.h (commit, get, load, close; no count, no
+ * stats), its batches all or nothing - a failed commit applies none of
+ * its deletes either, as LMDB alone - with switches to make commits and
+ * reads fail.  What a successful commit wrote
  * survives a simulated crash of the service (the store object outlives it).
  */
 #ifndef LOCKD_TESTS_STORE_MEM_H

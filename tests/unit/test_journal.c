@@ -26,7 +26,7 @@
 
 #include <cmocka.h>
 
-#include "daemon/store.h"
+#include "daemon/store_lmdb.h"    /* the mark: white-box */
 
 #define NAMES 300
 #define MAP_BIG (1u << 20)
@@ -266,6 +266,8 @@ file_size(const char *name)
 static void
 test_journal_replays_what_a_crash_left(void **state)
 {
+	struct format_mark mark;
+	struct store_lmdb *db;
 	struct model m;
 	struct store *s;
 
@@ -277,15 +279,12 @@ test_journal_replays_what_a_crash_left(void **state)
 	check(s, &m);
 	s->ops->close(s);
 	/* The clean close checkpointed: LMDB alone has it all now. */
-	s = store_lmdb_open(dir, MAP_BIG, (char[256]){ 0 }, 256);
-	assert_non_null(s);
-	{
-		uint64_t seq, off;
-		bool clean;
-		assert_int_equal(store_lmdb_mark(s, &seq, &off, &clean), 1);
-		assert_int_equal(seq, 200);
-		assert_true(clean);
-	}
+	db = store_lmdb_open_flags(dir, MAP_BIG, 0, (char[256]){ 0 }, 256);
+	assert_non_null(db);
+	assert_int_equal(store_lmdb_read_mark(db, &mark), 1);
+	assert_int_equal(mark.seq, 200);
+	assert_true(mark.clean);
+	s = store_lmdb_store(db);
 	s->ops->close(s);
 	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
 	check(s, &m);
