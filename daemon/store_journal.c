@@ -338,14 +338,18 @@ place(const struct store_journal *s, uint64_t len, uint64_t *used)
 }
 
 /*
- * A batch LMDB refused for want of room, with the journal empty: its
- * deletes still go in, alone and a few names a transaction.  They are
- * releases and expiries, whose replies are already out (a RELEASED does
- * not wait for the disk), and the service falls back every name of the
- * batch to what get() then says: the deleted ones stay deleted, as their
- * holders were told.  Small transactions, because on a full map LMDB may
- * lack the pages to copy every leaf one large delete touches, and making
- * room is what a full store needs.
+ * A batch LMDB refused, with the journal empty: its deletes still go in,
+ * alone and a few names a transaction - the one exception to "all or
+ * nothing" that store.h's contract allows, and the commit still fails.
+ * Most are releases and expiries whose replies are already out (a
+ * RELEASED does not wait for the disk), and the service falls back every
+ * name of the batch to what get() then says: the deleted ones stay
+ * deleted, as their holders were told.  Without it a full map could not
+ * drain while clients keep acquiring: every batch would hold a put, fail,
+ * and bring its deletes back.  Small transactions, because on a full map
+ * LMDB may lack the pages to copy every leaf one large delete touches.
+ * docs/design.md ("A failed commit") has the one reply this leaves
+ * inexact.
  */
 static void
 salvage_deletes(struct store_journal *s, const struct store_batch *b)
