@@ -453,6 +453,7 @@ soak-abuse: $(B)/lockd $(ABUSE_TEST_BIN)
 # writes them).
 FUZZ_SERVICE     := build-fuzz/fuzz_service
 FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
+                    daemon/service_commit.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
                     tests/lib/store_mem.c $(CORE_SRC) $(PROTO_SRC)
 FUZZ_SMOKE_SECONDS ?= 25
