@@ -219,7 +219,7 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 	    "leases=%llu expired=%llu onclose_released=%llu held=%llu "
 	    "fence_hwm=%llu", (unsigned long long)rec.leases,
 	    (unsigned long long)rec.expired, (unsigned long long)rec.onclose,
-	    (unsigned long long)srv.svc.table.stats.held,
+	    (unsigned long long)service_held_count(&srv.svc),
 	    (unsigned long long)rec.hwm);
 
 	if (seams != NULL) {
@@ -237,7 +237,7 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 		snprintf(status, sizeof(status), "READY=1\nSTATUS=serving; "
 		    "recovered %llu leases, %llu held, fence high-water mark "
 		    "%llu", (unsigned long long)rec.leases,
-		    (unsigned long long)srv.svc.table.stats.held,
+		    (unsigned long long)service_held_count(&srv.svc),
 		    (unsigned long long)rec.hwm);
 		notify_send(status);
 	}

@@ -211,10 +211,8 @@ on_connection(uv_stream_t *listener, int status)
 		if (!srv->stopping) {
 			log_event(LOG_WARN, "limit", "kind=connections max=%u",
 			    srv->cfg->max_connections);
-			srv->svc.metrics.limit_hits[
-			    METRICS_LIMIT_CONNECTIONS]++;
 		}
-		srv->svc.stats.protocol_errors[PROTO_ERR_LIMIT]++;
+		service_count_refused_connection(&srv->svc, !srv->stopping);
 		refuse(&c->h.stream, srv->stopping ?
 		    "ERR SHUTDOWN server is stopping\r\n" :
 		    "ERR LIMIT too many connections\r\n");
@@ -356,9 +354,17 @@ on_check(uv_check_t *check)
 static void
 close_all(struct server *srv)
 {
-	while (!link_empty(&srv->svc.conns))
-		conn_close(container_of(container_of(srv->svc.conns.next,
-		    struct service_conn, all_link), struct conn, sc));
+	struct service_conn *sc;
+
+	while ((sc = service_first_conn(&srv->svc)) != NULL)
+		conn_close(container_of(sc, struct conn, sc));
+}
+
+static void
+flush_one(struct service_conn *sc, void *ctx)
+{
+	(void)ctx;
+	flush_conn(container_of(sc, struct conn, sc));
 }
 
 /* Once stopping and every connection is gone, the loop's own handles go
@@ -404,7 +410,6 @@ static void
 on_signal(uv_signal_t *sig, int signum)
 {
 	struct server *srv = sig->data;
-	struct core_link *l, *next;
 
 	if (srv->stopping)
 		return;
@@ -425,11 +430,7 @@ on_signal(uv_signal_t *sig, int signum)
 	service_shutdown(&srv->svc);
 	end_of_pass(srv);
 	/* Idle connections close now; busy ones once their replies are out. */
-	for (l = srv->svc.conns.next; l != &srv->svc.conns; l = next) {
-		next = l->next;
-		flush_conn(container_of(container_of(l, struct service_conn,
-		    all_link), struct conn, sc));
-	}
+	service_for_each_conn(&srv->svc, flush_one, NULL);
 	maybe_finish(srv);
 }
 

@@ -738,6 +738,40 @@ service_next_ready(struct service *svc)
 	return conn;
 }
 
+struct service_conn *
+service_first_conn(struct service *svc)
+{
+	if (link_empty(&svc->conns))
+		return NULL;
+	return container_of(svc->conns.next, struct service_conn, all_link);
+}
+
+void
+service_for_each_conn(struct service *svc,
+    void (*fn)(struct service_conn *conn, void *ctx), void *ctx)
+{
+	struct core_link *l, *next;
+
+	for (l = svc->conns.next; l != &svc->conns; l = next) {
+		next = l->next;
+		fn(container_of(l, struct service_conn, all_link), ctx);
+	}
+}
+
+void
+service_count_refused_connection(struct service *svc, bool at_limit)
+{
+	if (at_limit)
+		svc->metrics.limit_hits[METRICS_LIMIT_CONNECTIONS]++;
+	svc->stats.protocol_errors[PROTO_ERR_LIMIT]++;
+}
+
+uint64_t
+service_held_count(const struct service *svc)
+{
+	return svc->table.stats.held;
+}
+
 /* ---- time ------------------------------------------------------------- */
 
 core_time

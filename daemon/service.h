@@ -230,6 +230,23 @@ core_time service_next_deadline(const struct service *svc);
 /* Pops a connection whose output grew (or that must close); NULL: none. */
 struct service_conn *service_next_ready(struct service *svc);
 
+/*
+ * The connections the service knows, for the server's stop: the first one
+ * (NULL: none), and each in turn - fn may close the connection it is
+ * given, not another one.
+ */
+struct service_conn *service_first_conn(struct service *svc);
+void service_for_each_conn(struct service *svc,
+    void (*fn)(struct service_conn *conn, void *ctx), void *ctx);
+
+/* The server refused a connection with an ERR line: counted with the
+ * protocol errors, and with the limit hits when at_limit (too many
+ * connections, not a stop). */
+void service_count_refused_connection(struct service *svc, bool at_limit);
+
+/* The locks held now (for the startup log and READY status). */
+uint64_t service_held_count(const struct service *svc);
+
 /* Clean stop: every waiter is answered ERR SHUTDOWN. */
 void service_shutdown(struct service *svc);
 
