@@ -285,7 +285,7 @@ $(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB_OBJ) \
 sim: $(SIM_BIN) $(SIM_TEST_BIN)
 
 # --- crash and power-loss tests ---------------------------------------------
-# lockd-faulty is lockd_run() with a fault point chosen by LOCKD_FAULT; the
+# lockd-faulty is daemon_run() with a fault point chosen by LOCKD_FAULT; the
 # shim journals lockd's writes and syncs to build power-loss images.
 # CRASH_TEST_BIN runs in make test (short); make soak runs the long ones
 # (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).

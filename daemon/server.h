@@ -16,7 +16,7 @@
 #define SERVER_MAX_LISTENERS 8
 
 /*
- * A fault-injection seam for the tests (lockd.h): when set, before_write is
+ * A fault-injection seam for the tests (daemon.h): when set, before_write is
  * called at the end of a loop pass just before the replies of each
  * connection are written, with the number of connections already written in
  * this pass.  A test that ends the process when index is 1 dies after
