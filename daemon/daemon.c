@@ -23,8 +23,12 @@
 
 /* Handle secrets come from the kernel's random source, read in blocks so
  * a grant costs no system call. */
+#define RANDOM_POOL_WORDS 512   /* 4 KiB: one getrandom() per 512 grants */
+/* A page size for when sysconf cannot tell (it always can on Linux). */
+#define FALLBACK_PAGE_SIZE 4096
+
 struct random_pool {
-	uint64_t words[512];
+	uint64_t words[RANDOM_POOL_WORDS];
 	size_t left;
 };
 
@@ -128,7 +132,7 @@ map_too_small(const struct config *cfg, char *err, size_t err_len)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t need = store_lmdb_map_needed(cfg->max_held, PROTO_NAME_MAX,
-	    STORE_VALUE_MAX, page > 0 ? (size_t)page : 4096);
+	    STORE_VALUE_MAX, page > 0 ? (size_t)page : FALLBACK_PAGE_SIZE);
 
 	if (cfg->map_size >= need)
 		return false;

@@ -24,7 +24,11 @@
 #include "daemon/notify.h"
 #include "daemon/server.h"
 
+/* Bytes one read takes from a socket, into the one buffer all share. */
 #define READ_BUFFER 65536
+/* Connections the kernel queues for accept(): bursts of clients that
+ * connect at once (a fleet restarting) should not see ECONNREFUSED. */
+#define SERVER_LISTEN_BACKLOG 1024
 #define COMMIT_RETRY_MS 100   /* after a failed commit */
 #define SHUTDOWN_GRACE_MS 2000
 
@@ -489,7 +493,8 @@ listen_tcp(struct server *srv, const char *hostport)
 	}
 	l->h.handle.data = srv;
 	if ((rc = uv_tcp_bind(&l->h.tcp, (struct sockaddr *)&addr, 0)) != 0 ||
-	    (rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+	    (rc = uv_listen(&l->h.stream, SERVER_LISTEN_BACKLOG,
+	    on_connection)) != 0)
 		return rc;
 	log_bound(srv, &l->h.tcp);
 	return 0;
@@ -547,7 +552,8 @@ listen_unix(struct server *srv, const char *path)
 	 * in under the umask's mode. */
 	if (chmod(path, (mode_t)srv->cfg->unix_mode) != 0)
 		return uv_translate_sys_error(errno);
-	if ((rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+	if ((rc = uv_listen(&l->h.stream, SERVER_LISTEN_BACKLOG,
+	    on_connection)) != 0)
 		return rc;
 	log_event(LOG_INFO, "listen", "unix=%s mode=%04o "
 	    "msg=\"listening on %s\"", path, srv->cfg->unix_mode, path);
@@ -581,7 +587,8 @@ listen_passed(struct server *srv, int count)
 				return rc;
 		}
 		l->h.handle.data = srv;
-		if ((rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+		if ((rc = uv_listen(&l->h.stream, SERVER_LISTEN_BACKLOG,
+		    on_connection)) != 0)
 			return rc;
 		if (addr.ss_family == AF_UNIX)
 			log_event(LOG_INFO, "listen", "fd=%d unix=%s "

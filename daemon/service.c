@@ -94,13 +94,19 @@ record_decode(const struct service *svc, const void *val, size_t len,
 
 /* ---- buffers ---------------------------------------------------------- */
 
+/* A connection's buffers start this small and double as they fill. */
+#define BUF_FIRST_CAP 512
+/* An output buffer grown past this is freed once written out, so that one
+ * burst of replies does not pin its memory for the connection's life. */
+#define OUT_KEEP_CAP 65536
+
 static bool
 buf_append(struct service_buf *b, const char *data, size_t len)
 {
 	if (len == 0)
 		return true;
 	if (b->len + len > b->cap) {
-		size_t cap = b->cap ? b->cap : 512;
+		size_t cap = b->cap ? b->cap : BUF_FIRST_CAP;
 		char *p;
 		while (cap < b->len + len)
 			cap *= 2;
@@ -445,6 +451,12 @@ on_core_reply(void *ctx, const struct core_reply *r)
 
 /* ---- commands --------------------------------------------------------- */
 
+/* Room for PONG and BYE; for STATS' fields (service_stats has 18) and its
+ * line (about 40 bytes a field). */
+#define SHORT_REPLY_MAX 16
+#define STATS_FIELDS_MAX 32
+#define STATS_LINE_MAX 1024
+
 static void
 cmd_acquire(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
@@ -510,7 +522,7 @@ static void
 cmd_ping(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
-	char line[16];
+	char line[SHORT_REPLY_MAX];
 
 	(void)req;
 	(void)now;
@@ -522,7 +534,7 @@ static void
 cmd_quit(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
-	char line[16];
+	char line[SHORT_REPLY_MAX];
 
 	(void)req;
 	(void)now;
@@ -547,13 +559,13 @@ static void
 cmd_stats(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
-	struct proto_stat stats[32];
-	char line[1024];
+	struct proto_stat stats[STATS_FIELDS_MAX];
+	char line[STATS_LINE_MAX];
 	size_t n;
 
 	(void)req;
 	(void)now;
-	n = service_stats(svc, stats, 32);
+	n = service_stats(svc, stats, STATS_FIELDS_MAX);
 	n = proto_format_stats(line, sizeof(line), stats, n);
 	answer(svc, conn, seq, 0, 0, line, n);
 }
@@ -679,7 +691,7 @@ service_conn_written(struct service_conn *conn, size_t n)
 	if (n < conn->out.len)
 		memmove(conn->out.data, conn->out.data + n, conn->out.len - n);
 	conn->out.len -= n;
-	if (conn->out.len == 0 && conn->out.cap > 65536)
+	if (conn->out.len == 0 && conn->out.cap > OUT_KEEP_CAP)
 		buf_free(&conn->out);
 }
 
@@ -788,7 +800,7 @@ service_config_defaults(struct service_config *config)
 	memset(config, 0, sizeof(*config));
 	core_config_defaults(&config->core);
 	config->max_line = PROTO_LINE_MAX_DEFAULT;
-	config->max_output = 1 << 20;
+	config->max_output = SERVICE_MAX_OUTPUT_DEFAULT;
 }
 
 /* Records handed to the table at once (core_table_restore_batch). */

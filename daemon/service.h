@@ -44,6 +44,9 @@ struct service_clock {
 	uint8_t boot_id[16];
 };
 
+/* The output a client may leave unread before it is cut off (--max-output). */
+#define SERVICE_MAX_OUTPUT_DEFAULT ((size_t)1 << 20)   /* 1 MiB */
+
 struct service_config {
 	struct core_config core;   /* leases, limits, secrets, hash key */
 	size_t max_line;           /* bytes in a request line */
@@ -133,7 +136,7 @@ struct service {
 	char error[256];
 };
 
-/* Fills in the defaults (protocol line limit, 1 MiB output cap). */
+/* Fills in the defaults (PROTO_LINE_MAX_DEFAULT, SERVICE_MAX_OUTPUT_DEFAULT). */
 void service_config_defaults(struct service_config *config);
 
 /*
