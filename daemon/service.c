@@ -654,6 +654,15 @@ parse_all(struct service *svc, struct service_conn *conn, const char *p,
 	return conn->quit || conn->overflow ? len : pos;
 }
 
+/*
+ * A partial line is kept in conn->in, and what parse_all leaves there is
+ * always one proto_parse_request called PROTO_PARTIAL: no LF in it.  So a
+ * read that adds to it is searched for an LF from in_scanned on, and while
+ * there is none and the line is within max_line, proto_parse_request would
+ * only say PROTO_PARTIAL again (its contract): it is not called.  A line
+ * that arrives a byte at a time is then searched once and parsed once,
+ * not rescanned from its start at every read (quadratic in --max-line).
+ */
 void
 service_conn_feed(struct service *svc, struct service_conn *conn,
     const char *data, size_t len)
@@ -669,6 +678,7 @@ service_conn_feed(struct service *svc, struct service_conn *conn,
 		if (used < len && !buf_append(&conn->in, data + used,
 		    len - used))
 			conn->overflow = true;
+		conn->in_scanned = conn->in.len;
 		return;
 	}
 	if (!buf_append(&conn->in, data, len)) {
@@ -676,9 +686,16 @@ service_conn_feed(struct service *svc, struct service_conn *conn,
 		mark_ready(svc, conn);
 		return;
 	}
+	if (memchr(conn->in.data + conn->in_scanned, '\n',
+	    conn->in.len - conn->in_scanned) == NULL &&
+	    conn->in.len <= svc->config.max_line) {
+		conn->in_scanned = conn->in.len;
+		return;
+	}
 	used = parse_all(svc, conn, conn->in.data, conn->in.len, now);
 	memmove(conn->in.data, conn->in.data + used, conn->in.len - used);
 	conn->in.len -= used;
+	conn->in_scanned = conn->in.len;
 	if (conn->in.len == 0)
 		buf_free(&conn->in);   /* idle connections keep no buffer */
 }

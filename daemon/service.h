@@ -75,6 +75,8 @@ struct service_conn {
 	struct core_link ready_link;    /* in service->ready when it has output */
 	struct core_link waiting_link;  /* in service->waiting: needs a commit */
 	struct service_buf in;          /* a partial line carried over */
+	size_t in_scanned;  /* in.data[0..in_scanned) holds no LF: the
+			     * next read is searched from there on */
 	struct service_buf out;         /* replies ready to be written */
 	struct service_slot *slots_head, *slots_tail;  /* not yet writable */
 	size_t slots_bytes;
