@@ -45,6 +45,8 @@ struct server {
 	uv_timer_t timer;           /* the one timer: the next core deadline */
 	uv_timer_t grace;           /* bounds a clean stop */
 	uv_check_t check;           /* the end of each loop pass */
+	uint64_t pass;              /* loop passes so far (the read budget) */
+	struct core_link paused;    /* connections over their read budget */
 	uv_signal_t sigterm, sigint;
 	struct http_server http;    /* --metrics-listen */
 	struct server_hooks hooks;  /* test seams; zero in lockd */
