@@ -285,7 +285,7 @@ $(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB_OBJ) \
 sim: $(SIM_BIN) $(SIM_TEST_BIN)
 
 # --- crash and power-loss tests ---------------------------------------------
-# lockd-faulty is lockd_run() with a fault point chosen by LOCKD_FAULT; the
+# lockd-faulty is daemon_run() with a fault point chosen by LOCKD_FAULT; the
 # shim journals lockd's writes and syncs to build power-loss images.
 # CRASH_TEST_BIN runs in make test (short); make soak runs the long ones
 # (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).
@@ -452,7 +452,8 @@ soak-abuse: $(B)/lockd $(ABUSE_TEST_BIN)
 # as crashes.  Seeds: tests/fuzz/corpus/service (tests/fuzz/make_service_seeds.py
 # writes them).
 FUZZ_SERVICE     := build-fuzz/fuzz_service
-FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c daemon/format.c \
+FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
+                    daemon/service_commit.c daemon/format.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
                     tests/lib/store_mem.c $(CORE_SRC) $(PROTO_SRC)
 FUZZ_SMOKE_SECONDS ?= 25

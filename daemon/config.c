@@ -12,6 +12,7 @@
 
 #include "daemon/config.h"
 #include "daemon/log.h"
+#include "daemon/service.h"
 #include "daemon/store.h"
 #include "proto/proto.h"
 
@@ -438,7 +439,7 @@ defaults(struct config *cfg)
 	cfg->max_lease_ms = (int64_t)5 * 60 * 1000;
 	cfg->max_connections = CONFIG_DEFAULT_MAX_CONNECTIONS;
 	cfg->max_line = PROTO_LINE_MAX_DEFAULT;
-	cfg->max_output = CONFIG_DEFAULT_MAX_OUTPUT;
+	cfg->max_output = SERVICE_MAX_OUTPUT_DEFAULT;
 	cfg->max_held = CONFIG_DEFAULT_MAX_HELD;
 	cfg->max_waiters = CONFIG_DEFAULT_MAX_WAITERS;
 	cfg->max_conn_waiters = CONFIG_DEFAULT_MAX_CONN_WAITERS;
@@ -534,9 +535,11 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 		    name_of(&from, "max-lease", false, other, sizeof(other)));
 		return CONFIG_ERROR;
 	}
-	if (cfg->max_line < 64 || cfg->max_line > (1u << 20)) {
-		snprintf(err, err_len, "%s must be 64 to 1048576",
-		    name_of(&from, "max-line", true, name, sizeof(name)));
+	if (cfg->max_line < CONFIG_MAX_LINE_MIN ||
+	    cfg->max_line > CONFIG_MAX_LINE_MAX) {
+		snprintf(err, err_len, "%s must be %d to %zu",
+		    name_of(&from, "max-line", true, name, sizeof(name)),
+		    CONFIG_MAX_LINE_MIN, CONFIG_MAX_LINE_MAX);
 		return CONFIG_ERROR;
 	}
 	if (cfg->journal_size < STORE_JOURNAL_MIN_SIZE ||

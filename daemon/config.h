@@ -18,7 +18,6 @@
 #define CONFIG_DEFAULT_LEASE_MS ((int64_t)30 * 1000)
 #define CONFIG_DEFAULT_DATA_DIR "./lockd-data"
 #define CONFIG_DEFAULT_MAX_CONNECTIONS 10000
-#define CONFIG_DEFAULT_MAX_OUTPUT (1u << 20)          /* 1 MiB */
 #define CONFIG_DEFAULT_MAX_HELD 1000000
 #define CONFIG_DEFAULT_MAX_WAITERS 1000000
 #define CONFIG_DEFAULT_MAX_CONN_WAITERS 1024
@@ -27,6 +26,10 @@
  * used take room on disk. */
 #define CONFIG_DEFAULT_MAP_SIZE ((size_t)4 << 30)     /* 4 GiB */
 #define CONFIG_DEFAULT_UNIX_MODE 0660
+/* --max-line's bounds; its default is PROTO_LINE_MAX_DEFAULT, and
+ * --max-output's SERVICE_MAX_OUTPUT_DEFAULT (the layers' own). */
+#define CONFIG_MAX_LINE_MIN 64
+#define CONFIG_MAX_LINE_MAX ((size_t)1 << 20)
 
 struct config {
 	char listen[300];          /* HOST:PORT, [V6]:PORT; "" = none */

@@ -19,6 +19,8 @@
 
 #define HTTP_MAX_REQUEST 8192
 #define HTTP_TIMEOUT_MS 10000
+/* A scraper or two, not a crowd: a short accept queue. */
+#define HTTP_LISTEN_BACKLOG 128
 
 struct http_conn {
 	uv_tcp_t tcp;              /* first: libuv hands back this pointer */
@@ -225,7 +227,7 @@ http_listen(struct http_server *http, uv_loop_t *loop, const char *hostport,
 	http->tcp.data = http;
 	http->active = true;
 	if ((rc = uv_tcp_bind(&http->tcp, (struct sockaddr *)&addr, 0)) != 0 ||
-	    (rc = uv_listen((uv_stream_t *)&http->tcp, 128,
+	    (rc = uv_listen((uv_stream_t *)&http->tcp, HTTP_LISTEN_BACKLOG,
 	    on_connection)) != 0)
 		return rc;
 	uv_tcp_getsockname(&http->tcp, (struct sockaddr *)&addr, &len);

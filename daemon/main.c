@@ -1,10 +1,10 @@
 /*
  * main.c - the lockd binary: the daemon with no seams.
  */
-#include "daemon/lockd.h"
+#include "daemon/daemon.h"
 
 int
 main(int argc, char **argv)
 {
-	return lockd_run(argc, argv, NULL);
+	return daemon_run(argc, argv, NULL);
 }

@@ -21,6 +21,9 @@ const char *const metrics_limit_names[METRICS_LIMIT_COUNT] = {
 	"connections", "held", "waiters", "connection_waiters", "output"
 };
 
+/* The text of one scrape starts this large (most fit) and doubles. */
+#define METRICS_TEXT_FIRST_CAP 8192
+
 #define BOUNDS(h, b) do { \
 	(h)->bounds = (b); \
 	(h)->nbounds = sizeof(b) / sizeof((b)[0]); \
@@ -71,7 +74,7 @@ metrics_printf(struct metrics_text *t, const char *fmt, ...)
 			t->len += (size_t)n;
 			return;
 		}
-		size_t cap = t->cap ? t->cap * 2 : 8192;
+		size_t cap = t->cap ? t->cap * 2 : METRICS_TEXT_FIRST_CAP;
 		while (cap - t->len <= (size_t)n)
 			cap *= 2;
 		char *p = realloc(t->data, cap);

@@ -24,7 +24,19 @@
 #include "daemon/notify.h"
 #include "daemon/server.h"
 
+/* Bytes one read takes from a socket, into the one buffer all share. */
 #define READ_BUFFER 65536
+/*
+ * Bytes one connection may have read in one loop pass.  libuv reads a
+ * readable socket up to 32 times in a row, and a flood (or a deep
+ * pipeline) would have all of it parsed before the pass ends and anyone's
+ * replies are written; past the budget the connection stops reading until
+ * the next pass (on_check), so that one pass serves every connection.
+ */
+#define READ_BUDGET READ_BUFFER
+/* Connections the kernel queues for accept(): bursts of clients that
+ * connect at once (a fleet restarting) should not see ECONNREFUSED. */
+#define SERVER_LISTEN_BACKLOG 1024
 #define COMMIT_RETRY_MS 100   /* after a failed commit */
 #define SHUTDOWN_GRACE_MS 2000
 
@@ -39,10 +51,14 @@ struct conn {
 	struct service_conn sc;
 	uv_write_t write_req;
 	char *writing;            /* the buffer in flight, owned by us */
+	uint64_t pass;            /* the loop pass pass_bytes counts in */
+	size_t pass_bytes;        /* read in that pass */
+	struct core_link paused_link;  /* in srv->paused: over its budget */
 	bool closing;
 };
 
 static void flush_conn(struct conn *c);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void end_of_pass(struct server *srv);
 static void maybe_finish(struct server *srv);
 
@@ -67,6 +83,7 @@ conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
+	link_remove(&c->paused_link);
 	/* The service lets go at once: waiters leave their queues and
 	 * onclose leases are released now, not when libuv gets round to it. */
 	service_conn_close(&srv->svc, &c->sc);
@@ -83,6 +100,39 @@ on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 	/* One buffer serves every connection: a read is consumed before the
 	 * next one starts; a partial line is copied out by the service. */
 	*buf = uv_buf_init(read_buffer, sizeof(read_buffer));
+}
+
+/* Counts n bytes read by c in this pass; over READ_BUDGET, c reads no
+ * more until the next pass. */
+static void
+read_budget_spend(struct conn *c, size_t n)
+{
+	struct server *srv = c->srv;
+
+	if (c->pass != srv->pass) {
+		c->pass = srv->pass;
+		c->pass_bytes = 0;
+	}
+	c->pass_bytes += n;
+	if (c->pass_bytes >= READ_BUDGET && link_empty(&c->paused_link)) {
+		uv_read_stop(&c->h.stream);
+		link_append(&srv->paused, &c->paused_link);
+	}
+}
+
+/* A new pass: every connection paused in the last one reads again. */
+static void
+read_budget_renew(struct server *srv)
+{
+	struct conn *c;
+
+	srv->pass++;
+	while (!link_empty(&srv->paused)) {
+		c = container_of(srv->paused.next, struct conn, paused_link);
+		link_remove(&c->paused_link);
+		if (uv_read_start(&c->h.stream, on_alloc, on_read) != 0)
+			conn_close(c);
+	}
 }
 
 static void
@@ -104,6 +154,7 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
+	read_budget_spend(c, (size_t)nread);
 	/* After QUIT or an overflow the input is dropped, but read on:
 	 * only a read sees the client close, and its waiters must leave
 	 * their queues then. */
@@ -195,6 +246,7 @@ on_connection(uv_stream_t *listener, int status)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return;
 	c->srv = srv;
+	link_init(&c->paused_link);
 	if (listener->type == UV_TCP)
 		rc = uv_tcp_init(srv->loop, &c->h.tcp);
 	else
@@ -211,10 +263,8 @@ on_connection(uv_stream_t *listener, int status)
 		if (!srv->stopping) {
 			log_event(LOG_WARN, "limit", "kind=connections max=%u",
 			    srv->cfg->max_connections);
-			srv->svc.metrics.limit_hits[
-			    METRICS_LIMIT_CONNECTIONS]++;
 		}
-		srv->svc.stats.protocol_errors[PROTO_ERR_LIMIT]++;
+		service_count_refused_connection(&srv->svc, !srv->stopping);
 		refuse(&c->h.stream, srv->stopping ?
 		    "ERR SHUTDOWN server is stopping\r\n" :
 		    "ERR LIMIT too many connections\r\n");
@@ -346,7 +396,10 @@ on_timer(uv_timer_t *t)
 static void
 on_check(uv_check_t *check)
 {
-	end_of_pass(check->data);
+	struct server *srv = check->data;
+
+	end_of_pass(srv);
+	read_budget_renew(srv);
 }
 
 /* ---- stopping --------------------------------------------------------- */
@@ -356,9 +409,17 @@ on_check(uv_check_t *check)
 static void
 close_all(struct server *srv)
 {
-	while (!link_empty(&srv->svc.conns))
-		conn_close(container_of(container_of(srv->svc.conns.next,
-		    struct service_conn, all_link), struct conn, sc));
+	struct service_conn *sc;
+
+	while ((sc = service_first_conn(&srv->svc)) != NULL)
+		conn_close(container_of(sc, struct conn, sc));
+}
+
+static void
+flush_one(struct service_conn *sc, void *ctx)
+{
+	(void)ctx;
+	flush_conn(container_of(sc, struct conn, sc));
 }
 
 /* Once stopping and every connection is gone, the loop's own handles go
@@ -404,7 +465,6 @@ static void
 on_signal(uv_signal_t *sig, int signum)
 {
 	struct server *srv = sig->data;
-	struct core_link *l, *next;
 
 	if (srv->stopping)
 		return;
@@ -425,11 +485,7 @@ on_signal(uv_signal_t *sig, int signum)
 	service_shutdown(&srv->svc);
 	end_of_pass(srv);
 	/* Idle connections close now; busy ones once their replies are out. */
-	for (l = srv->svc.conns.next; l != &srv->svc.conns; l = next) {
-		next = l->next;
-		flush_conn(container_of(container_of(l, struct service_conn,
-		    all_link), struct conn, sc));
-	}
+	service_for_each_conn(&srv->svc, flush_one, NULL);
 	maybe_finish(srv);
 }
 
@@ -488,7 +544,8 @@ listen_tcp(struct server *srv, const char *hostport)
 	}
 	l->h.handle.data = srv;
 	if ((rc = uv_tcp_bind(&l->h.tcp, (struct sockaddr *)&addr, 0)) != 0 ||
-	    (rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+	    (rc = uv_listen(&l->h.stream, SERVER_LISTEN_BACKLOG,
+	    on_connection)) != 0)
 		return rc;
 	log_bound(srv, &l->h.tcp);
 	return 0;
@@ -546,7 +603,8 @@ listen_unix(struct server *srv, const char *path)
 	 * in under the umask's mode. */
 	if (chmod(path, (mode_t)srv->cfg->unix_mode) != 0)
 		return uv_translate_sys_error(errno);
-	if ((rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+	if ((rc = uv_listen(&l->h.stream, SERVER_LISTEN_BACKLOG,
+	    on_connection)) != 0)
 		return rc;
 	log_event(LOG_INFO, "listen", "unix=%s mode=%04o "
 	    "msg=\"listening on %s\"", path, srv->cfg->unix_mode, path);
@@ -580,7 +638,8 @@ listen_passed(struct server *srv, int count)
 				return rc;
 		}
 		l->h.handle.data = srv;
-		if ((rc = uv_listen(&l->h.stream, 1024, on_connection)) != 0)
+		if ((rc = uv_listen(&l->h.stream, SERVER_LISTEN_BACKLOG,
+		    on_connection)) != 0)
 			return rc;
 		if (addr.ss_family == AF_UNIX)
 			log_event(LOG_INFO, "listen", "fd=%d unix=%s "
@@ -677,6 +736,7 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	 * the signal handler's own pass, closes it (maybe_finish). */
 	uv_timer_init(loop, &srv->grace);
 	srv->grace.data = srv;
+	link_init(&srv->paused);
 	uv_check_init(loop, &srv->check);
 	srv->check.data = srv;
 	uv_check_start(&srv->check, on_check);

@@ -16,7 +16,7 @@
 #define SERVER_MAX_LISTENERS 8
 
 /*
- * A fault-injection seam for the tests (lockd.h): when set, before_write is
+ * A fault-injection seam for the tests (daemon.h): when set, before_write is
  * called at the end of a loop pass just before the replies of each
  * connection are written, with the number of connections already written in
  * this pass.  A test that ends the process when index is 1 dies after
@@ -45,6 +45,8 @@ struct server {
 	uv_timer_t timer;           /* the one timer: the next core deadline */
 	uv_timer_t grace;           /* bounds a clean stop */
 	uv_check_t check;           /* the end of each loop pass */
+	uint64_t pass;              /* loop passes so far (the read budget) */
+	struct core_link paused;    /* connections over their read budget */
 	uv_signal_t sigterm, sigint;
 	struct http_server http;    /* --metrics-listen */
 	struct server_hooks hooks;  /* test seams; zero in lockd */

@@ -25,28 +25,16 @@
 #include "daemon/format.h"
 #include "daemon/log.h"
 #include "daemon/service.h"
+#include "daemon/service_int.h"
 
-/* A reply waiting for its turn, or for its batch to be committed. */
-struct service_slot {
-	struct service_slot *next;
-	uint64_t seq;            /* the request's number on its connection */
-	uint64_t batch;          /* must be durable first; 0: none */
-	uint64_t depends;        /* the batch in flight it rests on; 0: none */
-	bool resolved;           /* the text is there */
-	uint16_t len;
-	uint16_t cap;
-	char text[];             /* cap bytes */
-};
-
-/* What a GRANTED or RENEWED becomes when its commit fails; its slot is
- * made at least this long, and no longer, so that a client pipelining
- * thousands of grants is not charged PROTO_REPLY_MAX for each against its
- * output cap. */
-#define UNAVAILABLE_TEXT "store failed; nothing was granted or changed"
-#define UNAVAILABLE_LINE_LEN \
-	(sizeof("ERR UNAVAILABLE " UNAVAILABLE_TEXT "\r\n") - 1)
 
 /* ---- buffers ---------------------------------------------------------- */
+
+/* A connection's buffers start this small and double as they fill. */
+#define BUF_FIRST_CAP 512
+/* An output buffer grown past this is freed once written out, so that one
+ * burst of replies does not pin its memory for the connection's life. */
+#define OUT_KEEP_CAP 65536
 
 static bool
 buf_append(struct service_buf *b, const char *data, size_t len)
@@ -54,7 +42,7 @@ buf_append(struct service_buf *b, const char *data, size_t len)
 	if (len == 0)
 		return true;
 	if (b->len + len > b->cap) {
-		size_t cap = b->cap ? b->cap : 512;
+		size_t cap = b->cap ? b->cap : BUF_FIRST_CAP;
 		char *p;
 		while (cap < b->len + len)
 			cap *= 2;
@@ -106,9 +94,9 @@ slot_ready(const struct service *svc, const struct service_slot *s)
 	    s->depends <= svc->durable_seq;
 }
 
-/* Moves the writable prefix of the slots to the output. */
-static void
-advance(struct service *svc, struct service_conn *conn)
+/* service_int.h */
+void
+service__advance(struct service *svc, struct service_conn *conn)
 {
 	struct service_slot *s;
 	bool moved = false;
@@ -206,7 +194,7 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 	s->batch = batch;
 	s->depends = depends;
 	s->resolved = true;
-	advance(svc, conn);
+	service__advance(svc, conn);
 }
 
 /* Routes a reply for request `seq` of conn: the request being executed
@@ -232,137 +220,90 @@ answer_error(struct service *svc, struct service_conn *conn, uint64_t seq,
 	answer(svc, conn, seq, batch, depends, line, n);
 }
 
-/* ---- the batch in flight ---------------------------------------------- */
+/* ---- the core's replies and events ----------------------------------- */
 
-/* Indexes the names the batch in flight writes (open addressing over
- * their offsets in the batch).  Without memory for it, every reply is
- * taken to rest on the batch: slower, never wrong. */
-static void
-inflight_index(struct service *svc)
+/* How a limit the core hit is counted (its log line names the metric too)
+ * and answered; CORE_LIMIT_NONE stands for any other. */
+static const struct limit_form {
+	enum metrics_limit metric;
+	const char *text;
+} limit_forms[] = {
+	[CORE_LIMIT_NONE] = { METRICS_LIMIT_CONNECTION_WAITERS,
+	    "limit reached" },
+	[CORE_LIMIT_HELD] = { METRICS_LIMIT_HELD, "too many held locks" },
+	[CORE_LIMIT_WAITERS] = { METRICS_LIMIT_WAITERS, "too many waiters" },
+	[CORE_LIMIT_SESSION_WAITERS] = { METRICS_LIMIT_CONNECTION_WAITERS,
+	    "too many waiters on this connection" },
+};
+
+static const struct limit_form *
+limit_form(enum core_limit_kind kind)
 {
-	const struct store_batch *b = &svc->batch;
-	struct store_batch_op op;
-	size_t cap = 16, pos = 0, at, i;
-
-	svc->inflight_indexed = true;
-	svc->inflight_all = false;
-	while (cap < 2 * b->count)
-		cap *= 2;
-	if (cap > svc->inflight_cap) {
-		size_t *p = realloc(svc->inflight_names, cap * sizeof(*p));
-		if (p == NULL) {
-			svc->inflight_all = true;
-			return;
-		}
-		svc->inflight_names = p;
-		svc->inflight_cap = cap;
-	}
-	svc->inflight_mask = cap - 1;
-	memset(svc->inflight_names, 0, cap * sizeof(size_t));
-	for (at = pos; store_batch_next(b, &pos, &op); at = pos) {
-		i = core_name_hash(svc->config.core.hash_key, op.name,
-		    op.name_len) & svc->inflight_mask;
-		while (svc->inflight_names[i] != 0)
-			i = (i + 1) & svc->inflight_mask;
-		svc->inflight_names[i] = at + 1;
-	}
+	if ((size_t)kind >= sizeof(limit_forms) / sizeof(limit_forms[0]))
+		kind = CORE_LIMIT_NONE;
+	return &limit_forms[kind];
 }
 
-/* The batch in flight when it writes this lock, else 0: a reply about the
- * lock must not leave before that batch is durable. */
-static uint64_t
-inflight_depends(struct service *svc, const char *name, size_t len)
+static struct service_conn *
+conn_of(const struct core_reply *r)
 {
-	struct store_batch_op op;
-	size_t i, pos;
-
-	if (svc->inflight_seq == 0 || len == 0)
-		return 0;
-	if (!svc->inflight_indexed)
-		inflight_index(svc);
-	if (svc->inflight_all)
-		return svc->inflight_seq;
-	i = core_name_hash(svc->config.core.hash_key, name, len) &
-	    svc->inflight_mask;
-	for (; svc->inflight_names[i] != 0; i = (i + 1) & svc->inflight_mask) {
-		pos = svc->inflight_names[i] - 1;
-		if (store_batch_next(&svc->batch, &pos, &op) &&
-		    op.name_len == len && memcmp(op.name, name, len) == 0)
-			return svc->inflight_seq;
-	}
-	return 0;
-}
-
-static const char *
-limit_text(enum core_limit_kind kind)
-{
-	switch (kind) {
-	case CORE_LIMIT_HELD:
-		return "too many held locks";
-	case CORE_LIMIT_WAITERS:
-		return "too many waiters";
-	case CORE_LIMIT_SESSION_WAITERS:
-		return "too many waiters on this connection";
-	default:
-		return "limit reached";
-	}
+	return container_of(r->session, struct service_conn, session);
 }
 
 /*
- * A GRANTED or RENEWED promises its lock's new state once its batch is
- * durable.  Until then, whatever else is said of that lock rests on the
- * promise (a shorter lease, say, that ends before the batch does), so it
- * waits for the same batch and fails with it.  The batch is noted in the
- * lock's entry; a promise is open while its batch is the one forming or
- * the one in flight and not yet durable (an older one has ended: durable,
- * or failed and rolled back).
+ * The batches a reply about r's lock waits for: the batch in flight when
+ * it writes the lock, and the batch of the lock's promise - the one now
+ * forming for a GRANTED or RENEWED (promises), else an open promise made
+ * earlier (service_int.h).
  */
-static bool
-promise_open(const struct service *svc, uint64_t batch)
+static void
+reply_gates(struct service *svc, const struct core_reply *r, bool promises,
+    uint64_t *batch, uint64_t *depends)
 {
-	return batch > svc->durable_seq &&
-	    (batch == svc->batch_seq || batch == svc->inflight_seq);
+	*depends = service__inflight_depends(svc, r->name, r->name_len);
+	*batch = 0;
+	if (promises)
+		*batch = service__promise(svc, r->user);
+	else if (r->user != NULL && service__promise_open(svc, *r->user))
+		*batch = *r->user;
 }
 
-static uint64_t
-promise(struct service *svc, uint64_t *user)
+static void
+reply(struct service *svc, const struct core_reply *r, bool promises,
+    const char *line, size_t n)
 {
-	if (user != NULL)
-		*user = svc->batch_seq;
-	svc->commit_needed = true;
-	return svc->batch_seq;
+	uint64_t batch, depends;
+
+	reply_gates(svc, r, promises, &batch, &depends);
+	answer(svc, conn_of(r), r->tag, batch, depends, line, n);
 }
 
-/* The core's sink: every answer and event of the lock table comes here. */
+static void
+reply_error(struct service *svc, const struct core_reply *r,
+    enum proto_error_code code, const char *text)
+{
+	uint64_t batch, depends;
+
+	reply_gates(svc, r, false, &batch, &depends);
+	answer_error(svc, conn_of(r), r->tag, batch, depends, code, text);
+}
+
+/*
+ * The core's sink: every answer and event of the lock table comes here,
+ * and each kind is observed (metrics, the log) and then answered in its
+ * one case.
+ */
 static void
 on_core_reply(void *ctx, const struct core_reply *r)
 {
 	struct service *svc = ctx;
-	struct service_conn *conn;
 	char line[PROTO_REPLY_MAX], shown[LOG_VALUE_MAX + 1];
-	uint64_t batch = 0, dep;
-	size_t n = 0;
+	const struct limit_form *limit;
+	size_t n;
 
 	switch (r->kind) {
-	case CORE_REPLY_GRANTED:
-		metrics_observe(&svc->metrics.acquire_wait,
-		    (double)r->waited_ms / 1000);
-		break;
-	case CORE_REPLY_RELEASED:
-	case CORE_EVENT_RELEASED_ONCLOSE:
 	case CORE_EVENT_RECLAIMED:
 		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
-		break;
-	case CORE_REPLY_LIMIT:
-		svc->metrics.limit_hits[r->limit == CORE_LIMIT_HELD ?
-		    METRICS_LIMIT_HELD : r->limit == CORE_LIMIT_WAITERS ?
-		    METRICS_LIMIT_WAITERS : METRICS_LIMIT_CONNECTION_WAITERS]++;
-		break;
-	default:
-		break;
-	}
-	switch (r->kind) {
-	case CORE_EVENT_RECLAIMED:
 		if (log_enabled(LOG_INFO))
 			log_event(LOG_INFO, "reclaim", "name=%s fence=%llu "
 			    "held_ms=%lld", log_value(shown, r->name,
@@ -370,87 +311,87 @@ on_core_reply(void *ctx, const struct core_reply *r)
 			    (long long)r->held_ms);
 		return;
 	case CORE_EVENT_RELEASED_ONCLOSE:
+		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		if (log_enabled(LOG_DEBUG))
 			log_event(LOG_DEBUG, "release_onclose",
 			    "name=%s fence=%llu", log_value(shown, r->name,
 			    r->name_len), (unsigned long long)r->fence);
 		return;
-	default:
-		break;
-	}
-	conn = container_of(r->session, struct service_conn, session);
-	dep = inflight_depends(svc, r->name, r->name_len);
-	if (r->user != NULL && promise_open(svc, *r->user))
-		batch = *r->user;
-	switch (r->kind) {
 	case CORE_REPLY_GRANTED: {
 		struct proto_handle h = { r->fence, r->secret };
+		metrics_observe(&svc->metrics.acquire_wait,
+		    (double)r->waited_ms / 1000);
 		n = proto_format_granted(line, sizeof(line), r->name,
 		    r->name_len, h, r->lease_ms);
-		batch = promise(svc, r->user);
-		break;
+		reply(svc, r, true, line, n);
+		return;
 	}
 	case CORE_REPLY_RENEWED:
 		n = proto_format_renewed(line, sizeof(line), r->name,
 		    r->name_len, r->fence, r->lease_ms);
-		batch = promise(svc, r->user);
-		break;
+		reply(svc, r, true, line, n);
+		return;
 	case CORE_REPLY_RELEASED:
+		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		n = proto_format_released(line, sizeof(line), r->name,
 		    r->name_len);
-		break;
+		reply(svc, r, false, line, n);
+		return;
 	case CORE_REPLY_NOTHELD:
 		n = proto_format_notheld(line, sizeof(line), r->name,
 		    r->name_len);
-		break;
+		reply(svc, r, false, line, n);
+		return;
 	case CORE_REPLY_HELD:
 		n = proto_format_held(line, sizeof(line), r->name, r->name_len);
-		break;
+		reply(svc, r, false, line, n);
+		return;
 	case CORE_REPLY_TIMEOUT:
-		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_TIMEOUT,
-		    conn->input_ended ? "input ended before the lock was "
-		    "granted; the waiter left the queue" :
-		    "lock not acquired within wait");
+		reply_error(svc, r, PROTO_ERR_TIMEOUT, conn_of(r)->input_ended ?
+		    "input ended before the lock was granted; the waiter "
+		    "left the queue" : "lock not acquired within wait");
 		return;
 	case CORE_REPLY_CONFLICT:
-		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_CONFLICT,
+		reply_error(svc, r, PROTO_ERR_CONFLICT,
 		    "handle is not the current holder's");
 		return;
 	case CORE_REPLY_OVERFLOW:
 		log_event(LOG_ERROR, "overflow", "name=%s",
 		    log_value(shown, r->name, r->name_len));
-		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_OVERFLOW,
+		reply_error(svc, r, PROTO_ERR_OVERFLOW,
 		    "fence counter exhausted");
 		return;
 	case CORE_REPLY_LIMIT:
+		limit = limit_form(r->limit);
+		svc->metrics.limit_hits[limit->metric]++;
 		log_event(LOG_WARN, "limit", "kind=%s conn=%llu",
-		    r->limit == CORE_LIMIT_HELD ? "held" :
-		    r->limit == CORE_LIMIT_WAITERS ? "waiters" :
-		    "connection_waiters", (unsigned long long)conn->session.id);
-		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_LIMIT,
-		    limit_text(r->limit));
+		    metrics_limit_names[limit->metric],
+		    (unsigned long long)conn_of(r)->session.id);
+		reply_error(svc, r, PROTO_ERR_LIMIT, limit->text);
 		return;
 	case CORE_REPLY_NOMEM:
 		log_event(LOG_ERROR, "nomem", "conn=%llu",
-		    (unsigned long long)conn->session.id);
-		answer_error(svc, conn, r->tag, batch, dep,
-		    PROTO_ERR_UNAVAILABLE, "out of memory");
+		    (unsigned long long)conn_of(r)->session.id);
+		reply_error(svc, r, PROTO_ERR_UNAVAILABLE, "out of memory");
 		return;
 	case CORE_REPLY_BADARG:
-		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_BADARG,
-		    "bad argument");
+		reply_error(svc, r, PROTO_ERR_BADARG, "bad argument");
 		return;
 	case CORE_REPLY_SHUTDOWN:
-		answer_error(svc, conn, r->tag, batch, dep, PROTO_ERR_SHUTDOWN,
-		    "server is stopping");
+		reply_error(svc, r, PROTO_ERR_SHUTDOWN, "server is stopping");
 		return;
 	default:
 		return;
 	}
-	answer(svc, conn, r->tag, batch, dep, line, n);
 }
 
 /* ---- commands --------------------------------------------------------- */
+
+/* Room for PONG and BYE; for STATS' fields (service_stats has 18) and its
+ * line (about 40 bytes a field). */
+#define SHORT_REPLY_MAX 16
+#define STATS_FIELDS_MAX 32
+#define STATS_LINE_MAX 1024
 
 static void
 cmd_acquire(struct service *svc, struct service_conn *conn,
@@ -509,7 +450,7 @@ cmd_status(struct service *svc, struct service_conn *conn,
 	core_status(&svc->table, req->name, req->name_len, now, &st);
 	n = proto_format_status(line, sizeof(line), req->name, req->name_len,
 	    st.held, st.fence, st.ttl_ms, st.queue);
-	answer(svc, conn, seq, 0, inflight_depends(svc, req->name,
+	answer(svc, conn, seq, 0, service__inflight_depends(svc, req->name,
 	    req->name_len), line, n);
 }
 
@@ -517,7 +458,7 @@ static void
 cmd_ping(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
-	char line[16];
+	char line[SHORT_REPLY_MAX];
 
 	(void)req;
 	(void)now;
@@ -529,7 +470,7 @@ static void
 cmd_quit(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
-	char line[16];
+	char line[SHORT_REPLY_MAX];
 
 	(void)req;
 	(void)now;
@@ -554,13 +495,13 @@ static void
 cmd_stats(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
-	struct proto_stat stats[32];
-	char line[1024];
+	struct proto_stat stats[STATS_FIELDS_MAX];
+	char line[STATS_LINE_MAX];
 	size_t n;
 
 	(void)req;
 	(void)now;
-	n = service_stats(svc, stats, 32);
+	n = service_stats(svc, stats, STATS_FIELDS_MAX);
 	n = proto_format_stats(line, sizeof(line), stats, n);
 	answer(svc, conn, seq, 0, 0, line, n);
 }
@@ -649,6 +590,15 @@ parse_all(struct service *svc, struct service_conn *conn, const char *p,
 	return conn->quit || conn->overflow ? len : pos;
 }
 
+/*
+ * A partial line is kept in conn->in, and what parse_all leaves there is
+ * always one proto_parse_request called PROTO_PARTIAL: no LF in it.  So a
+ * read that adds to it is searched for an LF from in_scanned on, and while
+ * there is none and the line is within max_line, proto_parse_request would
+ * only say PROTO_PARTIAL again (its contract): it is not called.  A line
+ * that arrives a byte at a time is then searched once and parsed once,
+ * not rescanned from its start at every read (quadratic in --max-line).
+ */
 void
 service_conn_feed(struct service *svc, struct service_conn *conn,
     const char *data, size_t len)
@@ -664,6 +614,7 @@ service_conn_feed(struct service *svc, struct service_conn *conn,
 		if (used < len && !buf_append(&conn->in, data + used,
 		    len - used))
 			conn->overflow = true;
+		conn->in_scanned = conn->in.len;
 		return;
 	}
 	if (!buf_append(&conn->in, data, len)) {
@@ -671,9 +622,16 @@ service_conn_feed(struct service *svc, struct service_conn *conn,
 		mark_ready(svc, conn);
 		return;
 	}
+	if (memchr(conn->in.data + conn->in_scanned, '\n',
+	    conn->in.len - conn->in_scanned) == NULL &&
+	    conn->in.len <= svc->config.max_line) {
+		conn->in_scanned = conn->in.len;
+		return;
+	}
 	used = parse_all(svc, conn, conn->in.data, conn->in.len, now);
 	memmove(conn->in.data, conn->in.data + used, conn->in.len - used);
 	conn->in.len -= used;
+	conn->in_scanned = conn->in.len;
 	if (conn->in.len == 0)
 		buf_free(&conn->in);   /* idle connections keep no buffer */
 }
@@ -686,7 +644,7 @@ service_conn_written(struct service_conn *conn, size_t n)
 	if (n < conn->out.len)
 		memmove(conn->out.data, conn->out.data + n, conn->out.len - n);
 	conn->out.len -= n;
-	if (conn->out.len == 0 && conn->out.cap > 65536)
+	if (conn->out.len == 0 && conn->out.cap > OUT_KEEP_CAP)
 		buf_free(&conn->out);
 }
 
@@ -745,333 +703,46 @@ service_next_ready(struct service *svc)
 	return conn;
 }
 
+struct service_conn *
+service_first_conn(struct service *svc)
+{
+	if (link_empty(&svc->conns))
+		return NULL;
+	return container_of(svc->conns.next, struct service_conn, all_link);
+}
+
+void
+service_for_each_conn(struct service *svc,
+    void (*fn)(struct service_conn *conn, void *ctx), void *ctx)
+{
+	struct core_link *l, *next;
+
+	for (l = svc->conns.next; l != &svc->conns; l = next) {
+		next = l->next;
+		fn(container_of(l, struct service_conn, all_link), ctx);
+	}
+}
+
+void
+service_count_refused_connection(struct service *svc, bool at_limit)
+{
+	if (at_limit)
+		svc->metrics.limit_hits[METRICS_LIMIT_CONNECTIONS]++;
+	svc->stats.protocol_errors[PROTO_ERR_LIMIT]++;
+}
+
+uint64_t
+service_held_count(const struct service *svc)
+{
+	return svc->table.stats.held;
+}
+
 /* ---- time ------------------------------------------------------------- */
 
 core_time
 service_tick(struct service *svc)
 {
 	return core_tick(&svc->table, svc->clock.mono(svc->clock.ctx));
-}
-
-/* ---- group commit ----------------------------------------------------- */
-
-struct collect {
-	struct service *svc;
-	core_time now;
-	int64_t wall;
-	bool failed;
-};
-
-static void
-collect_record(void *ctx, const char *name, size_t name_len,
-    const struct core_record *rec)
-{
-	struct collect *c = ctx;
-	unsigned char val[FORMAT_RECORD_SIZE];
-	int rc;
-
-	if (rec != NULL) {
-		format_record_encode(rec, c->svc->clock.boot_id, c->now,
-		    c->wall, val);
-		rc = store_batch_add(&c->svc->batch, STORE_PUT, name, name_len,
-		    val, sizeof(val));
-	} else {
-		rc = store_batch_add(&c->svc->batch, STORE_DEL, name, name_len,
-		    NULL, 0);
-	}
-	if (rc != 0)
-		c->failed = true;
-}
-
-/*
- * Turns every reply waiting on `batch` - its own GRANTED and RENEWED, and
- * what rests on it - into UNAVAILABLE.  Every connection is looked at: such
- * a reply may sit behind a waiting ACQUIRE, on a connection that is not on
- * the waiting list.
- */
-/* A reply that was counted when it was decided will not be sent: its
- * count is taken back, so that the counters count what clients were told. */
-static void
-untell(struct service *svc, const char *text, size_t len)
-{
-	struct service_untold *u = &svc->stats.untold;
-	struct proto_reply rep;
-	struct proto_error err;
-	size_t used;
-
-	if (proto_parse_reply(text, len, PROTO_REPLY_MAX, &rep, &used,
-	    &err) != PROTO_DONE)
-		return;
-	switch (rep.kind) {
-	case PROTO_REPLY_GRANTED:
-		u->granted++;
-		break;
-	case PROTO_REPLY_RENEWED:
-		u->renewed++;
-		break;
-	case PROTO_REPLY_RELEASED:
-		u->released++;
-		break;
-	case PROTO_REPLY_HELD:
-		u->unavailable++;
-		break;
-	case PROTO_REPLY_ERROR:
-		svc->stats.protocol_errors[rep.error]--;
-		if (rep.error == PROTO_ERR_TIMEOUT)
-			u->timeouts++;
-		else if (rep.error == PROTO_ERR_CONFLICT)
-			u->conflicts++;
-		break;
-	default:
-		break;
-	}
-}
-
-static void
-fail_replies(struct service *svc, uint64_t batch)
-{
-	struct core_link *l, *next;
-
-	for (l = svc->conns.next; l != &svc->conns; l = next) {
-		struct service_conn *conn = container_of(l,
-		    struct service_conn, all_link);
-		struct service_slot *s;
-		bool failed = false;
-
-		next = l->next;
-		for (s = conn->slots_head; s != NULL; s = s->next) {
-			if (!s->resolved ||
-			    (s->batch != batch && s->depends != batch))
-				continue;
-			untell(svc, s->text, s->len);
-			s->len = (uint16_t)proto_format_error(s->text,
-			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
-			s->batch = 0;
-			s->depends = 0;
-			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;
-			failed = true;
-		}
-		if (failed)
-			advance(svc, conn);
-	}
-}
-
-/* The live connection with this id, if any (a fall-back's rare path). */
-static struct core_session *
-session_of(struct service *svc, uint64_t id)
-{
-	struct core_link *l;
-
-	for (l = svc->conns.next; id != 0 && l != &svc->conns; l = l->next) {
-		struct service_conn *conn = container_of(l,
-		    struct service_conn, all_link);
-		if (conn->session.id == id)
-			return &conn->session;
-	}
-	return NULL;
-}
-
-/*
- * After a failed commit: every lock the batch wrote falls back to what the
- * store holds, whatever happened to it since (what did rests on the batch
- * and has failed with it).  A store that cannot even be read leaves no
- * safe state to serve from, so lockd stops; recovery starts over from the
- * disk.
- */
-static void
-fall_back(struct service *svc, const struct store_batch *batch, core_time now,
-    int64_t wall)
-{
-	struct store_batch_op op;
-	size_t pos = 0;
-
-	while (store_batch_next(batch, &pos, &op)) {
-		unsigned char val[STORE_VALUE_MAX];
-		char shown[LOG_VALUE_MAX + 1];
-		struct core_record rec;
-		size_t len = 0;
-		int rc;
-
-		rc = svc->store->ops->get(svc->store, op.name, op.name_len,
-		    val, &len);
-		if (rc < 0) {
-			log_event(LOG_ERROR, "store_error",
-			    "op=get error=\"%s\" action=exit",
-			    svc->store->error);
-			abort();
-		}
-		if (rc == 1 && !format_record_decode(val, len,
-		    svc->clock.boot_id, svc->config.core.max_lease_ms, now,
-		    wall, &rec)) {
-			log_event(LOG_ERROR, "store_corrupt",
-			    "name=%s action=exit", log_value(shown, op.name,
-			    op.name_len));
-			abort();
-		}
-		if (rc == 1 && rec.onclose_release)
-			rec.owner = session_of(svc, rec.owner_id);
-		core_table_restore(&svc->table, op.name, op.name_len,
-		    rc == 1 ? &rec : NULL, now);
-	}
-}
-
-static int64_t
-precise_now(const struct service *svc)
-{
-	if (svc->clock.mono_ns != NULL)
-		return svc->clock.mono_ns(svc->clock.ctx);
-	return svc->clock.mono(svc->clock.ctx) * 1000000;
-}
-
-bool
-service_commit_pending(const struct service *svc)
-{
-	return svc->commit_needed || svc->table.changed != NULL ||
-	    svc->table.hwm != svc->committed_hwm;
-}
-
-bool
-service_commit_inflight(const struct service *svc)
-{
-	return svc->inflight_seq != 0;
-}
-
-int
-service_commit_begin(struct service *svc)
-{
-	struct collect c = { svc, svc->clock.mono(svc->clock.ctx),
-	    svc->clock.wall(svc->clock.ctx), false };
-
-	if (svc->inflight_seq != 0 || !service_commit_pending(svc))
-		return 0;
-	store_batch_reset(&svc->batch);
-	svc->lazy_since = 0;
-	core_table_changes(&svc->table, collect_record, &c, NULL);
-	if (svc->table.hwm != svc->committed_hwm) {
-		svc->batch.has_hwm = true;
-		svc->batch.hwm = svc->table.hwm;
-	}
-	svc->inflight_seq = svc->batch_seq++;
-	svc->inflight_indexed = false;
-	svc->commit_needed = false;
-	svc->inflight_rc = 0;
-	svc->inflight_ns = -1;
-	if (svc->batch.count == 0 && !svc->batch.has_hwm)
-		return service_commit_end(svc);   /* only idle entries went */
-	if (c.failed) {
-		snprintf(svc->store->error, sizeof(svc->store->error),
-		    "out of memory building the batch");
-		svc->inflight_rc = -1;
-		return service_commit_end(svc);
-	}
-	return 1;
-}
-
-void
-service_commit_write(struct service *svc)
-{
-	int64_t t0;
-
-	if (svc->hooks.before_commit != NULL &&
-	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
-		snprintf(svc->store->error, sizeof(svc->store->error),
-		    "injected failure");
-		svc->inflight_rc = -1;
-		return;
-	}
-	t0 = precise_now(svc);
-	svc->inflight_rc = svc->store->ops->commit(svc->store, &svc->batch);
-	svc->inflight_ns = precise_now(svc) - t0;
-}
-
-int
-service_commit_end(struct service *svc)
-{
-	uint64_t batch = svc->inflight_seq;
-	struct core_link *l, *next;
-
-	if (batch == 0)
-		return 0;
-	svc->inflight_seq = 0;
-	if (svc->store->ops->stats != NULL)
-		svc->store->ops->stats(svc->store, &svc->store_stats);
-	if (svc->inflight_ns >= 0)
-		metrics_observe(&svc->metrics.commit_duration,
-		    (double)svc->inflight_ns / 1e9);
-	if (svc->inflight_rc != 0) {
-		svc->stats.commit_failures++;
-		log_event(LOG_ERROR, "store_error",
-		    "op=commit records=%zu error=\"%s\"", svc->batch.count,
-		    svc->store->error);
-		fail_replies(svc, batch);
-		fall_back(svc, &svc->batch, svc->clock.mono(svc->clock.ctx),
-		    svc->clock.wall(svc->clock.ctx));
-		return -1;
-	}
-	if (svc->batch.count > 0 || svc->batch.has_hwm) {
-		svc->stats.commits++;
-		svc->stats.commit_records += svc->batch.count;
-		metrics_observe(&svc->metrics.commit_records,
-		    (double)svc->batch.count);
-	}
-	if (svc->batch.has_hwm)
-		svc->committed_hwm = svc->batch.hwm;
-	svc->durable_seq = batch;
-	if (svc->hooks.after_commit != NULL)
-		svc->hooks.after_commit(svc->hooks.ctx);
-	for (l = svc->waiting.next; l != &svc->waiting; l = next) {
-		next = l->next;
-		advance(svc, container_of(l, struct service_conn,
-		    waiting_link));
-	}
-	return 0;
-}
-
-int
-service_commit(struct service *svc)
-{
-	int rc = service_commit_begin(svc);
-
-	if (rc != 1)
-		return rc;
-	service_commit_write(svc);
-	return service_commit_end(svc);
-}
-
-bool
-service_commit_due(struct service *svc)
-{
-	core_time now;
-
-	if (svc->inflight_seq != 0)
-		return false;   /* the next batch forms meanwhile */
-	if (svc->commit_needed)
-		return true;
-	if (!service_commit_pending(svc))
-		return false;
-	now = svc->clock.mono(svc->clock.ctx);
-	if (svc->lazy_since == 0) {
-		svc->lazy_since = now;
-		return false;
-	}
-	return now - svc->lazy_since >= SERVICE_LAZY_COMMIT_MS;
-}
-
-int
-service_end_pass(struct service *svc)
-{
-	return service_commit_due(svc) ? service_commit(svc) : 0;
-}
-
-core_time
-service_next_deadline(const struct service *svc)
-{
-	core_time next = core_next_deadline(&svc->table);
-
-	if (svc->lazy_since != 0 &&
-	    svc->lazy_since + SERVICE_LAZY_COMMIT_MS < next)
-		next = svc->lazy_since + SERVICE_LAZY_COMMIT_MS;
-	return next;
 }
 
 /* ---- life ------------------------------------------------------------- */
@@ -1082,7 +753,7 @@ service_config_defaults(struct service_config *config)
 	memset(config, 0, sizeof(*config));
 	core_config_defaults(&config->core);
 	config->max_line = PROTO_LINE_MAX_DEFAULT;
-	config->max_output = 1 << 20;
+	config->max_output = SERVICE_MAX_OUTPUT_DEFAULT;
 }
 
 /* Records handed to the table at once (core_table_restore_batch). */

@@ -44,6 +44,9 @@ struct service_clock {
 	uint8_t boot_id[16];
 };
 
+/* The output a client may leave unread before it is cut off (--max-output). */
+#define SERVICE_MAX_OUTPUT_DEFAULT ((size_t)1 << 20)   /* 1 MiB */
+
 struct service_config {
 	struct core_config core;   /* leases, limits, secrets, hash key */
 	size_t max_line;           /* bytes in a request line */
@@ -72,6 +75,8 @@ struct service_conn {
 	struct core_link ready_link;    /* in service->ready when it has output */
 	struct core_link waiting_link;  /* in service->waiting: needs a commit */
 	struct service_buf in;          /* a partial line carried over */
+	size_t in_scanned;  /* in.data[0..in_scanned) holds no LF: the
+			     * next read is searched from there on */
 	struct service_buf out;         /* replies ready to be written */
 	struct service_slot *slots_head, *slots_tail;  /* not yet writable */
 	size_t slots_bytes;
@@ -133,7 +138,7 @@ struct service {
 	char error[256];
 };
 
-/* Fills in the defaults (protocol line limit, 1 MiB output cap). */
+/* Fills in the defaults (PROTO_LINE_MAX_DEFAULT, SERVICE_MAX_OUTPUT_DEFAULT). */
 void service_config_defaults(struct service_config *config);
 
 /*
@@ -229,6 +234,23 @@ core_time service_next_deadline(const struct service *svc);
 
 /* Pops a connection whose output grew (or that must close); NULL: none. */
 struct service_conn *service_next_ready(struct service *svc);
+
+/*
+ * The connections the service knows, for the server's stop: the first one
+ * (NULL: none), and each in turn - fn may close the connection it is
+ * given, not another one.
+ */
+struct service_conn *service_first_conn(struct service *svc);
+void service_for_each_conn(struct service *svc,
+    void (*fn)(struct service_conn *conn, void *ctx), void *ctx);
+
+/* The server refused a connection with an ERR line: counted with the
+ * protocol errors, and with the limit hits when at_limit (too many
+ * connections, not a stop). */
+void service_count_refused_connection(struct service *svc, bool at_limit);
+
+/* The locks held now (for the startup log and READY status). */
+uint64_t service_held_count(const struct service *svc);
 
 /* Clean stop: every waiter is answered ERR SHUTDOWN. */
 void service_shutdown(struct service *svc);

@@ -1,5 +1,5 @@
 /*
- * lockd_faulty.c - build/tests/lockd-faulty: the real lockd (lockd_run)
+ * lockd_faulty.c - build/tests/lockd-faulty: the real lockd (daemon_run)
  * with the fault chosen by the environment variable LOCKD_FAULT, a
  * comma-separated list of:
  *
@@ -22,7 +22,7 @@
  *                     written some milliseconds later, after its replies
  *
  * Without LOCKD_FAULT it is lockd.  Every fault is reached through the
- * seams of daemon/lockd.h; nothing here changes what lockd does otherwise.
+ * seams of daemon/daemon.h; nothing here changes what lockd does otherwise.
  * The guards exist only in this program, never in lockd.
  */
 #include <lmdb.h>
@@ -33,7 +33,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "daemon/lockd.h"
+#include "daemon/daemon.h"
 #include "daemon/store.h"
 
 #define FAULT_EXIT 137           /* what a shell reports for kill -9 */
@@ -252,7 +252,7 @@ parse_faults(const char *spec)
 int
 main(int argc, char **argv)
 {
-	struct lockd_seams seams;
+	struct daemon_seams seams;
 	const char *spec = getenv("LOCKD_FAULT");
 
 	memset(&seams, 0, sizeof(seams));
@@ -272,5 +272,5 @@ main(int argc, char **argv)
 	seams.journal_nosync = faults.journal_nosync != 0;
 	seams.map_unchecked = faults.map_unchecked != 0;
 	seams.started = started;
-	return lockd_run(argc, argv, &seams);
+	return daemon_run(argc, argv, &seams);
 }

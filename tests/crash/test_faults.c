@@ -1,6 +1,6 @@
 /*
  * test_faults.c - build/tests/crash_faults: one test per fault-injection
- * point of lockd (daemon/lockd.h), each run on build/tests/lockd-faulty and
+ * point of lockd (daemon/daemon.h), each run on build/tests/lockd-faulty and
  * then restarted on the real lockd, checking the promise of that point:
  *
  *   before the commit      the grant was never told, and is not there after

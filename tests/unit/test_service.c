@@ -870,11 +870,88 @@ test_service_fall_back_binds_an_onclose_lease_to_its_live_connection(
 	world_free(w);
 }
 
+/* Feeds text to connection c one byte at a time; after each byte but the
+ * last, the service must hold the partial line and resume its search for
+ * the line end at the byte just fed, not from the line's start. */
+static void
+feed_bytewise(struct world *w, int c, const char *text)
+{
+	struct service_conn *conn = &w->conns[c];
+	size_t i, n = strlen(text), held = conn->in.len;
+
+	for (i = 0; i < n; i++) {
+		service_conn_feed(&w->svc, conn, text + i, 1);
+		if (i + 1 == n)
+			break;
+		assert_int_equal(conn->in.len, held + i + 1);
+		assert_int_equal(conn->in_scanned, conn->in.len);
+		assert_int_equal(conn->out.len, 0);
+	}
+}
+
+static void
+test_service_line_fed_a_byte_at_a_time_is_searched_once(void **state)
+{
+	struct world *w = world_new();
+	char line[300], *out;
+
+	(void)state;
+	world_open(w);
+	memset(line, 0, sizeof(line));
+	memcpy(line, "STATUS ", 7);
+	memset(line + 7, 'n', 255);
+	strcat(line, "\r\n");
+	feed_bytewise(w, 0, line);
+	assert_int_equal(w->conns[0].in.len, 0);
+	assert_int_equal(w->conns[0].in_scanned, 0);
+	out = take(w, 0);
+	assert_memory_equal(out, "STATUS nnn", 10);
+	assert_null(strstr(out, "ERR"));
+	/* Two lines, the second partial, in one read: the search resumes
+	 * after what the first read left. */
+	feed(w, 0, "PING\r\nPI");
+	assert_int_equal(w->conns[0].in.len, 2);
+	assert_int_equal(w->conns[0].in_scanned, 2);
+	assert_string_equal(take(w, 0), "PONG\r\n");
+	feed_bytewise(w, 0, "NG\r\n");
+	assert_string_equal(take(w, 0), "PONG\r\n");
+	world_free(w);
+}
+
+/* The bytewise feed's shortcut (no LF, within max_line: still partial)
+ * keeps the parser's bounds: max_line bytes and a CR are a line; one more
+ * byte is too long. */
+static void
+test_service_line_fed_a_byte_at_a_time_keeps_the_line_limit(void **state)
+{
+	struct world *w = world_new();
+	char line[80];
+
+	(void)state;
+	w->config.max_line = 64;
+	world_open(w);
+	memset(line, 0, sizeof(line));
+	memcpy(line, "STATUS ", 7);
+	memset(line + 7, 'n', 64 - 7);
+	strcat(line, "\r\n");
+	feed_bytewise(w, 0, line);
+	assert_memory_equal(take(w, 0), "STATUS nnn", 10);
+	line[64] = 'n';     /* 65 bytes before the CR: too long */
+	line[65] = '\0';
+	feed_bytewise(w, 1, line);
+	assert_memory_equal(take(w, 1), "ERR TOOLONG ", 12);
+	feed(w, 1, "\r\nPING\r\n");
+	assert_string_equal(take(w, 1), "PONG\r\n");
+	world_free(w);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_service_granted_reply_waits_for_the_commit),
+		cmocka_unit_test(test_service_line_fed_a_byte_at_a_time_is_searched_once),
+		cmocka_unit_test(test_service_line_fed_a_byte_at_a_time_keeps_the_line_limit),
 		cmocka_unit_test(test_service_one_commit_serves_every_request_of_a_pass),
 		cmocka_unit_test(test_service_released_reply_does_not_wait_for_the_commit),
 		cmocka_unit_test(test_service_releases_ride_along_with_the_next_grant_or_wait_briefly),

@@ -1,17 +1,17 @@
 /*
- * lockd.h - the daemon as a function, so that test programs can run the
+ * daemon.h - the daemon as a function, so that test programs can run the
  * real lockd with fault-injection seams: function pointers called at exact
  * points (before a commit, after it but before the replies, between the
  * replies of two connections in one pass), and the LMDB flags of the
  * power-loss guard.  The lockd binary passes no seams.
  */
-#ifndef LOCKD_LOCKD_H
-#define LOCKD_LOCKD_H
+#ifndef LOCKD_DAEMON_H
+#define LOCKD_DAEMON_H
 
 #include "daemon/server.h"
 #include "daemon/service.h"
 
-struct lockd_seams {
+struct daemon_seams {
 	struct service_hooks hooks;  /* commit fault points (service.h) */
 	struct server_hooks server_hooks;  /* reply-writing point (server.h) */
 	unsigned lmdb_flags;         /* extra mdb_env_open flags: guards only */
@@ -24,6 +24,6 @@ struct lockd_seams {
 };
 
 /* Runs lockd with the command line of the spec; returns its exit status. */
-int lockd_run(int argc, char **argv, const struct lockd_seams *seams);
+int daemon_run(int argc, char **argv, const struct daemon_seams *seams);
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * lockd.c - the daemon's life: settings, the store, recovery, the loop,
- * the stop.  main.c calls lockd_run() with no seams; test programs call it
- * with seams that inject faults at exact points (see lockd.h).
+ * daemon.c - the daemon's life: settings, the store, recovery, the loop,
+ * the stop.  main.c calls daemon_run() with no seams; test programs call it
+ * with seams that inject faults at exact points (see daemon.h).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <uv.h>
 
 #include "daemon/config.h"
-#include "daemon/lockd.h"
+#include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
@@ -23,8 +23,12 @@
 
 /* Handle secrets come from the kernel's random source, read in blocks so
  * a grant costs no system call. */
+#define RANDOM_POOL_WORDS 512   /* 4 KiB: one getrandom() per 512 grants */
+/* A page size for when sysconf cannot tell (it always can on Linux). */
+#define FALLBACK_PAGE_SIZE 4096
+
 struct random_pool {
-	uint64_t words[512];
+	uint64_t words[RANDOM_POOL_WORDS];
 	size_t left;
 };
 
@@ -128,7 +132,7 @@ map_too_small(const struct config *cfg, char *err, size_t err_len)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t need = store_lmdb_map_needed(cfg->max_held, PROTO_NAME_MAX,
-	    STORE_VALUE_MAX, page > 0 ? (size_t)page : 4096);
+	    STORE_VALUE_MAX, page > 0 ? (size_t)page : FALLBACK_PAGE_SIZE);
 
 	if (cfg->map_size >= need)
 		return false;
@@ -140,7 +144,7 @@ map_too_small(const struct config *cfg, char *err, size_t err_len)
 }
 
 int
-lockd_run(int argc, char **argv, const struct lockd_seams *seams)
+daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 {
 	static struct random_pool pool;
 	static struct server srv;
@@ -152,6 +156,7 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 	struct store_journal_config jcfg;
 	char err[512];
 	uv_loop_t *loop = uv_default_loop();
+	int status = 1;
 
 	switch (config_load(&cfg, argc, argv, err, sizeof(err))) {
 	case CONFIG_EXIT_OK:
@@ -212,14 +217,13 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 		log_event(LOG_ERROR, "recovery_error", "error=\"%s\"",
 		    srv.svc.error);
 		fprintf(stderr, "lockd: recovery failed: %s\n", srv.svc.error);
-		store->ops->close(store);
-		return 1;
+		goto close_store;
 	}
 	log_event(LOG_INFO, "recovered",
 	    "leases=%llu expired=%llu onclose_released=%llu held=%llu "
 	    "fence_hwm=%llu", (unsigned long long)rec.leases,
 	    (unsigned long long)rec.expired, (unsigned long long)rec.onclose,
-	    (unsigned long long)srv.svc.table.stats.held,
+	    (unsigned long long)service_held_count(&srv.svc),
 	    (unsigned long long)rec.hwm);
 
 	if (seams != NULL) {
@@ -228,26 +232,30 @@ lockd_run(int argc, char **argv, const struct lockd_seams *seams)
 	}
 	if (server_init(&srv, loop, &cfg) != 0) {
 		fprintf(stderr, "lockd: cannot listen (see log)\n");
-		service_close(&srv.svc);
-		store->ops->close(store);
-		return 1;
+		goto close_service;
 	}
 	{
-		char status[256];
-		snprintf(status, sizeof(status), "READY=1\nSTATUS=serving; "
+		char ready[256];
+		snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving; "
 		    "recovered %llu leases, %llu held, fence high-water mark "
 		    "%llu", (unsigned long long)rec.leases,
-		    (unsigned long long)srv.svc.table.stats.held,
+		    (unsigned long long)service_held_count(&srv.svc),
 		    (unsigned long long)rec.hwm);
-		notify_send(status);
+		notify_send(ready);
 	}
 	if (seams != NULL && seams->started != NULL)
 		seams->started(&srv, seams->ctx);
 	server_run(&srv);
 	service_commit(&srv.svc);
+	status = 0;
+close_service:
 	service_close(&srv.svc);
+close_store:
 	store->ops->close(store);
+	/* After a failed server_init its handles are still open and this
+	 * returns UV_EBUSY: lockd exits anyway. */
 	uv_loop_close(loop);
-	log_event(LOG_INFO, "stop", "status=clean");
-	return 0;
+	if (status == 0)
+		log_event(LOG_INFO, "stop", "status=clean");
+	return status;
 }

@@ -1,0 +1,431 @@
+/*
+ * service_commit.c - group commit: the changes of a loop pass go to the
+ * store in one batch, and the replies that wait for it leave when it is
+ * durable, or become ERR UNAVAILABLE when it fails and the locks it wrote
+ * fall back to what the store holds.  Also the index of the names the batch
+ * in flight writes, and the promises a GRANTED or RENEWED makes on the
+ * batch now forming.  Like service.c: no sockets, no libuv, no threads of
+ * its own (service_commit_write is what a caller may run on another one).
+ *
+ * A commit has three steps: service_commit_begin() collects the changes
+ * into the batch, service_commit_write() writes it (and touches nothing but
+ * the store and the batch), service_commit_end() releases the replies that
+ * waited for it, or fails them and falls back to the store.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/list.h"
+#include "daemon/format.h"
+#include "daemon/log.h"
+#include "daemon/service.h"
+#include "daemon/service_int.h"
+
+/* ---- the batch in flight ---------------------------------------------- */
+
+/* Indexes the names the batch in flight writes (open addressing over
+ * their offsets in the batch).  Without memory for it, every reply is
+ * taken to rest on the batch: slower, never wrong. */
+static void
+inflight_index(struct service *svc)
+{
+	const struct store_batch *b = &svc->batch;
+	struct store_batch_op op;
+	size_t cap = 16, pos = 0, at, i;
+
+	svc->inflight_indexed = true;
+	svc->inflight_all = false;
+	while (cap < 2 * b->count)
+		cap *= 2;
+	if (cap > svc->inflight_cap) {
+		size_t *p = realloc(svc->inflight_names, cap * sizeof(*p));
+		if (p == NULL) {
+			svc->inflight_all = true;
+			return;
+		}
+		svc->inflight_names = p;
+		svc->inflight_cap = cap;
+	}
+	svc->inflight_mask = cap - 1;
+	memset(svc->inflight_names, 0, cap * sizeof(size_t));
+	for (at = pos; store_batch_next(b, &pos, &op); at = pos) {
+		i = core_name_hash(svc->config.core.hash_key, op.name,
+		    op.name_len) & svc->inflight_mask;
+		while (svc->inflight_names[i] != 0)
+			i = (i + 1) & svc->inflight_mask;
+		svc->inflight_names[i] = at + 1;
+	}
+}
+
+/* service_int.h */
+uint64_t
+service__inflight_depends(struct service *svc, const char *name, size_t len)
+{
+	struct store_batch_op op;
+	size_t i, pos;
+
+	if (svc->inflight_seq == 0 || len == 0)
+		return 0;
+	if (!svc->inflight_indexed)
+		inflight_index(svc);
+	if (svc->inflight_all)
+		return svc->inflight_seq;
+	i = core_name_hash(svc->config.core.hash_key, name, len) &
+	    svc->inflight_mask;
+	for (; svc->inflight_names[i] != 0; i = (i + 1) & svc->inflight_mask) {
+		pos = svc->inflight_names[i] - 1;
+		if (store_batch_next(&svc->batch, &pos, &op) &&
+		    op.name_len == len && memcmp(op.name, name, len) == 0)
+			return svc->inflight_seq;
+	}
+	return 0;
+}
+
+/* ---- promises --------------------------------------------------------- */
+
+/*
+ * A GRANTED or RENEWED promises its lock's new state once its batch is
+ * durable.  Until then, whatever else is said of that lock rests on the
+ * promise (a shorter lease, say, that ends before the batch does), so it
+ * waits for the same batch and fails with it.  The batch is noted in the
+ * lock's entry; a promise is open while its batch is the one forming or
+ * the one in flight and not yet durable (an older one has ended: durable,
+ * or failed and rolled back).
+ */
+bool
+service__promise_open(const struct service *svc, uint64_t batch)
+{
+	return batch > svc->durable_seq &&
+	    (batch == svc->batch_seq || batch == svc->inflight_seq);
+}
+
+uint64_t
+service__promise(struct service *svc, uint64_t *user)
+{
+	if (user != NULL)
+		*user = svc->batch_seq;
+	svc->commit_needed = true;
+	return svc->batch_seq;
+}
+
+/* ---- group commit ----------------------------------------------------- */
+
+struct collect {
+	struct service *svc;
+	core_time now;
+	int64_t wall;
+	bool failed;
+};
+
+static void
+collect_record(void *ctx, const char *name, size_t name_len,
+    const struct core_record *rec)
+{
+	struct collect *c = ctx;
+	unsigned char val[FORMAT_RECORD_SIZE];
+	int rc;
+
+	if (rec != NULL) {
+		format_record_encode(rec, c->svc->clock.boot_id, c->now,
+		    c->wall, val);
+		rc = store_batch_add(&c->svc->batch, STORE_PUT, name, name_len,
+		    val, sizeof(val));
+	} else {
+		rc = store_batch_add(&c->svc->batch, STORE_DEL, name, name_len,
+		    NULL, 0);
+	}
+	if (rc != 0)
+		c->failed = true;
+}
+
+/* A reply that was counted when it was decided will not be sent: its
+ * count is taken back, so that the counters count what clients were told. */
+static void
+untell(struct service *svc, const char *text, size_t len)
+{
+	struct service_untold *u = &svc->stats.untold;
+	struct proto_reply rep;
+	struct proto_error err;
+	size_t used;
+
+	if (proto_parse_reply(text, len, PROTO_REPLY_MAX, &rep, &used,
+	    &err) != PROTO_DONE)
+		return;
+	switch (rep.kind) {
+	case PROTO_REPLY_GRANTED:
+		u->granted++;
+		break;
+	case PROTO_REPLY_RENEWED:
+		u->renewed++;
+		break;
+	case PROTO_REPLY_RELEASED:
+		u->released++;
+		break;
+	case PROTO_REPLY_HELD:
+		u->unavailable++;
+		break;
+	case PROTO_REPLY_ERROR:
+		svc->stats.protocol_errors[rep.error]--;
+		if (rep.error == PROTO_ERR_TIMEOUT)
+			u->timeouts++;
+		else if (rep.error == PROTO_ERR_CONFLICT)
+			u->conflicts++;
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Turns every reply waiting on `batch` - its own GRANTED and RENEWED, and
+ * what rests on it - into UNAVAILABLE.  Every connection is looked at: such
+ * a reply may sit behind a waiting ACQUIRE, on a connection that is not on
+ * the waiting list.
+ */
+static void
+fail_replies(struct service *svc, uint64_t batch)
+{
+	struct core_link *l, *next;
+
+	for (l = svc->conns.next; l != &svc->conns; l = next) {
+		struct service_conn *conn = container_of(l,
+		    struct service_conn, all_link);
+		struct service_slot *s;
+		bool failed = false;
+
+		next = l->next;
+		for (s = conn->slots_head; s != NULL; s = s->next) {
+			if (!s->resolved ||
+			    (s->batch != batch && s->depends != batch))
+				continue;
+			untell(svc, s->text, s->len);
+			s->len = (uint16_t)proto_format_error(s->text,
+			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
+			s->batch = 0;
+			s->depends = 0;
+			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;
+			failed = true;
+		}
+		if (failed)
+			service__advance(svc, conn);
+	}
+}
+
+/* The live connection with this id, if any (a fall-back's rare path). */
+static struct core_session *
+session_of(struct service *svc, uint64_t id)
+{
+	struct core_link *l;
+
+	for (l = svc->conns.next; id != 0 && l != &svc->conns; l = l->next) {
+		struct service_conn *conn = container_of(l,
+		    struct service_conn, all_link);
+		if (conn->session.id == id)
+			return &conn->session;
+	}
+	return NULL;
+}
+
+/*
+ * After a failed commit: every lock the batch wrote falls back to what the
+ * store holds, whatever happened to it since (what did rests on the batch
+ * and has failed with it).  A store that cannot even be read leaves no
+ * safe state to serve from, so lockd stops; recovery starts over from the
+ * disk.
+ */
+static void
+fall_back(struct service *svc, const struct store_batch *batch, core_time now,
+    int64_t wall)
+{
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	while (store_batch_next(batch, &pos, &op)) {
+		unsigned char val[STORE_VALUE_MAX];
+		char shown[LOG_VALUE_MAX + 1];
+		struct core_record rec;
+		size_t len = 0;
+		int rc;
+
+		rc = svc->store->ops->get(svc->store, op.name, op.name_len,
+		    val, &len);
+		if (rc < 0) {
+			log_event(LOG_ERROR, "store_error",
+			    "op=get error=\"%s\" action=exit",
+			    svc->store->error);
+			abort();
+		}
+		if (rc == 1 && !format_record_decode(val, len,
+		    svc->clock.boot_id, svc->config.core.max_lease_ms, now,
+		    wall, &rec)) {
+			log_event(LOG_ERROR, "store_corrupt",
+			    "name=%s action=exit", log_value(shown, op.name,
+			    op.name_len));
+			abort();
+		}
+		if (rc == 1 && rec.onclose_release)
+			rec.owner = session_of(svc, rec.owner_id);
+		core_table_restore(&svc->table, op.name, op.name_len,
+		    rc == 1 ? &rec : NULL, now);
+	}
+}
+
+static int64_t
+precise_now(const struct service *svc)
+{
+	if (svc->clock.mono_ns != NULL)
+		return svc->clock.mono_ns(svc->clock.ctx);
+	return svc->clock.mono(svc->clock.ctx) * 1000000;
+}
+
+bool
+service_commit_pending(const struct service *svc)
+{
+	return svc->commit_needed || svc->table.changed != NULL ||
+	    svc->table.hwm != svc->committed_hwm;
+}
+
+bool
+service_commit_inflight(const struct service *svc)
+{
+	return svc->inflight_seq != 0;
+}
+
+int
+service_commit_begin(struct service *svc)
+{
+	struct collect c = { svc, svc->clock.mono(svc->clock.ctx),
+	    svc->clock.wall(svc->clock.ctx), false };
+
+	if (svc->inflight_seq != 0 || !service_commit_pending(svc))
+		return 0;
+	store_batch_reset(&svc->batch);
+	svc->lazy_since = 0;
+	core_table_changes(&svc->table, collect_record, &c, NULL);
+	if (svc->table.hwm != svc->committed_hwm) {
+		svc->batch.has_hwm = true;
+		svc->batch.hwm = svc->table.hwm;
+	}
+	svc->inflight_seq = svc->batch_seq++;
+	svc->inflight_indexed = false;
+	svc->commit_needed = false;
+	svc->inflight_rc = 0;
+	svc->inflight_ns = -1;
+	if (svc->batch.count == 0 && !svc->batch.has_hwm)
+		return service_commit_end(svc);   /* only idle entries went */
+	if (c.failed) {
+		snprintf(svc->store->error, sizeof(svc->store->error),
+		    "out of memory building the batch");
+		svc->inflight_rc = -1;
+		return service_commit_end(svc);
+	}
+	return 1;
+}
+
+void
+service_commit_write(struct service *svc)
+{
+	int64_t t0;
+
+	if (svc->hooks.before_commit != NULL &&
+	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
+		snprintf(svc->store->error, sizeof(svc->store->error),
+		    "injected failure");
+		svc->inflight_rc = -1;
+		return;
+	}
+	t0 = precise_now(svc);
+	svc->inflight_rc = svc->store->ops->commit(svc->store, &svc->batch);
+	svc->inflight_ns = precise_now(svc) - t0;
+}
+
+int
+service_commit_end(struct service *svc)
+{
+	uint64_t batch = svc->inflight_seq;
+	struct core_link *l, *next;
+
+	if (batch == 0)
+		return 0;
+	svc->inflight_seq = 0;
+	if (svc->store->ops->stats != NULL)
+		svc->store->ops->stats(svc->store, &svc->store_stats);
+	if (svc->inflight_ns >= 0)
+		metrics_observe(&svc->metrics.commit_duration,
+		    (double)svc->inflight_ns / 1e9);
+	if (svc->inflight_rc != 0) {
+		svc->stats.commit_failures++;
+		log_event(LOG_ERROR, "store_error",
+		    "op=commit records=%zu error=\"%s\"", svc->batch.count,
+		    svc->store->error);
+		fail_replies(svc, batch);
+		fall_back(svc, &svc->batch, svc->clock.mono(svc->clock.ctx),
+		    svc->clock.wall(svc->clock.ctx));
+		return -1;
+	}
+	if (svc->batch.count > 0 || svc->batch.has_hwm) {
+		svc->stats.commits++;
+		svc->stats.commit_records += svc->batch.count;
+		metrics_observe(&svc->metrics.commit_records,
+		    (double)svc->batch.count);
+	}
+	if (svc->batch.has_hwm)
+		svc->committed_hwm = svc->batch.hwm;
+	svc->durable_seq = batch;
+	if (svc->hooks.after_commit != NULL)
+		svc->hooks.after_commit(svc->hooks.ctx);
+	for (l = svc->waiting.next; l != &svc->waiting; l = next) {
+		next = l->next;
+		service__advance(svc, container_of(l, struct service_conn,
+		    waiting_link));
+	}
+	return 0;
+}
+
+int
+service_commit(struct service *svc)
+{
+	int rc = service_commit_begin(svc);
+
+	if (rc != 1)
+		return rc;
+	service_commit_write(svc);
+	return service_commit_end(svc);
+}
+
+bool
+service_commit_due(struct service *svc)
+{
+	core_time now;
+
+	if (svc->inflight_seq != 0)
+		return false;   /* the next batch forms meanwhile */
+	if (svc->commit_needed)
+		return true;
+	if (!service_commit_pending(svc))
+		return false;
+	now = svc->clock.mono(svc->clock.ctx);
+	if (svc->lazy_since == 0) {
+		svc->lazy_since = now;
+		return false;
+	}
+	return now - svc->lazy_since >= SERVICE_LAZY_COMMIT_MS;
+}
+
+int
+service_end_pass(struct service *svc)
+{
+	return service_commit_due(svc) ? service_commit(svc) : 0;
+}
+
+core_time
+service_next_deadline(const struct service *svc)
+{
+	core_time next = core_next_deadline(&svc->table);
+
+	if (svc->lazy_since != 0 &&
+	    svc->lazy_since + SERVICE_LAZY_COMMIT_MS < next)
+		next = svc->lazy_since + SERVICE_LAZY_COMMIT_MS;
+	return next;
+}

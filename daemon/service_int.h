@@ -1,0 +1,56 @@
+/*
+ * service_int.h - what the files of the service share and nobody else may
+ * see: the reply slot, the in-flight index and the promises of group commit
+ * (service_commit.c), and reply delivery (service.c).  The server, the
+ * simulator and the tests use service.h only.
+ *
+ * Internal non-static names carry a double underscore (service__), as
+ * libuv's do.
+ */
+#ifndef LOCKD_SERVICE_INT_H
+#define LOCKD_SERVICE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/service.h"
+
+/* A reply waiting for its turn, or for its batch to be committed. */
+struct service_slot {
+	struct service_slot *next;
+	uint64_t seq;            /* the request's number on its connection */
+	uint64_t batch;          /* must be durable first; 0: none */
+	uint64_t depends;        /* the batch in flight it rests on; 0: none */
+	bool resolved;           /* the text is there */
+	uint16_t len;
+	uint16_t cap;
+	char text[];             /* cap bytes */
+};
+
+/* What a GRANTED or RENEWED becomes when its commit fails; its slot is
+ * made at least this long, and no longer, so that a client pipelining
+ * thousands of grants is not charged PROTO_REPLY_MAX for each against its
+ * output cap. */
+#define UNAVAILABLE_TEXT "store failed; nothing was granted or changed"
+#define UNAVAILABLE_LINE_LEN \
+	(sizeof("ERR UNAVAILABLE " UNAVAILABLE_TEXT "\r\n") - 1)
+
+/* service.c: moves the writable prefix of conn's slots to its output. */
+void service__advance(struct service *svc, struct service_conn *conn);
+
+/* service_commit.c: the batch in flight when it writes this lock, else 0:
+ * a reply about the lock must not leave before that batch is durable. */
+uint64_t service__inflight_depends(struct service *svc, const char *name,
+    size_t len);
+
+/*
+ * service_commit.c: a GRANTED or RENEWED promises its lock's new state
+ * once its batch is durable.  service__promise() notes the batch now
+ * forming in the lock's entry (*user) and returns it;
+ * service__promise_open() tells whether a batch so noted has not ended.
+ */
+uint64_t service__promise(struct service *svc, uint64_t *user);
+bool service__promise_open(const struct service *svc, uint64_t batch);
+
+#endif
