@@ -55,6 +55,8 @@ PROTO_OBJ  := $(PROTO_SRC:%.c=$(B)/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
+# The test library: what the test programs share (tests/lib/).
+TESTLIB     := $(B)/libtests.a
 MODEL_BIN  := $(B)/tests/model_check
 INTEG_SRC  := $(wildcard tests/integration/test_*.c)
 INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
@@ -72,17 +74,19 @@ $(B)/libproto.a: $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 $(B)/libdaemon.a: $(DAEMON_OBJ)
 	$(AR) rcs $@ $^
+$(TESTLIB): $(TESTLIB_OBJ)
+	$(AR) rcs $@ $^
 
 $(B)/lockd: $(B)/daemon/main.o $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 # Unit tests link everything but the daemon's main().
-$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(TESTLIB_OBJ) $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(TESTLIB) $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 MODEL_SRC := $(wildcard tests/model/*.c)
-$(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(B)/libcore.a
+$(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(TESTLIB) $(B)/libcore.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 # Integration tests start the real lockd; they share tests/integration/*.c
@@ -270,12 +274,12 @@ $(B)/tests/sim-obj/%.o: tests/sim/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -c $< -o $@
 
-$(SIM_BIN): $(B)/tests/sim-obj/main.o $(SIM_LIB_OBJ) $(TESTLIB_OBJ) $(SIM_LINK)
+$(SIM_BIN): $(B)/tests/sim-obj/main.o $(SIM_LIB_OBJ) $(TESTLIB) $(SIM_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 # test_sim prints the replay command of $(SIM_BIN), so it comes along.
-$(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB_OBJ) \
+$(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB) \
     $(SIM_LINK) | $(SIM_BIN)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS) \
