@@ -59,7 +59,6 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
 TESTLIB     := $(B)/libtests.a
 MODEL_BIN  := $(B)/tests/model_check
 INTEG_SRC  := $(wildcard tests/integration/test_*.c)
-INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
 
 .PHONY: all run test test-run deps-build deps-test fuzz clean install uninstall
 all: $(B)/lockd client
@@ -89,9 +88,9 @@ MODEL_SRC := $(wildcard tests/model/*.c)
 $(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(TESTLIB) $(B)/libcore.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
-# Integration tests start the real lockd; they share tests/integration/*.c
-# helpers that are not test_*.c.
-$(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(INTEG_LIB:%.c=$(B)/%.o) $(B)/libproto.a
+# Integration tests start the real lockd through the test library's
+# process harness (tests/lib/harness.c).
+$(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(TESTLIB) $(B)/libproto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 INTEG_BIN := $(INTEG_SRC:tests/integration/test_%.c=$(B)/tests/integ_%)
@@ -199,7 +198,6 @@ CLIENT_PC_DIR    := $(B)/pkgconfig
 CLIENT_PKG_CONFIG = PKG_CONFIG_PATH=$(abspath $(CLIENT_PC_DIR)) pkg-config
 CLIENT_EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 CLIENT_TEST_SRC  := $(wildcard tests/client/test_*.c)
-CLIENT_TEST_LIB  := $(filter-out $(CLIENT_TEST_SRC),$(wildcard tests/client/*.c))
 CLIENT_TEST_BIN  := $(CLIENT_TEST_SRC:tests/client/test_%.c=$(B)/tests/client_%)
 CLIENT_LIBS      := $(B)/liblockd.a $(B)/$(CLIENT_SONAME) $(B)/liblockd.so
 CLIENT_ALL       := $(CLIENT_LIBS) $(B)/lockctl $(CLIENT_PC_DIR)/lockd.pc \
@@ -252,8 +250,8 @@ $(B)/examples/%: examples/%.c $(CLIENT_PC_DIR)/lockd.pc $(CLIENT_LIBS)
 	    $$($(CLIENT_PKG_CONFIG) --cflags lockd) -o $@ $< \
 	    $(ALL_LDFLAGS) $$($(CLIENT_PKG_CONFIG) --libs lockd)
 
-$(B)/tests/client_%: $(B)/tests/client/test_%.o \
-    $(CLIENT_TEST_LIB:%.c=$(B)/%.o) $(B)/liblockd.a \
+$(B)/tests/client_%: $(B)/tests/client/test_%.o $(TESTLIB) $(B)/liblockd.a \
+    $(B)/libproto.a \
     | $(B)/lockd $(B)/lockctl $(CLIENT_EXAMPLES)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
@@ -294,7 +292,7 @@ sim: $(SIM_BIN) $(SIM_TEST_BIN)
 # CRASH_TEST_BIN runs in make test (short); make soak runs the long ones
 # (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).
 CRASH_LIB_OBJ  := $(addprefix $(B)/tests/crash/,checker.o workload.o crashlib.o)
-CRASH_HARNESS  := $(B)/tests/integration/harness.o
+CRASH_HARNESS  := $(TESTLIB)
 CRASH_FAULTY   := $(B)/tests/lockd-faulty
 CRASH_SHIM     := $(B)/tests/powerloss_shim.so
 CRASH_DAEMON   := $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
@@ -438,7 +436,7 @@ ABUSE_TEST_BIN := $(ABUSE_SRC:tests/abuse/test_%.c=$(B)/tests/abuse_%)
 $(INTEG_BIN) $(ABUSE_TEST_BIN): | $(CRASH_FAULTY)
 
 $(B)/tests/abuse_%: $(B)/tests/abuse/test_%.o $(B)/tests/abuse/abuse.o \
-    $(B)/tests/integration/harness.o $(B)/libproto.a
+    $(TESTLIB) $(B)/libproto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 

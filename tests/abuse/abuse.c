@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "tests/abuse/abuse.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define MAX_SWARMS 16
 #define CONNECT_WAVE 256   /* connects in flight at once */

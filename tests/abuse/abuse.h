@@ -3,7 +3,7 @@
  * raw connections at once (the integration harness keeps at most 256), the
  * file descriptor limit, lockd's memory as /proc shows it, a seeded PRNG.
  * Like the harness, nothing here links or includes daemon/: lockd is
- * tested from the outside, through tests/integration/harness.h.
+ * tested from the outside, through tests/lib/harness.h.
  *
  * Every wait is bounded; every socket opened here is registered and closed
  * by abuse_teardown(), also after a failed check.

@@ -25,7 +25,7 @@
 
 #include "proto/proto.h"
 #include "tests/abuse/abuse.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 /* A well-behaved client's PING round trip while lockd is under abuse. */
 #define PROMPT_MS 250

@@ -31,7 +31,7 @@
 #include "tests/crash/crashlib.h"
 #include "tests/crash/rng.h"
 #include "tests/crash/workload.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define NAMES 8
 #define CLIENTS 32
@@ -115,11 +115,11 @@ crash_loop(long cycles, uint64_t seed, const char *always_fault,
 		if (cycle > 0 && wl_check_status(&w, true) != 0)
 			res->status_failures++;
 		wl_reconnect(&w, s->port);
-		wl_run(&w, wl_now() + rng_range(&rng, CYCLE_MIN_MS,
+		wl_run(&w, harness_now_ms() + rng_range(&rng, CYCLE_MIN_MS,
 		    CYCLE_MAX_MS));
 
 		/* It was alive after t_kill, so it died after t_kill. */
-		t_kill = wl_now();
+		t_kill = harness_now_ms();
 		alive = crash_alive(s->pid);
 		harness_server_kill(s);
 		if (alive)
@@ -180,7 +180,7 @@ test_crash_loop_kill_9_keeps_every_promise(void **state)
 
 	(void)state;
 	alarm((unsigned)(60 + args.cycles * 3));
-	chk_init(&chk, NAMES, names, stdout, wl_now());
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
 	crash_loop(args.cycles, args.seed, NULL, true, false, &chk, &r);
 	print_result("crash loop", args.seed, &r, &chk);
 	if (chk_violations(&chk) != 0 || r.unexpected_deaths != 0 ||
@@ -199,7 +199,7 @@ test_crash_loop_catches_replies_sent_before_their_commit(void **state)
 
 	(void)state;
 	alarm(60 + GUARD_CYCLES * 3);
-	chk_init(&chk, NAMES, names, stdout, wl_now());
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
 	chk.report_limit = 2;   /* what it caught, in short */
 	crash_loop(GUARD_CYCLES, args.seed + 1, "early_reply", false, true,
 	    &chk, &r);

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 /* How late a deadline may fire on a loaded machine and still pass. */
 #define LATE_MS 1500
