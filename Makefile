@@ -456,7 +456,8 @@ soak-abuse: $(B)/lockd $(ABUSE_TEST_BIN)
 FUZZ_SERVICE     := build-fuzz/fuzz_service
 FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
-                    tests/lib/store_mem.c $(CORE_SRC) $(PROTO_SRC)
+                    tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
+                    $(PROTO_SRC)
 FUZZ_SMOKE_SECONDS ?= 25
 FUZZ_GUARD_SECONDS ?= 120
 

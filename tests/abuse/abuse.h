@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tests/lib/rng.h"
+
 /* cmocka fixture: the harness's teardown, after closing every swarm. */
 int abuse_teardown(void **state);
 #define ABUSE_TEST(f) cmocka_unit_test_setup_teardown(f, harness_setup, \
@@ -42,13 +44,7 @@ bool abuse_runs_asan(pid_t pid);
 /* True while pid is a live process (not a zombie). */
 bool abuse_alive(pid_t pid);
 
-/* xorshift64*: the byte streams are a function of the seed alone. */
-struct abuse_rng {
-	uint64_t state;
-};
-void abuse_rng_seed(struct abuse_rng *r, uint64_t seed);
-uint64_t abuse_rng_next(struct abuse_rng *r);
-uint64_t abuse_rng_below(struct abuse_rng *r, uint64_t n);
+/* The byte streams are a function of the seed alone: tests/lib/rng.h. */
 
 /* ---- swarms: many raw connections ------------------------------------- */
 

@@ -29,7 +29,7 @@
 
 #include "tests/crash/checker.h"
 #include "tests/crash/crashlib.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 #include "tests/crash/workload.h"
 #include "tests/lib/harness.h"
 
@@ -55,7 +55,7 @@ struct loop_result {
 
 /* A fault for lockd-faulty: it dies by itself at an exact point. */
 static void
-pick_fault(uint64_t *rng, char *out, size_t cap)
+pick_fault(struct rng *rng, char *out, size_t cap)
 {
 	static const char *const points[] = {
 		"before_commit", "after_commit", "mid_reply",
@@ -85,9 +85,10 @@ crash_loop(long cycles, uint64_t seed, const char *always_fault,
 		.onclose_percent = 20, .journal_fd = -1,
 	};
 	static struct wl w;
-	uint64_t rng = seed;
+	struct rng rng;
 	long cycle;
 
+	rng_seed(&rng, seed);
 	memset(res, 0, sizeof(*res));
 	wl_init(&w, &o, chk, names, seed * 31 + 7);
 	for (cycle = 0; cycle < cycles; cycle++) {

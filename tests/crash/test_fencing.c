@@ -41,7 +41,7 @@
 #include <cmocka.h>
 
 #include "tests/crash/crashlib.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 #include "tests/crash/workload.h"
 #include "tests/lib/harness.h"
 
@@ -200,10 +200,11 @@ client(int me, int port, const char *path, bool check, struct shared *sh,
 	static uint8_t set[ELEMENTS / 8];
 	struct sockaddr_in addr;
 	struct line_conn c = { -1, "", 0 };
-	uint64_t rng = seed;
+	struct rng rng;
 	uint32_t element = (uint32_t)me;
 	char line[512];
 
+	rng_seed(&rng, seed);
 	signal(SIGALRM, SIG_DFL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -287,10 +288,11 @@ run_fencing(bool check, long seconds, uint64_t seed, bool stop_when_lost,
 	static struct resource r;
 	pid_t pids[CLIENTS];
 	char path[256];
-	uint64_t rng = seed;
+	struct rng rng;
 	int64_t deadline;
 	int i;
 
+	rng_seed(&rng, seed);
 	memset(res, 0, sizeof(*res));
 	snprintf(path, sizeof(path), "%s/resource", dir);
 	resource_create(path);

@@ -54,7 +54,7 @@
 #include "tests/crash/checker.h"
 #include "tests/crash/crashlib.h"
 #include "tests/crash/journal.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 #include "tests/crash/workload.h"
 #include "tests/lib/harness.h"
 
@@ -401,7 +401,7 @@ count_store_work(const struct pl_journal *j, unsigned data_id,
  */
 static void
 build_image(const struct pl_journal *j, size_t nops, const int *ids,
-    const char *base_dir, const char *img_dir, uint64_t *rng,
+    const char *base_dir, const char *img_dir, struct rng *rng,
     struct pl_result *res)
 {
 	char base[512], img[512];
@@ -480,9 +480,10 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 	};
 	static struct wl w;
 	char journal[256], base[256], cand[256], img_dir[256], chosen[256];
-	uint64_t rng = seed;
+	struct rng rng;
 	long cycle;
 
+	rng_seed(&rng, seed);
 	memset(res, 0, sizeof(*res));
 	snprintf(journal, sizeof(journal), "%s/journal", s->dir);
 	snprintf(base, sizeof(base), "%s/base", s->dir);

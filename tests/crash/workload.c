@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "proto/proto.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 #include "tests/crash/workload.h"
 #include "tests/lib/harness.h"
 
@@ -42,7 +42,7 @@ wl_init(struct wl *w, const struct wl_options *opt, struct chk *chk,
 		w->opt.names = CHK_MAX_NAMES;
 	w->chk = chk;
 	w->names = names;
-	w->rng = seed;
+	rng_seed(&w->rng, seed);
 	for (i = 0; i < WL_MAX_CLIENTS; i++) {
 		w->c[i].fd = -1;
 		w->c[i].holding = -1;

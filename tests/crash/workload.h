@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "tests/crash/checker.h"
+#include "tests/lib/rng.h"
 
 #define WL_MAX_CLIENTS 128
 
@@ -69,7 +70,7 @@ struct wl {
 	struct chk *chk;
 	const char *const *names;
 	int port;
-	uint64_t rng;
+	struct rng rng;
 	int64_t alive;           /* lockd certainly ran at this instant */
 	struct wl_client c[WL_MAX_CLIENTS];
 	struct wl_stats stats;

@@ -38,6 +38,7 @@
 #include "core/list.h"
 #include "daemon/service.h"
 #include "proto/proto.h"
+#include "tests/lib/rng.h"
 #include "tests/lib/store_mem.h"
 #include "tests/sim/history.h"
 #include "tests/sim/sim.h"
@@ -55,52 +56,6 @@
 /* The record layout of daemon/service.c, which the store scan decodes. */
 #define RECORD_SIZE 64
 #define RECORD_VERSION 1
-
-/* ---- the PRNG: xoshiro256**, seeded through splitmix64 ---------------- */
-
-struct rng {
-	uint64_t s[4];
-};
-
-static uint64_t
-splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static void
-rng_seed(struct rng *r, uint64_t seed)
-{
-	int i;
-
-	for (i = 0; i < 4; i++)
-		r->s[i] = splitmix64(&seed);
-}
-
-static uint64_t
-rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t
-rng_next(struct rng *r)
-{
-	uint64_t *s = r->s;
-	uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = rotl(s[3], 45);
-	return result;
-}
 
 /* ---- the world -------------------------------------------------------- */
 
@@ -198,7 +153,7 @@ fatal(const char *what)
 static uint64_t
 rnd_below(struct world *w, uint64_t n)
 {
-	return n == 0 ? 0 : rng_next(&w->rng) % n;
+	return rng_below(&w->rng, n);
 }
 
 static bool
