@@ -262,7 +262,8 @@ $(B)/tests/client_%: $(B)/tests/client/test_%.o $(TESTLIB) $(B)/liblockd.a \
 # clients, clock, store failures and crashes; `--seed N` replays a run.
 # build/tests/test_sim is the cmocka program make test runs.  Objects go to
 # $(B)/tests/sim-obj/ since $(B)/tests/sim is the binary.
-SIM_LIB_SRC  := tests/sim/sim.c tests/sim/history.c tests/sim/variants.c
+SIM_LIB_SRC  := tests/sim/sim.c tests/sim/world.c tests/sim/history.c \
+                tests/sim/variants.c
 SIM_LIB_OBJ  := $(SIM_LIB_SRC:tests/sim/%.c=$(B)/tests/sim-obj/%.o)
 SIM_BIN      := $(B)/tests/sim
 SIM_TEST_BIN := $(B)/tests/test_sim
