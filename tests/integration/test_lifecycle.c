@@ -4,8 +4,8 @@
  * SIGINT, one instance per data directory, bad flags, --help and
  * --version, the Unix socket listener and the config file.
  *
- * lockd runs here as a child process (harness.c), either as a server or to
- * completion with its output captured.  This file checks exit codes,
+ * lockd runs here as a child process (tests/lib/harness.c), either as a
+ * server or to completion with its output captured.  This file checks exit codes,
  * messages and behaviour on the wire only; it includes nothing of daemon/.
  */
 #include <setjmp.h>
