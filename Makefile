@@ -55,9 +55,10 @@ PROTO_OBJ  := $(PROTO_SRC:%.c=$(B)/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
+# The test library: what the test programs share (tests/lib/).
+TESTLIB     := $(B)/libtests.a
 MODEL_BIN  := $(B)/tests/model_check
 INTEG_SRC  := $(wildcard tests/integration/test_*.c)
-INTEG_LIB  := $(filter-out $(INTEG_SRC),$(wildcard tests/integration/*.c))
 
 .PHONY: all run test test-run deps-build deps-test fuzz clean install uninstall
 all: $(B)/lockd client
@@ -72,22 +73,24 @@ $(B)/libproto.a: $(PROTO_OBJ)
 	$(AR) rcs $@ $^
 $(B)/libdaemon.a: $(DAEMON_OBJ)
 	$(AR) rcs $@ $^
+$(TESTLIB): $(TESTLIB_OBJ)
+	$(AR) rcs $@ $^
 
 $(B)/lockd: $(B)/daemon/main.o $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 # Unit tests link everything but the daemon's main().
-$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(TESTLIB_OBJ) $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(TESTLIB) $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 MODEL_SRC := $(wildcard tests/model/*.c)
-$(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(B)/libcore.a
+$(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(TESTLIB) $(B)/libcore.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
-# Integration tests start the real lockd; they share tests/integration/*.c
-# helpers that are not test_*.c.
-$(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(INTEG_LIB:%.c=$(B)/%.o) $(B)/libproto.a
+# Integration tests start the real lockd through the test library's
+# process harness (tests/lib/harness.c).
+$(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(TESTLIB) $(B)/libproto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 INTEG_BIN := $(INTEG_SRC:tests/integration/test_%.c=$(B)/tests/integ_%)
@@ -195,7 +198,6 @@ CLIENT_PC_DIR    := $(B)/pkgconfig
 CLIENT_PKG_CONFIG = PKG_CONFIG_PATH=$(abspath $(CLIENT_PC_DIR)) pkg-config
 CLIENT_EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
 CLIENT_TEST_SRC  := $(wildcard tests/client/test_*.c)
-CLIENT_TEST_LIB  := $(filter-out $(CLIENT_TEST_SRC),$(wildcard tests/client/*.c))
 CLIENT_TEST_BIN  := $(CLIENT_TEST_SRC:tests/client/test_%.c=$(B)/tests/client_%)
 CLIENT_LIBS      := $(B)/liblockd.a $(B)/$(CLIENT_SONAME) $(B)/liblockd.so
 CLIENT_ALL       := $(CLIENT_LIBS) $(B)/lockctl $(CLIENT_PC_DIR)/lockd.pc \
@@ -248,8 +250,8 @@ $(B)/examples/%: examples/%.c $(CLIENT_PC_DIR)/lockd.pc $(CLIENT_LIBS)
 	    $$($(CLIENT_PKG_CONFIG) --cflags lockd) -o $@ $< \
 	    $(ALL_LDFLAGS) $$($(CLIENT_PKG_CONFIG) --libs lockd)
 
-$(B)/tests/client_%: $(B)/tests/client/test_%.o \
-    $(CLIENT_TEST_LIB:%.c=$(B)/%.o) $(B)/liblockd.a \
+$(B)/tests/client_%: $(B)/tests/client/test_%.o $(TESTLIB) $(B)/liblockd.a \
+    $(B)/libproto.a \
     | $(B)/lockd $(B)/lockctl $(CLIENT_EXAMPLES)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
@@ -260,7 +262,8 @@ $(B)/tests/client_%: $(B)/tests/client/test_%.o \
 # clients, clock, store failures and crashes; `--seed N` replays a run.
 # build/tests/test_sim is the cmocka program make test runs.  Objects go to
 # $(B)/tests/sim-obj/ since $(B)/tests/sim is the binary.
-SIM_LIB_SRC  := tests/sim/sim.c tests/sim/history.c tests/sim/variants.c
+SIM_LIB_SRC  := tests/sim/sim.c tests/sim/world.c tests/sim/history.c \
+                tests/sim/variants.c
 SIM_LIB_OBJ  := $(SIM_LIB_SRC:tests/sim/%.c=$(B)/tests/sim-obj/%.o)
 SIM_BIN      := $(B)/tests/sim
 SIM_TEST_BIN := $(B)/tests/test_sim
@@ -270,12 +273,12 @@ $(B)/tests/sim-obj/%.o: tests/sim/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -c $< -o $@
 
-$(SIM_BIN): $(B)/tests/sim-obj/main.o $(SIM_LIB_OBJ) $(TESTLIB_OBJ) $(SIM_LINK)
+$(SIM_BIN): $(B)/tests/sim-obj/main.o $(SIM_LIB_OBJ) $(TESTLIB) $(SIM_LINK)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 # test_sim prints the replay command of $(SIM_BIN), so it comes along.
-$(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB_OBJ) \
+$(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB) \
     $(SIM_LINK) | $(SIM_BIN)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS) \
@@ -290,7 +293,7 @@ sim: $(SIM_BIN) $(SIM_TEST_BIN)
 # CRASH_TEST_BIN runs in make test (short); make soak runs the long ones
 # (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).
 CRASH_LIB_OBJ  := $(addprefix $(B)/tests/crash/,checker.o workload.o crashlib.o)
-CRASH_HARNESS  := $(B)/tests/integration/harness.o
+CRASH_HARNESS  := $(TESTLIB)
 CRASH_FAULTY   := $(B)/tests/lockd-faulty
 CRASH_SHIM     := $(B)/tests/powerloss_shim.so
 CRASH_DAEMON   := $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
@@ -434,7 +437,7 @@ ABUSE_TEST_BIN := $(ABUSE_SRC:tests/abuse/test_%.c=$(B)/tests/abuse_%)
 $(INTEG_BIN) $(ABUSE_TEST_BIN): | $(CRASH_FAULTY)
 
 $(B)/tests/abuse_%: $(B)/tests/abuse/test_%.o $(B)/tests/abuse/abuse.o \
-    $(B)/tests/integration/harness.o $(B)/libproto.a
+    $(TESTLIB) $(B)/libproto.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
@@ -455,7 +458,8 @@ FUZZ_SERVICE     := build-fuzz/fuzz_service
 FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     daemon/service_commit.c daemon/format.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
-                    tests/lib/store_mem.c $(CORE_SRC) $(PROTO_SRC)
+                    tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
+                    $(PROTO_SRC)
 FUZZ_SMOKE_SECONDS ?= 25
 FUZZ_GUARD_SECONDS ?= 120
 

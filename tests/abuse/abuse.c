@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "tests/abuse/abuse.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define MAX_SWARMS 16
 #define CONNECT_WAVE 256   /* connects in flight at once */
@@ -123,32 +123,6 @@ abuse_alive(pid_t pid)
 		}
 	fclose(f);
 	return alive;
-}
-
-void
-abuse_rng_seed(struct abuse_rng *r, uint64_t seed)
-{
-	r->state = seed ^ 0x9e3779b97f4a7c15ULL;
-	if (r->state == 0)
-		r->state = 1;
-}
-
-uint64_t
-abuse_rng_next(struct abuse_rng *r)
-{
-	uint64_t x = r->state;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	r->state = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
-
-uint64_t
-abuse_rng_below(struct abuse_rng *r, uint64_t n)
-{
-	return n == 0 ? 0 : abuse_rng_next(r) % n;
 }
 
 /* ---- swarms ----------------------------------------------------------- */

@@ -3,7 +3,7 @@
  * raw connections at once (the integration harness keeps at most 256), the
  * file descriptor limit, lockd's memory as /proc shows it, a seeded PRNG.
  * Like the harness, nothing here links or includes daemon/: lockd is
- * tested from the outside, through tests/integration/harness.h.
+ * tested from the outside, through tests/lib/harness.h.
  *
  * Every wait is bounded; every socket opened here is registered and closed
  * by abuse_teardown(), also after a failed check.
@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "tests/lib/rng.h"
 
 /* cmocka fixture: the harness's teardown, after closing every swarm. */
 int abuse_teardown(void **state);
@@ -42,13 +44,7 @@ bool abuse_runs_asan(pid_t pid);
 /* True while pid is a live process (not a zombie). */
 bool abuse_alive(pid_t pid);
 
-/* xorshift64*: the byte streams are a function of the seed alone. */
-struct abuse_rng {
-	uint64_t state;
-};
-void abuse_rng_seed(struct abuse_rng *r, uint64_t seed);
-uint64_t abuse_rng_next(struct abuse_rng *r);
-uint64_t abuse_rng_below(struct abuse_rng *r, uint64_t n);
+/* The byte streams are a function of the seed alone: tests/lib/rng.h. */
 
 /* ---- swarms: many raw connections ------------------------------------- */
 

@@ -25,7 +25,7 @@
 
 #include "proto/proto.h"
 #include "tests/abuse/abuse.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 /* A well-behaved client's PING round trip while lockd is under abuse. */
 #define PROMPT_MS 250
@@ -357,30 +357,30 @@ static const char *const random_words[] = {
 
 /* One chunk of hostile bytes: words, junk, control bytes, long lines. */
 static size_t
-random_chunk(struct abuse_rng *r, char *out, size_t cap)
+random_chunk(struct rng *r, char *out, size_t cap)
 {
 	size_t n = 0;
 
 	while (n + 64 < cap) {
-		switch (abuse_rng_below(r, 10)) {
+		switch (rng_below(r, 10)) {
 		case 0:
 		case 1:
 		case 2:
 		case 3: {
-			const char *w = random_words[abuse_rng_below(r,
+			const char *w = random_words[rng_below(r,
 			    sizeof(random_words) / sizeof(random_words[0]))];
 			size_t l = strlen(w);
 			memcpy(out + n, w, l);
 			n += l;
-			out[n++] = abuse_rng_below(r, 4) ? ' ' : '\t';
+			out[n++] = rng_below(r, 4) ? ' ' : '\t';
 			break;
 		}
 		case 4:
 		case 5: {
 			/* Raw bytes, any value. */
-			size_t k, l = 1 + abuse_rng_below(r, 24);
+			size_t k, l = 1 + rng_below(r, 24);
 			for (k = 0; k < l; k++)
-				out[n++] = (char)abuse_rng_next(r);
+				out[n++] = (char)rng_next(r);
 			break;
 		}
 		case 6:
@@ -392,18 +392,18 @@ random_chunk(struct abuse_rng *r, char *out, size_t cap)
 			n += 2;
 			break;
 		case 9:
-			if (abuse_rng_below(r, 3) == 0) {
+			if (rng_below(r, 3) == 0) {
 				n += (size_t)snprintf(out + n, 48,
 				    "ACQUIRE rnd/%c wait=%dms ",
-				    (char)('a' + abuse_rng_below(r, 3)),
-				    (int)abuse_rng_below(r, 20));
-			} else if (abuse_rng_below(r, 8) == 0 &&
+				    (char)('a' + rng_below(r, 3)),
+				    (int)rng_below(r, 20));
+			} else if (rng_below(r, 8) == 0 &&
 			    n + 5000 < cap) {
 				/* Past the line limit. */
 				memset(out + n, 'L', 5000);
 				n += 5000;
 			} else {
-				out[n++] = (char)('a' + abuse_rng_below(r, 26));
+				out[n++] = (char)('a' + rng_below(r, 26));
 			}
 			break;
 		}
@@ -420,7 +420,7 @@ test_clients_random_byte_streams_get_errors_and_lockd_serves_on(void **state)
 	struct harness_conn *ctl, *fresh;
 	struct random_stats st;
 	struct abuse_swarm sw;
-	struct abuse_rng *rng;
+	struct rng *rng;
 	static char chunk[32768];
 	size_t *sent;
 	int64_t worst = 0, t, start = harness_now_ms();
@@ -438,7 +438,7 @@ test_clients_random_byte_streams_get_errors_and_lockd_serves_on(void **state)
 	assert_non_null(rng);
 	assert_non_null(sent);
 	for (i = 0; i < peers; i++)
-		abuse_rng_seed(&rng[i], seed + (uint64_t)i);
+		rng_seed(&rng[i], seed + (uint64_t)i);
 	/* Round-robin chunks; replies are drained as they come so a peer is
 	 * cut off only for what it did itself. */
 	for (round = 0, busy = true; busy && round < 100000; round++) {

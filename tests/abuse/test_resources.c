@@ -28,7 +28,7 @@
 
 #include "proto/proto.h"
 #include "tests/abuse/abuse.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define LIBFAKETIME "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 

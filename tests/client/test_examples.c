@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "tests/client/harness.h"
+#include "tests/lib/harness.h"
 
 #define RUN_TIMEOUT_MS 15000
 
@@ -51,7 +51,7 @@ test_examples_singleton_runs_once_at_a_time(void **state)
 	pid_t first;
 
 	(void)state;
-	harness_temp_dir(dir, sizeof(dir));
+	snprintf(dir, sizeof(dir), "%s", harness_tempdir());
 	snprintf(path, sizeof(path), "%.400s/out", dir);
 	/* Two seconds of work on a one-second lease: renewed meanwhile. */
 	first = harness_spawn((char *const *)argv, path, NULL);

@@ -28,7 +28,7 @@
 #include <cmocka.h>
 
 #include "client/lockd.h"
-#include "tests/client/harness.h"
+#include "tests/lib/harness.h"
 
 #define TIMEOUT_MS 5000
 
@@ -60,7 +60,7 @@ connect_to(int port, int64_t command_timeout_ms)
 static lockd_context *
 connect_shared(void)
 {
-	return connect_to(harness_shared.port, TIMEOUT_MS);
+	return connect_to(harness_shared->port, TIMEOUT_MS);
 }
 
 static bool
@@ -103,7 +103,7 @@ test_liblockd_connect_over_a_unix_socket(void **state)
 
 	(void)state;
 	memset(&o, 0, sizeof(o));
-	o.unix_path = harness_shared.unix_path;
+	o.unix_path = harness_shared->unix_path;
 	o.command_timeout_ms = TIMEOUT_MS;
 	c = lockd_connect(&o);
 	assert_non_null(c);
@@ -303,7 +303,7 @@ static void
 test_liblockd_acquire_wait_extends_the_command_timeout(void **state)
 {
 	struct delayed_release d = { .delay_ms = 600 };
-	lockd_context *b = connect_to(harness_shared.port, 200);
+	lockd_context *b = connect_to(harness_shared->port, 200);
 	lockd_lease lb;
 	pthread_t thread;
 	int64_t start, took;
@@ -560,15 +560,14 @@ test_liblockd_a_long_pipeline_does_not_deadlock(void **state)
 {
 	/* lockd cuts off a client that leaves this much of its replies
 	 * unread, so the library must read while it writes. */
-	static const char *const args[] = { "--max-output", "65536", NULL };
-	struct harness_server s = { .extra_args = args };
+	struct harness_server *s;
 	lockd_context *c;
 	lockd_reply r;
 	int i, n = 20000;
 
 	(void)state;
-	assert_int_equal(harness_server_start(&s), 0);
-	c = connect_to(s.port, TIMEOUT_MS);
+	s = harness_start("--max-output", "65536", NULL);
+	c = connect_to(s->port, TIMEOUT_MS);
 	/* ~1 MB of requests, ~1.5 MB of replies. */
 	for (i = 0; i < n; i++)
 		assert_int_equal(lockd_append_status(c,
@@ -579,7 +578,7 @@ test_liblockd_a_long_pipeline_does_not_deadlock(void **state)
 	}
 	assert_int_equal(lockd_ping(c), LOCKD_OK);
 	lockd_free(c);
-	harness_server_destroy(&s);
+	harness_server_destroy(s);
 }
 
 /* Timeouts and restarts, each on a daemon of its own. */
@@ -588,18 +587,18 @@ static void
 test_liblockd_command_timeout_on_a_stopped_server_kills_the_context(
     void **state)
 {
-	struct harness_server s = { 0 };
+	struct harness_server *s;
 	lockd_context *c, *waiter;
 	lockd_lease lease;
 	int64_t start, took;
 
 	(void)state;
-	assert_int_equal(harness_server_start(&s), 0);
-	c = connect_to(s.port, 300);
-	waiter = connect_to(s.port, 300);
+	s = harness_start(NULL);
+	c = connect_to(s->port, 300);
+	waiter = connect_to(s->port, 300);
 	assert_int_equal(lockd_ping(c), LOCKD_OK);
 
-	harness_server_pause(&s);
+	harness_server_pause(s);
 	start = harness_now_ms();
 	assert_int_equal(lockd_ping(c), LOCKD_ERR_TIMEOUT);
 	took = harness_now_ms() - start;
@@ -618,19 +617,19 @@ test_liblockd_command_timeout_on_a_stopped_server_kills_the_context(
 	took = harness_now_ms() - start;
 	assert_in_range(took, 650, 3000);
 
-	harness_server_resume(&s);
+	harness_server_resume(s);
 	assert_int_equal(lockd_reconnect(c), LOCKD_OK);
 	assert_int_equal(c->err, 0);
 	assert_int_equal(lockd_ping(c), LOCKD_OK);
 	lockd_free(c);
 	lockd_free(waiter);
-	harness_server_destroy(&s);
+	harness_server_destroy(s);
 }
 
 static void
 test_liblockd_reconnect_after_a_server_restart(void **state)
 {
-	struct harness_server s = { 0 };
+	struct harness_server *s;
 	lockd_context *c, *holder, *waiter;
 	lockd_lease lease, other;
 	lockd_lock_status st;
@@ -638,10 +637,10 @@ test_liblockd_reconnect_after_a_server_restart(void **state)
 	int rc;
 
 	(void)state;
-	assert_int_equal(harness_server_start(&s), 0);
-	c = connect_to(s.port, TIMEOUT_MS);
-	holder = connect_to(s.port, TIMEOUT_MS);
-	waiter = connect_to(s.port, TIMEOUT_MS);
+	s = harness_start(NULL);
+	c = connect_to(s->port, TIMEOUT_MS);
+	holder = connect_to(s->port, TIMEOUT_MS);
+	waiter = connect_to(s->port, TIMEOUT_MS);
 	assert_int_equal(lockd_acquire(c, "restart/kept", 30000, 0,
 	    LOCKD_ONCLOSE_KEEP, &lease), LOCKD_OK);
 	assert_int_equal(lockd_acquire(holder, "restart/queue", 30000, 0,
@@ -652,7 +651,7 @@ test_liblockd_reconnect_after_a_server_restart(void **state)
 	harness_sleep_ms(100);
 
 	/* A clean stop answers waiters ERR SHUTDOWN, then closes. */
-	harness_server_stop(&s);
+	harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
 	assert_int_equal(lockd_get_reply(waiter, &r), LOCKD_ERR_SHUTDOWN);
 	assert_false(lockd_error_is_fatal(waiter->err));
 	/* Closed: EOF, or IO when our write drew a reset first. */
@@ -662,7 +661,7 @@ test_liblockd_reconnect_after_a_server_restart(void **state)
 	assert_true(rc == LOCKD_ERR_EOF || rc == LOCKD_ERR_IO);
 	assert_true(lockd_error_is_fatal(c->err));
 
-	assert_int_equal(harness_server_start(&s), 0);
+	harness_server_restart(s);
 	assert_int_equal(lockd_reconnect(c), LOCKD_OK);
 	/* The lease outlived the restart: same fence, still renewable. */
 	assert_int_equal(lockd_status(c, "restart/kept", &st), LOCKD_OK);
@@ -676,24 +675,23 @@ test_liblockd_reconnect_after_a_server_restart(void **state)
 	lockd_free(c);
 	lockd_free(holder);
 	lockd_free(waiter);
-	harness_server_destroy(&s);
+	harness_server_destroy(s);
 }
 
 static void
 test_liblockd_server_limits_and_long_lines_are_reported(void **state)
 {
-	static const char *const args[] = { "--max-line", "64",
-	    "--max-waiters-per-connection", "1", NULL };
-	struct harness_server s = { .extra_args = args };
+	struct harness_server *s;
 	lockd_context *a, *b;
 	lockd_lease la;
 	lockd_reply r;
 	char name[200];
 
 	(void)state;
-	assert_int_equal(harness_server_start(&s), 0);
-	a = connect_to(s.port, TIMEOUT_MS);
-	b = connect_to(s.port, TIMEOUT_MS);
+	s = harness_start("--max-line", "64", "--max-waiters-per-connection",
+	    "1", NULL);
+	a = connect_to(s->port, TIMEOUT_MS);
+	b = connect_to(s->port, TIMEOUT_MS);
 	memset(name, 'n', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
 	assert_int_equal(lockd_status(a, name, NULL), LOCKD_ERR_TOOLONG);
@@ -715,7 +713,7 @@ test_liblockd_server_limits_and_long_lines_are_reported(void **state)
 	assert_int_equal(lockd_ping(b), LOCKD_OK);
 	lockd_free(a);
 	lockd_free(b);
-	harness_server_destroy(&s);
+	harness_server_destroy(s);
 }
 
 /* Against the fake server. */
@@ -976,7 +974,7 @@ fd_readable_within(int fd, int timeout_ms)
 static void
 test_liblockd_keepalive_renews_in_the_background(void **state)
 {
-	lockd_options o = options_for(harness_shared.port, TIMEOUT_MS);
+	lockd_options o = options_for(harness_shared->port, TIMEOUT_MS);
 	lockd_context *c = connect_shared();
 	struct loss loss = { .mutex = PTHREAD_MUTEX_INITIALIZER };
 	lockd_keepalive *k;
@@ -1015,7 +1013,7 @@ test_liblockd_keepalive_renews_in_the_background(void **state)
 static void
 test_liblockd_keepalive_reports_a_refused_renewal(void **state)
 {
-	lockd_options o = options_for(harness_shared.port, TIMEOUT_MS);
+	lockd_options o = options_for(harness_shared->port, TIMEOUT_MS);
 	lockd_context *c = connect_shared();
 	struct loss loss = { .mutex = PTHREAD_MUTEX_INITIALIZER };
 	lockd_keepalive *k;
@@ -1047,7 +1045,7 @@ static void
 test_liblockd_keepalive_reports_loss_before_a_stopped_server_lets_it_end(
     void **state)
 {
-	struct harness_server s = { 0 };
+	struct harness_server *s;
 	struct loss loss = { .mutex = PTHREAD_MUTEX_INITIALIZER };
 	lockd_options o;
 	lockd_context *c;
@@ -1056,15 +1054,15 @@ test_liblockd_keepalive_reports_loss_before_a_stopped_server_lets_it_end(
 	int64_t stopped;
 
 	(void)state;
-	assert_int_equal(harness_server_start(&s), 0);
-	o = options_for(s.port, TIMEOUT_MS);
-	c = connect_to(s.port, TIMEOUT_MS);
+	s = harness_start(NULL);
+	o = options_for(s->port, TIMEOUT_MS);
+	c = connect_to(s->port, TIMEOUT_MS);
 	assert_int_equal(lockd_acquire(c, "keepalive/stopped", 600, 0, 0,
 	    &lease), LOCKD_OK);
 	k = lockd_keepalive_start(&o, &lease, on_lost, &loss);
 	assert_int_equal(lockd_keepalive_lost(k), 0);
 	harness_sleep_ms(450);
-	harness_server_pause(&s);
+	harness_server_pause(s);
 	stopped = lockd_now_ms();
 	assert_true(fd_readable_within(lockd_keepalive_fd(k), 3000));
 	assert_int_equal(lockd_keepalive_lost(k), LOCKD_ERR_TIMEOUT);
@@ -1078,15 +1076,15 @@ test_liblockd_keepalive_reports_loss_before_a_stopped_server_lets_it_end(
 	assert_true(loss.at >= last.deadline_ms - 600);
 	pthread_mutex_unlock(&loss.mutex);
 	assert_int_equal(lockd_keepalive_stop(k), LOCKD_ERR_TIMEOUT);
-	harness_server_resume(&s);
+	harness_server_resume(s);
 	lockd_free(c);
-	harness_server_destroy(&s);
+	harness_server_destroy(s);
 }
 
 static void
 test_liblockd_keepalive_start_fails_for_a_lost_lease(void **state)
 {
-	lockd_options o = options_for(harness_shared.port, TIMEOUT_MS);
+	lockd_options o = options_for(harness_shared->port, TIMEOUT_MS);
 	lockd_context *c = connect_shared();
 	struct loss loss = { .mutex = PTHREAD_MUTEX_INITIALIZER };
 	lockd_keepalive *k;

@@ -27,7 +27,7 @@
 #include <cmocka.h>
 
 #include "client/lockd.h"
-#include "tests/client/harness.h"
+#include "tests/lib/harness.h"
 
 #define RUN_TIMEOUT_MS 10000
 #define OUT_SIZE 4096
@@ -44,7 +44,7 @@ static char work[HARNESS_PATH_MAX];   /* this run's files */
 static int
 setup(void **state)
 {
-	harness_temp_dir(work, sizeof(work));
+	snprintf(work, sizeof(work), "%s", harness_tempdir());
 	return harness_shared_setup(state);
 }
 
@@ -203,7 +203,7 @@ test_lockctl_ping_prints_pong(void **state)
 {
 	char unix_out[64];
 	const char *argv[] = { harness_program("lockctl"), "-U",
-	    harness_shared.unix_path, "ping", NULL };
+	    harness_shared->unix_path, "ping", NULL };
 
 	(void)state;
 	assert_int_equal(lockctl("ping", NULL), 0);
@@ -447,7 +447,7 @@ test_lockctl_run_keeps_the_lock_across_several_lease_lengths(void **state)
 	static const int64_t leases[] = { 300, 600, 1000 };
 	static const char *const names[] = { "ctl/len-300", "ctl/len-600",
 	    "ctl/len-1000" };
-	lockd_options o = { .port = harness_shared.port, .command_timeout_ms = 5000 };
+	lockd_options o = { .port = harness_shared->port, .command_timeout_ms = 5000 };
 	lockd_context *c = lockd_connect(&o);
 	lockd_lock_status st;
 	uint64_t fences[3] = { 0 };
@@ -561,13 +561,13 @@ test_lockctl_run_kills_the_command_before_the_lease_can_end(void **state)
 	 * The last renewal lockd answered was sent before it stopped, so
 	 * every lease ends by stopped + 1 s at the latest.
 	 */
-	harness_server_pause(&harness_shared);
+	harness_server_pause(harness_shared);
 	stopped = harness_now_ms();
 	gone_a = wait_gone(pa, 3000);
 	gone_b = wait_gone(pb, 3000);
 	assert_int_equal(harness_wait(a, RUN_TIMEOUT_MS), EXIT_LOST);
 	assert_int_equal(harness_wait(b, RUN_TIMEOUT_MS), EXIT_LOST);
-	harness_server_resume(&harness_shared);
+	harness_server_resume(harness_shared);
 
 	assert_true(gone_a > 0 && gone_b > 0);
 	assert_true(gone_a < stopped + 1000);
@@ -834,7 +834,7 @@ test_lockctl_run_takes_flocks_options_and_exit_codes(void **state)
  * lease is not bound to the connection lockd closed; lockctl renews it
  * over a new one, and the job runs on, alone, to its own end.
  */
-static struct harness_server restarting;
+static struct harness_server *restarting;
 
 static void
 restart_under_a_job(const char *name, bool crash)
@@ -843,9 +843,9 @@ restart_under_a_job(const char *name, bool crash)
 	uint64_t fence, fence_now;
 	pid_t pid;
 
-	harness_server_destroy(&restarting);   /* one a failed test left */
-	assert_int_equal(harness_server_start(&restarting), 0);
-	snprintf(port, sizeof(port), "%d", restarting.port);
+	harness_server_destroy(restarting);   /* one a failed test left */
+	restarting = harness_start(NULL);
+	snprintf(port, sizeof(port), "%d", restarting->port);
 	unlink(path_of("restart.fence"));
 	snprintf(script, sizeof(script), "echo $LOCKD_FENCE > %s; sleep 3; "
 	    "exit 7", path_of("restart.fence"));
@@ -859,12 +859,12 @@ restart_under_a_job(const char *name, bool crash)
 	fence = strtoull(text, NULL, 10);
 	harness_sleep_ms(300);
 	if (crash) {
-		harness_server_kill(&restarting);
+		harness_server_kill(restarting);
 		harness_sleep_ms(500);
 	} else {
-		harness_server_stop(&restarting);
+		harness_server_stop(restarting, HARNESS_STOP_TIMEOUT_MS, NULL);
 	}
-	assert_int_equal(harness_server_start(&restarting), 0);
+	harness_server_restart(restarting);
 	/* Still the job's: another client's TRY finds it held. */
 	assert_int_equal(lockctl_at(port, "try", "-l", "10s", name, NULL),
 	    EXIT_BUSY);
@@ -877,7 +877,8 @@ restart_under_a_job(const char *name, bool crash)
 	assert_null(strstr(text, "lost"));
 	/* ...and lockctl released the lock then. */
 	assert_false(held_at(port, name, NULL, NULL));
-	harness_server_destroy(&restarting);
+	harness_server_destroy(restarting);
+	restarting = NULL;
 }
 
 static void
@@ -904,16 +905,16 @@ test_lockctl_run_kills_the_job_before_the_lease_ends_when_lockd_stays_down(
 	pid_t pid, child;
 
 	(void)state;
-	harness_server_destroy(&restarting);
-	assert_int_equal(harness_server_start(&restarting), 0);
-	snprintf(port, sizeof(port), "%d", restarting.port);
+	harness_server_destroy(restarting);
+	restarting = harness_start(NULL);
+	snprintf(port, sizeof(port), "%d", restarting->port);
 	snprintf(script, sizeof(script), "echo $$ > %s; exec sleep 30",
 	    path_of("down.pid"));
 	pid = spawn_lockctl_at(port, path_of("down.err"), "run", "-l", "3s",
 	    "ctl/down", "--", "/bin/sh", "-c", script, NULL);
 	child = read_pid(path_of("down.pid"));
 	harness_sleep_ms(300);
-	harness_server_stop(&restarting);
+	harness_server_stop(restarting, HARNESS_STOP_TIMEOUT_MS, NULL);
 	gone = wait_gone(child, 5000);
 	assert_true(gone > 0);
 	assert_int_equal(harness_wait(pid, RUN_TIMEOUT_MS), EXIT_LOST);
@@ -921,13 +922,14 @@ test_lockctl_run_kills_the_job_before_the_lease_ends_when_lockd_stays_down(
 	 * lockd keeps the lease's expiry across a restart: started again
 	 * now, it shows when the lease ends, and the job died before that.
 	 */
-	assert_int_equal(harness_server_start(&restarting), 0);
+	harness_server_restart(restarting);
 	assert_true(held_at(port, "ctl/down", &fence, &ttl));
 	lease_end = harness_now_ms() + ttl;
 	if (gone >= lease_end)
 		fail_msg("the job died %lld ms after its lease ended",
 		    (long long)(gone - lease_end));
-	harness_server_destroy(&restarting);
+	harness_server_destroy(restarting);
+	restarting = NULL;
 }
 
 static int64_t
@@ -952,7 +954,7 @@ static void
 test_lockctl_run_killed_takes_the_whole_job_with_it(void **state)
 {
 	char script[512];
-	lockd_options o = { .port = harness_shared.port,
+	lockd_options o = { .port = harness_shared->port,
 	    .command_timeout_ms = 5000 };
 	lockd_context *c = lockd_connect(&o);
 	lockd_lease lease;

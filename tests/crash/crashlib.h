@@ -2,7 +2,7 @@
  * crashlib.h - small helpers shared by the crash test programs: which lockd
  * the integration harness starts next (the real one, or lockd-faulty with a
  * fault), where the test binaries live, run options, process state.
- * The harness (tests/integration/harness.h) starts, kills and restarts the
+ * The harness (tests/lib/harness.h) starts, kills and restarts the
  * servers; these helpers only choose what it runs.
  */
 #ifndef LOCKD_TESTS_CRASH_CRASHLIB_H

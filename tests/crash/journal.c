@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "tests/crash/journal.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 
 static int
 read_all(const char *path, unsigned char **out, size_t *size)
@@ -146,7 +146,7 @@ image_write(struct image *im, uint64_t offset, const unsigned char *src,
  * random subset of its 512-byte sectors. */
 static int
 image_write_torn(struct image *im, uint64_t offset, const unsigned char *src,
-    uint64_t len, uint64_t *rng)
+    uint64_t len, struct rng *rng)
 {
 	uint64_t at = offset;
 
@@ -164,7 +164,7 @@ image_write_torn(struct image *im, uint64_t offset, const unsigned char *src,
 
 int
 pl_image_build(const struct pl_journal *j, size_t nops, unsigned file,
-    const char *base_path, const char *out_path, uint64_t *rng,
+    const char *base_path, const char *out_path, struct rng *rng,
     struct pl_image_stats *stats)
 {
 	struct image im = { NULL, 0, 0 };

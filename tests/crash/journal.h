@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tests/lib/rng.h"
+
 #define PL_MAGIC 0x4c504b4cu      /* "LKPL" */
 #define PL_SECTOR 512
 #define PL_MAX_FILES 8
@@ -98,7 +100,7 @@ struct pl_image_stats {
  * above with choices drawn from *rng, and writes out_path.  0 or -1.
  */
 int pl_image_build(const struct pl_journal *j, size_t nops, unsigned file,
-    const char *base_path, const char *out_path, uint64_t *rng,
+    const char *base_path, const char *out_path, struct rng *rng,
     struct pl_image_stats *stats);
 
 /* The id of the file whose base name is `name`, or -1. */

@@ -29,9 +29,9 @@
 
 #include "tests/crash/checker.h"
 #include "tests/crash/crashlib.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 #include "tests/crash/workload.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define NAMES 8
 #define CLIENTS 32
@@ -55,7 +55,7 @@ struct loop_result {
 
 /* A fault for lockd-faulty: it dies by itself at an exact point. */
 static void
-pick_fault(uint64_t *rng, char *out, size_t cap)
+pick_fault(struct rng *rng, char *out, size_t cap)
 {
 	static const char *const points[] = {
 		"before_commit", "after_commit", "mid_reply",
@@ -85,9 +85,10 @@ crash_loop(long cycles, uint64_t seed, const char *always_fault,
 		.onclose_percent = 20, .journal_fd = -1,
 	};
 	static struct wl w;
-	uint64_t rng = seed;
+	struct rng rng;
 	long cycle;
 
+	rng_seed(&rng, seed);
 	memset(res, 0, sizeof(*res));
 	wl_init(&w, &o, chk, names, seed * 31 + 7);
 	for (cycle = 0; cycle < cycles; cycle++) {
@@ -115,11 +116,11 @@ crash_loop(long cycles, uint64_t seed, const char *always_fault,
 		if (cycle > 0 && wl_check_status(&w, true) != 0)
 			res->status_failures++;
 		wl_reconnect(&w, s->port);
-		wl_run(&w, wl_now() + rng_range(&rng, CYCLE_MIN_MS,
+		wl_run(&w, harness_now_ms() + rng_range(&rng, CYCLE_MIN_MS,
 		    CYCLE_MAX_MS));
 
 		/* It was alive after t_kill, so it died after t_kill. */
-		t_kill = wl_now();
+		t_kill = harness_now_ms();
 		alive = crash_alive(s->pid);
 		harness_server_kill(s);
 		if (alive)
@@ -180,7 +181,7 @@ test_crash_loop_kill_9_keeps_every_promise(void **state)
 
 	(void)state;
 	alarm((unsigned)(60 + args.cycles * 3));
-	chk_init(&chk, NAMES, names, stdout, wl_now());
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
 	crash_loop(args.cycles, args.seed, NULL, true, false, &chk, &r);
 	print_result("crash loop", args.seed, &r, &chk);
 	if (chk_violations(&chk) != 0 || r.unexpected_deaths != 0 ||
@@ -199,7 +200,7 @@ test_crash_loop_catches_replies_sent_before_their_commit(void **state)
 
 	(void)state;
 	alarm(60 + GUARD_CYCLES * 3);
-	chk_init(&chk, NAMES, names, stdout, wl_now());
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
 	chk.report_limit = 2;   /* what it caught, in short */
 	crash_loop(GUARD_CYCLES, args.seed + 1, "early_reply", false, true,
 	    &chk, &r);

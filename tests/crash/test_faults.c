@@ -25,7 +25,7 @@
 #include <cmocka.h>
 
 #include "tests/crash/crashlib.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define FAULT_EXIT 137
 #define MID_CONNS 8

@@ -41,9 +41,9 @@
 #include <cmocka.h>
 
 #include "tests/crash/crashlib.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 #include "tests/crash/workload.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define CLIENTS 5
 #define LEASE_MS 150
@@ -150,7 +150,7 @@ struct line_conn {
 static const char *
 read_line(struct line_conn *c, int64_t timeout_ms, char *out, size_t cap)
 {
-	int64_t deadline = wl_now() + timeout_ms;
+	int64_t deadline = harness_now_ms() + timeout_ms;
 
 	for (;;) {
 		char *lf = memchr(c->buf, '\n', c->len);
@@ -170,7 +170,7 @@ read_line(struct line_conn *c, int64_t timeout_ms, char *out, size_t cap)
 			c->len -= used;
 			return out;
 		}
-		left = deadline - wl_now();
+		left = deadline - harness_now_ms();
 		if (left <= 0 || c->len == sizeof(c->buf))
 			return NULL;
 		if (poll(&p, 1, (int)left) <= 0)
@@ -200,10 +200,11 @@ client(int me, int port, const char *path, bool check, struct shared *sh,
 	static uint8_t set[ELEMENTS / 8];
 	struct sockaddr_in addr;
 	struct line_conn c = { -1, "", 0 };
-	uint64_t rng = seed;
+	struct rng rng;
 	uint32_t element = (uint32_t)me;
 	char line[512];
 
+	rng_seed(&rng, seed);
 	signal(SIGALRM, SIG_DFL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -223,7 +224,7 @@ client(int me, int port, const char *path, bool check, struct shared *sh,
 			_exit(94);
 		if (!harness_parse_granted(line, &g))
 			continue;   /* ERR TIMEOUT: try again */
-		granted = wl_now();
+		granted = harness_now_ms();
 		sh->grants[me]++;
 		sh->ops[me]++;
 		if (resource_op(path, RES_READ, g.fence, check, set) == 0) {
@@ -231,7 +232,7 @@ client(int me, int port, const char *path, bool check, struct shared *sh,
 			harness_sleep_ms(rng_range(&rng, 1, WORK_MAX_MS));
 			sh->in_rmw[me] = 0;
 			set[element / 8] |= (uint8_t)(1u << (element % 8));
-			if (wl_now() - granted >= LEASE_MS)
+			if (harness_now_ms() - granted >= LEASE_MS)
 				sh->late[me]++;
 			if (resource_op(path, RES_WRITE, g.fence, check,
 			    set) == 0) {
@@ -287,10 +288,11 @@ run_fencing(bool check, long seconds, uint64_t seed, bool stop_when_lost,
 	static struct resource r;
 	pid_t pids[CLIENTS];
 	char path[256];
-	uint64_t rng = seed;
+	struct rng rng;
 	int64_t deadline;
 	int i;
 
+	rng_seed(&rng, seed);
 	memset(res, 0, sizeof(*res));
 	snprintf(path, sizeof(path), "%s/resource", dir);
 	resource_create(path);
@@ -306,8 +308,8 @@ run_fencing(bool check, long seconds, uint64_t seed, bool stop_when_lost,
 		assert_true(pids[i] > 0);
 	}
 
-	deadline = wl_now() + seconds * 1000;
-	while (wl_now() < deadline) {
+	deadline = harness_now_ms() + seconds * 1000;
+	while (harness_now_ms() < deadline) {
 		int who = (int)rng_below(&rng, CLIENTS), k;
 
 		harness_sleep_ms(rng_range(&rng, 30, 200));
@@ -329,12 +331,12 @@ run_fencing(bool check, long seconds, uint64_t seed, bool stop_when_lost,
 
 	sh->stop = 1;
 	for (i = 0; i < CLIENTS; i++) {
-		int64_t until = wl_now() + STOP_TIMEOUT_MS;
+		int64_t until = harness_now_ms() + STOP_TIMEOUT_MS;
 		int status = 0;
 
 		kill(pids[i], SIGCONT);
 		while (waitpid(pids[i], &status, WNOHANG) == 0) {
-			if (wl_now() > until) {
+			if (harness_now_ms() > until) {
 				kill(pids[i], SIGKILL);
 				waitpid(pids[i], &status, 0);
 				break;

@@ -56,9 +56,9 @@
 #include "tests/crash/checker.h"
 #include "tests/crash/crashlib.h"
 #include "tests/crash/journal.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 #include "tests/crash/workload.h"
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define NAMES 16
 #define CLIENTS 32
@@ -287,12 +287,12 @@ inspect(const char *dir, struct inspected *out, char *why, size_t why_len)
 		snprintf(why, why_len, "fork: %s", strerror(errno));
 		return -1;
 	}
-	deadline = wl_now() + INSPECT_TIMEOUT_MS;
+	deadline = harness_now_ms() + INSPECT_TIMEOUT_MS;
 	{
 		char buf[sizeof(*out) + 512];
 		for (;;) {
 			struct pollfd p = { fds[0], POLLIN, 0 };
-			int64_t left = deadline - wl_now();
+			int64_t left = deadline - harness_now_ms();
 			ssize_t n;
 			if (left <= 0 || got == sizeof(buf))
 				break;
@@ -304,7 +304,7 @@ inspect(const char *dir, struct inspected *out, char *why, size_t why_len)
 		}
 		close(fds[0]);
 		while (waitpid(pid, &status, WNOHANG) == 0) {
-			if (wl_now() > deadline) {
+			if (harness_now_ms() > deadline) {
 				kill(pid, SIGKILL);
 				waitpid(pid, &status, 0);
 				break;
@@ -392,7 +392,7 @@ count_store_work(const struct pl_journal *j, unsigned data_id,
  */
 static void
 build_image(const struct pl_journal *j, size_t nops, const int *ids,
-    const char *base_dir, const char *img_dir, uint64_t *rng,
+    const char *base_dir, const char *img_dir, struct rng *rng,
     struct pl_result *res)
 {
 	char base[512], img[512];
@@ -471,9 +471,10 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 	};
 	static struct wl w;
 	char journal[256], base[256], cand[256], img_dir[256], chosen[256];
-	uint64_t rng = seed;
+	struct rng rng;
 	long cycle;
 
+	rng_seed(&rng, seed);
 	memset(res, 0, sizeof(*res));
 	snprintf(journal, sizeof(journal), "%s/journal", s->dir);
 	snprintf(base, sizeof(base), "%s/base", s->dir);
@@ -531,8 +532,8 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 			chk_unrecoverable(chk, "lockd recovered from an image "
 			    "but does not answer STATUS");
 		wl_reconnect(&w, s->port);
-		wl_run(&w, wl_now() + rng_range(&rng, RUN_MIN_MS, RUN_MAX_MS));
-		t_kill = wl_now();
+		wl_run(&w, harness_now_ms() + rng_range(&rng, RUN_MIN_MS, RUN_MAX_MS));
+		t_kill = harness_now_ms();
 		alive = crash_alive(s->pid);
 		harness_server_kill(s);
 		died = alive && t_kill > w.alive ? t_kill : w.alive;
@@ -662,7 +663,7 @@ test_powerloss_images_keep_every_told_grant(void **state)
 
 	(void)state;
 	alarm((unsigned)(60 + args.cycles * (5 + args.images / 2)));
-	chk_init(&chk, NAMES, names, stdout, wl_now());
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
 	powerloss(args.cycles, args.images, args.seed, NULL, false, &chk, &r);
 	print_result("power loss", args.seed, &r, &chk);
 	if (chk_violations(&chk) != 0 || r.wl.unexpected != 0)
@@ -682,7 +683,7 @@ guard(const char *fault, uint64_t seed)
 	char label[64];
 
 	alarm(60 + GUARD_CYCLES * 10);
-	chk_init(&chk, NAMES, names, stdout, wl_now());
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
 	chk.report_limit = 2;   /* what it caught, in short */
 	powerloss(GUARD_CYCLES, args.images, seed, fault, true, &chk, &r);
 	snprintf(label, sizeof(label), "power loss guard (%s)", fault);

@@ -20,21 +20,13 @@
 #include <unistd.h>
 
 #include "proto/proto.h"
-#include "tests/crash/rng.h"
+#include "tests/lib/rng.h"
 #include "tests/crash/workload.h"
+#include "tests/lib/harness.h"
 
 #define POLL_SLICE_MS 20
 #define STATUS_TIMEOUT_MS 3000
 #define MAX_UNEXPECTED_SHOWN 10
-
-int64_t
-wl_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void
 wl_init(struct wl *w, const struct wl_options *opt, struct chk *chk,
@@ -50,7 +42,7 @@ wl_init(struct wl *w, const struct wl_options *opt, struct chk *chk,
 		w->opt.names = CHK_MAX_NAMES;
 	w->chk = chk;
 	w->names = names;
-	w->rng = seed;
+	rng_seed(&w->rng, seed);
 	for (i = 0; i < WL_MAX_CLIENTS; i++) {
 		w->c[i].fd = -1;
 		w->c[i].holding = -1;
@@ -169,7 +161,7 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 			c->req = WL_RENEW;
 			c->req_name = g->name;
 			c->req_lease = lease;
-			c->req_sent = wl_now();
+			c->req_sent = harness_now_ms();
 			c->req_ref = chk_begin(w->chk, c->holding, CHK_EV_RENEW,
 			    c->req_sent, lease);
 			send_line(w, c, "RENEW %s %s lease=%lld\n",
@@ -177,7 +169,7 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 		} else if (r < 75 || (r < 83 && g->onclose)) {
 			c->req = WL_RELEASE;
 			c->req_name = g->name;
-			c->req_sent = wl_now();
+			c->req_sent = harness_now_ms();
 			c->req_ref = chk_begin(w->chk, c->holding,
 			    CHK_EV_RELEASE, c->req_sent, 0);
 			send_line(w, c, "RELEASE %s %s\n", w->names[g->name],
@@ -190,7 +182,7 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 		} else if (r < 90) {
 			c->req = WL_STATUS;
 			c->req_name = g->name;
-			c->req_sent = wl_now();
+			c->req_sent = harness_now_ms();
 			send_line(w, c, "STATUS %s\n", w->names[g->name]);
 		} else {
 			/* Hang up: an onclose lease ends with the connection,
@@ -218,25 +210,25 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 			    (long long)rng_range(&w->rng, 0,
 			    w->opt.wait_max_ms));
 		c->req = WL_ACQUIRE;
-		c->req_sent = wl_now();
+		c->req_sent = harness_now_ms();
 		send_line(w, c, "ACQUIRE %s lease=%lld%s%s\n", w->names[name],
 		    (long long)lease, wait,
 		    c->req_onclose ? " onclose=release" : "");
 	} else if (r < 80 || (r >= 90 && c->last_grant < 0)) {
 		c->req = WL_TRY;
-		c->req_sent = wl_now();
+		c->req_sent = harness_now_ms();
 		send_line(w, c, "TRY %s lease=%lld%s\n", w->names[name],
 		    (long long)lease, c->req_onclose ? " onclose=release" : "");
 	} else if (r < 90) {
 		c->req = WL_STATUS;
-		c->req_sent = wl_now();
+		c->req_sent = harness_now_ms();
 		send_line(w, c, "STATUS %s\n", w->names[name]);
 	} else {
 		/* An old handle: its lease is over, or was walked away from. */
 		g = &w->chk->grants[c->last_grant];
 		c->req = WL_RELEASE;
 		c->req_name = g->name;
-		c->req_sent = wl_now();
+		c->req_sent = harness_now_ms();
 		c->req_ref = chk_begin(w->chk, c->last_grant, CHK_EV_RELEASE,
 		    c->req_sent, 0);
 		send_line(w, c, "RELEASE %s %s\n", w->names[g->name],
@@ -373,7 +365,7 @@ receive(struct wl *w, struct wl_client *c)
 {
 	ssize_t n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len,
 	    MSG_DONTWAIT);
-	int64_t now = wl_now();
+	int64_t now = harness_now_ms();
 	char *lf;
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -406,7 +398,7 @@ wl_run(struct wl *w, int64_t until)
 	int who[WL_MAX_CLIENTS];
 
 	for (;;) {
-		int64_t now = wl_now(), wake = until;
+		int64_t now = harness_now_ms(), wake = until;
 		int i, n = 0;
 
 		if (now >= until)
@@ -439,7 +431,7 @@ wl_run(struct wl *w, int64_t until)
 void
 wl_crash(struct wl *w, int64_t died)
 {
-	int64_t now = wl_now();
+	int64_t now = harness_now_ms();
 	int i;
 
 	for (i = 0; i < w->opt.clients; i++) {
@@ -477,7 +469,7 @@ wl_check_status(struct wl *w, bool after_restart)
 	if (fd < 0)
 		return -1;
 	for (name = 0; name < w->opt.names && rc == 0; name++) {
-		int64_t sent = wl_now(), deadline = sent + STATUS_TIMEOUT_MS;
+		int64_t sent = harness_now_ms(), deadline = sent + STATUS_TIMEOUT_MS;
 		char line[320];
 		char *lf = NULL;
 		int n = snprintf(line, sizeof(line), "STATUS %s\n",
@@ -489,7 +481,7 @@ wl_check_status(struct wl *w, bool after_restart)
 		}
 		while ((lf = memchr(buf, '\n', len)) == NULL) {
 			struct pollfd p = { fd, POLLIN, 0 };
-			int64_t left = deadline - wl_now();
+			int64_t left = deadline - harness_now_ms();
 			ssize_t got;
 
 			if (left <= 0 || len == sizeof(buf))
@@ -509,7 +501,7 @@ wl_check_status(struct wl *w, bool after_restart)
 			break;
 		}
 		{
-			int64_t recv_at = wl_now();
+			int64_t recv_at = harness_now_ms();
 			size_t used = (size_t)(lf - buf) + 1;
 			struct proto_reply r;
 			struct proto_error err;

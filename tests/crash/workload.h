@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "tests/crash/checker.h"
+#include "tests/lib/rng.h"
 
 #define WL_MAX_CLIENTS 128
 
@@ -69,7 +70,7 @@ struct wl {
 	struct chk *chk;
 	const char *const *names;
 	int port;
-	uint64_t rng;
+	struct rng rng;
 	int64_t alive;           /* lockd certainly ran at this instant */
 	struct wl_client c[WL_MAX_CLIENTS];
 	struct wl_stats stats;
@@ -82,7 +83,7 @@ void wl_init(struct wl *w, const struct wl_options *opt, struct chk *chk,
 int wl_reconnect(struct wl *w, int port);
 
 /*
- * Runs the clients until `until` (CLOCK_MONOTONIC ms) or until every
+ * Runs the clients until `until` (harness_now_ms()) or until every
  * connection has ended, whichever comes first.
  */
 void wl_run(struct wl *w, int64_t until);
@@ -103,8 +104,5 @@ int wl_check_status(struct wl *w, bool after_restart);
 
 /* Closes everything (a clean end of the test). */
 void wl_close(struct wl *w);
-
-/* CLOCK_MONOTONIC milliseconds. */
-int64_t wl_now(void);
 
 #endif

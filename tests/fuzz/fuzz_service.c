@@ -73,6 +73,7 @@
 #include "daemon/log.h"
 #include "daemon/service.h"
 #include "proto/proto.h"
+#include "tests/lib/rng.h"
 #include "tests/lib/store_mem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -162,7 +163,7 @@ struct fuzz {
 	core_time mono;              /* global time: never steps or restarts */
 	core_time boot_shift;        /* the boot clock reads mono - boot_shift */
 	int64_t wall_offset;
-	uint64_t secret_state;
+	struct rng secrets;
 	int fail_allocs;             /* the next N core allocations fail */
 	/* A failed commit could not put a lock back as the store has it,
 	 * for want of memory (see the end of drain()). */
@@ -341,12 +342,8 @@ fuzz_wall(void *ctx)
 static uint64_t
 fuzz_secret(void *ctx)
 {
-	uint64_t z = (fz.secret_state += 0x9e3779b97f4a7c15ULL);
-
 	(void)ctx;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
+	return rng_next(&fz.secrets);
 }
 
 static void *
@@ -1161,7 +1158,7 @@ configure(void)
 	fz.near_overflow = (b2 & 7) == 7;
 	if (fz.near_overflow)
 		fz.mem.hwm = CORE_FENCE_MAX - (b2 >> 3) % 8;
-	fz.secret_state = b2;
+	rng_seed(&fz.secrets, b2);
 	if (fz.variant == FUZZ_LOSSY_STORE) {
 		fz.mem_ops = fz.mem.base.ops;
 		fz.lossy_ops = *fz.mem_ops;

@@ -21,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define LATE_MS 1500
 

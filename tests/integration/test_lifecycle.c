@@ -4,8 +4,8 @@
  * SIGINT, one instance per data directory, bad flags, --help and
  * --version, the Unix socket listener and the config file.
  *
- * lockd runs here as a child process (harness.c), either as a server or to
- * completion with its output captured.  This file checks exit codes,
+ * lockd runs here as a child process (tests/lib/harness.c), either as a
+ * server or to completion with its output captured.  This file checks exit codes,
  * messages and behaviour on the wire only; it includes nothing of daemon/.
  */
 #include <setjmp.h>
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 /* How long a clean stop of idle, reading clients may take. */
 #define PROMPT_STOP_MS 1500
@@ -151,7 +151,7 @@ test_lifecycle_second_lockd_on_a_data_dir_refuses_to_start(
 
 	(void)state;
 	harness_try(c, "mine", 10000, NULL);
-	harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+	harness_run_lockd(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
 	    "--data-dir", s->data_dir, NULL);
 	if (r.timed_out)
 		fail_msg("a second lockd started on %s", s->data_dir);
@@ -176,7 +176,7 @@ test_lifecycle_state_directory_is_the_default_data_dir(void **state)
 	/* Shown by the refusal of a second lockd that was given no
 	 * --data-dir, only systemd's STATE_DIRECTORY. */
 	setenv("STATE_DIRECTORY", s->data_dir, 1);
-	harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0", NULL);
+	harness_run_lockd(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0", NULL);
 	unsetenv("STATE_DIRECTORY");
 	if (r.timed_out)
 		fail_msg("lockd ignored STATE_DIRECTORY=%s", s->data_dir);
@@ -220,7 +220,7 @@ test_lifecycle_bad_flag_exits_nonzero_with_one_line_naming_it(void **state)
 
 		/* A valid listener and data directory come first, so only the
 		 * bad flag can make it fail. */
-		harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+		harness_run_lockd(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
 		    "--data-dir", data_dir, bad[i].args[0], bad[i].args[1],
 		    bad[i].args[2]);
 		if (r.timed_out)
@@ -255,7 +255,7 @@ test_lifecycle_unusable_listen_address_exits_with_one_line_naming_it(
 
 	(void)state;
 	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
-	harness_run(&r, PROMPT_EXIT_MS, "--listen", "999.1.1.1:0",
+	harness_run_lockd(&r, PROMPT_EXIT_MS, "--listen", "999.1.1.1:0",
 	    "--data-dir", data_dir, NULL);
 	assert_false(r.timed_out);
 	assert_true(r.exit_code > 0);
@@ -271,14 +271,14 @@ test_lifecycle_help_and_version_exit_zero(void **state)
 	struct harness_run_result r;
 
 	(void)state;
-	harness_run(&r, PROMPT_EXIT_MS, "--help", NULL);
+	harness_run_lockd(&r, PROMPT_EXIT_MS, "--help", NULL);
 	assert_false(r.timed_out);
 	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.out, "--listen"));
 	assert_non_null(strstr(r.out, "--data-dir"));
 	assert_non_null(strstr(r.out, "--max-lease"));
 
-	harness_run(&r, PROMPT_EXIT_MS, "--version", NULL);
+	harness_run_lockd(&r, PROMPT_EXIT_MS, "--version", NULL);
 	assert_false(r.timed_out);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(strncmp(r.out, "lockd ", 6), 0);
@@ -386,7 +386,7 @@ test_lifecycle_config_file_with_an_unknown_key_is_refused(void **state)
 
 	(void)state;
 	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
-	harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+	harness_run_lockd(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
 	    "--data-dir", data_dir, "--config", path, NULL);
 	if (r.timed_out)
 		fail_msg("lockd started with an unknown config key");
@@ -456,7 +456,7 @@ test_lifecycle_config_file_errors_name_file_and_line(void **state)
 	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		path = write_config(dir, bad[i].text);
-		harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+		harness_run_lockd(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
 		    "--data-dir", data_dir, "--config", path, NULL);
 		if (r.timed_out)
 			fail_msg("lockd started with config '%s'", bad[i].text);
@@ -538,7 +538,7 @@ test_lifecycle_a_live_unix_socket_is_not_taken_over(void **state)
 	(void)state;
 	harness_server_start(s, "--unix", s->unix_path, NULL);
 	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
-	harness_run(&r, PROMPT_EXIT_MS, "--listen", "none", "--unix",
+	harness_run_lockd(&r, PROMPT_EXIT_MS, "--listen", "none", "--unix",
 	    s->unix_path, "--data-dir", data_dir, NULL);
 	if (r.timed_out)
 		fail_msg("a second lockd started on a live socket's path");

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 static void
 test_limits_connection_over_the_maximum_gets_err_limit_and_closes(
@@ -219,7 +219,7 @@ refused_map(const char *max_held, const char *map_size)
 	const char *at;
 	char want[64];
 
-	harness_run(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
+	harness_run_lockd(&r, PROMPT_EXIT_MS, "--listen", "127.0.0.1:0",
 	    "--max-held", max_held, "--map-size", map_size, NULL);
 	if (r.timed_out)
 		fail_msg("lockd started with --max-held %s --map-size %s",

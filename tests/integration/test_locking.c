@@ -4,7 +4,8 @@
  * expiry and hand-off, stale and forged handles, onclose, disconnecting
  * waiters, and the default and maximum lease.
  *
- * Every test starts its own lockd (harness.c) and speaks the raw protocol.
+ * Every test starts its own lockd (tests/lib/harness.c) and speaks the raw
+ * protocol.
  * Leases and waits are a few hundred milliseconds; timing checks hold a
  * strict lower bound (nothing is granted before a lease ends, nothing times
  * out before its wait) and a loose upper bound, since the machine is shared.
@@ -20,7 +21,7 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 /* How late a deadline may fire on a loaded machine and still pass. */
 #define LATE_MS 1500

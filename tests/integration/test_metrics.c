@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 /* The metrics port, from the log line "metrics=127.0.0.1:PORT". */
 static int

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define LINE_LIMIT 4096   /* the spec's default line limit */
 

@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 static const char *
 lockd_bin(void)

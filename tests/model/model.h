@@ -9,7 +9,8 @@
  * first search, rebuilding each state by replaying its action prefix on a
  * fresh table, and merges states with equal canonical encodings.  The rules
  * under test are a struct core_rules: core_rules_std, or one of the broken
- * variants in variants.c, which exist only here and never in core/.
+ * rule sets of tests/lib/broken_rules.c (named in variants.c), which exist
+ * only under tests/ and never in core/.
  */
 #ifndef LOCKD_TESTS_MODEL_H
 #define LOCKD_TESTS_MODEL_H

@@ -11,8 +11,9 @@
  * After every step the run is checked against the property catalogue,
  * judged from what the clients were told (the history), with the service's
  * lock table and the store consulted only where the history cannot know
- * (see history.c).  Broken variants (variants.c) exist to show that every
- * check can fail; the daemon has no way to select them.
+ * (see history.c).  Broken variants (variants.c, world.c and the shared
+ * tests/lib/broken_rules.c) exist to show that every check can fail; the
+ * daemon has no way to select them.
  */
 #ifndef LOCKD_TESTS_SIM_H
 #define LOCKD_TESTS_SIM_H

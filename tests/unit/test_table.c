@@ -19,6 +19,7 @@
 
 #include "core/core.h"
 #include "core/heap.h"
+#include "tests/lib/rng.h"
 
 #define SESSIONS 8
 #define LEASE 1000
@@ -1828,15 +1829,6 @@ test_table_restore_batch_stops_at_the_first_error_and_says_where(
 
 /* ---- the name hash ---------------------------------------------------- */
 
-static uint64_t
-next_random(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 #define REF_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
 
 static void
@@ -1884,16 +1876,18 @@ test_table_name_hash_is_siphash_1_3_at_every_length_and_alignment(
     void **state)
 {
 	unsigned char buf[CORE_NAME_MAX + 8];
-	uint64_t key[2], x = 0x9e3779b97f4a7c15ULL;
+	uint64_t key[2];
+	struct rng x;
 	size_t len, off, i;
 
 	(void)state;
+	rng_seed(&x, 1);
 	for (i = 0; i < sizeof(buf); i++)
-		buf[i] = (unsigned char)next_random(&x);
+		buf[i] = (unsigned char)rng_next(&x);
 	for (len = 0; len <= CORE_NAME_MAX; len++)
 		for (off = 0; off < 8; off++) {
-			key[0] = next_random(&x);
-			key[1] = next_random(&x);
+			key[0] = rng_next(&x);
+			key[1] = rng_next(&x);
 			assert_true(core_name_hash(key, (const char *)buf +
 			    off, len) == ref_siphash13(key, buf + off, len));
 		}
@@ -1908,22 +1902,23 @@ test_table_heap_keeps_the_earliest_deadline_first(void **state)
 	struct core_timer timers[N], *heap[N];
 	bool in[N];
 	size_t len = 0, i, round;
-	uint64_t x = 88172645463325252ULL;
+	struct rng x;
 
 	(void)state;
+	rng_seed(&x, 88172645463325252ULL);
 	memset(in, 0, sizeof(in));
 	for (i = 0; i < N; i++) {
 		timers[i].slot = CORE__HEAP_OUT;
 		timers[i].kind = (uint8_t)(i % 2);
 	}
 	for (round = 0; round < 20000; round++) {
-		size_t k = next_random(&x) % N, j;
+		size_t k = rng_next(&x) % N, j;
 		core_time min = CORE_NEVER;
 
-		switch (next_random(&x) % 3) {
+		switch (rng_next(&x) % 3) {
 		case 0:
 			if (!in[k]) {
-				timers[k].when = (core_time)(next_random(&x) %
+				timers[k].when = (core_time)(rng_next(&x) %
 				    1000);
 				core__heap_push(heap, &len, &timers[k]);
 				in[k] = true;
@@ -1936,7 +1931,7 @@ test_table_heap_keeps_the_earliest_deadline_first(void **state)
 			break;
 		default:
 			if (in[k]) {
-				timers[k].when = (core_time)(next_random(&x) %
+				timers[k].when = (core_time)(rng_next(&x) %
 				    1000);
 				core__heap_update(heap, len, &timers[k]);
 			}

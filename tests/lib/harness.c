@@ -1,6 +1,7 @@
 /*
- * harness.c - the integration tests' harness: child lockd processes, raw
- * protocol connections, bounded waits.  See harness.h for the contract.
+ * harness.c - the tests' process harness: child lockd processes and other
+ * programs, a fake server, raw protocol connections, bounded waits.  See
+ * harness.h for the contract.
  *
  * This file may start processes, open sockets and create files under /tmp;
  * it must not link or include anything of daemon/ (the daemon is tested
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <libgen.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -31,20 +33,21 @@
 
 #include <cmocka.h>
 
-#include "tests/integration/harness.h"
+#include "tests/lib/harness.h"
 
 #define MAX_SERVERS 16
 #define MAX_CONNS 256
 #define MAX_DIRS 32
+#define MAX_WATCHED 64
 #define LOG_READ_MAX (1 << 20)
 /* Socket-level timeouts: a last line of defence under the poll() deadlines. */
 #define SOCKET_TIMEOUT_S 5
 
 static struct harness_server *servers[MAX_SERVERS];
 static struct harness_conn *conns[MAX_CONNS];
-static char dirs[MAX_DIRS][64];
-/* The PIDs the watchdog kills; mirrors servers[] and harness_run's child. */
-static volatile pid_t watched[MAX_SERVERS + 1];
+static char dirs[MAX_DIRS][HARNESS_DIR_MAX];
+/* The PIDs the watchdog and teardown kill: every process started here. */
+static volatile pid_t watched[MAX_WATCHED];
 static bool exit_hook_set;
 
 /* ---- failing ------------------------------------------------------------ */
@@ -109,6 +112,7 @@ harness_now_ms(void)
 {
 	struct timespec ts;
 
+	/* lockd's clock (libuv's) is CLOCK_MONOTONIC too. */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
@@ -128,18 +132,35 @@ harness_sleep_ms(int64_t ms)
 
 /* ---- processes ---------------------------------------------------------- */
 
-/* LOCKD_BIN, else build/lockd; made absolute, since harness_run's child
- * runs in another directory. */
-static const char *
-lockd_bin(void)
+const char *
+harness_program(const char *name)
 {
-	static char path[4096];
-	const char *bin = getenv("LOCKD_BIN");
+	static char paths[4][HARNESS_PATH_MAX];
+	static int next;
+	char self[HARNESS_PATH_MAX], *dir;
+	const char *env_value;
+	char *path = paths[next++ % 4];
+	ssize_t n;
+	size_t i;
 
-	if (bin == NULL || *bin == '\0')
-		bin = "build/lockd";
-	if (realpath(bin, path) == NULL)
-		snprintf(path, sizeof(path), "%s", bin);
+	/* LOCKD_BIN, LOCKCTL_BIN, ... override; else the build directory,
+	 * two levels above this program ($(B)/tests/x). */
+	snprintf(self, sizeof(self), "%s_BIN", name);
+	for (i = 0; self[i] != '\0'; i++)
+		self[i] = (char)(self[i] >= 'a' && self[i] <= 'z' ?
+		    self[i] - 'a' + 'A' : self[i] == '/' ? '_' : self[i]);
+	if ((env_value = getenv(self)) != NULL && *env_value != '\0') {
+		/* Absolute, since harness_run_lockd's child runs elsewhere. */
+		if (realpath(env_value, path) == NULL)
+			snprintf(path, HARNESS_PATH_MAX, "%s", env_value);
+		return path;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		n = 0;
+	self[n] = '\0';
+	dir = dirname(dirname(self));
+	snprintf(path, HARNESS_PATH_MAX, "%s/%s", dir, name);
 	return path;
 }
 
@@ -148,7 +169,7 @@ watch(pid_t pid)
 {
 	int i;
 
-	for (i = 0; i <= MAX_SERVERS; i++)
+	for (i = 0; i < MAX_WATCHED; i++)
 		if (watched[i] == 0) {
 			watched[i] = pid;
 			return;
@@ -160,7 +181,7 @@ unwatch(pid_t pid)
 {
 	int i;
 
-	for (i = 0; i <= MAX_SERVERS; i++)
+	for (i = 0; i < MAX_WATCHED; i++)
 		if (watched[i] == pid)
 			watched[i] = 0;
 }
@@ -198,8 +219,9 @@ kill_and_reap(pid_t pid)
 }
 
 /*
- * Forks and execs lockd with argv; its stdout and stderr go to out_path and
- * err_path (appending), its stdin is /dev/null.  The child dies with us.
+ * Forks and execs argv; its stdout and stderr go to out_path and err_path
+ * (appending), its stdin is /dev/null, its directory cwd (NULL: ours).
+ * The child dies with us.
  */
 static pid_t
 spawn(char *const argv[], const char *out_path, const char *err_path,
@@ -216,7 +238,7 @@ spawn(char *const argv[], const char *out_path, const char *err_path,
 		int in = open("/dev/null", O_RDONLY);
 		int out = open(out_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		int err = open(err_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		static const char msg[] = "harness: cannot exec lockd\n";
+		static const char msg[] = "harness: cannot exec\n";
 
 		if (in < 0 || out < 0 || err < 0)
 			_exit(126);
@@ -264,6 +286,121 @@ file_size(const char *path)
 	return stat(path, &st) == 0 ? st.st_size : 0;
 }
 
+bool
+harness_read_file(const char *path, char *buf, size_t size)
+{
+	if (size == 0 || access(path, R_OK) != 0) {
+		if (size > 0)
+			buf[0] = '\0';
+		return false;
+	}
+	read_file(path, 0, buf, size);
+	return true;
+}
+
+bool
+harness_wait_for_file(const char *path, int64_t timeout_ms)
+{
+	int64_t deadline = harness_now_ms() + timeout_ms;
+
+	do {
+		if (file_size(path) > 0)
+			return true;
+		harness_sleep_ms(5);
+	} while (harness_now_ms() < deadline);
+	return false;
+}
+
+pid_t
+harness_spawn(char *const argv[], const char *out_path, const char *err_path)
+{
+	pid_t pid = spawn(argv, out_path != NULL ? out_path : "/dev/null",
+	    err_path != NULL ? err_path : "/dev/null", NULL);
+
+	if (pid > 0)
+		watch(pid);
+	return pid;
+}
+
+/* A wait status as harness_wait reports it. */
+static int
+status_code(int status)
+{
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+	    WEXITSTATUS(status);
+}
+
+int
+harness_wait(pid_t pid, int64_t timeout_ms)
+{
+	int status;
+
+	if (!wait_bounded(pid, timeout_ms, &status))
+		return -1;
+	unwatch(pid);
+	return status_code(status);
+}
+
+/*
+ * Runs argv in cwd to completion within timeout_ms, its output to out_path
+ * and err_path; true and *status when it ended, false when it was killed.
+ */
+static bool
+run_to_end(char *const argv[], const char *cwd, const char *out_path,
+    const char *err_path, int64_t timeout_ms, int *status)
+{
+	pid_t pid = spawn(argv, out_path, err_path, cwd);
+
+	if (pid < 0)
+		return false;
+	watch(pid);
+	if (wait_bounded(pid, timeout_ms, status)) {
+		unwatch(pid);
+		return true;
+	}
+	kill_and_reap(pid);
+	return false;
+}
+
+int
+harness_run(char *const argv[], int64_t timeout_ms, char *out,
+    size_t out_size, char *err, size_t err_size)
+{
+	char dir[HARNESS_PATH_MAX], out_path[HARNESS_PATH_MAX + 8],
+	    err_path[HARNESS_PATH_MAX + 8];
+	int status = 0, rc;
+
+	snprintf(dir, sizeof(dir), "%s", harness_tempdir());
+	snprintf(out_path, sizeof(out_path), "%s/stdout", dir);
+	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
+	rc = run_to_end(argv, NULL, out_path, err_path, timeout_ms, &status) ?
+	    status_code(status) : -1;
+	if (out != NULL)
+		harness_read_file(out_path, out, out_size);
+	if (err != NULL)
+		harness_read_file(err_path, err, err_size);
+	harness_remove_tree(dir);
+	return rc;
+}
+
+int
+harness_closed_port(void)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+		abort();
+	port = ntohs(sin.sin_port);
+	close(fd);
+	return port;
+}
+
 /* ---- directories -------------------------------------------------------- */
 
 static int
@@ -283,15 +420,33 @@ remove_tree(const char *dir)
 	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+void
+harness_remove_tree(const char *dir)
+{
+	char copy[HARNESS_PATH_MAX];
+	int i;
+
+	if (dir == NULL || dir[0] == '\0')
+		return;
+	/* dir may be a slot of dirs[] itself. */
+	snprintf(copy, sizeof(copy), "%s", dir);
+	remove_tree(copy);
+	for (i = 0; i < MAX_DIRS; i++)
+		if (strcmp(dirs[i], copy) == 0)
+			dirs[i][0] = '\0';
+}
+
 const char *
 harness__tempdir(const char *file, int line)
 {
+	const char *tmp = getenv("TMPDIR");
 	int i;
 
 	for (i = 0; i < MAX_DIRS; i++) {
 		if (dirs[i][0] != '\0')
 			continue;
-		snprintf(dirs[i], sizeof(dirs[i]), "/tmp/lockd-integ-XXXXXX");
+		snprintf(dirs[i], sizeof(dirs[i]), "%.40s/lockd-test-XXXXXX",
+		    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
 		if (mkdtemp(dirs[i]) == NULL) {
 			dirs[i][0] = '\0';
 			failf(file, line, "mkdtemp: %s", strerror(errno));
@@ -333,7 +488,7 @@ cleanup_all(void)
 		free(s);
 		servers[i] = NULL;
 	}
-	for (i = 0; i <= MAX_SERVERS; i++)
+	for (i = 0; i < MAX_WATCHED; i++)
 		if (watched[i] != 0)
 			kill_and_reap(watched[i]);
 	for (i = 0; i < MAX_DIRS; i++) {
@@ -352,9 +507,11 @@ on_watchdog(int sig)
 	int i;
 
 	(void)sig;
-	for (i = 0; i <= MAX_SERVERS; i++)
-		if (watched[i] > 0)
+	for (i = 0; i < MAX_WATCHED; i++)
+		if (watched[i] > 0) {
+			kill(watched[i], SIGCONT);
 			kill(watched[i], SIGKILL);
+		}
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		_exit(3);
 	/* Only async-signal-safe calls here: rm(1) removes the directories. */
@@ -372,12 +529,12 @@ on_watchdog(int sig)
 	_exit(3);
 }
 
-int
-harness_setup(void **state)
+/* Arms the watchdog for seconds; the first call also sets the exit hook. */
+static void
+arm(unsigned seconds)
 {
 	struct sigaction sa;
 
-	(void)state;
 	if (!exit_hook_set) {
 		atexit(cleanup_all);
 		signal(SIGPIPE, SIG_IGN);
@@ -386,7 +543,14 @@ harness_setup(void **state)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_watchdog;
 	sigaction(SIGALRM, &sa, NULL);
-	alarm(HARNESS_TEST_TIMEOUT_S);
+	alarm(seconds);
+}
+
+int
+harness_setup(void **state)
+{
+	(void)state;
+	arm((unsigned)HARNESS_TEST_TIMEOUT_S);
 	return 0;
 }
 
@@ -395,6 +559,42 @@ harness_teardown(void **state)
 {
 	(void)state;
 	alarm(0);
+	cleanup_all();
+	return 0;
+}
+
+void
+harness_begin(void)
+{
+	const char *filter = getenv("TEST_FILTER");
+
+	arm((unsigned)HARNESS_PROGRAM_TIMEOUT_S);
+	if (filter != NULL && *filter != '\0')
+		cmocka_set_test_filter(filter);
+}
+
+struct harness_server *harness_shared;
+char harness_shared_port[16];
+
+int
+harness_shared_setup(void **state)
+{
+	struct harness_server *s = harness_server_new();
+
+	(void)state;
+	harness_server_start(s, "--unix", s->unix_path, NULL);
+	harness_shared = s;
+	snprintf(harness_shared_port, sizeof(harness_shared_port), "%d",
+	    s->port);
+	return 0;
+}
+
+int
+harness_shared_teardown(void **state)
+{
+	(void)state;
+	harness_server_destroy(harness_shared);
+	harness_shared = NULL;
 	cleanup_all();
 	return 0;
 }
@@ -433,7 +633,7 @@ launch(const char *file, int line, struct harness_server *s)
 {
 	char *argv[HARNESS_MAX_FLAGS + 8];
 	static char log[LOG_READ_MAX];
-	char unix_needle[200], metrics_needle[64];
+	char unix_needle[200], metrics_needle[64], listen_at[32];
 	int64_t deadline;
 	off_t offset;
 	int argc = 0, i, status;
@@ -444,9 +644,12 @@ launch(const char *file, int line, struct harness_server *s)
 		    (int)s->pid);
 		return;
 	}
-	argv[argc++] = (char *)lockd_bin();
+	/* Port 0 the first time; a restart keeps the port, so that a client
+	 * reconnects as it would to a real restarted daemon. */
+	snprintf(listen_at, sizeof(listen_at), "127.0.0.1:%d", s->port);
+	argv[argc++] = (char *)harness_program("lockd");
 	argv[argc++] = (char *)"--listen";
-	argv[argc++] = (char *)"127.0.0.1:0";
+	argv[argc++] = listen_at;
 	argv[argc++] = (char *)"--data-dir";
 	argv[argc++] = s->data_dir;
 	for (i = 0; i < s->nflags; i++)
@@ -455,7 +658,6 @@ launch(const char *file, int line, struct harness_server *s)
 
 	/* A restart appends to the same log: look past what is there. */
 	offset = file_size(s->log_path);
-	s->port = 0;
 	if ((pid = spawn(argv, s->log_path, s->log_path, NULL)) < 0) {
 		failf(file, line, "fork: %s", strerror(errno));
 		return;
@@ -568,6 +770,7 @@ harness_server_stop_signal(struct harness_server *s, int sig,
 
 	if (pid <= 0)
 		return -1;
+	kill(pid, SIGCONT);
 	kill(pid, sig);
 	if (!wait_bounded(pid, timeout_ms, &status)) {
 		status = kill_and_reap(pid);
@@ -594,6 +797,39 @@ harness_server_kill(struct harness_server *s)
 	s->pid = 0;
 }
 
+void
+harness_server_destroy(struct harness_server *s)
+{
+	int i;
+
+	if (s == NULL)
+		return;
+	if (s->pid > 0 &&
+	    harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL) < 0)
+		harness_server_kill(s);
+	harness_remove_tree(s->dir);
+	for (i = 0; i < s->nflags; i++)
+		free(s->flags[i]);
+	for (i = 0; i < MAX_SERVERS; i++)
+		if (servers[i] == s)
+			servers[i] = NULL;
+	free(s);
+}
+
+void
+harness_server_pause(struct harness_server *s)
+{
+	if (s->pid > 0)
+		kill(s->pid, SIGSTOP);
+}
+
+void
+harness_server_resume(struct harness_server *s)
+{
+	if (s->pid > 0)
+		kill(s->pid, SIGCONT);
+}
+
 bool
 harness_log_contains(const struct harness_server *s, const char *needle)
 {
@@ -604,17 +840,17 @@ harness_log_contains(const struct harness_server *s, const char *needle)
 }
 
 void
-harness__run(const char *file, int line, struct harness_run_result *r,
+harness__run_lockd(const char *file, int line, struct harness_run_result *r,
     int64_t timeout_ms, ...)
 {
-	char *argv[HARNESS_MAX_FLAGS + 2], out_path[128], err_path[128];
+	char *argv[HARNESS_MAX_FLAGS + 2], out_path[HARNESS_PATH_MAX + 8],
+	    err_path[HARNESS_PATH_MAX + 8];
 	const char *dir = harness__tempdir(file, line), *arg;
 	int argc = 0, status = 0;
 	va_list ap;
-	pid_t pid;
 
 	memset(r, 0, sizeof(*r));
-	argv[argc++] = (char *)lockd_bin();
+	argv[argc++] = (char *)harness_program("lockd");
 	va_start(ap, timeout_ms);
 	while ((arg = va_arg(ap, const char *)) != NULL &&
 	    argc < HARNESS_MAX_FLAGS + 1)
@@ -623,21 +859,105 @@ harness__run(const char *file, int line, struct harness_run_result *r,
 	argv[argc] = NULL;
 	snprintf(out_path, sizeof(out_path), "%s/stdout", dir);
 	snprintf(err_path, sizeof(err_path), "%s/stderr", dir);
-	if ((pid = spawn(argv, out_path, err_path, dir)) < 0) {
-		failf(file, line, "fork: %s", strerror(errno));
-		return;
-	}
-	watch(pid);
-	if (wait_bounded(pid, timeout_ms, &status)) {
-		unwatch(pid);
+	if (run_to_end(argv, dir, out_path, err_path, timeout_ms, &status)) {
 		r->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	} else {
-		kill_and_reap(pid);
 		r->timed_out = true;
 		r->exit_code = -1;
 	}
 	read_file(out_path, 0, r->out, sizeof(r->out));
 	read_file(err_path, 0, r->err, sizeof(r->err));
+}
+
+/* ---- the fake server ---------------------------------------------------- */
+
+/* The fake server's child: one connection, the script, then silence. */
+static void
+fake_serve(int listener, const char *received, const char *const *replies,
+    size_t count)
+{
+	char line[8192];
+	size_t len = 0, i = 0;
+	FILE *log = fopen(received, "w");
+	int fd = accept(listener, NULL, NULL);
+	ssize_t n;
+
+	close(listener);
+	if (fd < 0 || log == NULL)
+		_exit(1);
+	for (;;) {
+		char *lf = memchr(line, '\n', len);
+
+		if (lf == NULL) {
+			if (len == sizeof(line))
+				len = 0;
+			n = read(fd, line + len, sizeof(line) - len);
+			if (n <= 0)
+				_exit(0);
+			len += (size_t)n;
+			continue;
+		}
+		/* Logged without the line end, CR LF or LF alike. */
+		fprintf(log, "%.*s\n", (int)(lf - line - (lf > line &&
+		    lf[-1] == '\r')), line);
+		fflush(log);
+		len -= (size_t)(lf + 1 - line);
+		memmove(line, lf + 1, len);
+		if (i < count) {
+			const char *reply = replies[i++];
+
+			if (reply == NULL) {
+				close(fd);
+				_exit(0);
+			}
+			if (write(fd, reply, strlen(reply)) < 0)
+				_exit(1);
+		}
+	}
+}
+
+int
+harness_fake_start(struct harness_fake *f, const char *const *replies,
+    size_t count)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+	    listen(fd, 4) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+		return -1;
+	f->port = ntohs(sin.sin_port);
+	snprintf(f->received, sizeof(f->received), "%.200s/received",
+	    harness_tempdir());
+	fflush(stdout);
+	fflush(stderr);
+	f->pid = fork();
+	if (f->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fake_serve(fd, f->received, replies, count);
+	}
+	close(fd);
+	if (f->pid > 0)
+		watch(f->pid);
+	return f->pid > 0 ? 0 : -1;
+}
+
+void
+harness_fake_stop(struct harness_fake *f)
+{
+	char dir[HARNESS_PATH_MAX];
+
+	if (f->pid > 0) {
+		kill_and_reap(f->pid);
+		f->pid = 0;
+	}
+	snprintf(dir, sizeof(dir), "%s", f->received);
+	harness_remove_tree(dirname(dir));
 }
 
 /* ---- connections -------------------------------------------------------- */

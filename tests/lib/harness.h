@@ -1,9 +1,12 @@
 /*
- * harness.h - the shared harness of the integration tests: it starts the
- * real lockd as a child process on port 0 in a fresh temporary directory,
- * speaks the raw line protocol to it over TCP or a Unix socket, and stops,
- * kills and restarts it.  Like beanstalkd's tests, nothing here links the
- * daemon's code: the server is LOCKD_BIN (build/lockd when unset), and the
+ * harness.h - the one process harness of the tests that run real programs
+ * (the integration, client, abuse and crash tests): it starts the real
+ * lockd as a child process on port 0 in a fresh temporary directory, speaks
+ * the raw line protocol to it over TCP or a Unix socket, and stops, kills
+ * and restarts it; it runs other programs (lockctl, the examples) with
+ * bounded waits, and plays a scripted fake server for replies lockd never
+ * sends.  Like beanstalkd's tests, nothing here links the daemon's code: the
+ * server is LOCKD_BIN (the build directory's lockd when unset), and the
  * only project code used is proto/, to parse replies exactly as liblockd
  * does.
  *
@@ -17,8 +20,8 @@
  * caller's __FILE__ and __LINE__, so cmocka reports the line of the test,
  * not of the harness.
  */
-#ifndef LOCKD_TEST_HARNESS_H
-#define LOCKD_TEST_HARNESS_H
+#ifndef LOCKD_TESTS_HARNESS_H
+#define LOCKD_TESTS_HARNESS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +40,7 @@ int harness_slow(void);
 #define HARNESS_STOP_TIMEOUT_MS (5000 * harness_slow())   /* a stopped lockd */
 #define HARNESS_REPLY_TIMEOUT_MS (3000 * harness_slow())  /* a reply due now */
 #define HARNESS_TEST_TIMEOUT_S (40 * harness_slow())      /* the watchdog */
+#define HARNESS_PROGRAM_TIMEOUT_S (120 * harness_slow())  /* harness_begin's */
 
 /*
  * lockd and the tests both count whole milliseconds, so an interval measured
@@ -47,15 +51,18 @@ int harness_slow(void);
 
 #define HARNESS_MAX_FLAGS 32
 #define HARNESS_LINE_MAX 65536         /* longest reply line kept */
+#define HARNESS_PATH_MAX 512            /* a path the tests build */
+#define HARNESS_DIR_MAX 64              /* a temporary directory */
 
 /* One lockd, running or not, and its temporary directory. */
 struct harness_server {
 	pid_t pid;                  /* 0 when not running */
-	int port;                   /* the TCP port of the current run */
-	char dir[64];               /* the temporary directory */
+	int port;                   /* TCP port: chosen by the first start,
+	                               kept by restarts */
+	char dir[HARNESS_DIR_MAX];  /* the temporary directory */
 	char data_dir[128];         /* dir/data, given as --data-dir */
 	char log_path[128];         /* dir/lockd.log: its stdout and stderr */
-	char unix_path[128];        /* dir/lockd.sock, free for --unix */
+	char unix_path[108];        /* dir/lockd.sock, free for --unix */
 	char *flags[HARNESS_MAX_FLAGS];  /* extra flags, kept for restarts */
 	int nflags;
 	int exit_status;            /* raw wait status of the last run */
@@ -97,12 +104,35 @@ struct harness_run_result {
 
 /* ---- cmocka fixtures ---------------------------------------------------- */
 
-/* Arms the watchdog. */
+/*
+ * Two ways to use the harness.  Per test (the integration, abuse and crash
+ * tests): harness_setup arms a watchdog of HARNESS_TEST_TIMEOUT_S and
+ * harness_teardown closes every connection, kills every process the harness
+ * started and removes every directory it made.  Per program (the client
+ * tests): harness_begin() first in main(), and the group fixture
+ * harness_shared_setup/teardown, which also undoes what a failed test left.
+ */
 int harness_setup(void **state);
-/* Closes every connection, kills every lockd, removes every directory. */
 int harness_teardown(void **state);
 #define HARNESS_TEST(f) cmocka_unit_test_setup_teardown(f, harness_setup, \
 	harness_teardown)
+
+/*
+ * Call first in main() of a program without per-test fixtures: arms a
+ * watchdog of HARNESS_PROGRAM_TIMEOUT_S (a hang fails the program, not the
+ * whole run) and runs only the tests matching $TEST_FILTER when set.
+ */
+void harness_begin(void);
+
+/*
+ * The group fixture: one lockd for a whole test program, with a Unix socket
+ * (its unix_path) as well, and its port also as a string for command lines.
+ * The teardown stops it and undoes everything else left behind.
+ */
+extern struct harness_server *harness_shared;
+extern char harness_shared_port[16];
+int harness_shared_setup(void **state);
+int harness_shared_teardown(void **state);
 
 /* ---- time --------------------------------------------------------------- */
 
@@ -110,11 +140,53 @@ int harness_teardown(void **state);
 int64_t harness_now_ms(void);
 void harness_sleep_ms(int64_t ms);
 
-/* ---- servers ------------------------------------------------------------ */
+/* ---- files and programs ------------------------------------------------- */
 
-/* A fresh temporary directory, removed at teardown. */
+/*
+ * A fresh temporary directory under $TMPDIR (else /tmp), removed at
+ * teardown or by harness_remove_tree().
+ */
 const char *harness__tempdir(const char *file, int line);
 #define harness_tempdir() harness__tempdir(__FILE__, __LINE__)
+/* Removes dir and all below it, and forgets it if it is a temp dir. */
+void harness_remove_tree(const char *dir);
+
+/* Reads a small file into buf (NUL-terminated); false if unreadable. */
+bool harness_read_file(const char *path, char *buf, size_t size);
+/* Waits until path exists and is not empty. */
+bool harness_wait_for_file(const char *path, int64_t timeout_ms);
+
+/*
+ * The build directory's copy of a program ("lockd", "lockctl",
+ * "examples/x"), as an absolute path; $<NAME>_BIN overrides (LOCKD_BIN,
+ * LOCKCTL_BIN, ...).
+ */
+const char *harness_program(const char *name);
+
+/*
+ * Starts argv (argv[0] a path) with stdout and stderr appended to the files
+ * given (NULL: /dev/null) and stdin from /dev/null.  It dies with the test
+ * program and is killed at teardown if still running.
+ */
+pid_t harness_spawn(char *const argv[], const char *out_path,
+    const char *err_path);
+/*
+ * Waits for pid: its exit status, 128+N when killed by signal N, or -1 on
+ * timeout (it is left running then, for the caller or teardown).
+ */
+int harness_wait(pid_t pid, int64_t timeout_ms);
+/*
+ * Runs argv to completion with stdout and stderr captured into out and err
+ * (NUL-terminated, truncated to their size; either may be NULL) and returns
+ * its status as harness_wait does; on timeout it is killed.
+ */
+int harness_run(char *const argv[], int64_t timeout_ms, char *out,
+    size_t out_size, char *err, size_t err_size);
+
+/* A loopback port nobody listens on (bound, then closed). */
+int harness_closed_port(void);
+
+/* ---- servers ------------------------------------------------------------ */
 
 /* A server with its own temporary directory, not yet started. */
 struct harness_server *harness__server_new(const char *file, int line);
@@ -135,14 +207,14 @@ void harness__server_start(const char *file, int line,
 struct harness_server *harness__start(const char *file, int line, ...);
 #define harness_start(...) harness__start(__FILE__, __LINE__, __VA_ARGS__)
 
-/* Starts a stopped server again, same flags, same data directory. */
+/* Starts a stopped server again: same flags, data directory and port. */
 void harness__server_restart(const char *file, int line,
     struct harness_server *s);
 #define harness_server_restart(s) \
 	harness__server_restart(__FILE__, __LINE__, (s))
 
 /*
- * Sends SIGTERM and waits at most timeout_ms for the exit.  Returns its exit
+ * Sends SIGCONT (for a paused lockd) and SIGTERM, and waits at most timeout_ms for the exit.  Returns its exit
  * code, or -1 when it died by a signal or did not exit in time (it is then
  * killed).  *elapsed_ms, when not NULL, is the time the exit took.
  */
@@ -154,6 +226,10 @@ int harness_server_stop_signal(struct harness_server *s, int sig,
 
 /* SIGKILL, and reaps it. */
 void harness_server_kill(struct harness_server *s);
+/* Stops the server, removes its directory and frees it (NULL: nothing). */
+void harness_server_destroy(struct harness_server *s);
+void harness_server_pause(struct harness_server *s);   /* SIGSTOP */
+void harness_server_resume(struct harness_server *s);  /* SIGCONT */
 
 /* True when the server's log holds needle. */
 bool harness_log_contains(const struct harness_server *s, const char *needle);
@@ -164,9 +240,25 @@ bool harness_log_contains(const struct harness_server *s, const char *needle);
  * It runs in a fresh temporary directory, so a lockd that starts when it
  * should not makes its ./lockd-data there.
  */
-void harness__run(const char *file, int line, struct harness_run_result *r,
-    int64_t timeout_ms, ...);
-#define harness_run(...) harness__run(__FILE__, __LINE__, __VA_ARGS__)
+void harness__run_lockd(const char *file, int line,
+    struct harness_run_result *r, int64_t timeout_ms, ...);
+#define harness_run_lockd(...) \
+	harness__run_lockd(__FILE__, __LINE__, __VA_ARGS__)
+
+/*
+ * A fake server on a free loopback port, for one connection.  For each
+ * request line it reads it answers with replies[i] verbatim (NULL: close
+ * the connection instead); after the last it reads on, answering nothing,
+ * until the client closes.  Every line received is appended to a file.
+ */
+struct harness_fake {
+	pid_t pid;
+	int port;
+	char received[HARNESS_PATH_MAX];
+};
+int harness_fake_start(struct harness_fake *f, const char *const *replies,
+    size_t count);
+void harness_fake_stop(struct harness_fake *f);
 
 /* ---- connections -------------------------------------------------------- */
 
@@ -293,4 +385,4 @@ uint64_t harness__stat(const char *file, int line, struct harness_conn *c,
 bool harness_parse_granted(const char *line, struct harness_grant *g);
 bool harness_parse_status(const char *line, struct harness_status *st);
 
-#endif /* LOCKD_TEST_HARNESS_H */
+#endif /* LOCKD_TESTS_HARNESS_H */

@@ -1,0 +1,432 @@
+/*
+ * broken_rules.c - the broken lock rules of broken_rules.h, shared by the
+ * model checker's and the simulator's guard tests.  Nothing here may be
+ * linked into the daemon.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "tests/lib/broken_rules.h"
+
+static void
+lock_clear(struct core_lock *lock)
+{
+	memset(lock, 0, sizeof(*lock));
+}
+
+static void
+lock_set(struct core_lock *lock, uint64_t fence, core_time now,
+    int64_t lease_ms, uint64_t secret)
+{
+	lock->fence = fence;
+	lock->secret = secret;
+	lock->lease_ms = lease_ms;
+	lock->expiry = now + lease_ms;
+}
+
+static struct core_waiter *
+waiter_of(struct core_link *l)
+{
+	return (struct core_waiter *)(void *)((char *)l -
+	    offsetof(struct core_waiter, queue_link));
+}
+
+/* next_waiter_fifo is static in rules.c: reach it through the std table. */
+static struct core_waiter *
+next_waiter_std(struct core_entry *entry)
+{
+	return core_rules_std.next_waiter(entry);
+}
+
+/* ---- RELEASE ignoring the handle --------------------------------------- */
+
+static bool
+release_ignoring_handle(struct core_lock *lock, struct core_handle h)
+{
+	(void)h;
+	if (lock->fence == 0)
+		return false;
+	lock_clear(lock);
+	return true;
+}
+
+/* ---- the holder recognised by its fence alone -------------------------- */
+
+static bool
+is_holder_by_fence(const struct core_lock *lock, struct core_handle h)
+{
+	return lock->fence != 0 && lock->fence == h.fence;
+}
+
+static enum core_status
+renew_by_fence(struct core_lock *lock, struct core_handle h, core_time now,
+    int64_t lease_ms)
+{
+	if (!is_holder_by_fence(lock, h))
+		return CORE_ERR_CONFLICT;
+	lock->lease_ms = lease_ms;
+	lock->expiry = now + lease_ms;
+	return CORE_OK;
+}
+
+static bool
+release_by_fence(struct core_lock *lock, struct core_handle h)
+{
+	if (!is_holder_by_fence(lock, h))
+		return false;
+	lock_clear(lock);
+	return true;
+}
+
+/* ---- a grant that does not mint a fresh fence -------------------------- */
+
+static enum core_status
+grant_reusing_fence(struct core_lock *lock, uint64_t *hwm, core_time now,
+    int64_t lease_ms, uint64_t secret)
+{
+	if (!core_rule_decide(lock, now))
+		return CORE_ERR_CONFLICT;
+	if (*hwm == 0)
+		*hwm = 1;
+	lock_set(lock, *hwm, now, lease_ms, secret);
+	return CORE_OK;
+}
+
+/* ---- a grant from the lock's own last fence ---------------------------- */
+
+static enum core_status
+grant_from_own_fence(struct core_lock *lock, uint64_t *hwm, core_time now,
+    int64_t lease_ms, uint64_t secret)
+{
+	uint64_t fence;
+
+	if (!core_rule_decide(lock, now))
+		return CORE_ERR_CONFLICT;
+	if (core_rule_fence_next(lock->fence, &fence) != CORE_OK)
+		return CORE_ERR_OVERFLOW;
+	if (fence > *hwm)
+		*hwm = fence;
+	lock_set(lock, fence, now, lease_ms, secret);
+	return CORE_OK;
+}
+
+/* ---- the queue served from its tail, or never -------------------------- */
+
+static struct core_waiter *
+next_waiter_tail(struct core_entry *entry)
+{
+	if (entry->queue.prev == &entry->queue)
+		return NULL;
+	return waiter_of(entry->queue.prev);
+}
+
+static struct core_waiter *
+next_waiter_none(struct core_entry *entry)
+{
+	(void)entry;
+	return NULL;
+}
+
+/* ---- expiry one millisecond early or late ------------------------------ */
+
+/* The standard grant's steps after its decision: mint hwm + 1 and set the
+ * lease, or refuse when the (broken) decision said the lock is not free. */
+static enum core_status
+grant_when(bool lock_is_free, struct core_lock *lock, uint64_t *hwm,
+    core_time now, int64_t lease_ms, uint64_t secret)
+{
+	uint64_t fence;
+
+	if (!lock_is_free)
+		return CORE_ERR_CONFLICT;
+	if (core_rule_fence_next(*hwm, &fence) != CORE_OK)
+		return CORE_ERR_OVERFLOW;
+	*hwm = fence;
+	lock_set(lock, fence, now, lease_ms, secret);
+	return CORE_OK;
+}
+
+/* The standard reclaim's step after its (broken) expiry test. */
+static bool
+reclaim_when(bool expired, struct core_lock *lock)
+{
+	if (!expired)
+		return false;
+	lock_clear(lock);
+	return true;
+}
+
+static bool
+expired_early(const struct core_lock *lock, core_time now)
+{
+	return lock->fence != 0 && now + 1 >= lock->expiry;
+}
+
+static bool
+decide_early(const struct core_lock *lock, core_time now)
+{
+	return lock->fence == 0 || expired_early(lock, now);
+}
+
+static enum core_status
+grant_early(struct core_lock *lock, uint64_t *hwm, core_time now,
+    int64_t lease_ms, uint64_t secret)
+{
+	return grant_when(decide_early(lock, now), lock, hwm, now, lease_ms,
+	    secret);
+}
+
+static bool
+reclaim_early(struct core_lock *lock, core_time now)
+{
+	return reclaim_when(expired_early(lock, now), lock);
+}
+
+static bool
+expired_late(const struct core_lock *lock, core_time now)
+{
+	return lock->fence != 0 && now > lock->expiry;
+}
+
+static bool
+decide_late(const struct core_lock *lock, core_time now)
+{
+	return lock->fence == 0 || expired_late(lock, now);
+}
+
+static enum core_status
+grant_late(struct core_lock *lock, uint64_t *hwm, core_time now,
+    int64_t lease_ms, uint64_t secret)
+{
+	return grant_when(decide_late(lock, now), lock, hwm, now, lease_ms,
+	    secret);
+}
+
+static bool
+reclaim_late(struct core_lock *lock, core_time now)
+{
+	return reclaim_when(expired_late(lock, now), lock);
+}
+
+/* ---- expired leases never freed ---------------------------------------- */
+
+static bool
+reclaim_never(struct core_lock *lock, core_time now)
+{
+	(void)lock;
+	(void)now;
+	return false;
+}
+
+/* ---- a grant that does not look at the holder -------------------------- */
+
+static bool
+decide_always(const struct core_lock *lock, core_time now)
+{
+	(void)lock;
+	(void)now;
+	return true;
+}
+
+/* The std grant re-checks decide and would answer CONFLICT, hiding the
+ * broken decide: this one trusts it. */
+static enum core_status
+grant_trusting_decide(struct core_lock *lock, uint64_t *hwm, core_time now,
+    int64_t lease_ms, uint64_t secret)
+{
+	return grant_when(true, lock, hwm, now, lease_ms, secret);
+}
+
+/* ---- renewals that ignore the handle, forget the lease or refuse ------- */
+
+static enum core_status
+renew_ignoring_handle(struct core_lock *lock, struct core_handle h,
+    core_time now, int64_t lease_ms)
+{
+	(void)h;
+	if (lock->fence == 0)
+		return CORE_ERR_CONFLICT;
+	lock->lease_ms = lease_ms;
+	lock->expiry = now + lease_ms;
+	return CORE_OK;
+}
+
+static enum core_status
+renew_forgetting_the_lease(struct core_lock *lock, struct core_handle h,
+    core_time now, int64_t lease_ms)
+{
+	(void)now;
+	if (!core_rule_is_holder(lock, h))
+		return CORE_ERR_CONFLICT;
+	lock->lease_ms = lease_ms;
+	return CORE_OK;
+}
+
+static enum core_status
+renew_refusing(struct core_lock *lock, struct core_handle h, core_time now,
+    int64_t lease_ms)
+{
+	(void)lock;
+	(void)h;
+	(void)now;
+	(void)lease_ms;
+	return CORE_ERR_CONFLICT;
+}
+
+/* ---- the tables ------------------------------------------------------- */
+
+const struct core_rules broken_rules_release_ignores_handle = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = core_rule_grant,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = release_ignoring_handle,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_holder_by_fence_only = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = core_rule_grant,
+	.is_holder = is_holder_by_fence,
+	.renew = renew_by_fence,
+	.release = release_by_fence,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_grant_reuses_fence = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = grant_reusing_fence,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = core_rule_release,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_grant_from_own_fence = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = grant_from_own_fence,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = core_rule_release,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_queue_is_lifo = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = core_rule_grant,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = core_rule_release,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_tail,
+};
+
+const struct core_rules broken_rules_waiters_never_granted = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = core_rule_grant,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = core_rule_release,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_none,
+};
+
+const struct core_rules broken_rules_lease_ends_early = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = expired_early,
+	.decide = decide_early,
+	.grant = grant_early,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = core_rule_release,
+	.reclaim_if_expired = reclaim_early,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_lease_ends_late = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = expired_late,
+	.decide = decide_late,
+	.grant = grant_late,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = core_rule_release,
+	.reclaim_if_expired = reclaim_late,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_never_reclaims = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = core_rule_grant,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = core_rule_release,
+	.reclaim_if_expired = reclaim_never,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_grant_while_held = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = decide_always,
+	.grant = grant_trusting_decide,
+	.is_holder = core_rule_is_holder,
+	.renew = core_rule_renew,
+	.release = core_rule_release,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_renew_ignores_handle = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = core_rule_grant,
+	.is_holder = core_rule_is_holder,
+	.renew = renew_ignoring_handle,
+	.release = core_rule_release,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_renew_forgets_lease = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = core_rule_grant,
+	.is_holder = core_rule_is_holder,
+	.renew = renew_forgetting_the_lease,
+	.release = core_rule_release,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_std,
+};
+
+const struct core_rules broken_rules_renew_refuses_holder = {
+	.fence_next = core_rule_fence_next,
+	.lease_expired = core_rule_lease_expired,
+	.decide = core_rule_decide,
+	.grant = core_rule_grant,
+	.is_holder = core_rule_is_holder,
+	.renew = renew_refusing,
+	.release = core_rule_release,
+	.reclaim_if_expired = core_rule_reclaim_if_expired,
+	.next_waiter = next_waiter_std,
+};

@@ -1,0 +1,48 @@
+/*
+ * broken_rules.h - deliberately broken lock rules, each one mistake a lock
+ * service could plausibly make.  The model checker and the simulator both
+ * run them in their guard tests: each must catch every variant it is given,
+ * or its checks are not worth their name.  They live only under tests/; the
+ * daemon has no way to select them.
+ *
+ * Each table is core_rules_std but for the mistake it names.  The table
+ * calls the composite rules (decide, grant, renew, release,
+ * reclaim_if_expired, next_waiter), and the standard composites call the
+ * standard primitives directly, so a broken primitive comes with the
+ * composites rebuilt on top of it, or the table would never see the mistake.
+ */
+#ifndef LOCKD_TESTS_BROKEN_RULES_H
+#define LOCKD_TESTS_BROKEN_RULES_H
+
+#include "core/core.h"
+
+/* RELEASE frees the lock whatever handle it is given. */
+extern const struct core_rules broken_rules_release_ignores_handle;
+/* The fence alone proves the holder: renew and release trust it. */
+extern const struct core_rules broken_rules_holder_by_fence_only;
+/* A grant mints the high-water mark again instead of hwm + 1. */
+extern const struct core_rules broken_rules_grant_reuses_fence;
+/* A grant counts from the lock's own last fence, so a reclaim (which frees
+ * the record) resets the counter. */
+extern const struct core_rules broken_rules_grant_from_own_fence;
+/* The queue is served from its tail: the newest waiter first. */
+extern const struct core_rules broken_rules_queue_is_lifo;
+/* A freed lock is never handed to its queue. */
+extern const struct core_rules broken_rules_waiters_never_granted;
+/* A lease ends one millisecond early (now + 1 >= expiry). */
+extern const struct core_rules broken_rules_lease_ends_early;
+/* A lease ends one millisecond late (now > expiry). */
+extern const struct core_rules broken_rules_lease_ends_late;
+/* Expired leases are never freed. */
+extern const struct core_rules broken_rules_never_reclaims;
+/* decide grants a held lock, with a grant that trusts decide (the standard
+ * grant re-checks decide and would hide the mistake). */
+extern const struct core_rules broken_rules_grant_while_held;
+/* RENEW extends the lease whatever handle it is given. */
+extern const struct core_rules broken_rules_renew_ignores_handle;
+/* RENEW answers yes and leaves the expiry where it was. */
+extern const struct core_rules broken_rules_renew_forgets_lease;
+/* RENEW refuses even the holder. */
+extern const struct core_rules broken_rules_renew_refuses_holder;
+
+#endif

@@ -1,0 +1,1222 @@
+/*
+ * shadow.c - the model checker's system and its shadow (see shadow.h): the
+ * seams handed to the core, the shadow's account of every reply, the
+ * durable records and crashes, the clients' scripted ops, the agreement
+ * of table and shadow, one step and the actions enabled after it.
+ *
+ * Nothing here may change core/: broken rules come from
+ * tests/lib/broken_rules.c.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/model/shadow.h"
+
+/* ---- the model's state ------------------------------------------------ */
+
+static void violate(struct sys *s, enum model_property p, const char *fmt,
+    ...) __attribute__((format(printf, 3, 4)));
+
+static void
+violate(struct sys *s, enum model_property p, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->violated != MODEL_OK)
+		return;
+	s->violated = p;
+	va_start(ap, fmt);
+	vsnprintf(s->why, sizeof(s->why), fmt, ap);
+	va_end(ap);
+}
+
+static void
+cover(struct sys *s, enum model_coverage c)
+{
+	s->cov |= 1u << c;
+}
+
+static char
+label(const struct sys *s, int c)
+{
+	return c >= 0 && c < s->sc->nclients ? s->sc->clients[c].label : '?';
+}
+
+static const char *
+lock_name(const struct sys *s, int n)
+{
+	return n < s->sc->nnames ? s->sc->names[n] : "?";
+}
+
+/* ---- the seams handed to the core ------------------------------------- */
+
+uint64_t
+model__mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x;
+}
+
+/* Secrets are a function of the boot and the fence about to be minted, so
+ * that equal states have equal secrets and the search can merge them. */
+static uint64_t
+model_secret(void *ctx)
+{
+	struct sys *s = ctx;
+
+	return model__mix64(((uint64_t)s->boot << 56) ^ (s->table.hwm + 1)) | 1;
+}
+
+static void
+model_sink(void *ctx, const struct core_reply *r)
+{
+	struct sys *s = ctx;
+	struct logged *l;
+	uint8_t n;
+
+	if (s->nlog == MAX_LOG) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "more than %d replies in "
+		    "one step", MAX_LOG);
+		return;
+	}
+	l = &s->log[s->nlog++];
+	l->r = *r;
+	l->name = NOBODY;
+	for (n = 0; r->name != NULL && n < s->sc->nnames; n++)
+		if (strlen(s->sc->names[n]) == r->name_len &&
+		    memcmp(s->sc->names[n], r->name, r->name_len) == 0)
+			l->name = n;
+	l->r.name = NULL;
+}
+
+int
+model__client_of(const struct sys *s, const struct core_session *session)
+{
+	int c;
+
+	for (c = 0; c < s->sc->nclients; c++)
+		if (session == &s->sess[c])
+			return c;
+	return -1;
+}
+
+static void
+table_start(struct sys *s)
+{
+	struct core_sink sink = { model_sink, s };
+	int c;
+
+	if (core_table_init(&s->table, &s->config, s->rules, sink) != CORE_OK)
+		abort();
+	for (c = 0; c < s->sc->nclients; c++)
+		core_session_init(&s->sess[c], (uint64_t)c);
+	s->live = true;
+}
+
+void
+model__sys_init(struct sys *s, const struct model_scenario *sc,
+    const struct core_rules *rules, enum model_harness harness)
+{
+	int c, n;
+
+	memset(s, 0, sizeof(*s));
+	s->sc = sc;
+	s->rules = rules;
+	s->harness = harness;
+	core_config_defaults(&s->config);
+	s->config.secret = model_secret;
+	s->config.secret_ctx = s;
+	s->config.hash_key[0] = 0x6c6f636b64ULL;
+	s->config.hash_key[1] = 0x6d6f64656cULL;
+	s->now = sc->times[0];
+	for (c = 0; c < MODEL_CLIENTS; c++)
+		s->cl[c].deadline = CORE_NEVER;
+	for (n = 0; n < MODEL_NAMES; n++)
+		s->sh[n].holder = NOBODY;
+	table_start(s);
+}
+
+void
+model__sys_fini(struct sys *s)
+{
+	if (s->live)
+		core_table_destroy(&s->table);
+	s->live = false;
+}
+
+/* ---- the shadow ------------------------------------------------------- */
+
+static void
+request_done(struct client *m)
+{
+	m->req_tag = 0;
+	m->req_kind = 0;
+	m->req_name = 0;
+	memset(&m->req_handle, 0, sizeof(m->req_handle));
+	m->req_lease = 0;
+	m->req_onclose = false;
+	m->queued = false;
+	m->deadline = CORE_NEVER;
+}
+
+static void
+shadow_free(struct shadow *sh)
+{
+	sh->held = false;
+	sh->holder = NOBODY;
+	sh->onclose = false;
+	sh->fence = sh->secret = 0;
+	sh->expiry = 0;
+	sh->lease_ms = 0;
+}
+
+static void
+queue_remove(struct shadow *sh, int c)
+{
+	int i, j;
+
+	for (i = j = 0; i < sh->qlen; i++)
+		if (sh->queue[i] != c)
+			sh->queue[j++] = sh->queue[i];
+	sh->qlen = (uint8_t)j;
+}
+
+/* Is h the live holder's handle of lock n right now? */
+static bool
+handle_current(const struct sys *s, int n, struct core_handle h)
+{
+	const struct shadow *sh = &s->sh[n];
+
+	return sh->held && sh->fence == h.fence && sh->secret == h.secret &&
+	    s->now < sh->expiry;
+}
+
+/* The reply must answer the client's pending request. */
+static struct client *
+answering(struct sys *s, const struct logged *l, int *cp)
+{
+	int c = model__client_of(s, l->r.session);
+	struct client *m;
+
+	*cp = c;
+	if (c < 0) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "reply %d to no client",
+		    (int)l->r.kind);
+		return NULL;
+	}
+	m = &s->cl[c];
+	if (m->req_tag == 0 || m->req_tag != l->r.tag || l->name !=
+	    m->req_name) {
+		if (l->r.kind == CORE_REPLY_GRANTED && m->left_tag != 0 &&
+		    l->r.tag == m->left_tag)
+			violate(s, MODEL_FIFO_FAIRNESS, "%c granted %s after "
+			    "it left the queue", label(s, c),
+			    lock_name(s, l->name));
+		else
+			violate(s, MODEL_SHADOW_AGREEMENT, "reply %d to %c "
+			    "answers no pending request", (int)l->r.kind,
+			    label(s, c));
+		return NULL;
+	}
+	return m;
+}
+
+static void
+on_granted(struct sys *s, const struct logged *l)
+{
+	struct client *m;
+	struct shadow *sh;
+	struct delivery *d;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	if (m->req_kind != MODEL_ACQUIRE && m->req_kind != MODEL_TRY) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "GRANTED answers %c's "
+		    "op %d", label(s, c), m->req_kind);
+		return;
+	}
+	sh = &s->sh[l->name];
+	if (m->queued) {
+		if (m->deadline < s->now) {
+			violate(s, MODEL_FIFO_FAIRNESS, "%c granted %s at %lld, "
+			    "after its wait ended at %lld", label(s, c),
+			    lock_name(s, l->name), (long long)s->now,
+			    (long long)m->deadline);
+			return;
+		}
+		if (sh->qlen == 0 || sh->queue[0] != c) {
+			violate(s, MODEL_FIFO_FAIRNESS, "%s handed to %c "
+			    "while %c waits ahead of it", lock_name(s,
+			    l->name), label(s, c), label(s, sh->queue[0]));
+			return;
+		}
+		queue_remove(sh, c);
+		if (s->last_end == CORE_REPLY_RELEASED)
+			cover(s, MODEL_COV_HANDOFF_ON_RELEASE);
+		else if (s->last_end == CORE_EVENT_RELEASED_ONCLOSE)
+			cover(s, MODEL_COV_HANDOFF_ON_DISCONNECT);
+		else if (s->last_end == CORE_EVENT_RECLAIMED)
+			cover(s, s->action == ACT_TICK ?
+			    MODEL_COV_HANDOFF_ON_TICK : MODEL_COV_HANDOFF_ON_OP);
+	} else if (sh->qlen > 0) {
+		violate(s, MODEL_FIFO_FAIRNESS, "%c granted %s at once past "
+		    "%d waiter(s)", label(s, c), lock_name(s, l->name),
+		    sh->qlen);
+		return;
+	}
+	if (sh->held) {
+		violate(s, MODEL_MUTUAL_EXCLUSION, "%s granted to %c (fence "
+		    "%llu) at %lld while fence %llu is held until %lld",
+		    lock_name(s, l->name), label(s, c),
+		    (unsigned long long)l->r.fence, (long long)s->now,
+		    (unsigned long long)sh->fence, (long long)sh->expiry);
+		return;
+	}
+	if (l->r.lease_ms != m->req_lease || l->r.fence == 0) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "GRANTED lease %lld fence "
+		    "%llu, asked %lld", (long long)l->r.lease_ms,
+		    (unsigned long long)l->r.fence, (long long)m->req_lease);
+		return;
+	}
+	if (!m->queued)
+		cover(s, m->req_kind == MODEL_TRY ? MODEL_COV_TRY_GRANTED :
+		    MODEL_COV_GRANT_AT_ONCE);
+	sh->held = true;
+	sh->holder = (uint8_t)c;
+	sh->onclose = m->req_onclose;
+	sh->fence = l->r.fence;
+	sh->secret = l->r.secret;
+	sh->expiry = s->now + l->r.lease_ms;
+	sh->lease_ms = l->r.lease_ms;
+	if (s->falling_back)
+		cover(s, MODEL_COV_FALLBACK_HANDOFF);
+	d = &s->pending[s->npending++];
+	d->client = (uint8_t)c;
+	d->name = l->name;
+	d->tag = m->req_tag;
+	d->kind = CORE_REPLY_GRANTED;
+	d->handle.fence = l->r.fence;
+	d->handle.secret = l->r.secret;
+	d->until = sh->expiry;
+	d->onclose = m->req_onclose;
+	request_done(m);
+}
+
+static void
+on_renewed(struct sys *s, const struct logged *l)
+{
+	struct client *m;
+	struct shadow *sh;
+	struct delivery *d;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	sh = &s->sh[l->name];
+	s->stale_op = !handle_current(s, l->name, m->req_handle);
+	if (m->req_kind != MODEL_RENEW && m->req_kind != MODEL_FORGE_RENEW) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "RENEWED answers op %d",
+		    m->req_kind);
+		return;
+	}
+	if (s->stale_op) {
+		violate(s, MODEL_STALE_TOKEN_REJECTION, "%c renewed %s with "
+		    "the stale handle %llu-%llx at %lld", label(s, c),
+		    lock_name(s, l->name),
+		    (unsigned long long)m->req_handle.fence,
+		    (unsigned long long)m->req_handle.secret,
+		    (long long)s->now);
+		return;
+	}
+	if (l->r.lease_ms != m->req_lease || l->r.fence != sh->fence) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "RENEWED lease %lld fence "
+		    "%llu", (long long)l->r.lease_ms,
+		    (unsigned long long)l->r.fence);
+		return;
+	}
+	sh->expiry = s->now + l->r.lease_ms;
+	sh->lease_ms = l->r.lease_ms;
+	cover(s, MODEL_COV_RENEWED);
+	d = &s->pending[s->npending++];
+	d->client = (uint8_t)c;
+	d->name = l->name;
+	d->tag = m->req_tag;
+	d->kind = CORE_REPLY_RENEWED;
+	d->handle = m->req_handle;
+	d->until = sh->expiry;
+	d->onclose = sh->onclose;
+	request_done(m);
+}
+
+static void
+on_released(struct sys *s, const struct logged *l)
+{
+	struct client *m;
+	struct shadow *sh;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	sh = &s->sh[l->name];
+	s->stale_op = !handle_current(s, l->name, m->req_handle);
+	if (m->req_kind != MODEL_RELEASE &&
+	    m->req_kind != MODEL_FORGE_RELEASE) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "RELEASED answers op %d",
+		    m->req_kind);
+		return;
+	}
+	if (s->stale_op) {
+		violate(s, MODEL_STALE_TOKEN_REJECTION, "%c released %s "
+		    "(held by fence %llu) with the stale handle %llu-%llx at "
+		    "%lld", label(s, c), lock_name(s, l->name),
+		    (unsigned long long)sh->fence,
+		    (unsigned long long)m->req_handle.fence,
+		    (unsigned long long)m->req_handle.secret,
+		    (long long)s->now);
+		return;
+	}
+	/* RELEASED is not durable: the client hears it at once. */
+	if (sh->holder == c)
+		s->cl[c].know[l->name].believes = false;
+	shadow_free(sh);
+	s->last_end = CORE_REPLY_RELEASED;
+	request_done(m);
+}
+
+/* NOTHELD or CONFLICT: right only for a stale handle. */
+static void
+on_refused(struct sys *s, const struct logged *l, enum model_op_kind k1,
+    enum model_op_kind k2)
+{
+	struct client *m;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	if (m->req_kind != k1 && m->req_kind != k2) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "reply %d answers op %d",
+		    (int)l->r.kind, m->req_kind);
+		return;
+	}
+	if (handle_current(s, l->name, m->req_handle)) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "%c's current handle of "
+		    "%s refused (%d)", label(s, c), lock_name(s, l->name),
+		    (int)l->r.kind);
+		return;
+	}
+	s->stale_op = true;
+	cover(s, m->req_kind == MODEL_RENEW ? MODEL_COV_STALE_RENEW :
+	    m->req_kind == MODEL_RELEASE ? MODEL_COV_STALE_RELEASE :
+	    m->req_kind == MODEL_FORGE_RENEW ? MODEL_COV_FORGED_RENEW :
+	    MODEL_COV_FORGED_RELEASE);
+	request_done(m);
+}
+
+static void
+on_held(struct sys *s, const struct logged *l)
+{
+	struct client *m;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	if (m->req_kind != MODEL_TRY) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "HELD answers op %d",
+		    m->req_kind);
+		return;
+	}
+	if (!s->sh[l->name].held && s->sh[l->name].qlen == 0) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "TRY of the free %s "
+		    "answered HELD", lock_name(s, l->name));
+		return;
+	}
+	cover(s, MODEL_COV_TRY_HELD);
+	request_done(m);
+}
+
+static void
+on_timeout(struct sys *s, const struct logged *l)
+{
+	struct client *m;
+	struct shadow *sh;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	sh = &s->sh[l->name];
+	if (m->req_kind != MODEL_ACQUIRE) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "TIMEOUT answers op %d",
+		    m->req_kind);
+		return;
+	}
+	if (m->queued) {
+		if (m->deadline > s->now) {
+			violate(s, MODEL_SHADOW_AGREEMENT, "%c timed out at "
+			    "%lld before its deadline %lld", label(s, c),
+			    (long long)s->now, (long long)m->deadline);
+			return;
+		}
+		queue_remove(sh, c);
+		cover(s, MODEL_COV_WAIT_TIMEOUT);
+	} else if (!sh->held && sh->qlen == 0) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "wait=0 on the free %s "
+		    "answered TIMEOUT", lock_name(s, l->name));
+		return;
+	}
+	m->left_tag = m->req_tag;
+	request_done(m);
+}
+
+static void
+on_lease_end(struct sys *s, const struct logged *l)
+{
+	struct shadow *sh = &s->sh[l->name];
+
+	if (l->name == NOBODY || !sh->held || sh->fence != l->r.fence) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "event %d for fence %llu "
+		    "of %s, which is not its holder", (int)l->r.kind,
+		    (unsigned long long)l->r.fence, lock_name(s, l->name));
+		return;
+	}
+	if (l->r.kind == CORE_EVENT_RECLAIMED) {
+		if (s->now < sh->expiry) {
+			violate(s, MODEL_LEASE_RECLAMATION_SAFETY, "fence %llu "
+			    "of %s reclaimed at %lld, before its expiry %lld",
+			    (unsigned long long)sh->fence,
+			    lock_name(s, l->name), (long long)s->now,
+			    (long long)sh->expiry);
+			return;
+		}
+		if (s->restoring)
+			cover(s, MODEL_COV_RESTORED_EXPIRED);
+		else if (s->action == ACT_TICK && s->now == sh->expiry)
+			cover(s, MODEL_COV_RECLAIM_AT_EXPIRY);
+	} else {
+		if (!sh->onclose || (!s->restoring && !s->falling_back &&
+		    (s->closing < 0 || sh->holder != s->closing))) {
+			violate(s, MODEL_SHADOW_AGREEMENT, "fence %llu of %s "
+			    "released on close of a session that does not "
+			    "hold it", (unsigned long long)sh->fence,
+			    lock_name(s, l->name));
+			return;
+		}
+		cover(s, s->restoring ? MODEL_COV_RESTORED_ONCLOSE :
+		    MODEL_COV_ONCLOSE_DISCONNECT);
+	}
+	s->last_end = l->r.kind;
+	shadow_free(sh);
+}
+
+/* Checks and applies the step's replies in the order the core made them. */
+static void
+process_log(struct sys *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nlog && s->violated == MODEL_OK; i++) {
+		const struct logged *l = &s->log[i];
+
+		switch (l->r.kind) {
+		case CORE_REPLY_GRANTED:
+			on_granted(s, l);
+			break;
+		case CORE_REPLY_RENEWED:
+			on_renewed(s, l);
+			break;
+		case CORE_REPLY_RELEASED:
+			on_released(s, l);
+			break;
+		case CORE_REPLY_NOTHELD:
+			on_refused(s, l, MODEL_RELEASE, MODEL_FORGE_RELEASE);
+			break;
+		case CORE_REPLY_CONFLICT:
+			on_refused(s, l, MODEL_RENEW, MODEL_FORGE_RENEW);
+			break;
+		case CORE_REPLY_HELD:
+			on_held(s, l);
+			break;
+		case CORE_REPLY_TIMEOUT:
+			on_timeout(s, l);
+			break;
+		case CORE_EVENT_RECLAIMED:
+		case CORE_EVENT_RELEASED_ONCLOSE:
+			on_lease_end(s, l);
+			break;
+		default:
+			violate(s, MODEL_SHADOW_AGREEMENT, "unexpected reply "
+			    "%d", (int)l->r.kind);
+			break;
+		}
+	}
+}
+
+/* ---- durability ------------------------------------------------------- */
+
+static void
+on_record(void *ctx, const char *name, size_t name_len,
+    const struct core_record *rec)
+{
+	struct sys *s = ctx;
+	struct disk_record *d;
+	uint8_t n;
+
+	for (n = 0; n < s->sc->nnames; n++)
+		if (strlen(s->sc->names[n]) == name_len &&
+		    memcmp(s->sc->names[n], name, name_len) == 0)
+			break;
+	if (n == s->sc->nnames) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "a record for no lock");
+		return;
+	}
+	d = &s->disk[n];
+	memset(d, 0, sizeof(*d));
+	d->holder = NOBODY;
+	if (rec != NULL) {
+		d->present = true;
+		d->rec = *rec;
+		if (s->sh[n].held && s->sh[n].fence == rec->fence)
+			d->holder = s->sh[n].holder;
+	}
+}
+
+/* Delivers a durable reply after its commit. */
+static void
+deliver(struct sys *s, const struct delivery *d)
+{
+	struct shadow *sh = &s->sh[d->name];
+	struct knowledge *k = &s->cl[d->client].know[d->name];
+	int c;
+
+	if (d->kind == CORE_REPLY_GRANTED) {
+		if (d->handle.fence <= sh->max_delivered) {
+			violate(s, MODEL_FENCING_MONOTONIC, "%c was given "
+			    "fence %llu for %s after fence %llu",
+			    label(s, d->client),
+			    (unsigned long long)d->handle.fence,
+			    lock_name(s, d->name),
+			    (unsigned long long)sh->max_delivered);
+			return;
+		}
+		sh->max_delivered = d->handle.fence;
+		if (d->handle.fence <= s->lost_fence)
+			cover(s, MODEL_COV_FENCE_REMINTED);
+	}
+	for (c = 0; c < s->sc->nclients; c++) {
+		const struct knowledge *o = &s->cl[c].know[d->name];
+
+		if (c != d->client && o->believes && o->until > s->now) {
+			violate(s, MODEL_MUTUAL_EXCLUSION, "%c holds %s from "
+			    "%lld (fence %llu) while %c holds it until %lld "
+			    "(fence %llu)", label(s, d->client),
+			    lock_name(s, d->name), (long long)s->now,
+			    (unsigned long long)d->handle.fence, label(s, c),
+			    (long long)o->until,
+			    (unsigned long long)o->handle.fence);
+			return;
+		}
+	}
+	k->has_handle = true;
+	k->handle = d->handle;
+	k->believes = true;
+	k->until = d->until;
+	k->onclose = d->onclose;
+}
+
+static void
+deliver_pending(struct sys *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->npending && s->violated == MODEL_OK; i++)
+		deliver(s, &s->pending[i]);
+	s->npending = 0;
+}
+
+/* Commits the step's changes to the disk, then (unless the daemon dies
+ * first) lets its durable replies out. */
+static void
+commit(struct sys *s, bool send)
+{
+	s->hwm_moved = false;
+	s->records = core_table_changes(&s->table, on_record, s,
+	    &s->hwm_moved);
+	if (s->hwm_moved && !(s->harness & MODEL_HARNESS_FORGET_HWM))
+		s->disk_hwm = s->table.hwm;
+	if (send)
+		deliver_pending(s);
+}
+
+/* The shadow of lock n falls back to what the disk holds. */
+static void
+shadow_from_disk(struct sys *s, int n)
+{
+	struct shadow *sh = &s->sh[n];
+	const struct disk_record *d = &s->disk[n];
+
+	shadow_free(sh);
+	if (d->present) {
+		sh->held = true;
+		sh->holder = d->holder;
+		sh->onclose = d->rec.onclose_release;
+		sh->fence = d->rec.fence;
+		sh->secret = d->rec.secret;
+		sh->expiry = d->rec.expiry;
+		sh->lease_ms = d->rec.lease_ms;
+	}
+}
+
+static void
+on_touched(void *ctx, const char *name, size_t name_len,
+    const struct core_record *rec)
+{
+	struct sys *s = ctx;
+	int n;
+
+	(void)rec;
+	for (n = 0; n < s->sc->nnames; n++)
+		if (strlen(s->sc->names[n]) == name_len &&
+		    memcmp(s->sc->names[n], name, name_len) == 0)
+			s->touched[n] = true;
+}
+
+/*
+ * The commit of the step's batch failed.  As the daemon does: its GRANTED
+ * and RENEWED become UNAVAILABLE, every lock it touched falls back to the
+ * disk, and the retry commits whatever the fall-back did (a lock that fell
+ * back to free goes to its head waiter).
+ */
+static void
+fail_commit(struct sys *s)
+{
+	size_t i;
+	int n;
+
+	memset(s->touched, 0, sizeof(s->touched));
+	core_table_changes(&s->table, on_touched, s, NULL);
+	for (i = 0; i < s->npending; i++) {
+		cover(s, MODEL_COV_COMMIT_FAILED);
+		/* Answered: a later GRANTED for it would be a second one. */
+		s->cl[s->pending[i].client].left_tag = s->pending[i].tag;
+	}
+	s->npending = 0;
+	s->failures++;
+	s->nlog = 0;
+	s->falling_back = true;
+	for (n = 0; n < s->sc->nnames; n++)
+		if (s->touched[n])
+			shadow_from_disk(s, n);
+	for (n = 0; n < s->sc->nnames; n++)
+		if (s->touched[n])
+			core_table_restore(&s->table, s->sc->names[n],
+			    strlen(s->sc->names[n]), s->disk[n].present ?
+			    &s->disk[n].rec : NULL, s->now);
+	process_log(s);
+	s->falling_back = false;
+	if (s->violated == MODEL_OK)
+		commit(s, true);
+}
+
+/* The connection of every client closes; the daemon restarts from disk.
+ * Replies not yet sent are lost, and with them, when `committed` is false,
+ * the changes they report. */
+static void
+crash(struct sys *s, bool committed)
+{
+	int c, n;
+
+	core_table_destroy(&s->table);
+	s->live = false;
+	cover(s, MODEL_COV_CRASH);
+	for (c = 0; c < (int)s->npending; c++) {
+		cover(s, committed ? MODEL_COV_CRASH_BEFORE_REPLY :
+		    MODEL_COV_CRASH_BEFORE_COMMIT);
+		if (!committed && s->pending[c].kind == CORE_REPLY_GRANTED &&
+		    s->pending[c].handle.fence > s->lost_fence)
+			s->lost_fence = s->pending[c].handle.fence;
+	}
+	s->npending = 0;
+	s->nlog = 0;
+	for (c = 0; c < s->sc->nclients; c++) {
+		struct client *m = &s->cl[c];
+
+		if (m->req_tag != 0 && m->queued)
+			m->left_tag = m->req_tag;
+		request_done(m);
+		/* A lease bound to the connection is gone with it. */
+		for (n = 0; n < s->sc->nnames; n++)
+			if (m->know[n].onclose)
+				m->know[n].believes = false;
+	}
+	for (n = 0; n < s->sc->nnames; n++) {
+		s->sh[n].qlen = 0;
+		shadow_from_disk(s, n);
+	}
+	s->crashes++;
+	s->boot++;
+
+	table_start(s);
+	core_table_restore_hwm(&s->table, s->disk_hwm);
+	s->restoring = true;
+	for (n = 0; n < s->sc->nnames; n++)
+		if (s->disk[n].present)
+			core_table_restore(&s->table, s->sc->names[n],
+			    strlen(s->sc->names[n]), &s->disk[n].rec, s->now);
+	process_log(s);
+	s->restoring = false;
+	for (n = 0; n < s->sc->nnames; n++)
+		if (s->sh[n].held)
+			cover(s, MODEL_COV_RESTORED_HOLDER);
+	if (s->violated == MODEL_OK)
+		commit(s, true);
+}
+
+/* ---- client ops ------------------------------------------------------- */
+
+static void
+run_op(struct sys *s, int c)
+{
+	struct client *m = &s->cl[c];
+	const struct model_op *op = &s->sc->clients[c].ops[m->pc];
+	const char *name = s->sc->names[op->name];
+	size_t len = strlen(name);
+	struct shadow *sh = &s->sh[op->name];
+	struct core_acquire_args args;
+	uint64_t tag = ((uint64_t)(c + 1) << 8) | m->pc;
+	int64_t lease = 0;
+	int n;
+
+	m->pc++;
+	s->acting = c;
+	if (op->kind != MODEL_DISCONNECT) {
+		m->req_tag = tag;
+		m->req_kind = (uint8_t)op->kind;
+		m->req_name = op->name;
+		if (core_lease_effective(&s->config, op->lease_ms, &lease) !=
+		    CORE_OK)
+			lease = 0;
+		m->req_lease = lease;
+		m->req_onclose = op->onclose;
+	}
+	switch (op->kind) {
+	case MODEL_ACQUIRE:
+		args.lease_ms = op->lease_ms;
+		args.wait_ms = op->wait_ms;
+		args.onclose_release = op->onclose;
+		core_acquire(&s->table, &s->sess[c], name, len, &args, tag,
+		    s->now);
+		break;
+	case MODEL_TRY:
+		core_try(&s->table, &s->sess[c], name, len, op->lease_ms,
+		    op->onclose, tag, s->now);
+		break;
+	case MODEL_RENEW:
+	case MODEL_RELEASE:
+		m->req_handle = m->know[op->name].handle;
+		if (op->kind == MODEL_RENEW)
+			core_renew(&s->table, &s->sess[c], name, len,
+			    m->req_handle, op->lease_ms, tag, s->now);
+		else
+			core_release(&s->table, &s->sess[c], name, len,
+			    m->req_handle, tag, s->now);
+		break;
+	case MODEL_FORGE_RENEW:
+	case MODEL_FORGE_RELEASE:
+		/* STATUS shows anyone the fence; the secret is a guess. */
+		m->req_handle.fence = sh->held ? sh->fence :
+		    sh->max_delivered ? sh->max_delivered : 1;
+		m->req_handle.secret = sh->secret ^ 0xf0f0f0f0f0f0f0f0ULL;
+		if (op->kind == MODEL_FORGE_RENEW)
+			core_renew(&s->table, &s->sess[c], name, len,
+			    m->req_handle, op->lease_ms, tag, s->now);
+		else
+			core_release(&s->table, &s->sess[c], name, len,
+			    m->req_handle, tag, s->now);
+		break;
+	case MODEL_DISCONNECT:
+		/* Its waiter leaves without a reply; its onclose leases go. */
+		if (m->req_tag != 0 && m->queued) {
+			queue_remove(&s->sh[m->req_name], c);
+			m->left_tag = m->req_tag;
+			cover(s, MODEL_COV_WAITER_DISCONNECT);
+		}
+		request_done(m);
+		m->gone = true;
+		m->pc = s->sc->clients[c].nops;
+		for (n = 0; n < s->sc->nnames; n++)
+			if (m->know[n].onclose)
+				m->know[n].believes = false;
+		s->closing = c;
+		core_disconnect(&s->table, &s->sess[c], s->now);
+		break;
+	}
+}
+
+/* After the replies: an ACQUIRE still pending has joined the queue. */
+static void
+settle_op(struct sys *s)
+{
+	struct client *m;
+	const struct model_op *op;
+
+	if (s->acting < 0 || s->violated != MODEL_OK)
+		return;
+	m = &s->cl[s->acting];
+	if (m->req_tag == 0 || m->queued)
+		return;
+	op = &s->sc->clients[s->acting].ops[m->pc - 1];
+	if (op->kind != MODEL_ACQUIRE) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "%c's op %d was not "
+		    "answered", label(s, s->acting), (int)op->kind);
+		return;
+	}
+	if (op->wait_ms == 0) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "%c's wait=0 was queued",
+		    label(s, s->acting));
+		return;
+	}
+	m->queued = true;
+	m->deadline = op->wait_ms > 0 ? s->now + op->wait_ms : CORE_NEVER;
+	s->sh[op->name].queue[s->sh[op->name].qlen++] = (uint8_t)s->acting;
+}
+
+/* Ops that cannot run (a renew with no handle ever received) are skipped,
+ * so that every schedule ends with every script done. */
+static void
+skip_dead_ops(struct sys *s)
+{
+	int c;
+
+	for (c = 0; c < s->sc->nclients; c++) {
+		struct client *m = &s->cl[c];
+		const struct model_client *mc = &s->sc->clients[c];
+
+		while (!m->gone && m->req_tag == 0 && m->pc < mc->nops &&
+		    (mc->ops[m->pc].kind == MODEL_RENEW ||
+		    mc->ops[m->pc].kind == MODEL_RELEASE) &&
+		    !m->know[mc->ops[m->pc].name].has_handle)
+			m->pc++;
+	}
+}
+
+/* ---- agreement -------------------------------------------------------- */
+
+/* Does the table's view of lock n agree with the shadow? */
+static bool
+table_agrees(struct sys *s, int n, char *why, size_t whylen)
+{
+	const char *name = s->sc->names[n];
+	const struct core_entry *e = core_table_find(&s->table, name,
+	    strlen(name));
+	const struct shadow *sh = &s->sh[n];
+	const struct core_link *l;
+	int i = 0;
+
+	if (!sh->held) {
+		if (e != NULL && e->lock.fence != 0) {
+			snprintf(why, whylen, "%s: the table holds fence %llu, "
+			    "the model says free", name,
+			    (unsigned long long)e->lock.fence);
+			return false;
+		}
+		if (e != NULL && e->timer.slot != UINT32_MAX) {
+			snprintf(why, whylen, "%s: a free lock has a lease "
+			    "timer", name);
+			return false;
+		}
+	} else {
+		if (e == NULL || e->lock.fence != sh->fence ||
+		    e->lock.secret != sh->secret ||
+		    e->lock.expiry != sh->expiry) {
+			snprintf(why, whylen, "%s: the table holds fence %llu "
+			    "until %lld, the model fence %llu until %lld",
+			    name, e ? (unsigned long long)e->lock.fence : 0,
+			    e ? (long long)e->lock.expiry : 0,
+			    (unsigned long long)sh->fence,
+			    (long long)sh->expiry);
+			return false;
+		}
+		if (e->owner != (sh->onclose && sh->holder != NOBODY ?
+		    &s->sess[sh->holder] : NULL)) {
+			snprintf(why, whylen, "%s: bound to the wrong session",
+			    name);
+			return false;
+		}
+		if (e->timer.slot == UINT32_MAX ||
+		    e->timer.when != sh->expiry) {
+			snprintf(why, whylen, "%s: the lease timer is not at "
+			    "the expiry", name);
+			return false;
+		}
+	}
+	if (e == NULL) {
+		if (sh->qlen != 0) {
+			snprintf(why, whylen, "%s: the table has no queue, the "
+			    "model %d waiters", name, sh->qlen);
+			return false;
+		}
+		return true;
+	}
+	for (l = e->queue.next; l != &e->queue; l = l->next, i++) {
+		const struct core_waiter *w = (const void *)((const char *)l -
+		    offsetof(struct core_waiter, queue_link));
+		int c = model__client_of(s, w->session);
+		const struct client *m = c >= 0 ? &s->cl[c] : NULL;
+
+		if (i >= sh->qlen || c != sh->queue[i] || !m->queued ||
+		    w->tag != m->req_tag) {
+			snprintf(why, whylen, "%s: waiter %d of the table is "
+			    "not the model's", name, i);
+			return false;
+		}
+		if (m->deadline == CORE_NEVER ?
+		    w->timer.slot != UINT32_MAX :
+		    (w->timer.slot == UINT32_MAX ||
+		    w->timer.when != m->deadline)) {
+			snprintf(why, whylen, "%s: %c's wait timer is wrong",
+			    name, label(s, c));
+			return false;
+		}
+	}
+	if (i != sh->qlen || i != (int)e->queue_len) {
+		snprintf(why, whylen, "%s: the table has %d waiters, the "
+		    "model %d", name, i, sh->qlen);
+		return false;
+	}
+	return true;
+}
+
+/* Everything the table, the disk and the shadow must agree on after a
+ * committed step. */
+static void
+check_agreement(struct sys *s)
+{
+	char why[200];
+	int n;
+
+	for (n = 0; n < s->sc->nnames && s->violated == MODEL_OK; n++) {
+		const struct shadow *sh = &s->sh[n];
+		const struct disk_record *d = &s->disk[n];
+		const char *name = s->sc->names[n];
+		const struct core_entry *e;
+
+		if (!table_agrees(s, n, why, sizeof(why))) {
+			violate(s, MODEL_SHADOW_AGREEMENT, "%s", why);
+			return;
+		}
+		e = core_table_find(&s->table, name, strlen(name));
+		if ((e != NULL) != (sh->held || sh->qlen > 0)) {
+			violate(s, MODEL_SHADOW_AGREEMENT, "%s: idle entry kept "
+			    "or busy entry missing", name);
+			return;
+		}
+		if (d->present != sh->held || (d->present &&
+		    (d->rec.fence != sh->fence ||
+		    d->rec.secret != sh->secret ||
+		    d->rec.expiry != sh->expiry ||
+		    d->rec.lease_ms != sh->lease_ms ||
+		    d->rec.onclose_release != sh->onclose))) {
+			violate(s, MODEL_SHADOW_AGREEMENT, "%s: the disk "
+			    "disagrees with the committed state", name);
+			return;
+		}
+	}
+	/* The durability of the counter is not checked here: that is
+	 * FencingMonotonic's business, on every grant, across crashes. */
+}
+
+/* ---- one step --------------------------------------------------------- */
+
+void
+model__step(struct sys *s, uint8_t action)
+{
+	uint8_t base = action & (uint8_t)~ACT_FLAGS;
+	bool lost = (action & ACT_LOST) != 0;
+	bool unsent = (action & ACT_UNSENT) != 0;
+	bool failed = (action & ACT_FAILED) != 0;
+	int n, op_name = -1;
+
+	s->nlog = 0;
+	s->npending = 0;
+	s->acting = -1;
+	s->closing = -1;
+	s->stale_op = false;
+	s->records = 0;
+	s->hwm_moved = false;
+	s->action = base;
+	s->last_end = -1;
+	s->cov = 0;
+
+	switch (base) {
+	case ACT_CLOCK:
+		s->clock++;
+		s->now = s->sc->times[s->clock];
+		return;
+	case ACT_CRASH:
+		crash(s, true);
+		break;
+	case ACT_TICK:
+		core_tick(&s->table, s->now);
+		break;
+	default:
+		op_name = s->sc->clients[base].ops[s->cl[base].pc].name;
+		run_op(s, base);
+		break;
+	}
+	if (base != ACT_CRASH) {
+		process_log(s);
+		settle_op(s);
+		if (s->violated != MODEL_OK)
+			return;
+		/* A stale handle changes nothing but what the implicit
+		 * reclaim does, and the shadow has that. */
+		if (s->stale_op) {
+			char why[200];
+
+			if (!table_agrees(s, op_name, why, sizeof(why))) {
+				violate(s, MODEL_STALE_TOKEN_REJECTION, "a stale "
+				    "handle changed the lock: %s", why);
+				return;
+			}
+		}
+		if (s->harness & MODEL_HARNESS_DELIVER_FIRST)
+			deliver_pending(s);
+		if (s->violated != MODEL_OK)
+			return;
+		if (lost)
+			crash(s, false);
+		else if (failed)
+			fail_commit(s);
+		else {
+			commit(s, !unsent);
+			if (s->stale_op && s->nlog == 1 && s->violated ==
+			    MODEL_OK && (s->records != 0 || s->hwm_moved))
+				violate(s, MODEL_STALE_TOKEN_REJECTION, "a stale "
+				    "handle produced durable changes");
+			if (unsent && s->violated == MODEL_OK)
+				crash(s, true);
+		}
+	}
+	if (s->violated != MODEL_OK)
+		return;
+
+	/* LeaseReclamationSafety, the liveness half: a tick at or after the
+	 * expiry leaves no expired lease behind. */
+	if (base == ACT_TICK && !lost && !unsent)
+		for (n = 0; n < s->sc->nnames; n++)
+			if (s->sh[n].held && s->sh[n].expiry <= s->now) {
+				violate(s, MODEL_LEASE_RECLAMATION_SAFETY, "the "
+				    "tick at %lld left fence %llu of %s, "
+				    "expired at %lld", (long long)s->now,
+				    (unsigned long long)s->sh[n].fence,
+				    s->sc->names[n],
+				    (long long)s->sh[n].expiry);
+				return;
+			}
+	/* NoStarvation, the immediate half: nobody waits for a free lock. */
+	for (n = 0; n < s->sc->nnames; n++)
+		if (!s->sh[n].held && s->sh[n].qlen > 0) {
+			violate(s, MODEL_NO_STARVATION, "%c waits for %s, "
+			    "which is free", label(s, s->sh[n].queue[0]),
+			    s->sc->names[n]);
+			return;
+		}
+	check_agreement(s);
+	skip_dead_ops(s);
+}
+
+/* The end of a schedule: time runs past every deadline, ticking at each;
+ * then every waiter must have been granted, timed out or gone. */
+void
+model__run_out_the_clock(struct sys *s)
+{
+	int i, c;
+
+	for (i = 0; i < 64 && s->violated == MODEL_OK; i++) {
+		core_time d = core_next_deadline(&s->table);
+
+		if (d == CORE_NEVER)
+			break;
+		if (d > s->now)
+			s->now = d;
+		model__step(s, ACT_TICK);
+	}
+	if (s->violated != MODEL_OK)
+		return;
+	if (core_next_deadline(&s->table) != CORE_NEVER) {
+		violate(s, MODEL_NO_STARVATION, "deadlines keep coming after "
+		    "64 ticks");
+		return;
+	}
+	for (c = 0; c < s->sc->nclients; c++)
+		if (s->cl[c].req_tag != 0) {
+			violate(s, MODEL_NO_STARVATION, "%c still waits for %s "
+			    "after every deadline passed", label(s, c),
+			    s->sc->names[s->cl[c].req_name]);
+			return;
+		}
+}
+
+/* ---- enabled actions -------------------------------------------------- */
+
+size_t
+model__enabled(const struct sys *s, uint8_t *acts)
+{
+	size_t n = 0, plain, i;
+	int c;
+
+	for (c = 0; c < s->sc->nclients; c++) {
+		const struct client *m = &s->cl[c];
+		const struct model_client *mc = &s->sc->clients[c];
+
+		if (!m->gone && m->pc < mc->nops && (m->req_tag == 0 ||
+		    mc->ops[m->pc].kind == MODEL_DISCONNECT))
+			acts[n++] = (uint8_t)c;
+	}
+	if (s->clock + 1 < s->sc->ntimes)
+		acts[n++] = ACT_CLOCK;
+	if (core_next_deadline(&s->table) <= s->now)
+		acts[n++] = ACT_TICK;
+	plain = n;
+	if (plain > 0 && s->crashes < s->sc->crashes) {
+		acts[n++] = ACT_CRASH;
+		for (i = 0; i < plain; i++)
+			if (acts[i] != ACT_CLOCK) {
+				acts[n++] = acts[i] | ACT_LOST;
+				acts[n++] = acts[i] | ACT_UNSENT;
+			}
+	}
+	if (s->failures < s->sc->commit_failures)
+		for (i = 0; i < plain; i++)
+			if (acts[i] != ACT_CLOCK)
+				acts[n++] = acts[i] | ACT_FAILED;
+	return n;
+}
+
+const char *
+model__op_word(enum model_op_kind k)
+{
+	switch (k) {
+	case MODEL_ACQUIRE:
+		return "acquire";
+	case MODEL_TRY:
+		return "try";
+	case MODEL_RENEW:
+		return "renew";
+	case MODEL_RELEASE:
+		return "release";
+	case MODEL_FORGE_RENEW:
+		return "forge-renew";
+	case MODEL_FORGE_RELEASE:
+		return "forge-release";
+	case MODEL_DISCONNECT:
+		return "disconnect";
+	}
+	return "?";
+}

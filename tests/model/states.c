@@ -1,0 +1,264 @@
+/*
+ * states.c - the model checker's canonical state encoding and its set of
+ * visited states; see states.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/model/states.h"
+
+/* ---- the canonical encoding ------------------------------------------- */
+
+struct enc {
+	uint8_t *p;
+	size_t len;
+};
+
+static void
+put(struct enc *x, const void *v, size_t len)
+{
+	if (x->len + len > ENCODING_MAX)
+		abort();
+	memcpy(x->p + x->len, v, len);
+	x->len += len;
+}
+
+static void
+put8(struct enc *x, uint64_t v)
+{
+	uint8_t b = (uint8_t)v;
+
+	put(x, &b, 1);
+}
+
+static void
+put64(struct enc *x, uint64_t v)
+{
+	put(x, &v, sizeof(v));
+}
+
+static int
+name_index(const struct sys *s, const struct core_entry *e)
+{
+	int n;
+
+	for (n = 0; n < s->sc->nnames; n++)
+		if (strlen(s->sc->names[n]) == e->name_len &&
+		    memcmp(s->sc->names[n], e->name, e->name_len) == 0)
+			return n;
+	return NOBODY;
+}
+
+size_t
+model__encode(const struct sys *s, uint8_t *buf)
+{
+	struct enc x = { buf, 0 };
+	int c, n;
+	size_t i;
+
+	put8(&x, s->clock);
+	put8(&x, s->crashes);
+	put8(&x, s->boot);
+	put8(&x, s->failures);
+	put64(&x, (uint64_t)s->now);
+	for (c = 0; c < s->sc->nclients; c++) {
+		const struct client *m = &s->cl[c];
+
+		put8(&x, m->pc);
+		put8(&x, m->gone);
+		put8(&x, m->queued);
+		put64(&x, m->req_tag);
+		put8(&x, m->req_kind);
+		put8(&x, m->req_name);
+		put64(&x, m->req_handle.fence);
+		put64(&x, m->req_handle.secret);
+		put64(&x, (uint64_t)m->req_lease);
+		put8(&x, m->req_onclose);
+		put64(&x, (uint64_t)m->deadline);
+		put64(&x, m->left_tag);
+		for (n = 0; n < s->sc->nnames; n++) {
+			const struct knowledge *k = &m->know[n];
+			/* A belief that has run out is no belief. */
+			bool live = k->believes && k->until > s->now;
+
+			put8(&x, k->has_handle);
+			put64(&x, k->handle.fence);
+			put64(&x, k->handle.secret);
+			put8(&x, live);
+			put64(&x, live ? (uint64_t)k->until : 0);
+			put8(&x, k->onclose);
+		}
+	}
+	for (n = 0; n < s->sc->nnames; n++) {
+		const struct shadow *sh = &s->sh[n];
+		const struct disk_record *d = &s->disk[n];
+		const struct core_entry *e = core_table_find(&s->table,
+		    s->sc->names[n], strlen(s->sc->names[n]));
+		const struct core_link *l;
+
+		put8(&x, sh->held);
+		put8(&x, sh->holder);
+		put8(&x, sh->onclose);
+		put64(&x, sh->fence);
+		put64(&x, sh->secret);
+		put64(&x, (uint64_t)sh->expiry);
+		put64(&x, (uint64_t)sh->lease_ms);
+		put8(&x, sh->qlen);
+		put(&x, sh->queue, sh->qlen);
+		put64(&x, sh->max_delivered);
+
+		put8(&x, d->present);
+		put8(&x, d->holder);
+		put64(&x, d->rec.fence);
+		put64(&x, d->rec.secret);
+		put64(&x, (uint64_t)d->rec.expiry);
+		put64(&x, (uint64_t)d->rec.lease_ms);
+		put8(&x, d->rec.onclose_release);
+
+		put8(&x, e != NULL);
+		if (e == NULL)
+			continue;
+		put64(&x, e->lock.fence);
+		put64(&x, e->lock.secret);
+		put64(&x, (uint64_t)e->lock.expiry);
+		put64(&x, (uint64_t)e->lock.lease_ms);
+		put8(&x, e->owner ? model__client_of(s, e->owner) : NOBODY);
+		put8(&x, e->timer.slot != UINT32_MAX);
+		put64(&x, (uint64_t)e->timer.when);
+		for (l = e->queue.next; l != &e->queue; l = l->next) {
+			const struct core_waiter *w = (const void *)
+			    ((const char *)l -
+			    offsetof(struct core_waiter, queue_link));
+
+			put8(&x, model__client_of(s, w->session));
+			put64(&x, w->tag);
+			put64(&x, (uint64_t)w->lease_ms);
+			put8(&x, w->onclose_release);
+			put8(&x, w->timer.slot != UINT32_MAX);
+			put64(&x, (uint64_t)w->timer.when);
+		}
+		put8(&x, 0xee);
+	}
+	put64(&x, s->disk_hwm);
+	put64(&x, s->table.hwm);
+	/* The heap's layout decides the order of equal deadlines. */
+	for (i = 0; i < s->table.heap_len; i++) {
+		const struct core_timer *t = s->table.heap[i];
+
+		if (t->kind == 0)
+			put8(&x, 0x80 | name_index(s, (const void *)
+			    ((const char *)t -
+			    offsetof(struct core_entry, timer))));
+		else
+			put8(&x, model__client_of(s, ((const struct core_waiter *)
+			    (const void *)((const char *)t -
+			    offsetof(struct core_waiter, timer)))->session));
+	}
+	/* So does the order of a session's onclose leases. */
+	for (c = 0; c < s->sc->nclients; c++) {
+		const struct core_link *l;
+
+		for (l = s->sess[c].onclose.next; l != &s->sess[c].onclose;
+		    l = l->next)
+			put8(&x, name_index(s, (const void *)((const char *)l -
+			    offsetof(struct core_entry, onclose_link))));
+		put8(&x, 0xdd);
+	}
+	return x.len;
+}
+
+/* ---- the set of visited states ---------------------------------------- */
+
+static uint64_t
+hash_bytes(const uint8_t *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return model__mix64(h);
+}
+
+void *
+model__xrealloc(void *p, size_t size)
+{
+	void *q = realloc(p, size);
+
+	if (q == NULL) {
+		fprintf(stderr, "model_check: out of memory\n");
+		abort();
+	}
+	return q;
+}
+
+static void
+visited_grow(struct visited *v)
+{
+	size_t cap = v->capslots ? 2 * v->capslots : 1 << 16, i;
+	uint32_t *slots = model__xrealloc(NULL, cap * sizeof(*slots));
+
+	memset(slots, 0, cap * sizeof(*slots));
+	for (i = 0; i < v->nnodes; i++) {
+		size_t j = v->nodes[i].hash & (cap - 1);
+
+		while (slots[j] != 0)
+			j = (j + 1) & (cap - 1);
+		slots[j] = (uint32_t)(i + 1);
+	}
+	free(v->slots);
+	v->slots = slots;
+	v->capslots = cap;
+}
+
+/* Finds the state, or adds it; *added says which. */
+size_t
+model__visited_get(struct visited *v, const uint8_t *enc, size_t len, bool *added)
+{
+	uint64_t h = hash_bytes(enc, len);
+	size_t j;
+	struct node *nd;
+
+	if (2 * (v->nnodes + 1) > v->capslots)
+		visited_grow(v);
+	for (j = h & (v->capslots - 1); v->slots[j] != 0;
+	    j = (j + 1) & (v->capslots - 1)) {
+		nd = &v->nodes[v->slots[j] - 1];
+		if (nd->hash == h && nd->len == len &&
+		    memcmp(v->arena + nd->off, enc, len) == 0) {
+			*added = false;
+			return v->slots[j] - 1;
+		}
+	}
+	if (v->nnodes == v->capnodes) {
+		v->capnodes = v->capnodes ? 2 * v->capnodes : 1 << 14;
+		v->nodes = model__xrealloc(v->nodes, v->capnodes * sizeof(*v->nodes));
+	}
+	while (v->arena_len + len > v->arena_cap) {
+		v->arena_cap = v->arena_cap ? 2 * v->arena_cap : 1 << 22;
+		v->arena = model__xrealloc(v->arena, v->arena_cap);
+	}
+	memcpy(v->arena + v->arena_len, enc, len);
+	nd = &v->nodes[v->nnodes];
+	nd->hash = h;
+	nd->off = v->arena_len;
+	nd->len = (uint32_t)len;
+	nd->done = false;
+	nd->paths = 0;
+	v->arena_len += len;
+	v->slots[j] = (uint32_t)(++v->nnodes);
+	*added = true;
+	return v->nnodes - 1;
+}
+
+void
+model__visited_free(struct visited *v)
+{
+	free(v->nodes);
+	free(v->slots);
+	free(v->arena);
+	memset(v, 0, sizeof(*v));
+}

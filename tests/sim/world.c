@@ -1,0 +1,1186 @@
+/*
+ * world.c - the simulator's world (see world.h): the clock, the secrets and
+ * the store handed to the service, watching its table, the clients'
+ * requests, connections and replies, and the service's life and death.
+ * This file may not change anything in daemon/ or core/; the broken
+ * stores and delivery paths are here, next to the code they replace.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/bytes.h"
+#include "core/list.h"
+#include "daemon/format.h"
+#include "tests/sim/world.h"
+
+/* A bug of the simulator itself.  The daemon's log may be pointed at a sink
+ * (see sim_run), so this writes to the descriptor. */
+void
+world_fatal(const char *what)
+{
+	dprintf(STDERR_FILENO, "sim: %s\n", what);
+	abort();
+}
+
+uint64_t
+world_random_below(struct world *w, uint64_t n)
+{
+	return rng_below(&w->rng, n);
+}
+
+bool
+world_random_percent(struct world *w, unsigned pct)
+{
+	return world_random_below(w, 100) < pct;
+}
+
+void
+world_trace(struct world *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!w->opt->trace)
+		return;
+	fprintf(w->out, "t=%lld ", (long long)w->now);
+	va_start(ap, fmt);
+	vfprintf(w->out, fmt, ap);
+	va_end(ap);
+	fputc('\n', w->out);
+}
+
+static void
+digest(struct world *w, uint64_t v)
+{
+	w->res->digest = (w->res->digest ^ v) * 0x100000001b3ULL;
+}
+
+static void
+digest_bytes(struct world *w, const char *p, size_t n)
+{
+	while (n-- > 0)
+		digest(w, (unsigned char)*p++);
+}
+
+/* ---- clock, secrets, store -------------------------------------------- */
+
+static core_time
+sim_mono(void *ctx)
+{
+	struct world *w = ctx;
+
+	return w->now - w->boot_off;
+}
+
+static int64_t
+sim_wall(void *ctx)
+{
+	struct world *w = ctx;
+
+	return w->now + WALL_BASE;
+}
+
+static uint64_t
+sim_secret(void *ctx)
+{
+	struct world *w = ctx;
+
+	return rng_next(&w->secrets);
+}
+
+static int
+sim_before_commit(void *ctx)
+{
+	struct world *w = ctx;
+
+	if (w->hook_failures > 0) {
+		w->hook_failures--;
+		world_trace(w, "commit fails (hook)");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+sim_store_commit(struct store *base, const struct store_batch *batch)
+{
+	struct world *w = ((struct sim_store *)base)->w;
+	struct store *mem = &w->mem.base;
+	int rc;
+
+	if (w->mem.fail_commits > 0)
+		world_trace(w, "commit fails (store)");
+	if (w->opt->variant == SIM_VARIANT_STORE_DROPS_BATCHES &&
+	    w->mem.fail_commits == 0 && world_random_below(w, 4) == 0) {
+		world_trace(w, "store drops the batch and claims success");
+		return 0;
+	}
+	if (w->opt->variant == SIM_VARIANT_STORE_FORGETS_HWM) {
+		struct store_batch copy = *batch;
+		copy.has_hwm = false;
+		rc = mem->ops->commit(mem, &copy);
+	} else {
+		rc = mem->ops->commit(mem, batch);
+	}
+	if (rc != 0)
+		snprintf(base->error, sizeof(base->error), "%s", mem->error);
+	return rc;
+}
+
+static int
+sim_store_get(struct store *base, const char *name, size_t name_len,
+    void *val, size_t *val_len)
+{
+	struct world *w = ((struct sim_store *)base)->w;
+	int rc = w->mem.base.ops->get(&w->mem.base, name, name_len, val,
+	    val_len);
+
+	if (rc < 0)
+		snprintf(base->error, sizeof(base->error), "%s",
+		    w->mem.base.error);
+	return rc;
+}
+
+static int
+sim_store_load(struct store *base,
+    int (*fn)(void *ctx, const char *name, size_t name_len, const void *val,
+        size_t val_len),
+    void *ctx, uint64_t *hwm)
+{
+	struct world *w = ((struct sim_store *)base)->w;
+	int rc = w->mem.base.ops->load(&w->mem.base, fn, ctx, hwm);
+
+	if (rc != 0)
+		snprintf(base->error, sizeof(base->error), "%s",
+		    w->mem.base.error);
+	return rc;
+}
+
+static void
+sim_store_close(struct store *base)
+{
+	(void)base;   /* the store outlives every incarnation */
+}
+
+static const struct store_ops sim_store_ops = {
+	.commit = sim_store_commit,
+	.get = sim_store_get,
+	.load = sim_store_load,
+	.close = sim_store_close,
+};
+
+struct record {
+	uint64_t fence;
+	int64_t lease;
+	sim_time expiry;
+	bool onclose;
+};
+
+/* Decodes a stored record (daemon/format.h); the wall-clock
+ * expiry is global time plus WALL_BASE in every boot. */
+static void
+record_decode(const struct store_mem_entry *e, struct record *r)
+{
+	const unsigned char *p = e->val;
+
+	if (e->val_len != FORMAT_RECORD_SIZE ||
+	    p[0] != FORMAT_RECORD_VERSION)
+		world_fatal("the record format of daemon/format.h changed; "
+		    "update tests/sim/world.c");
+	r->onclose = (p[1] & 1) != 0;
+	r->fence = bytes_get_le64(p + 8);
+	r->lease = (int64_t)bytes_get_le64(p + 24);
+	r->expiry = (int64_t)bytes_get_le64(p + 40) - WALL_BASE;
+}
+
+static bool
+store_record(const struct world *w, int name, struct record *r)
+{
+	size_t i;
+
+	for (i = 0; i < w->mem.count; i++)
+		if (w->mem.entries[i].name_len == w->name_len[name] &&
+		    memcmp(w->mem.entries[i].name, w->name_text[name],
+		    w->name_len[name]) == 0) {
+			record_decode(&w->mem.entries[i], r);
+			return true;
+		}
+	return false;
+}
+
+/* What the store holds for one name, as the history sees it. */
+static void
+store_view_of(const struct world *w, int name, struct hist_store_view *v)
+{
+	struct record r;
+
+	memset(v, 0, sizeof(*v));
+	if (store_record(w, name, &r)) {
+		v->has = true;
+		v->fence = r.fence;
+		v->expiry = r.expiry;
+		v->asof = r.expiry - r.lease;
+		v->onclose = r.onclose;
+	}
+}
+
+/* ---- watching the table ----------------------------------------------- */
+
+/*
+ * After every service call: which fence each lock holds (a new one is a
+ * grant; one gone was let go), and the table's own liveness duties.
+ */
+static void
+observe(struct world *w, bool after_tick)
+{
+	uint64_t seq = hist_next_seq(w->hist);
+	core_time mono = w->now - w->boot_off;
+	int i;
+
+	for (i = 0; i < w->nnames; i++) {
+		const struct core_entry *e = core_table_find(&w->svc->table,
+		    w->name_text[i], w->name_len[i]);
+		uint64_t cur = e != NULL ? e->lock.fence : 0;
+
+		if (w->opt->trace && cur != w->seen_fence[i])
+			world_trace(w, "table: %s fence %llu -> %llu (until t=%lld)",
+			    w->name_text[i],
+			    (unsigned long long)w->seen_fence[i],
+			    (unsigned long long)cur, e != NULL ?
+			    (long long)(e->lock.expiry + w->boot_off) : 0LL);
+		if (cur != 0 && cur != w->seen_fence[i])
+			hist_grant_seen(w->hist, i, cur, e->lock.secret, seq,
+			    e->granted_at + w->boot_off);
+		if (w->seen_fence[i] != 0 && w->seen_fence[i] != cur)
+			hist_dropped(w->hist, i, w->seen_fence[i], seq,
+			    w->now, w->svc->batch_seq);
+		w->seen_fence[i] = cur;
+		if (e == NULL)
+			continue;
+		hist_checked(w->hist);
+		if (cur == 0 && e->queue_len > 0)
+			hist_violation(w->hist, SIM_NO_STARVATION,
+			    "%s is free at t=%lld with %u waiters",
+			    w->name_text[i], (long long)w->now, e->queue_len);
+		if (after_tick && cur != 0 && e->lock.expiry <= mono)
+			hist_violation(w->hist, SIM_LEASE_RECLAMATION_SAFETY,
+			    "%s fence=%llu expired at t=%lld but was still "
+			    "held after a tick at t=%lld", w->name_text[i],
+			    (unsigned long long)cur,
+			    (long long)(e->lock.expiry + w->boot_off),
+			    (long long)w->now);
+	}
+}
+
+/* True when the failed batch (still in svc->batch) wrote name i. */
+static bool
+in_failed_batch(const struct world *w, int i)
+{
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	while (store_batch_next(&w->svc->batch, &pos, &op))
+		if (op.name_len == w->name_len[i] &&
+		    memcmp(op.name, w->name_text[i], op.name_len) == 0)
+			return true;
+	return false;
+}
+
+/* After a recovery (every name) or a failed commit (the names of its
+ * batch; others keep changes made while it was in flight) the table holds
+ * what the store holds: leases may come back (a release that was not yet
+ * durable). */
+static void
+restores(struct world *w, bool all)
+{
+	uint64_t seq = hist_next_seq(w->hist);
+	int i;
+
+	for (i = 0; i < w->nnames; i++) {
+		const struct core_entry *e = core_table_find(&w->svc->table,
+		    w->name_text[i], w->name_len[i]);
+		uint64_t cur = e != NULL ? e->lock.fence : 0;
+		struct record r;
+
+		if (all) {
+			if (cur != 0 && store_record(w, i, &r) &&
+			    r.fence == cur)
+				hist_restored(w->hist, i, r.fence, r.expiry,
+				    seq, w->now);
+			continue;
+		}
+		if (!in_failed_batch(w, i))
+			continue;
+		if (w->opt->trace) {
+			struct record t;
+			bool has = store_record(w, i, &t);
+			world_trace(w, "fell back: %s table fence=%llu store fence=%llu "
+			    "until t=%lld", w->name_text[i],
+			    (unsigned long long)cur,
+			    (unsigned long long)(has ? t.fence : 0),
+			    (long long)(has ? t.expiry : 0));
+		}
+		/* Whatever the name went through since the batch began is
+		 * undone: it is what the store says, and a stored lease that
+		 * has run out meanwhile was let go again at once. */
+		hist_undo_drops(w->hist, i);
+		if (!store_record(w, i, &r))
+			continue;
+		hist_restored(w->hist, i, r.fence, r.expiry, seq, w->now);
+		if (cur != r.fence && w->seen_fence[i] != r.fence)
+			hist_dropped(w->hist, i, r.fence, hist_next_seq(w->hist),
+			    w->now, w->svc->batch_seq);
+	}
+}
+
+/* The reply gate of the broken variant: every reply may leave at once. */
+void
+world_open_gate(struct world *w)
+{
+	if (w->opt->variant == SIM_VARIANT_REPLIES_BEFORE_COMMIT && w->up)
+		w->svc->durable_seq = UINT64_MAX;
+}
+
+void
+world_after_commit(struct world *w, int rc)
+{
+	if (rc != 0) {
+		w->res->failed_commits++;
+		hist_cover(w->hist, SIM_COV_COMMIT_FAILED);
+		world_trace(w, "commit failed");
+		restores(w, false);
+	} else if (w->up) {
+		hist_durable(w->hist, w->svc->durable_seq);
+	}
+	observe(w, false);
+	world_open_gate(w);
+}
+
+/* The broken variant: the batch in flight holds back no reply. */
+static void
+ungate(struct world *w)
+{
+	struct service *svc = w->svc;
+
+	if (w->opt->variant != SIM_VARIANT_INFLIGHT_UNGATED)
+		return;
+	if (svc->inflight_cap < 16) {
+		size_t *p = realloc(svc->inflight_names, 16 * sizeof(*p));
+		if (p == NULL)
+			world_fatal("out of memory");
+		svc->inflight_names = p;
+		svc->inflight_cap = 16;
+	}
+	memset(svc->inflight_names, 0, svc->inflight_cap * sizeof(size_t));
+	svc->inflight_mask = svc->inflight_cap - 1;
+	svc->inflight_indexed = true;
+	svc->inflight_all = false;
+}
+
+/* The thread pool writes the batch in flight. */
+void
+world_write_inflight(struct world *w)
+{
+	if (!service_commit_inflight(w->svc) || w->written)
+		return;
+	world_trace(w, "batch written");
+	service_commit_write(w->svc);
+	w->written = true;
+}
+
+/* The batch in flight ends: written first if it was not yet. */
+static void
+end_inflight(struct world *w)
+{
+	int rc;
+
+	if (!service_commit_inflight(w->svc))
+		return;
+	world_write_inflight(w);
+	w->written = false;
+	rc = service_commit_end(w->svc);
+	world_trace(w, "batch ends%s", rc != 0 ? " in failure" : "");
+	if (rc != 0 && w->served_in_flight)
+		hist_cover(w->hist, SIM_COV_INFLIGHT_FAILED);
+	w->served_in_flight = false;
+	world_after_commit(w, rc);
+}
+
+/*
+ * The end of a pass, as the server's commit_if_due: a batch in flight may
+ * end now (or, in async runs, stay in flight); then a commit starts if one
+ * is due, and in async runs may stay in flight too.
+ */
+void
+world_end_pass(struct world *w)
+{
+	int rc;
+
+	if (service_commit_inflight(w->svc)) {
+		if (w->async && world_random_percent(w, 50)) {
+			world_after_commit(w, 0);
+			return;
+		}
+		end_inflight(w);
+	}
+	if (!service_commit_due(w->svc)) {
+		world_after_commit(w, 0);
+		return;
+	}
+	rc = service_commit_begin(w->svc);
+	if (rc != 1) {
+		world_after_commit(w, rc);
+		return;
+	}
+	if (w->opt->trace) {
+		struct store_batch_op op;
+		char names[256];
+		size_t pos = 0, n = 0;
+		names[0] = '\0';
+		while (store_batch_next(&w->svc->batch, &pos, &op) &&
+		    n + op.name_len + 8 < sizeof(names))
+			n += (size_t)snprintf(names + n, sizeof(names) - n,
+			    " %s%.*s", op.op == STORE_DEL ? "-" : "",
+			    (int)op.name_len, op.name);
+		world_trace(w, "batch %llu begins:%s%s",
+		    (unsigned long long)w->svc->inflight_seq, names,
+		    w->svc->batch.has_hwm ? " hwm" : "");
+	}
+	ungate(w);
+	if (w->async && world_random_percent(w, 60)) {
+		if (world_random_percent(w, 30))
+			world_write_inflight(w);
+		world_after_commit(w, 0);
+		return;
+	}
+	end_inflight(w);
+}
+
+void
+world_tick(struct world *w)
+{
+	core_time next;
+
+	if (w->exact)
+		hist_cover(w->hist, SIM_COV_EXACT_DEADLINE_TICK);
+	world_trace(w, "tick%s", w->exact ? " (at a deadline)" : "");
+	next = service_tick(w->svc);
+	observe(w, true);
+	hist_checked(w->hist);
+	if (next <= w->now - w->boot_off)
+		hist_violation(w->hist, SIM_LEASE_RECLAMATION_SAFETY,
+		    "a tick at t=%lld left a deadline at t=%lld due",
+		    (long long)w->now, (long long)(next + w->boot_off));
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+size_t
+world_format_request(const struct world *w, const struct sim_req *r, char *out,
+    size_t cap)
+{
+	struct proto_request q;
+
+	memset(&q, 0, sizeof(q));
+	q.command = r->cmd;
+	q.name = w->name_text[r->name];
+	q.name_len = w->name_len[r->name];
+	q.handle = r->handle;
+	q.has_lease = r->has_lease;
+	q.lease_ms = r->lease;
+	q.has_wait = r->has_wait;
+	q.wait_ms = r->wait;
+	q.has_onclose = r->has_onclose;
+	q.onclose = r->onclose_release ? PROTO_ONCLOSE_RELEASE :
+	    PROTO_ONCLOSE_KEEP;
+	return proto_format_request(out, cap, &q);
+}
+
+static int64_t
+effective_lease(const struct world *w, const struct sim_req *r)
+{
+	int64_t eff = 0;
+
+	core_lease_effective(&w->config.core, r->has_lease ? r->lease : 0,
+	    &eff);
+	return eff;
+}
+
+static void
+random_lease(struct world *w, struct sim_req *r)
+{
+	int64_t max = w->config.core.max_lease_ms;
+	unsigned p = (unsigned)world_random_below(w, 100);
+
+	r->has_lease = p >= 20;
+	if (p < 28)
+		r->lease = 0;
+	else if (p < 90)
+		r->lease = 1 + (int64_t)world_random_below(w, (uint64_t)max);
+	else
+		r->lease = max + 1 + (int64_t)world_random_below(w, (uint64_t)max);
+}
+
+static void
+random_onclose(struct world *w, struct sim_req *r)
+{
+	unsigned p = (unsigned)world_random_below(w, 100);
+
+	r->has_onclose = p >= 60;
+	r->onclose_release = p >= 70;
+}
+
+/* A handle for RENEW or RELEASE: mostly the client's newest, sometimes an
+ * older one of its own, one somebody else was told, or a forgery. */
+static void
+pick_handle(struct world *w, struct client *c, struct sim_req *r)
+{
+	unsigned p = (unsigned)world_random_below(w, 100);
+
+	if (p < 80 && c->nown > 0) {
+		unsigned n = c->nown < OWN_HANDLES ? c->nown : OWN_HANDLES;
+		const struct own_handle *o = p < 70 ?
+		    &c->own[(c->nown - 1) % OWN_HANDLES] :
+		    &c->own[world_random_below(w, n)];
+		r->name = o->name;
+		r->handle = o->h;
+	} else if (p < 90 && w->npool > 0) {
+		unsigned n = w->npool < POOL_HANDLES ? w->npool : POOL_HANDLES;
+		const struct own_handle *o = &w->pool[world_random_below(w, n)];
+		r->name = o->name;
+		r->handle = o->h;
+	} else {
+		/* A forgery: a real fence with a wrong secret, or a fence
+		 * nobody was given. */
+		r->name = (uint8_t)world_random_below(w, (uint64_t)w->nnames);
+		if (w->npool > 0 && world_random_percent(w, 70)) {
+			unsigned n = w->npool < POOL_HANDLES ? w->npool :
+			    POOL_HANDLES;
+			const struct own_handle *o = &w->pool[world_random_below(w, n)];
+			r->name = o->name;
+			r->handle.fence = o->h.fence;
+			r->handle.secret = o->h.secret ^
+			    (1 + world_random_below(w, UINT64_MAX - 1));
+		} else {
+			r->handle.fence = 1 + world_random_below(w, 64);
+			r->handle.secret = rng_next(&w->rng);
+		}
+	}
+	if (world_random_percent(w, 4))
+		r->name = (uint8_t)world_random_below(w, (uint64_t)w->nnames);
+}
+
+void
+world_queue_request(struct world *w, struct client *c, bool last)
+{
+	struct sim_req *r = &c->req[c->tail % REQ_RING];
+	unsigned p = (unsigned)world_random_below(w, 1000);
+	char line[PROTO_REPLY_MAX];
+	size_t n;
+
+	memset(r, 0, sizeof(*r));
+	r->name = (uint8_t)world_random_below(w, (uint64_t)w->nnames);
+	if (p < 300) {
+		r->cmd = PROTO_CMD_ACQUIRE;
+		random_lease(w, r);
+		p = (unsigned)world_random_below(w, 100);
+		r->has_wait = p >= 30;
+		r->wait = p < 50 ? 0 : 1 + (int64_t)world_random_below(w,
+		    2 * (uint64_t)w->config.core.max_lease_ms);
+		random_onclose(w, r);
+	} else if (p < 400) {
+		r->cmd = PROTO_CMD_TRY;
+		random_lease(w, r);
+		random_onclose(w, r);
+	} else if (p < 600) {
+		r->cmd = PROTO_CMD_RENEW;
+		random_lease(w, r);
+		pick_handle(w, c, r);
+	} else if (p < 820) {
+		r->cmd = PROTO_CMD_RELEASE;
+		pick_handle(w, c, r);
+	} else if (p < 900 &&
+	    w->opt->variant != SIM_VARIANT_NEVER_RECLAIMS) {
+		/* (With leases never reclaimed STATUS would report a
+		 * negative ttl, which the service cannot format: it sends
+		 * nothing at all, a reply missing for a reason the variant
+		 * is not about.) */
+		r->cmd = PROTO_CMD_STATUS;
+	} else if (p < 960) {
+		r->cmd = PROTO_CMD_PING;
+	} else if (p < 970) {
+		r->cmd = PROTO_CMD_STATS;
+	} else if (p < 973 && last) {
+		r->cmd = PROTO_CMD_QUIT;
+		c->quit_sent = true;
+	} else {
+		r->cmd = PROTO_CMD_PING;
+	}
+	r->eff = effective_lease(w, r);
+	n = world_format_request(w, r, line, sizeof(line));
+	if (n == 0)
+		world_fatal("cannot format a request");
+	r->len = (uint32_t)n;
+	if (c->buf_len + n > c->buf_cap) {
+		c->buf_cap = c->buf_cap ? c->buf_cap * 2 : 1024;
+		while (c->buf_cap < c->buf_len + n)
+			c->buf_cap *= 2;
+		if ((c->buf = realloc(c->buf, c->buf_cap)) == NULL)
+			world_fatal("out of memory");
+	}
+	memcpy(c->buf + c->buf_len, line, n);
+	c->buf_len += n;
+	c->tail++;
+}
+
+/* The request starts executing now: it gets its place in the history. */
+static void
+exec_begin(struct world *w, struct client *c, struct sim_req *r)
+{
+	r->seq = hist_next_seq(w->hist);
+	r->t = w->now;
+	r->pass = w->pass;
+	w->res->requests++;
+	if (r->cmd == PROTO_CMD_RENEW || r->cmd == PROTO_CMD_RELEASE)
+		r->op = hist_op_begin(w->hist, r->cmd == PROTO_CMD_RENEW ?
+		    HIST_RENEW : HIST_RELEASE, r->name, r->handle.fence,
+		    r->handle.secret, r->eff, r->seq, r->t);
+	if (w->opt->trace) {
+		char line[PROTO_REPLY_MAX];
+		size_t n = world_format_request(w, r, line, sizeof(line));
+		world_trace(w, "c%d > %.*s", c->id, (int)(n - 1), line);
+	}
+}
+
+/* Sends the first k queued bytes of c. */
+void
+world_client_feed(struct world *w, struct client *c, size_t k)
+{
+	uint32_t i = c->exec, done = 0;
+	size_t off = c->partial, left = k;
+	uint64_t before = c->conn.next_seq;
+
+	while (i != c->tail && left >= c->req[i % REQ_RING].len - off) {
+		left -= c->req[i % REQ_RING].len - off;
+		off = 0;
+		exec_begin(w, c, &c->req[i % REQ_RING]);
+		i++;
+		done++;
+	}
+	if (done > 0 && service_commit_inflight(w->svc)) {
+		w->served_in_flight = true;
+		hist_cover(w->hist, SIM_COV_SERVED_WHILE_WRITING);
+	}
+	service_conn_feed(w->svc, &c->conn, c->buf, k);
+	memmove(c->buf, c->buf + k, c->buf_len - k);
+	c->buf_len -= k;
+	c->exec = i;
+	c->partial = i == c->tail ? 0 : off + left;
+	if (c->partial > 0) {
+		hist_cover(w->hist, SIM_COV_PARTIAL_LINE);
+		world_trace(w, "c%d > (%zu bytes of a line)", c->id, c->partial);
+	}
+	hist_checked(w->hist);
+	if (c->conn.next_seq - before != done)
+		hist_violation(w->hist, SIM_REPLY_ORDER,
+		    "client %d sent %u requests, the service took %llu",
+		    c->id, done,
+		    (unsigned long long)(c->conn.next_seq - before));
+	observe(w, false);
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+void
+world_client_connect(struct world *w, struct client *c)
+{
+	service_conn_open(w->svc, &c->conn);
+	c->connected = true;
+	c->quit_sent = false;
+	c->head = c->exec = c->tail = 0;
+	c->buf_len = c->partial = 0;
+	c->nonclose = 0;
+	w->res->connections++;
+	world_trace(w, "c%d connects", c->id);
+}
+
+/* Its connection is gone: what it had in flight is lost to the history,
+ * and its onclose leases end.  Returns true if an ACQUIRE was waiting. */
+static bool
+client_lost(struct world *w, struct client *c, uint64_t seq)
+{
+	bool waiting = false;
+	uint32_t i;
+	unsigned k;
+
+	for (i = c->head; i != c->exec; i++) {
+		struct sim_req *r = &c->req[i % REQ_RING];
+		if (r->cmd == PROTO_CMD_RENEW || r->cmd == PROTO_CMD_RELEASE)
+			hist_op_result(w->hist, r->op, HIST_UNKNOWN, r->t,
+			    NULL);
+		else if (r->cmd == PROTO_CMD_ACQUIRE)
+			waiting = true;
+	}
+	for (k = 0; k < c->nonclose; k++)
+		hist_closed(w->hist, c->onclose[k], seq, w->now);
+	c->nonclose = 0;
+	c->head = c->exec = c->tail = 0;
+	c->buf_len = c->partial = 0;
+	c->connected = false;
+	return waiting;
+}
+
+void
+world_client_disconnect(struct world *w, struct client *c, const char *why)
+{
+	uint64_t seq = hist_next_seq(w->hist);
+
+	world_trace(w, "c%d %s", c->id, why);
+	if (client_lost(w, c, seq))
+		hist_cover(w->hist, SIM_COV_DISCONNECT_WHILE_WAITING);
+	service_conn_close(w->svc, &c->conn);
+	w->res->disconnects++;
+	observe(w, false);
+}
+
+static void
+own_add(struct world *w, struct client *c, int name, struct proto_handle h)
+{
+	struct own_handle o = { (uint8_t)name, h };
+
+	c->own[c->nown++ % OWN_HANDLES] = o;
+	w->pool[w->npool++ % POOL_HANDLES] = o;
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+static bool
+names_match(const struct world *w, const struct sim_req *r,
+    const struct proto_reply *rep)
+{
+	return rep->name_len == w->name_len[r->name] &&
+	    memcmp(rep->name, w->name_text[r->name], rep->name_len) == 0;
+}
+
+static void
+bad_reply(struct world *w, struct client *c, const struct sim_req *r,
+    const char *line, size_t len)
+{
+	char req[PROTO_REPLY_MAX];
+	size_t n = world_format_request(w, r, req, sizeof(req));
+
+	hist_violation(w->hist, SIM_REPLY_ORDER,
+	    "client %d: \"%.*s\" (t=%lld) answered \"%.*s\"", c->id,
+	    (int)(n > 0 ? n - 1 : 0), req, (long long)r->t,
+	    (int)(len > 1 ? len - 2 : 0), line);
+}
+
+static bool
+is_error(const struct proto_reply *rep, enum proto_error_code code)
+{
+	return rep->kind == PROTO_REPLY_ERROR && rep->error == code;
+}
+
+static void
+reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
+    const struct proto_reply *rep, const char *line, size_t len)
+{
+	if (rep->kind == PROTO_REPLY_GRANTED) {
+		struct hist_store_view stored;
+		int32_t idx;
+
+		if (!names_match(w, r, rep) || rep->lease_ms != r->eff ||
+		    rep->handle.fence != rep->fence) {
+			bad_reply(w, c, r, line, len);
+			return;
+		}
+		w->res->grants++;
+		if (r->pass < w->pass)
+			hist_cover(w->hist, SIM_COV_GRANT_TOLD_LATE);
+		store_view_of(w, r->name, &stored);
+		idx = hist_granted(w->hist, r->name, rep->handle.fence,
+		    rep->handle.secret, rep->lease_ms, r->onclose_release,
+		    r->seq, r->t, &stored, w->mem.hwm);
+		if (idx < 0)
+			return;
+		own_add(w, c, r->name, rep->handle);
+		if (r->onclose_release) {
+			/* Every one: its close must end each of them. */
+			if (c->nonclose == c->conclose) {
+				c->conclose = c->conclose ? 2 * c->conclose : 32;
+				c->onclose = realloc(c->onclose,
+				    c->conclose * sizeof(*c->onclose));
+				if (c->onclose == NULL)
+					world_fatal("out of memory");
+			}
+			c->onclose[c->nonclose++] = idx;
+		}
+		return;
+	}
+	if (r->cmd == PROTO_CMD_TRY && rep->kind == PROTO_REPLY_HELD &&
+	    names_match(w, r, rep)) {
+		hist_cover(w->hist, SIM_COV_TRY_HELD);
+		return;
+	}
+	if (r->cmd == PROTO_CMD_ACQUIRE && is_error(rep, PROTO_ERR_TIMEOUT)) {
+		w->res->timeouts++;
+		if (!r->has_wait || w->now < r->t + r->wait) {
+			bad_reply(w, c, r, line, len);
+			return;
+		}
+		if (r->wait > 0) {
+			hist_cover(w->hist, SIM_COV_WAIT_TIMEOUT);
+			hist_timeout(w->hist, r->name, r->seq, r->t + r->wait);
+		}
+		return;
+	}
+	if (is_error(rep, PROTO_ERR_UNAVAILABLE)) {
+		w->res->unavailable++;
+		hist_cover(w->hist, SIM_COV_UNAVAILABLE_TOLD);
+		return;
+	}
+	if (r->cmd == PROTO_CMD_ACQUIRE && is_error(rep, PROTO_ERR_SHUTDOWN)) {
+		hist_cover(w->hist, SIM_COV_SHUTDOWN_TOLD);
+		return;
+	}
+	if (is_error(rep, PROTO_ERR_LIMIT) || is_error(rep, PROTO_ERR_OVERFLOW))
+		return;
+	bad_reply(w, c, r, line, len);
+}
+
+static void
+reply_to_handle_op(struct world *w, struct client *c, struct sim_req *r,
+    const struct proto_reply *rep, const char *line, size_t len)
+{
+	struct hist_store_view stored;
+	enum hist_outcome out;
+
+	if (r->cmd == PROTO_CMD_RENEW && rep->kind == PROTO_REPLY_RENEWED &&
+	    names_match(w, r, rep) && rep->fence == r->handle.fence &&
+	    rep->lease_ms == r->eff) {
+		out = HIST_OK;
+		w->res->renewals++;
+		hist_cover(w->hist, SIM_COV_RENEWED);
+	} else if (r->cmd == PROTO_CMD_RENEW &&
+	    is_error(rep, PROTO_ERR_CONFLICT)) {
+		out = HIST_REFUSED;
+	} else if (is_error(rep, PROTO_ERR_UNAVAILABLE)) {
+		/* Its commit, or the batch in flight it rested on, failed. */
+		out = HIST_UNAVAILABLE;
+		w->res->unavailable++;
+		hist_cover(w->hist, SIM_COV_UNAVAILABLE_TOLD);
+	} else if (r->cmd == PROTO_CMD_RELEASE &&
+	    rep->kind == PROTO_REPLY_RELEASED && names_match(w, r, rep)) {
+		out = HIST_OK;
+		w->res->releases++;
+		hist_cover(w->hist, SIM_COV_RELEASED);
+	} else if (r->cmd == PROTO_CMD_RELEASE &&
+	    rep->kind == PROTO_REPLY_NOTHELD && names_match(w, r, rep)) {
+		out = HIST_REFUSED;
+	} else {
+		bad_reply(w, c, r, line, len);
+		out = HIST_UNKNOWN;
+	}
+	store_view_of(w, r->name, &stored);
+	hist_op_result(w->hist, r->op, out, r->t, &stored);
+}
+
+static void
+client_reply(struct world *w, struct client *c,
+    const struct proto_reply *rep, const char *line, size_t len)
+{
+	struct sim_req *r;
+	bool ok;
+
+	w->res->replies++;
+	digest(w, (uint64_t)c->id);
+	digest(w, (uint64_t)w->now);
+	digest_bytes(w, line, len);
+	world_trace(w, "c%d < %.*s", c->id, (int)(len > 1 ? len - 2 : 0), line);
+	hist_checked(w->hist);
+	if (c->head == c->exec) {
+		hist_violation(w->hist, SIM_REPLY_ORDER,
+		    "client %d got \"%.*s\" with no request outstanding",
+		    c->id, (int)(len > 1 ? len - 2 : 0), line);
+		return;
+	}
+	r = &c->req[c->head++ % REQ_RING];
+	switch (r->cmd) {
+	case PROTO_CMD_ACQUIRE:
+	case PROTO_CMD_TRY:
+		reply_to_grant(w, c, r, rep, line, len);
+		return;
+	case PROTO_CMD_RENEW:
+	case PROTO_CMD_RELEASE:
+		reply_to_handle_op(w, c, r, rep, line, len);
+		return;
+	case PROTO_CMD_STATUS:
+		ok = (rep->kind == PROTO_REPLY_STATUS &&
+		    names_match(w, r, rep)) ||
+		    is_error(rep, PROTO_ERR_UNAVAILABLE);
+		break;
+	case PROTO_CMD_PING:
+		ok = rep->kind == PROTO_REPLY_PONG;
+		break;
+	case PROTO_CMD_STATS:
+		ok = rep->kind == PROTO_REPLY_STATS ||
+		    is_error(rep, PROTO_ERR_LIMIT);
+		break;
+	case PROTO_CMD_QUIT:
+		ok = rep->kind == PROTO_REPLY_BYE;
+		break;
+	default:
+		ok = false;
+		break;
+	}
+	if (!ok)
+		bad_reply(w, c, r, line, len);
+}
+
+/* Hands every connection its output, as the server's write would. */
+void
+world_deliver(struct world *w)
+{
+	struct service_conn *sc;
+
+	while ((sc = service_next_ready(w->svc)) != NULL) {
+		struct client *c = container_of(sc, struct client, conn);
+		size_t pos = 0;
+
+		while (pos < sc->out.len) {
+			struct proto_reply rep;
+			struct proto_error err;
+			size_t used = 0;
+			enum proto_result pr = proto_parse_reply(
+			    sc->out.data + pos, sc->out.len - pos, 1 << 16,
+			    &rep, &used, &err);
+			if (pr != PROTO_DONE) {
+				hist_violation(w->hist, SIM_REPLY_ORDER,
+				    "client %d: output that is not a reply "
+				    "line (%zu bytes)", c->id,
+				    sc->out.len - pos);
+				pos = sc->out.len;
+				break;
+			}
+			if (w->opt->variant ==
+			    SIM_VARIANT_TRANSPORT_LOSES_REPLY &&
+			    world_random_below(w, 500) == 0)
+				world_trace(w, "c%d loses \"%.*s\"", c->id,
+				    (int)(used - 2), sc->out.data + pos);
+			else
+				client_reply(w, c, &rep, sc->out.data + pos,
+				    used);
+			pos += used;
+		}
+		service_conn_written(sc, pos);
+		if (sc->overflow) {
+			hist_violation(w->hist, SIM_REPLY_ORDER,
+			    "client %d was cut off at the output cap", c->id);
+			world_client_disconnect(w, c, "cut off");
+		} else if (sc->quit && sc->slots_head == NULL) {
+			world_client_disconnect(w, c, "closed after QUIT");
+		}
+	}
+}
+
+/* ---- life and death of the service ------------------------------------ */
+
+static void
+store_view(const struct world *w, struct hist_store_view *view)
+{
+	int i;
+
+	for (i = 0; i < w->nnames; i++)
+		store_view_of(w, i, &view[i]);
+}
+
+void
+world_open_service(struct world *w)
+{
+	struct service_recovery rec;
+	const struct core_rules *rules;
+
+	/* The recovery commit must go through: a failed open leaves the
+	 * daemon down, which the simulator does not model. */
+	w->mem.fail_commits = 0;
+	w->hook_failures = 0;
+	if (service_open(w->svc, &w->config, &w->store.base, &w->sclock,
+	    &rec) != 0) {
+		hist_violation(w->hist, SIM_DURABILITY,
+		    "recovery failed at t=%lld: %s", (long long)w->now,
+		    w->svc->error);
+		w->broken = true;
+		return;
+	}
+	w->up = true;
+	if ((rules = sim_variant_rules(w->opt->variant)) != NULL)
+		w->svc->table.rules = rules;
+	w->svc->hooks.before_commit = sim_before_commit;
+	w->svc->hooks.ctx = w;
+	world_trace(w, "open: %llu leases, %llu expired, %llu onclose, hwm %llu",
+	    (unsigned long long)rec.leases, (unsigned long long)rec.expired,
+	    (unsigned long long)rec.onclose, (unsigned long long)rec.hwm);
+	restores(w, true);
+	observe(w, false);
+	world_open_gate(w);
+	hist_checked(w->hist);
+	if (w->svc->table.hwm < hist_max_told_fence(w->hist))
+		hist_violation(w->hist, SIM_FENCING_MONOTONIC,
+		    "recovered with fence high-water mark %llu after fence "
+		    "%llu was told", (unsigned long long)w->svc->table.hwm,
+		    (unsigned long long)hist_max_told_fence(w->hist));
+}
+
+/* The process comes back, perhaps after a while, perhaps after a reboot. */
+static void
+restart(struct world *w)
+{
+	if (world_random_percent(w, 50))
+		w->now += (sim_time)world_random_below(w,
+		    2 * (uint64_t)w->config.core.max_lease_ms + 1);
+	if (world_random_percent(w, 10)) {
+		int i;
+		for (i = 0; i < 16; i++)
+			w->boot_id[i] = (uint8_t)rng_next(&w->rng);
+		memcpy(w->sclock.boot_id, w->boot_id, 16);
+		/* The boot clock starts over near zero. */
+		w->boot_off = w->now - 5000 - (sim_time)world_random_below(w, 5000);
+		hist_cover(w->hist, SIM_COV_REBOOT);
+		world_trace(w, "reboot");
+	}
+	world_open_service(w);
+}
+
+/* The process dies: nothing it did not commit survives. */
+void
+world_crash(struct world *w, enum sim_coverage where)
+{
+	struct hist_store_view view[MAX_NAMES];
+	uint64_t seq = hist_next_seq(w->hist);
+	int i;
+
+	world_trace(w, "crash (%s)", sim_coverage_name(where));
+	hist_cover(w->hist, where);
+	if (service_commit_inflight(w->svc)) {
+		/* The write may have finished just before the end. */
+		hist_cover(w->hist, SIM_COV_CRASH_WHILE_WRITING);
+		if (world_random_percent(w, 50))
+			world_write_inflight(w);
+	}
+	w->written = false;
+	w->served_in_flight = false;
+	w->res->crashes++;
+	for (i = 0; i < w->nclients; i++)
+		if (w->clients[i].connected)
+			client_lost(w, &w->clients[i], seq);
+	store_view(w, view);
+	hist_crash(w->hist, hist_next_seq(w->hist), w->now, view, w->mem.hwm);
+	service_close(w->svc);
+	w->up = false;
+	restart(w);
+}
+
+/* SIGTERM: waiters are told SHUTDOWN, the rest is committed and written,
+ * every connection closes, and the process starts again. */
+void
+world_clean_restart(struct world *w)
+{
+	struct hist_store_view view[MAX_NAMES];
+	int i;
+
+	world_trace(w, "clean stop");
+	w->res->clean_restarts++;
+	hist_cover(w->hist, SIM_COV_CLEAN_RESTART);
+	end_inflight(w);
+	service_shutdown(w->svc);
+	observe(w, false);
+	world_after_commit(w, service_commit(w->svc));
+	world_deliver(w);
+	for (i = 0; i < w->nclients; i++)
+		if (w->clients[i].connected)
+			world_client_disconnect(w, &w->clients[i], "closed by stop");
+	world_after_commit(w, service_commit(w->svc));
+	store_view(w, view);
+	hist_crash(w->hist, hist_next_seq(w->hist), w->now, view, w->mem.hwm);
+	service_close(w->svc);
+	w->up = false;
+	restart(w);
+}
+
+/* ---- the world's beginning and end ------------------------------------ */
+
+void
+world_init(struct world *w, uint64_t seed, const struct sim_options *opt,
+    struct sim_result *res)
+{
+	int i;
+
+	w->seed = seed;
+	w->opt = opt;
+	w->res = res;
+	w->out = opt->out != NULL ? opt->out : stdout;
+	rng_seed(&w->rng, seed);
+	rng_seed(&w->secrets, seed ^ 0x5ec7e75ec7e7ULL);
+	w->nclients = 2 + (int)world_random_below(w, MAX_CLIENTS - 1);
+	w->nnames = 1 + (int)world_random_below(w, MAX_NAMES);
+	for (i = 0; i < w->nnames; i++) {
+		snprintf(w->name_buf[i], sizeof(w->name_buf[i]), "lock/%d", i);
+		w->name_text[i] = w->name_buf[i];
+		w->name_len[i] = strlen(w->name_buf[i]);
+	}
+	for (i = 0; i < w->nclients; i++)
+		w->clients[i].id = i;
+	w->crash_permille = 2 + (unsigned)world_random_below(w, 6);
+	w->restart_permille = 1 + (unsigned)world_random_below(w, 2);
+	w->fail_permille = 5 + (unsigned)world_random_below(w, 25);
+	w->async = world_random_percent(w, 75);
+
+	service_config_defaults(&w->config);
+	w->config.core.default_lease_ms = 50 + (int64_t)world_random_below(w, 500);
+	w->config.core.max_lease_ms = w->config.core.default_lease_ms +
+	    (int64_t)world_random_below(w, 2500);
+	w->config.core.hash_key[0] = rng_next(&w->rng);
+	w->config.core.hash_key[1] = rng_next(&w->rng);
+	w->config.core.secret = sim_secret;
+	w->config.core.secret_ctx = w;
+
+	w->now = MONO_START;
+	w->boot_off = 0;
+	for (i = 0; i < 16; i++)
+		w->boot_id[i] = (uint8_t)rng_next(&w->rng);
+	w->sclock.mono = sim_mono;
+	w->sclock.wall = sim_wall;
+	w->sclock.mono_ns = NULL;
+	w->sclock.ctx = w;
+	memcpy(w->sclock.boot_id, w->boot_id, 16);
+
+	store_mem_init(&w->mem);
+	w->store.base.ops = &sim_store_ops;
+	w->store.w = w;
+	if ((w->svc = calloc(1, sizeof(*w->svc))) == NULL)
+		world_fatal("out of memory");
+	w->hist = hist_new(res, opt, w->nnames, w->name_text, w->out);
+	world_trace(w, "seed %llu: %d clients, %d names, lease %lld ms (max %lld)",
+	    (unsigned long long)seed, w->nclients, w->nnames,
+	    (long long)w->config.core.default_lease_ms,
+	    (long long)w->config.core.max_lease_ms);
+}
+
+void
+world_free(struct world *w)
+{
+	int i;
+
+	if (w->up)
+		service_close(w->svc);
+	w->res->commits = w->mem.commits;
+	for (i = 0; i < w->nclients; i++) {
+		free(w->clients[i].buf);
+		free(w->clients[i].onclose);
+	}
+	store_mem_free(&w->mem);
+	hist_free(w->hist);
+	free(w->svc);
+}
