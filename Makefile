@@ -1,8 +1,9 @@
 # lockd - one plain GNU Makefile.
 #
-#   make            build lockd (and the libraries and tools)
+#   make            build lockd, liblockd and lockctl (nothing else)
 #   make run        install build dependencies, build, run lockd in the foreground
-#   make test       install test dependencies, build, run every test
+#   make test       install test dependencies, build the tests, run every one
+#   make install    install lockd, liblockd, lockctl, man pages and units
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
 #   make sizing     memory and data.mdb bytes per held lock (docs/operations.md)
@@ -11,7 +12,12 @@
 #   make clean
 #
 # SANITIZE=1 builds everything with ASan and UBSan.
+#
+# The sections follow the layers, each after what it depends on: flags;
+# core and proto (pure); the daemon; liblockd and lockctl; running and
+# installing; the tests; benchmarks, fuzzing and the other long runs.
 
+# --- flags ------------------------------------------------------------------
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -28,73 +34,135 @@ endif
 # Libraries through pkg-config; LMDB ships no .pc on Debian.
 pc_cflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pc_libs   = $(shell pkg-config --libs $(1) 2>/dev/null || echo $(2))
-UV_CFLAGS     := $(call pc_cflags,libuv)
-UV_LIBS       := $(call pc_libs,libuv,-luv)
-LMDB_CFLAGS   := $(call pc_cflags,lmdb)
-LMDB_LIBS     := $(call pc_libs,lmdb,-llmdb)
-CMOCKA_CFLAGS := $(call pc_cflags,cmocka)
-CMOCKA_LIBS   := $(call pc_libs,cmocka,-lcmocka)
-# libsystemd is optional: without it lockd speaks sd_notify's protocol itself.
-WITH_SYSTEMD  ?= $(shell pkg-config --exists libsystemd 2>/dev/null && echo 1 || echo 0)
-ifeq ($(WITH_SYSTEMD),1)
-SYSTEMD_CFLAGS := -DLOCKD_WITH_SYSTEMD $(call pc_cflags,libsystemd)
+UV_CFLAGS      := $(call pc_cflags,libuv)
+UV_LIBS        := $(call pc_libs,libuv,-luv)
+LMDB_CFLAGS    := $(call pc_cflags,lmdb)
+LMDB_LIBS      := $(call pc_libs,lmdb,-llmdb)
+SYSTEMD_CFLAGS := $(call pc_cflags,libsystemd)
 SYSTEMD_LIBS   := $(call pc_libs,libsystemd,-lsystemd)
-endif
+CMOCKA_CFLAGS  := $(call pc_cflags,cmocka)
+CMOCKA_LIBS    := $(call pc_libs,cmocka,-lcmocka)
+DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
 
 ALL_CFLAGS = $(STD) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
-CORE_SRC   := $(wildcard core/*.c)
-PROTO_SRC  := $(wildcard proto/*.c)
-DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
-UNIT_SRC   := $(wildcard tests/unit/test_*.c)
-TESTLIB_SRC := $(wildcard tests/lib/*.c)
-
-CORE_OBJ   := $(CORE_SRC:%.c=$(B)/%.o)
-PROTO_OBJ  := $(PROTO_SRC:%.c=$(B)/%.o)
-DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
-UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
-TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
-# The test library: what the test programs share (tests/lib/).
-TESTLIB     := $(B)/libtests.a
-MODEL_BIN  := $(B)/tests/model_check
-INTEG_SRC  := $(wildcard tests/integration/test_*.c)
-
-.PHONY: all run test test-run deps-build deps-test fuzz clean install uninstall
+.PHONY: all client run test test-run deps-build deps-test install uninstall \
+        clean
 all: $(B)/lockd client
 
-$(B)/%.o: %.c
+# Everything else under $(B) but the programs themselves is kept, so a
+# second run rebuilds nothing.
+.SECONDARY:
+
+# --- core and proto: pure ---------------------------------------------------
+# Compiled with no library's flags, and checked after each compile: the
+# headers an object was built from (system ones included, -MD) must be
+# the standard library's and its own layer's, or below it - core/ only
+# core/, proto/ only proto/ and core/.  A core file that includes uv.h,
+# lmdb.h or anything of daemon/ fails the build.
+CORE_SRC  := $(wildcard core/*.c)
+PROTO_SRC := $(wildcard proto/*.c)
+CORE_OBJ  := $(CORE_SRC:%.c=$(B)/%.o)
+PROTO_OBJ := $(PROTO_SRC:%.c=$(B)/%.o)
+LAYER_FORBIDDEN := (uv|lmdb|cmocka|sd-daemon)\.h|/uv/|/systemd/|(^| )(daemon|client|tests|bench|examples)/
+
+# $(1): the object; $(2): the layers above it, which it may not include.
+layer_check = ! grep -Eq '$(LAYER_FORBIDDEN)$(if $(2),|(^| )($(2))/)' \
+	$(1:.o=.d) || { echo "$(1): includes a header above its layer:" >&2; \
+	grep -Eo '[^ ]*($(LAYER_FORBIDDEN)$(if $(2),|($(2))/))[^ ]*' \
+	$(1:.o=.d) >&2; rm -f $(1); exit 1; }
+
+$(B)/core/%.o: core/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(UV_CFLAGS) $(LMDB_CFLAGS) $(CMOCKA_CFLAGS) $(SYSTEMD_CFLAGS) -c $< -o $@
+	$(CC) $(filter-out -MMD,$(ALL_CFLAGS)) -MD -c $< -o $@
+	@$(call layer_check,$@,proto)
+
+$(B)/proto/%.o: proto/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD,$(ALL_CFLAGS)) -MD -c $< -o $@
+	@$(call layer_check,$@,)
 
 $(B)/libcore.a: $(CORE_OBJ)
 	$(AR) rcs $@ $^
 $(B)/libproto.a: $(PROTO_OBJ)
 	$(AR) rcs $@ $^
+
+# --- the daemon -------------------------------------------------------------
+DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
+# Every library of the daemon and of the test programs that drive it.
+SYS_CFLAGS := $(UV_CFLAGS) $(LMDB_CFLAGS) $(SYSTEMD_CFLAGS)
+
+$(B)/daemon/%.o: daemon/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SYS_CFLAGS) -c $< -o $@
+
 $(B)/libdaemon.a: $(DAEMON_OBJ)
 	$(AR) rcs $@ $^
-$(TESTLIB): $(TESTLIB_OBJ)
-	$(AR) rcs $@ $^
 
-$(B)/lockd: $(B)/daemon/main.o $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
+# What a program needs to run the daemon's code: lockd, the unit tests,
+# the simulator, lockd-faulty.
+DAEMON_LINK := $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 
-# Unit tests link everything but the daemon's main().
-$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(TESTLIB) $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
+$(B)/lockd: $(B)/daemon/main.o $(DAEMON_LINK)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+
+# --- liblockd and lockctl ---------------------------------------------------
+# liblockd.a holds one relocatable object made of the client and proto
+# objects in which only lockd_* symbols stay global, so a program linking it
+# statically cannot clash with proto's names; liblockd.so exports the same
+# set through client/liblockd.map.  A lockd.pc for the build tree lets the
+# examples and the sample programs build the way a user's program does.
+CLIENT_SRC       := client/lockd.c client/keepalive.c
+CLIENT_OBJ       := $(CLIENT_SRC:%.c=$(B)/%.o)
+CLIENT_PIC_OBJ   := $(CLIENT_SRC:%.c=$(B)/pic/%.o) $(PROTO_SRC:%.c=$(B)/pic/%.o)
+CLIENT_VERSION   := $(shell sed -n 's/^\#define LOCKD_VERSION "\(.*\)"/\1/p' daemon/config.h)
+CLIENT_SONAME    := liblockd.so.0
+CLIENT_PC_DIR    := $(B)/pkgconfig
+CLIENT_PKG_CONFIG = PKG_CONFIG_PATH=$(abspath $(CLIENT_PC_DIR)) pkg-config
+CLIENT_LIBS      := $(B)/liblockd.a $(B)/$(CLIENT_SONAME) $(B)/liblockd.so
+OBJCOPY ?= objcopy
+
+client: $(CLIENT_LIBS) $(B)/lockctl $(CLIENT_PC_DIR)/lockd.pc
+
+# The keep-alive helper runs a thread.
+$(B)/client/%.o: client/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
+	$(CC) $(ALL_CFLAGS) -pthread -c $< -o $@
 
-MODEL_SRC := $(wildcard tests/model/*.c)
-$(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(TESTLIB) $(B)/libcore.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
-
-# Integration tests start the real lockd through the test library's
-# process harness (tests/lib/harness.c).
-$(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(TESTLIB) $(B)/libproto.a
+$(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
-INTEG_BIN := $(INTEG_SRC:tests/integration/test_%.c=$(B)/tests/integ_%)
+	$(CC) $(ALL_CFLAGS) -pthread -fPIC -c $< -o $@
 
+$(B)/client/liblockd-all.o: $(CLIENT_OBJ) $(PROTO_OBJ)
+	$(LD) -r -o $@ $^
+	$(OBJCOPY) --wildcard --keep-global-symbol='lockd_[a-z]*' $@
+
+$(B)/liblockd.a: $(B)/client/liblockd-all.o
+	rm -f $@
+	$(AR) rcs $@ $<
+
+$(B)/$(CLIENT_SONAME): $(CLIENT_PIC_OBJ) client/liblockd.map
+	$(CC) $(ALL_LDFLAGS) -pthread -shared -Wl,-soname,$(CLIENT_SONAME) \
+	    -Wl,--version-script=client/liblockd.map -o $@ $(CLIENT_PIC_OBJ)
+
+$(B)/liblockd.so: $(B)/$(CLIENT_SONAME)
+	ln -sf $(CLIENT_SONAME) $@
+
+$(B)/lockctl: $(B)/client/lockctl.o $(B)/liblockd.a
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^
+
+# lockd.pc for the build tree: headers from client/, the library from $(B),
+# and an rpath so that programs built against it run from the tree.
+$(CLIENT_PC_DIR)/lockd.pc: client/lockd.pc.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@prefix@|$(abspath .)|' -e 's|@libdir@|$(abspath $(B))|' \
+	    -e 's|@includedir@|$(abspath client)|' \
+	    -e 's|@version@|$(CLIENT_VERSION)|' \
+	    -e 's|@rpath@|-Wl,-rpath,$${libdir} |' $< > $@
+
+# --- running and installing -------------------------------------------------
 deps-build:
 	@tools/deps.sh build
 deps-test:
@@ -105,13 +173,6 @@ run: deps-build
 	@mkdir -p lockd-data
 	exec $(B)/lockd --listen 127.0.0.1:7420 --data-dir ./lockd-data
 
-test: deps-test
-	@$(MAKE) --no-print-directory test-run
-
-# test-run is at the end: its prerequisites name every test program.
-# Keep intermediate objects, so a second run rebuilds nothing.
-.SECONDARY:
-# --- install ----------------------------------------------------------------
 # The GNU convention: configuration lives in $(PREFIX)/etc (so PREFIX=/opt/lockd
 # keeps everything under /opt/lockd, and the default is /usr/local/etc), except
 # for PREFIX=/usr, whose configuration is /etc.
@@ -179,85 +240,35 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+# --- the tests --------------------------------------------------------------
+# Built by make test only.  Test objects may include every library's
+# headers; each program links what it uses of the test library
+# (tests/lib/, build/libtests.a).
+TEST_CFLAGS := $(SYS_CFLAGS) $(CMOCKA_CFLAGS)
 
-
-
-# --- liblockd, lockctl, examples -------------------------------------------
-# liblockd.a holds one relocatable object made of the client and proto
-# objects in which only lockd_* symbols stay global, so a program linking it
-# statically cannot clash with proto's names; liblockd.so exports the same
-# set through client/liblockd.map.  The examples build the way a user's
-# program does: through pkg-config (a lockd.pc for the build tree).
-CLIENT_SRC       := client/lockd.c client/keepalive.c
-CLIENT_OBJ       := $(CLIENT_SRC:%.c=$(B)/%.o)
-CLIENT_PIC_OBJ   := $(CLIENT_SRC:%.c=$(B)/pic/%.o) $(PROTO_SRC:%.c=$(B)/pic/%.o)
-CLIENT_VERSION   := $(shell sed -n 's/^\#define LOCKD_VERSION "\(.*\)"/\1/p' daemon/config.h)
-CLIENT_SONAME    := liblockd.so.0
-CLIENT_PC_DIR    := $(B)/pkgconfig
-CLIENT_PKG_CONFIG = PKG_CONFIG_PATH=$(abspath $(CLIENT_PC_DIR)) pkg-config
-CLIENT_EXAMPLES  := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
-CLIENT_TEST_SRC  := $(wildcard tests/client/test_*.c)
-CLIENT_TEST_BIN  := $(CLIENT_TEST_SRC:tests/client/test_%.c=$(B)/tests/client_%)
-CLIENT_LIBS      := $(B)/liblockd.a $(B)/$(CLIENT_SONAME) $(B)/liblockd.so
-CLIENT_ALL       := $(CLIENT_LIBS) $(B)/lockctl $(CLIENT_PC_DIR)/lockd.pc \
-                    $(CLIENT_EXAMPLES) $(CLIENT_TEST_BIN)
-
-OBJCOPY ?= objcopy
-
-.PHONY: client
-client: $(CLIENT_ALL)
-
-# The keep-alive helper runs a thread; the tests start some too.
-$(B)/client/%.o $(B)/tests/client/%.o: ALL_CFLAGS += -pthread
-
-$(B)/pic/%.o: %.c
+$(B)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -pthread -fPIC -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 
-$(B)/client/liblockd-all.o: $(CLIENT_OBJ) $(PROTO_OBJ)
-	$(LD) -r -o $@ $^
-	$(OBJCOPY) --wildcard --keep-global-symbol='lockd_[a-z]*' $@
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
+TESTLIB     := $(B)/libtests.a
+$(TESTLIB): $(TESTLIB_OBJ)
+	$(AR) rcs $@ $^
 
-$(B)/liblockd.a: $(B)/client/liblockd-all.o
-	rm -f $@
-	$(AR) rcs $@ $<
-
-$(B)/$(CLIENT_SONAME): $(CLIENT_PIC_OBJ) client/liblockd.map
-	$(CC) $(ALL_LDFLAGS) -pthread -shared -Wl,-soname,$(CLIENT_SONAME) \
-	    -Wl,--version-script=client/liblockd.map -o $@ $(CLIENT_PIC_OBJ)
-
-$(B)/liblockd.so: $(B)/$(CLIENT_SONAME)
-	ln -sf $(CLIENT_SONAME) $@
-
-$(B)/lockctl: $(B)/client/lockctl.o $(B)/liblockd.a
-	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^
-
-# lockd.pc for the build tree: headers from client/, the library from $(B),
-# and an rpath so that programs built against it run from the tree.
-$(CLIENT_PC_DIR)/lockd.pc: client/lockd.pc.in Makefile
+# Unit tests link everything but the daemon's main().
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(TESTLIB) $(DAEMON_LINK)
 	@mkdir -p $(dir $@)
-	sed -e 's|@prefix@|$(abspath .)|' -e 's|@libdir@|$(abspath $(B))|' \
-	    -e 's|@includedir@|$(abspath client)|' \
-	    -e 's|@version@|$(CLIENT_VERSION)|' \
-	    -e 's|@rpath@|-Wl,-rpath,$${libdir} |' $< > $@
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
 
-# The examples build the way a user's program does: through pkg-config and
-# nothing else (no -I. to the project's internals).
-$(B)/examples/%: examples/%.c $(CLIENT_PC_DIR)/lockd.pc $(CLIENT_LIBS)
-	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -I.,$(ALL_CFLAGS)) \
-	    $$($(CLIENT_PKG_CONFIG) --cflags lockd) -o $@ $< \
-	    $(ALL_LDFLAGS) $$($(CLIENT_PKG_CONFIG) --libs lockd)
+# The model checker explores the core alone.
+MODEL_SRC := $(wildcard tests/model/*.c)
+MODEL_BIN := $(B)/tests/model_check
+$(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(TESTLIB) $(B)/libcore.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
-$(B)/tests/client_%: $(B)/tests/client/test_%.o $(TESTLIB) $(B)/liblockd.a \
-    $(B)/libproto.a \
-    | $(B)/lockd $(B)/lockctl $(CLIENT_EXAMPLES)
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
-
-
-# --- deterministic simulation ----------------------------------------------
 # build/tests/sim runs the daemon's service layer (not libuv) under simulated
 # clients, clock, store failures and crashes; `--seed N` replays a run.
 # build/tests/test_sim is the cmocka program make test runs.  Objects go to
@@ -267,43 +278,32 @@ SIM_LIB_SRC  := tests/sim/sim.c tests/sim/world.c tests/sim/history.c \
 SIM_LIB_OBJ  := $(SIM_LIB_SRC:tests/sim/%.c=$(B)/tests/sim-obj/%.o)
 SIM_BIN      := $(B)/tests/sim
 SIM_TEST_BIN := $(B)/tests/test_sim
-SIM_LINK     := $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
 
 $(B)/tests/sim-obj/%.o: tests/sim/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(CMOCKA_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 
-$(SIM_BIN): $(B)/tests/sim-obj/main.o $(SIM_LIB_OBJ) $(TESTLIB) $(SIM_LINK)
+$(SIM_BIN): $(B)/tests/sim-obj/main.o $(SIM_LIB_OBJ) $(TESTLIB) $(DAEMON_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # test_sim prints the replay command of $(SIM_BIN), so it comes along.
 $(SIM_TEST_BIN): $(B)/tests/sim-obj/test_sim.o $(SIM_LIB_OBJ) $(TESTLIB) \
-    $(SIM_LINK) | $(SIM_BIN)
+    $(DAEMON_LINK) | $(SIM_BIN)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(UV_LIBS) $(LMDB_LIBS) \
-	    $(SYSTEMD_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
 
 .PHONY: sim
 sim: $(SIM_BIN) $(SIM_TEST_BIN)
 
-# --- crash and power-loss tests ---------------------------------------------
 # lockd-faulty is daemon_run() with a fault point chosen by LOCKD_FAULT; the
 # shim journals lockd's writes and syncs to build power-loss images.
-# CRASH_TEST_BIN runs in make test (short); make soak runs the long ones
-# (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).
-CRASH_LIB_OBJ  := $(addprefix $(B)/tests/crash/,checker.o workload.o crashlib.o)
-CRASH_HARNESS  := $(TESTLIB)
-CRASH_FAULTY   := $(B)/tests/lockd-faulty
-CRASH_SHIM     := $(B)/tests/powerloss_shim.so
-CRASH_DAEMON   := $(B)/libdaemon.a $(B)/libcore.a $(B)/libproto.a
-CRASH_SYSLIBS  := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
-CRASH_TEST_BIN := $(B)/tests/crash_loop $(B)/tests/crash_faults \
-                  $(B)/tests/crash_powerloss $(B)/tests/crash_fencing
+CRASH_FAULTY := $(B)/tests/lockd-faulty
+CRASH_SHIM   := $(B)/tests/powerloss_shim.so
 
-$(CRASH_FAULTY): $(B)/tests/crash/lockd_faulty.o $(CRASH_DAEMON)
+$(CRASH_FAULTY): $(B)/tests/crash/lockd_faulty.o $(DAEMON_LINK)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CRASH_SYSLIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # Preloaded into lockd, so built without the sanitizers (an ASan lockd is
 # then run with ASAN_OPTIONS=verify_asan_link_order=0).
@@ -311,40 +311,183 @@ $(CRASH_SHIM): tests/crash/powerloss_shim.c tests/crash/journal.h
 	@mkdir -p $(dir $@)
 	$(CC) $(STD) $(WARNINGS) $(CFLAGS) -I. -fPIC -shared -o $@ $< -ldl -lpthread
 
-# The test programs start build/lockd, lockd-faulty and the shim: they
-# come along.
+# Integration tests start the real lockd through the test library's
+# process harness (tests/lib/harness.c); their full-map tests, like the
+# abuse programs', start lockd-faulty too (LOCKD_FAULT=map_unchecked).
+INTEG_SRC := $(wildcard tests/integration/test_*.c)
+INTEG_BIN := $(INTEG_SRC:tests/integration/test_%.c=$(B)/tests/integ_%)
+$(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(TESTLIB) \
+    $(B)/libproto.a | $(B)/lockd $(CRASH_FAULTY)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
+
+# The examples build the way a user's program does: through pkg-config and
+# nothing else (no -I. to the project's internals).  The client tests run
+# them, lockd and lockctl.
+CLIENT_EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+CLIENT_TEST_SRC := $(wildcard tests/client/test_*.c)
+CLIENT_TEST_BIN := $(CLIENT_TEST_SRC:tests/client/test_%.c=$(B)/tests/client_%)
+
+$(B)/examples/%: examples/%.c $(CLIENT_PC_DIR)/lockd.pc $(CLIENT_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -I.,$(ALL_CFLAGS)) \
+	    $$($(CLIENT_PKG_CONFIG) --cflags lockd) -o $@ $< \
+	    $(ALL_LDFLAGS) $$($(CLIENT_PKG_CONFIG) --libs lockd)
+
+$(B)/tests/client/%.o: ALL_CFLAGS += -pthread
+$(B)/tests/client_%: $(B)/tests/client/test_%.o $(TESTLIB) $(B)/liblockd.a \
+    $(B)/libproto.a | $(B)/lockd $(B)/lockctl $(CLIENT_EXAMPLES)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
+
+# Crash and power-loss tests: make test runs them short; make soak runs the
+# long ones (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).
+# They start build/lockd, lockd-faulty and the shim: they come along.
+CRASH_LIB_OBJ  := $(addprefix $(B)/tests/crash/,checker.o workload.o crashlib.o)
 CRASH_RUNTIME  := $(B)/lockd $(CRASH_FAULTY) $(CRASH_SHIM)
+CRASH_TEST_BIN := $(B)/tests/crash_loop $(B)/tests/crash_faults \
+                  $(B)/tests/crash_powerloss $(B)/tests/crash_fencing
 
 $(B)/tests/crash_loop: $(B)/tests/crash/test_crash_loop.o $(CRASH_LIB_OBJ) \
-    $(CRASH_HARNESS) $(B)/libproto.a | $(CRASH_RUNTIME)
+    $(TESTLIB) $(B)/libproto.a | $(CRASH_RUNTIME)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(B)/tests/crash_faults: $(B)/tests/crash/test_faults.o $(CRASH_LIB_OBJ) \
-    $(CRASH_HARNESS) $(B)/libproto.a | $(CRASH_RUNTIME)
+    $(TESTLIB) $(B)/libproto.a | $(CRASH_RUNTIME)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
 $(B)/tests/crash_powerloss: $(B)/tests/crash/test_powerloss.o \
-    $(B)/tests/crash/journal.o $(CRASH_LIB_OBJ) $(CRASH_HARNESS) \
-    $(CRASH_DAEMON) | $(CRASH_RUNTIME)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(CRASH_SYSLIBS)
+    $(B)/tests/crash/journal.o $(CRASH_LIB_OBJ) $(TESTLIB) \
+    $(DAEMON_LINK) | $(CRASH_RUNTIME)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS)
 
 $(B)/tests/crash_fencing: $(B)/tests/crash/test_fencing.o $(CRASH_LIB_OBJ) \
-    $(CRASH_HARNESS) $(B)/libproto.a | $(CRASH_RUNTIME)
+    $(TESTLIB) $(B)/libproto.a | $(CRASH_RUNTIME)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
 
-.PHONY: crash-test soak
+# The abuse programs: thousands of connections, slowloris, a client that
+# never reads, random bytes, a million names, a full map, wall-clock steps.
+# They start the real lockd through the harness, like the integration
+# tests, and include nothing of daemon/.
+ABUSE_SRC      := $(wildcard tests/abuse/test_*.c)
+ABUSE_TEST_BIN := $(ABUSE_SRC:tests/abuse/test_%.c=$(B)/tests/abuse_%)
+$(B)/tests/abuse_%: $(B)/tests/abuse/test_%.o $(B)/tests/abuse/abuse.o \
+    $(TESTLIB) $(B)/libproto.a | $(B)/lockd $(CRASH_FAULTY)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
+
+# libFuzzer targets, built apart from the rest with clang (ASan + UBSan),
+# in build-fuzz/: fuzz_proto over the parser; fuzz_service drives
+# daemon/service.c (not libuv) over the in-memory store (see the comment at
+# its top; UBSan findings are fatal, so they count as crashes).
+# tests/fuzz/run-fuzz.sh NAME BINARY CORPUS SECONDS runs one on a throwaway
+# copy of its seeds (tests/fuzz/corpus/; make_service_seeds.py writes the
+# service's), leaves a crashing input in build-fuzz/ as crash-*, and prints
+# one summary line.  make test runs fuzz-smoke-all (25 s each).
+FUZZ_CC      ?= clang
+FUZZ_CFLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 \
+                -D_GNU_SOURCE -I.
+FUZZ_PROTO   := build-fuzz/fuzz_proto
+FUZZ_SERVICE := build-fuzz/fuzz_service
+FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
+                    daemon/service_commit.c daemon/format.c \
+                    daemon/store.c daemon/metrics.c daemon/log.c \
+                    tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
+                    $(PROTO_SRC)
+FUZZ_SECONDS       ?= 600
+FUZZ_SMOKE_SECONDS ?= 25
+FUZZ_GUARD_SECONDS ?= 120
+
+$(FUZZ_PROTO): tests/fuzz/fuzz_proto.c $(PROTO_SRC) proto/proto.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_proto.c $(PROTO_SRC) -o $@
+
+$(FUZZ_SERVICE): $(FUZZ_SERVICE_SRC) $(wildcard core/*.h proto/*.h \
+    daemon/*.h tests/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
+	    $(FUZZ_SERVICE_SRC) -o $@
+
+.PHONY: fuzz fuzz-smoke-all fuzz-guard
+fuzz:
+	@tools/deps.sh fuzz
+	@$(MAKE) --no-print-directory $(FUZZ_PROTO) $(FUZZ_SERVICE)
+	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
+	    $(FUZZ_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
+	    tests/fuzz/corpus/service $(FUZZ_SECONDS)
+
+fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE)
+	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
+	    $(FUZZ_SMOKE_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
+	    tests/fuzz/corpus/service $(FUZZ_SMOKE_SECONDS)
+
+# The service fuzzer's guard: a broken service must be caught.
+fuzz-guard: $(FUZZ_SERVICE)
+	@tests/fuzz/run-fuzz.sh --guard service $(FUZZ_SERVICE) \
+	    tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)
+
+# The test run: every program above, the fuzzers' smoke runs, and the
+# checks of the units, the install, the docs and their samples.
+TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
+            $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
+
+test: deps-test
+	@$(MAKE) --no-print-directory test-run
+
+test-run: all $(TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(TEST_BIN) \
+	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
+	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
+	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
+	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
+	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)"
+
+# --- long runs: soak, abuse, valgrind ---------------------------------------
+.PHONY: crash-test soak abuse soak-abuse valgrind
 crash-test: $(CRASH_TEST_BIN)
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(CRASH_TEST_BIN)
 
-# The long runs: 1,000 kill -9 cycles; 60 power-loss runs of 15 images
-# (900 images); fencing for 30 s with the check on and up to 90 s off.
+# 1,000 kill -9 cycles; 60 power-loss runs of 15 images (900 images);
+# fencing for 30 s with the check on and up to 90 s off.
 soak: deps-test $(CRASH_TEST_BIN)
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh \
 	    "$(B)/tests/crash_loop --cycles 1000" \
 	    "$(B)/tests/crash_powerloss --cycles 60 --images 15" \
 	    "$(B)/tests/crash_fencing --seconds 30"
 
-# --- benchmarks --------------------------------------------------------------
+abuse: $(B)/lockd $(ABUSE_TEST_BIN)
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(ABUSE_TEST_BIN)
+
+soak-abuse: $(B)/lockd $(ABUSE_TEST_BIN)
+	@ABUSE_SCALE=4 LOCKD_BIN=$(abspath $(B)/lockd) \
+	    tools/run-tests.sh $(ABUSE_TEST_BIN)
+
+# The integration tests with LOCKD_BIN pointing at a wrapper that execs
+# lockd under memcheck (so the PID the harness signals is lockd's).  The
+# verdict is memcheck's: every lockd that exits by itself must report no
+# error and no definite or indirect leak (tests/abuse/valgrind-report.sh).
+# HARNESS_SLOW stretches the harness's time limits and HARNESS_STOP_GENTLY
+# ends each test's lockd with SIGTERM, so that it reports.  The tests' own
+# results are shown but do not decide: a few time leases of 300 ms, which a
+# lockd 20-50 times slower cannot keep.
+VALGRIND_LOGS := $(B)/valgrind
+
+valgrind: $(B)/lockd $(INTEG_BIN)
+	@command -v valgrind >/dev/null || \
+	    { echo "valgrind: apt-get install valgrind" >&2; exit 1; }
+	@rm -rf $(VALGRIND_LOGS) && mkdir -p $(VALGRIND_LOGS)
+	@VALGRIND_LOG_DIR=$(abspath $(VALGRIND_LOGS)) \
+	 LOCKD_REAL_BIN=$(abspath $(B)/lockd) \
+	 LOCKD_BIN=$(abspath tests/abuse/valgrind-lockd.sh) HARNESS_SLOW=4 \
+	 HARNESS_STOP_GENTLY=1 tools/run-tests.sh $(INTEG_BIN) \
+	    >$(VALGRIND_LOGS)/tests.out 2>&1; \
+	 grep -E '^(failed programs|programs):' $(VALGRIND_LOGS)/tests.out | \
+	    sed 's/^/valgrind: integration tests under memcheck: /'; \
+	 tests/abuse/valgrind-report.sh $(VALGRIND_LOGS)
+
+# --- benchmarks -------------------------------------------------------------
 # make bench installs the peers (Redis, etcd, hiredis), builds lockd, the load
 # generator and the no-op ceiling server, and runs bench/run.sh: lockd, Redis
 # (appendfsync always), etcd and the no-op server interleaved, pinned apart
@@ -354,11 +497,11 @@ BENCH_NOOP    := $(B)/bench/noop
 BENCH_FLUSH   := $(B)/bench/flushcost
 HIREDIS_LIBS   = $(call pc_libs,hiredis,-lhiredis)
 
-.PHONY: bench bench-build deps-bench
+.PHONY: bench bench-build deps-bench sizing
 
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(LMDB_CFLAGS) -c $< -o $@
 
 $(BENCH_LOADGEN): $(B)/bench/loadgen.o $(B)/libproto.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(HIREDIS_LIBS)
@@ -372,12 +515,6 @@ $(BENCH_FLUSH): $(B)/bench/flushcost.o
 deps-bench:
 	@tools/deps.sh bench
 
-# make sizing: memory and data.mdb bytes per held lock at 16- and 255-byte
-# names (bench/sizing.py; about 30 s; docs/operations.md, Sizing).
-.PHONY: sizing
-sizing: $(B)/lockd
-	bench/sizing.py --lockd $(B)/lockd
-
 bench-build: $(B)/lockd $(BENCH_LOADGEN) $(BENCH_NOOP) $(BENCH_FLUSH)
 
 # The packages first, then a recursive make, so that pkg-config sees hiredis.
@@ -387,130 +524,10 @@ bench: deps-bench
 	    NOOP=$(abspath $(BENCH_NOOP)) FLUSHCOST=$(abspath $(BENCH_FLUSH)) \
 	    bench/run.sh
 
-# --- fuzzing ---------------------------------------------------------------
-# libFuzzer targets, built apart from the rest with clang (ASan + UBSan).
-# `make fuzz` runs each for FUZZ_SECONDS on a throwaway copy of its seed
-# corpus, so the checked-in seeds stay small; `make fuzz-smoke` is a 20 s run
-# for the test suite.  A crash fails the target and leaves its input in
-# build-fuzz/ as crash-*.
-FUZZ_CC      ?= clang
-FUZZ_CFLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 \
-                -D_GNU_SOURCE -I.
-FUZZ_SECONDS ?= 600
-FUZZ_PROTO   := build-fuzz/fuzz_proto
-
-.PHONY: fuzz-smoke
-
-$(FUZZ_PROTO): tests/fuzz/fuzz_proto.c $(PROTO_SRC) proto/proto.h
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_proto.c $(PROTO_SRC) -o $@
-
-# $(1): seconds to run.  The corpus copy is removed whatever the outcome.
-fuzz_proto_run = corpus=$$(mktemp -d) && \
-	cp tests/fuzz/corpus/proto/* "$$corpus"/ && \
-	{ $(FUZZ_PROTO) -max_total_time=$(1) -print_final_stats=1 \
-	    -artifact_prefix=build-fuzz/ "$$corpus"; rc=$$?; \
-	  rm -rf "$$corpus"; exit $$rc; }
-
-fuzz:
-	@tools/deps.sh fuzz
-	@$(MAKE) --no-print-directory $(FUZZ_PROTO)
-	@$(call fuzz_proto_run,$(FUZZ_SECONDS))
-
-fuzz-smoke: $(FUZZ_PROTO)
-	@$(call fuzz_proto_run,20)
-
-# --- hostile input, valgrind, lint ------------------------------------------
-# make abuse / soak-abuse: thousands of connections, slowloris, a client that
-# never reads, random bytes, a million names, a full map, wall-clock steps.
-# fuzz-smoke-all (in make test), fuzz-service, fuzz-guard; make valgrind (the
-# integration tests with lockd under memcheck); make lint (cppcheck and
-# clang-tidy, configuration in .clang-tidy and tests/abuse/cppcheck.*).
-# --- the abuse programs -----------------------------------------------------
-# They start the real lockd through the integration harness, like the
-# integration tests, and include nothing of daemon/.
-ABUSE_SRC      := $(wildcard tests/abuse/test_*.c)
-ABUSE_TEST_BIN := $(ABUSE_SRC:tests/abuse/test_%.c=$(B)/tests/abuse_%)
-
-# The full-map tests of the integration and abuse programs start
-# lockd-faulty too (LOCKD_FAULT=map_unchecked).
-$(INTEG_BIN) $(ABUSE_TEST_BIN): | $(CRASH_FAULTY)
-
-$(B)/tests/abuse_%: $(B)/tests/abuse/test_%.o $(B)/tests/abuse/abuse.o \
-    $(TESTLIB) $(B)/libproto.a
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS)
-
-.PHONY: abuse soak-abuse
-abuse: $(B)/lockd $(ABUSE_TEST_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(ABUSE_TEST_BIN)
-
-soak-abuse: $(B)/lockd $(ABUSE_TEST_BIN)
-	@ABUSE_SCALE=4 LOCKD_BIN=$(abspath $(B)/lockd) \
-	    tools/run-tests.sh $(ABUSE_TEST_BIN)
-
-# --- the request-layer fuzzer ----------------------------------------------
-# fuzz_service drives daemon/service.c (not libuv) over the in-memory store;
-# see the comment at its top.  UBSan findings are fatal here, so they count
-# as crashes.  Seeds: tests/fuzz/corpus/service (tests/fuzz/make_service_seeds.py
-# writes them).
-FUZZ_SERVICE     := build-fuzz/fuzz_service
-FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
-                    daemon/service_commit.c daemon/format.c \
-                    daemon/store.c daemon/metrics.c daemon/log.c \
-                    tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
-                    $(PROTO_SRC)
-FUZZ_SMOKE_SECONDS ?= 25
-FUZZ_GUARD_SECONDS ?= 120
-
-$(FUZZ_SERVICE): $(FUZZ_SERVICE_SRC) $(wildcard core/*.h proto/*.h \
-    daemon/*.h tests/lib/*.h)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
-	    $(FUZZ_SERVICE_SRC) -o $@
-
-# tests/fuzz/run-fuzz.sh NAME BINARY CORPUS SECONDS: a throwaway copy of the
-# seeds, artifacts in build-fuzz/, one summary line with the executions.
-.PHONY: fuzz-service fuzz-smoke-all fuzz-guard
-fuzz-service: $(FUZZ_SERVICE)
-	@tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
-	    tests/fuzz/corpus/service $(FUZZ_SECONDS)
-fuzz: fuzz-service
-
-fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE)
-	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
-	    $(FUZZ_SMOKE_SECONDS) && \
-	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
-	    tests/fuzz/corpus/service $(FUZZ_SMOKE_SECONDS)
-
-fuzz-guard: $(FUZZ_SERVICE)
-	@tests/fuzz/run-fuzz.sh --guard service $(FUZZ_SERVICE) \
-	    tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)
-
-# --- valgrind -----------------------------------------------------------------
-# The integration tests with LOCKD_BIN pointing at a wrapper that execs
-# lockd under memcheck (so the PID the harness signals is lockd's).  The
-# verdict is memcheck's: every lockd that exits by itself must report no
-# error and no definite or indirect leak (tests/abuse/valgrind-report.sh).
-# HARNESS_SLOW stretches the harness's time limits and HARNESS_STOP_GENTLY
-# ends each test's lockd with SIGTERM, so that it reports.  The tests' own
-# results are shown but do not decide: a few time leases of 300 ms, which a
-# lockd 20-50 times slower cannot keep.
-VALGRIND_LOGS := $(B)/valgrind
-
-.PHONY: valgrind
-valgrind: $(B)/lockd $(INTEG_BIN)
-	@command -v valgrind >/dev/null || \
-	    { echo "valgrind: apt-get install valgrind" >&2; exit 1; }
-	@rm -rf $(VALGRIND_LOGS) && mkdir -p $(VALGRIND_LOGS)
-	@VALGRIND_LOG_DIR=$(abspath $(VALGRIND_LOGS)) \
-	 LOCKD_REAL_BIN=$(abspath $(B)/lockd) \
-	 LOCKD_BIN=$(abspath tests/abuse/valgrind-lockd.sh) HARNESS_SLOW=4 \
-	 HARNESS_STOP_GENTLY=1 tools/run-tests.sh $(INTEG_BIN) \
-	    >$(VALGRIND_LOGS)/tests.out 2>&1; \
-	 grep -E '^(failed programs|programs):' $(VALGRIND_LOGS)/tests.out | \
-	    sed 's/^/valgrind: integration tests under memcheck: /'; \
-	 tests/abuse/valgrind-report.sh $(VALGRIND_LOGS)
+# Memory and data.mdb bytes per held lock at 16- and 255-byte names
+# (bench/sizing.py; about 30 s; docs/operations.md, Sizing).
+sizing: $(B)/lockd
+	bench/sizing.py --lockd $(B)/lockd
 
 # --- lint -------------------------------------------------------------------
 # cppcheck and clang-tidy with the checked-in configuration: .clang-tidy at
@@ -532,17 +549,10 @@ lint-cppcheck:
 lint-clang-tidy:
 	@mkdir -p $(B)
 	@status=0; printf '%s\n' $(LINT_SRC) | xargs -P2 -I{} \
-	    clang-tidy --quiet {} -- $(STD) -I. $(UV_CFLAGS) $(LMDB_CFLAGS) \
-	    $(SYSTEMD_CFLAGS) >$(B)/clang-tidy.out 2>&1 || status=$$?; \
+	    clang-tidy --quiet {} -- $(STD) -I. $(SYS_CFLAGS) \
+	    >$(B)/clang-tidy.out 2>&1 || status=$$?; \
 	 grep -v 'warnings\{0,1\} generated\.$$' $(B)/clang-tidy.out; \
 	 echo "clang-tidy: $(words $(LINT_SRC)) files, exit $$status"; \
 	 exit $$status
 
-# --- the test run ------------------------------------------------------------
-test-run: all $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN) \
-	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
-	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
-	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
-	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
-	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)"
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,8 +1,7 @@
 /*
  * notify.h - telling systemd about lockd's state (Type=notify) and taking
- * listening sockets from it (socket activation).  Uses libsystemd when
- * lockd is built with it (LOCKD_WITH_SYSTEMD), else speaks the same small,
- * documented protocols itself; without systemd around, both do nothing.
+ * listening sockets from it (socket activation), through libsystemd;
+ * without systemd around, both do nothing.
  */
 #ifndef LOCKD_NOTIFY_H
 #define LOCKD_NOTIFY_H
