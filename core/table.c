@@ -590,6 +590,39 @@ held_limit_hit(const struct core_table *table, const struct core_entry *e)
 	    table->stats.held >= table->config.max_held;
 }
 
+/*
+ * The start of ACQUIRE and TRY, their arguments checked: finds the entry
+ * (an expired lease reclaimed first) and grants it at once when it is free
+ * and nobody waits.  Returns true when the request was answered, with
+ * *status its outcome; else *ep is the entry, busy or with waiters.
+ */
+static bool
+take_if_free(struct core_table *table, struct core_session *session,
+    const char *name, size_t name_len, int64_t lease, bool onclose_release,
+    uint64_t tag, core_time now, struct core_entry **ep,
+    enum core_status *status)
+{
+	struct core_entry *e;
+
+	if ((e = entry_get(table, name, name_len)) == NULL) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, NULL);
+		*status = CORE_ERR_NOMEM;
+		return true;
+	}
+	reclaim(table, e, now);
+	*ep = e;
+	if (!link_empty(&e->queue) || !table->rules->decide(&e->lock, now))
+		return false;
+	if (held_limit_hit(table, e)) {
+		reply_limit(table, session, tag, e, CORE_LIMIT_HELD);
+		*status = CORE_ERR_LIMIT;
+	} else {
+		*status = grant_to(table, e, session, tag, lease,
+		    onclose_release, now, now);
+	}
+	return true;
+}
+
 /* ---- operations ------------------------------------------------------- */
 
 enum core_status
@@ -599,6 +632,7 @@ core_acquire(struct core_table *table, struct core_session *session,
 {
 	struct core_entry *e;
 	struct core_waiter *w;
+	enum core_status status;
 	int64_t lease;
 
 	if (!name_ok(name_len) ||
@@ -607,20 +641,9 @@ core_acquire(struct core_table *table, struct core_session *session,
 		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
 		return CORE_ERR_BADARG;
 	}
-	if ((e = entry_get(table, name, name_len)) == NULL) {
-		reply_simple(table, CORE_REPLY_NOMEM, session, tag, NULL);
-		return CORE_ERR_NOMEM;
-	}
-	reclaim(table, e, now);
-
-	if (link_empty(&e->queue) && table->rules->decide(&e->lock, now)) {
-		if (held_limit_hit(table, e)) {
-			reply_limit(table, session, tag, e, CORE_LIMIT_HELD);
-			return CORE_ERR_LIMIT;
-		}
-		return grant_to(table, e, session, tag, lease,
-		    args->onclose_release, now, now);
-	}
+	if (take_if_free(table, session, name, name_len, lease,
+	    args->onclose_release, tag, now, &e, &status))
+		return status;
 	if (args->wait_ms == 0) {
 		table->stats.timeouts++;
 		reply_simple(table, CORE_REPLY_TIMEOUT, session, tag, e);
@@ -667,6 +690,7 @@ core_try(struct core_table *table, struct core_session *session,
     bool onclose_release, uint64_t tag, core_time now)
 {
 	struct core_entry *e;
+	enum core_status status;
 	int64_t lease;
 
 	if (!name_ok(name_len) ||
@@ -674,19 +698,9 @@ core_try(struct core_table *table, struct core_session *session,
 		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
 		return CORE_ERR_BADARG;
 	}
-	if ((e = entry_get(table, name, name_len)) == NULL) {
-		reply_simple(table, CORE_REPLY_NOMEM, session, tag, NULL);
-		return CORE_ERR_NOMEM;
-	}
-	reclaim(table, e, now);
-	if (link_empty(&e->queue) && table->rules->decide(&e->lock, now)) {
-		if (held_limit_hit(table, e)) {
-			reply_limit(table, session, tag, e, CORE_LIMIT_HELD);
-			return CORE_ERR_LIMIT;
-		}
-		return grant_to(table, e, session, tag, lease, onclose_release,
-		    now, now);
-	}
+	if (take_if_free(table, session, name, name_len, lease,
+	    onclose_release, tag, now, &e, &status))
+		return status;
 	table->stats.unavailable++;
 	reply_simple(table, CORE_REPLY_HELD, session, tag, e);
 	return CORE_OK;

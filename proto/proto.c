@@ -733,6 +733,21 @@ proto_parse_request_line(const char *line, size_t n,
 	return PROTO_DONE;
 }
 
+/* Frames one line of buf for a parser: err is cleared, or says TOOLONG;
+ * *n is the line's length without its end when the result is DONE. */
+static enum proto_result
+proto_frame(const char *buf, size_t len, size_t max_line, size_t *n,
+    size_t *consumed, struct proto_error *err)
+{
+	enum proto_result result;
+
+	proto_set_error(err, PROTO_ERR_NONE, NULL);
+	result = proto_frame_line(buf, len, max_line, n, consumed);
+	if (result == PROTO_TOOLONG)
+		proto_set_error(err, PROTO_ERR_TOOLONG, proto_msg_toolong);
+	return result;
+}
+
 enum proto_result
 proto_parse_request(const char *buf, size_t len, size_t max_line,
     struct proto_request *req, size_t *consumed, struct proto_error *err)
@@ -741,10 +756,7 @@ proto_parse_request(const char *buf, size_t len, size_t max_line,
 	size_t n;
 
 	memset(req, 0, sizeof(*req));
-	proto_set_error(err, PROTO_ERR_NONE, NULL);
-	result = proto_frame_line(buf, len, max_line, &n, consumed);
-	if (result == PROTO_TOOLONG)
-		proto_set_error(err, PROTO_ERR_TOOLONG, proto_msg_toolong);
+	result = proto_frame(buf, len, max_line, &n, consumed, err);
 	if (result != PROTO_DONE)
 		return result;
 	return proto_parse_request_line(buf, n, req, err);
@@ -925,10 +937,7 @@ proto_parse_reply(const char *buf, size_t len, size_t max_line,
 	size_t n;
 
 	memset(reply, 0, sizeof(*reply));
-	proto_set_error(err, PROTO_ERR_NONE, NULL);
-	result = proto_frame_line(buf, len, max_line, &n, consumed);
-	if (result == PROTO_TOOLONG)
-		proto_set_error(err, PROTO_ERR_TOOLONG, proto_msg_toolong);
+	result = proto_frame(buf, len, max_line, &n, consumed, err);
 	if (result != PROTO_DONE)
 		return result;
 	return proto_parse_reply_line(buf, n, reply, err);
