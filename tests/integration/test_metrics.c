@@ -40,16 +40,11 @@ metrics_port(const struct harness_server *s)
 	return atoi(p + strlen("metrics=127.0.0.1:"));
 }
 
-/* Sends raw bytes to the metrics port and returns the whole response
- * (until the server closes), at most 3 s. */
-static char *
-http_raw(int port, const char *request, size_t len)
+/* A connection to the metrics port on loopback. */
+static int
+metrics_connect(int port)
 {
-	static char resp[1 << 18];
 	struct sockaddr_in addr;
-	struct timeval tv = { 3, 0 };
-	size_t got = 0;
-	ssize_t n;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	assert_true(fd >= 0);
@@ -59,6 +54,20 @@ http_raw(int port, const char *request, size_t len)
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof(addr)),
 	    0);
+	return fd;
+}
+
+/* Sends raw bytes to the metrics port and returns the whole response
+ * (until the server closes), at most 3 s. */
+static char *
+http_raw(int port, const char *request, size_t len)
+{
+	static char resp[1 << 18];
+	struct timeval tv = { 3, 0 };
+	size_t got = 0;
+	ssize_t n;
+	int fd = metrics_connect(port);
+
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (len > 0)
 		(void)!write(fd, request, len);
@@ -247,16 +256,8 @@ test_metrics_bad_http_is_refused_and_the_lock_service_goes_on(void **state)
 static int
 metrics_idle_conn(int port, const char *bytes)
 {
-	struct sockaddr_in addr;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int fd = metrics_connect(port);
 
-	assert_true(fd >= 0);
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_port = htons((uint16_t)port);
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof(addr)),
-	    0);
 	if (bytes[0] != '\0')
 		assert_int_equal(write(fd, bytes, strlen(bytes)),
 		    (ssize_t)strlen(bytes));
