@@ -843,6 +843,71 @@ test_service_reply_after_an_open_promise_fails_with_it(void **state)
 	world_free(w);
 }
 
+/*
+ * A store that keeps a failed batch's settled deletes (the journal on a
+ * full map, store.h): a lease renewed in the batch, then run out in the
+ * same pass, is not settled - its RENEW is answered ERR UNAVAILABLE, so
+ * the holder's last durable lease must stand - while c's release, whose
+ * RELEASED is out, is settled and stays done.
+ */
+static void
+test_service_failed_commit_keeps_no_delete_a_promise_rests_on(void **state)
+{
+	struct world *w = world_new();
+	char h[64], hc[64];
+
+	(void)state;
+	world_open(w);
+	w->store.salvage_settled = true;
+	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
+	grant_handle(w, 3, "ACQUIRE c\n", hc);
+	feed(w, 1, "ACQUIRE b\n");
+	assert_int_equal(service_commit_begin(&w->svc), 1);
+	feedf(w, 0, "RENEW a %s lease=10\n", h);
+	w->clock.mono += 20;
+	service_tick(&w->svc);
+	feedf(w, 3, "RELEASE c %s\n", hc);
+	assert_string_equal(take(w, 3), "RELEASED c\r\n");
+	service_commit_write(&w->svc);
+	assert_int_equal(service_commit_end(&w->svc), 0);
+	w->store.fail_commits = 1;
+	assert_int_equal(service_commit(&w->svc), -1);
+	assert_string_equal(take(w, 0),
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
+	feed(w, 2, "STATUS a\nSTATUS c\n");
+	assert_string_equal(take(w, 2),
+	    "STATUS a held=1 fence=1 ttl=980 queue=0\r\n"
+	    "STATUS c held=0 fence=0 ttl=0 queue=0\r\n");
+	assert_non_null(store_mem_find(&w->store, "a"));
+	assert_null(store_mem_find(&w->store, "c"));
+	world_free(w);
+}
+
+/* The same with a release: a RENEW and a RELEASE pipelined in one pass
+ * both fail with their batch, and the lease stands as it was. */
+static void
+test_service_failed_commit_keeps_no_release_a_promise_rests_on(void **state)
+{
+	struct world *w = world_new();
+	char h[64];
+
+	(void)state;
+	world_open(w);
+	w->store.salvage_settled = true;
+	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
+	feedf(w, 0, "RENEW a %s lease=5000\nRELEASE a %s\n", h, h);
+	w->store.fail_commits = 1;
+	assert_int_equal(service_commit(&w->svc), -1);
+	assert_string_equal(take(w, 0),
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n"
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
+	feed(w, 2, "STATUS a\n");
+	assert_string_equal(take(w, 2),
+	    "STATUS a held=1 fence=1 ttl=1000 queue=0\r\n");
+	assert_non_null(store_mem_find(&w->store, "a"));
+	world_free(w);
+}
+
 static void
 test_service_fall_back_binds_an_onclose_lease_to_its_live_connection(
     void **state)
@@ -980,6 +1045,10 @@ main(void)
 		    test_service_failed_batch_in_flight_fails_what_rests_on_it),
 		cmocka_unit_test(
 		    test_service_reply_after_an_open_promise_fails_with_it),
+		cmocka_unit_test(
+		    test_service_failed_commit_keeps_no_delete_a_promise_rests_on),
+		cmocka_unit_test(
+		    test_service_failed_commit_keeps_no_release_a_promise_rests_on),
 		cmocka_unit_test(
 		    test_service_fall_back_binds_an_onclose_lease_to_its_live_connection),
 	};
