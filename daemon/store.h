@@ -82,10 +82,14 @@ struct store_stats {
  * what rests on it, would become ERR UNAVAILABLE, which tells the holder
  * that its last durable lease stands.
  *
- * So after a failed commit: every reply that waited for the batch is
- * ERR UNAVAILABLE ("nothing was granted or changed"), and it is true: its
- * lock's delete was not settled, so the lock falls back to what the store
- * held before the batch.  A settled delete that went in leaves its lock
+ * So after a failed commit every reply that waited for the batch is
+ * ERR UNAVAILABLE ("nothing was granted or changed"), and each is true of
+ * its own request.  A GRANTED or RENEWED of the batch, and what rested on
+ * its promise, concern a lock whose delete was not settled: the lock falls
+ * back to what the store held before the batch.  A reply made while the
+ * batch was in flight, about a lock it wrote, asked for a change after
+ * the batch's, undone with it whatever the store kept of the batch's
+ * settled deletes.  A settled delete that went in leaves its lock
  * free, as its clients were told; one that did not brings back the
  * holder's last durable lease, which runs out as after a crash before the
  * commit (its RELEASED, already sent, only frees the lock later).
