@@ -118,6 +118,22 @@ struct collect {
 	bool failed;
 };
 
+/*
+ * Whether the delete of this lock is settled (store.h): no reply about it
+ * waits for the batch now forming, which is so unless the lock has a
+ * promise on it - a GRANTED or RENEWED of this batch, then a release or
+ * an expiry in the same pass.  Then the promise's reply, and what rests
+ * on it, fail with the batch and tell the holder that its last durable
+ * lease stands, so the delete must not go in without the batch.
+ */
+static bool
+delete_settled(const struct service *svc, const char *name, size_t len)
+{
+	const struct core_entry *e = core_table_find(&svc->table, name, len);
+
+	return e != NULL && !service__promise_open(svc, e->user);
+}
+
 static void
 collect_record(void *ctx, const char *name, size_t name_len,
     const struct core_record *rec)
@@ -134,6 +150,8 @@ collect_record(void *ctx, const char *name, size_t name_len,
 	} else {
 		rc = store_batch_add(&c->svc->batch, STORE_DEL, name, name_len,
 		    NULL, 0);
+		if (rc == 0 && delete_settled(c->svc, name, name_len))
+			store_batch_settle(&c->svc->batch);
 	}
 	if (rc != 0)
 		c->failed = true;

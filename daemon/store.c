@@ -26,6 +26,7 @@ void
 store_batch_free(struct store_batch *batch)
 {
 	free(batch->ops);
+	free(batch->settled);
 	store_batch_init(batch);
 }
 
@@ -55,8 +56,41 @@ store_batch_add(struct store_batch *batch, enum store_op op, const char *name,
 	if (val_len)
 		memcpy(p + 3 + name_len, val, val_len);
 	batch->len += need;
+	/* Not settled, whatever an earlier use of the batch marked here. */
+	if (batch->count / 8 < batch->settled_cap)
+		batch->settled[batch->count / 8] &=
+		    (unsigned char)~(1u << (batch->count % 8));
 	batch->count++;
 	return 0;
+}
+
+void
+store_batch_settle(struct store_batch *batch)
+{
+	size_t i, cap;
+	unsigned char *p;
+
+	if (batch->count == 0)
+		return;
+	i = batch->count - 1;
+	if (i / 8 >= batch->settled_cap) {
+		cap = batch->settled_cap ? batch->settled_cap * 2 : 64;
+		while (cap <= i / 8)
+			cap *= 2;
+		if ((p = realloc(batch->settled, cap)) == NULL)
+			return;
+		memset(p + batch->settled_cap, 0, cap - batch->settled_cap);
+		batch->settled = p;
+		batch->settled_cap = cap;
+	}
+	batch->settled[i / 8] |= (unsigned char)(1u << (i % 8));
+}
+
+bool
+store_batch_settled(const struct store_batch *batch, size_t i)
+{
+	return i < batch->count && i / 8 < batch->settled_cap &&
+	    (batch->settled[i / 8] >> (i % 8) & 1) != 0;
 }
 
 bool

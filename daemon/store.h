@@ -25,6 +25,8 @@ struct store_batch {
 	char *ops;          /* encoded: op, name_len, value_len, name, value */
 	size_t len, cap;
 	size_t count;       /* operations */
+	unsigned char *settled;  /* a bit per operation: a settled delete */
+	size_t settled_cap;      /* bytes of settled */
 	bool has_hwm;
 	uint64_t hwm;
 };
@@ -51,15 +53,16 @@ struct store_stats {
  *         and atomically (a crash at any point leaves all of it or none),
  *         and returns 0.  On failure it returns a negative error and has
  *         applied nothing of the batch, with one exception: it may have
- *         applied some of the batch's deletes, each one whole and
- *         durably; never a put, never the high-water mark.  The journal
- *         does so when LMDB's map is full (store_journal.c,
+ *         applied some of the deletes the batch marks settled
+ *         (store_batch_settle), each one whole and durably; never a put,
+ *         never a delete not so marked, never the high-water mark.  The
+ *         journal does so when LMDB's map is full (store_journal.c,
  *         salvage_deletes), so that a full store makes room as leases
  *         end; LMDB alone and the in-memory store apply none.
  * get     The value stored under a name: 1 and the value, 0 when there is
  *         none.  The service needs it because of the exception above:
- *         after a failed commit it cannot know which deletes went in, so
- *         every lock the batch wrote falls back to what get() says
+ *         after a failed commit it cannot know which settled deletes went
+ *         in, so every lock the batch wrote falls back to what get() says
  *         (fall_back), and the replies that waited for the batch become
  *         ERR UNAVAILABLE.  A get that fails stops lockd (fail-stop).
  * load    Every record, then the high-water mark: where recovery starts.
@@ -69,13 +72,28 @@ struct store_stats {
  *         the caller sizes its lock table once rather than growing it
  *         through a recovery of a million records.  A hint only.
  *
- * So after a failed commit: a GRANTED or RENEWED of the batch was never
- * sent (it waits for the commit) and is answered ERR UNAVAILABLE, its put
- * never applied.  A RELEASED already sent (releases do not wait for the
- * disk) stays true when its delete went in; when it did not, the lock
- * falls back to its holder's last durable lease, which runs out as after
- * a crash before the commit.  docs/design.md, "A failed commit", says
- * more, with the one case the service does not yet answer exactly.
+ * A delete is settled when no reply about its lock waits for the batch
+ * (service_commit.c, collect_record): every client concerned has already
+ * been told that the lock ended - its RELEASED is out, its lease ran out
+ * at the expiry it was told, its onclose connection is gone - so the
+ * delete stands whether the batch commits or not.  A delete is not
+ * settled when its lock has a promise on the batch (a GRANTED or RENEWED
+ * of it, in this batch, then a release or an expiry): that reply, and
+ * what rests on it, would become ERR UNAVAILABLE, which tells the holder
+ * that its last durable lease stands.
+ *
+ * So after a failed commit every reply that waited for the batch is
+ * ERR UNAVAILABLE ("nothing was granted or changed"), and each is true of
+ * its own request.  A GRANTED or RENEWED of the batch, and what rested on
+ * its promise, concern a lock whose delete was not settled: the lock falls
+ * back to what the store held before the batch.  A reply made while the
+ * batch was in flight, about a lock it wrote, asked for a change after
+ * the batch's, undone with it whatever the store kept of the batch's
+ * settled deletes.  A settled delete that went in leaves its lock
+ * free, as its clients were told; one that did not brings back the
+ * holder's last durable lease, which runs out as after a crash before the
+ * commit (its RELEASED, already sent, only frees the lock later).
+ * docs/design.md, "A failed commit", says more.
  */
 struct store;
 struct store_ops {
@@ -104,6 +122,14 @@ void store_batch_reset(struct store_batch *batch);
 void store_batch_free(struct store_batch *batch);
 int store_batch_add(struct store_batch *batch, enum store_op op,
     const char *name, size_t name_len, const void *val, size_t val_len);
+/*
+ * Marks the operation just added, a delete, settled (the contract above).
+ * Without memory for the mark it stays unmarked: a failed commit then
+ * keeps it out, which is never wrong.
+ */
+void store_batch_settle(struct store_batch *batch);
+/* Whether operation i (0 the first) is a delete marked settled. */
+bool store_batch_settled(const struct store_batch *batch, size_t i);
 
 /* Walks a batch: *pos starts at 0; returns false at the end. */
 struct store_batch_op {

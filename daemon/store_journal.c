@@ -338,28 +338,27 @@ place(const struct store_journal *s, uint64_t len, uint64_t *used)
 }
 
 /*
- * A batch LMDB refused, with the journal empty: its deletes still go in,
- * alone and a few names a transaction - the one exception to "all or
- * nothing" that store.h's contract allows, and the commit still fails.
- * Most are releases and expiries whose replies are already out (a
- * RELEASED does not wait for the disk), and the service falls back every
- * name of the batch to what get() then says: the deleted ones stay
- * deleted, as their holders were told.  Without it a full map could not
- * drain while clients keep acquiring: every batch would hold a put, fail,
- * and bring its deletes back.  Small transactions, because on a full map
- * LMDB may lack the pages to copy every leaf one large delete touches.
- * docs/design.md ("A failed commit") has the one reply this leaves
- * inexact.
+ * A batch LMDB refused, with the journal empty: its settled deletes still
+ * go in, alone and a few names a transaction - the one exception to "all
+ * or nothing" that store.h's contract allows, and the commit still fails.
+ * They are releases whose RELEASED is out, leases that ran out as their
+ * holders were told, leases of closed onclose connections: no reply about
+ * them waits for the batch, so nothing the service then says contradicts
+ * them, and the service falls back every name of the batch to what get()
+ * then says.  Without it a full map could not drain while clients keep
+ * acquiring: every batch would hold a put, fail, and bring its deletes
+ * back.  Small transactions, because on a full map LMDB may lack the
+ * pages to copy every leaf one large delete touches.
  */
 static void
 salvage_deletes(struct store_journal *s, const struct store_batch *b)
 {
 	struct store_batch_op op;
-	size_t pos = 0;
+	size_t pos = 0, i;
 
 	store_batch_reset(&s->ck);
-	while (store_batch_next(b, &pos, &op)) {
-		if (op.op != STORE_DEL)
+	for (i = 0; store_batch_next(b, &pos, &op); i++) {
+		if (op.op != STORE_DEL || !store_batch_settled(b, i))
 			continue;
 		if (store_batch_add(&s->ck, op.op, op.name, op.name_len, NULL,
 		    0) != 0)

@@ -24,6 +24,27 @@ store_mem_find(const struct store_mem *s, const char *name)
 	return find((struct store_mem *)s, name, strlen(name));
 }
 
+static void
+entry_delete(struct store_mem *s, const char *name, size_t len)
+{
+	struct store_mem_entry *e = find(s, name, len);
+
+	if (e != NULL)
+		*e = s->entries[--s->count];
+}
+
+/* A failed commit's settled deletes, as the journal salvages them. */
+static void
+salvage(struct store_mem *s, const struct store_batch *batch)
+{
+	struct store_batch_op op;
+	size_t pos = 0, i;
+
+	for (i = 0; store_batch_next(batch, &pos, &op); i++)
+		if (op.op == STORE_DEL && store_batch_settled(batch, i))
+			entry_delete(s, op.name, op.name_len);
+}
+
 static int
 mem_commit(struct store *base, const struct store_batch *batch)
 {
@@ -34,6 +55,8 @@ mem_commit(struct store *base, const struct store_batch *batch)
 	if (s->fail_commits > 0) {
 		s->fail_commits--;
 		s->failed_commits++;
+		if (s->salvage_settled)
+			salvage(s, batch);
 		strcpy(s->base.error, "injected commit failure");
 		return -1;
 	}
@@ -51,12 +74,12 @@ mem_commit(struct store *base, const struct store_batch *batch)
 		s->cap = cap;
 	}
 	while (store_batch_next(batch, &pos, &op)) {
-		struct store_mem_entry *e = find(s, op.name, op.name_len);
+		struct store_mem_entry *e;
 		if (op.op == STORE_DEL) {
-			if (e != NULL)
-				*e = s->entries[--s->count];
+			entry_delete(s, op.name, op.name_len);
 			continue;
 		}
+		e = find(s, op.name, op.name_len);
 		if (e == NULL) {
 			e = &s->entries[s->count++];
 			memcpy(e->name, op.name, op.name_len);

@@ -2,8 +2,9 @@
  * store_mem.h - an in-memory store for the unit tests and the simulator:
  * the seam of daemon/store.h (commit, get, load, close; no count, no
  * stats), its batches all or nothing - a failed commit applies none of
- * its deletes either, as LMDB alone - with switches to make commits and
- * reads fail.  What a successful commit wrote
+ * its deletes either, as LMDB alone, unless told to keep its settled
+ * deletes as the journal's full map does - with switches to make commits
+ * and reads fail.  What a successful commit wrote
  * survives a simulated crash of the service (the store object outlives it).
  */
 #ifndef LOCKD_TESTS_STORE_MEM_H
@@ -26,6 +27,8 @@ struct store_mem {
 	/* Fault switches. */
 	int fail_commits;        /* the next N commits fail */
 	bool fail_reads;         /* get and load fail */
+	bool salvage_settled;    /* a failed commit still applies the
+	                          * batch's settled deletes (store.h) */
 	/* Counters. */
 	uint64_t commits, failed_commits;
 };

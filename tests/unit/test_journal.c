@@ -598,11 +598,14 @@ test_journal_a_full_map_refuses_puts_takes_deletes_loses_nothing(
 	}
 	snprintf(name, sizeof(name), "full/%05d", n);
 	assert_int_equal(s->ops->get(s, name, strlen(name), got, &len), 0);
-	/* A batch with a put is refused whole, but for its deletes: they
-	 * are releases whose replies are out already. */
+	/* A batch with a put is refused whole, but for its settled deletes:
+	 * releases whose replies are out already.  A delete not settled
+	 * (a reply about its lock waited for the batch) is refused too. */
 	memset(val, 'v', sizeof(val));
 	store_batch_init(&b);
 	store_batch_add(&b, STORE_DEL, "full/00000", 10, NULL, 0);
+	store_batch_settle(&b);
+	store_batch_add(&b, STORE_DEL, "full/00002", 10, NULL, 0);
 	for (i = 0; i < 2000; i++) {
 		snprintf(name, sizeof(name), "new/%05d", i);
 		store_batch_add(&b, STORE_PUT, name, strlen(name), val,
@@ -612,6 +615,7 @@ test_journal_a_full_map_refuses_puts_takes_deletes_loses_nothing(
 	assert_non_null(strstr(s->error, "MDB_MAP_FULL"));
 	assert_int_equal(s->ops->get(s, "full/00000", 10, got, &len), 0);
 	assert_int_equal(s->ops->get(s, "full/00001", 10, got, &len), 1);
+	assert_int_equal(s->ops->get(s, "full/00002", 10, got, &len), 1);
 	assert_int_equal(s->ops->get(s, "new/00000", 9, got, &len), 0);
 	/* Deletes alone are taken, and make room; then a put is. */
 	for (i = 1; i < n; i++) {

@@ -793,6 +793,40 @@ test_service_failed_batch_in_flight_fails_what_rests_on_it(void **state)
 	world_free(w);
 }
 
+/*
+ * c0 holds a (handle h, lease 1000).  While a batch for another lock is
+ * in flight, a shorter lease of a is promised; it runs out before its own
+ * batch is durable, and the RELEASE that then finds the lease gone rests
+ * on the promise.  The batch with a's delete is the next one.
+ */
+static void
+promise_a_lease_that_runs_out(struct world *w, const char *h)
+{
+	feed(w, 1, "ACQUIRE b\n");
+	assert_int_equal(service_commit_begin(&w->svc), 1);
+	feedf(w, 0, "RENEW a %s lease=10\n", h);
+	w->clock.mono += 20;
+	service_tick(&w->svc);
+	feedf(w, 0, "RELEASE a %s\n", h);
+	service_commit_write(&w->svc);
+	assert_int_equal(service_commit_end(&w->svc), 0);
+}
+
+/* That batch fails: the RENEW and the RELEASE both fail, and the lease
+ * is as told. */
+static void
+fail_the_promise(struct world *w)
+{
+	w->store.fail_commits = 1;
+	assert_int_equal(service_commit(&w->svc), -1);
+	assert_string_equal(take(w, 0),
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n"
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
+	feed(w, 2, "STATUS a\n");
+	assert_string_equal(take(w, 2),
+	    "STATUS a held=1 fence=1 ttl=980 queue=0\r\n");
+}
+
 static void
 test_service_reply_after_an_open_promise_fails_with_it(void **state)
 {
@@ -802,18 +836,54 @@ test_service_reply_after_an_open_promise_fails_with_it(void **state)
 	(void)state;
 	world_open(w);
 	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
-	/* While a batch for another lock is in flight, a shorter lease is
-	 * promised; it runs out before its own batch is durable, and that
-	 * batch fails: the RENEW and the RELEASE that found the lease gone
-	 * both fail, and the lease is as told. */
-	feed(w, 1, "ACQUIRE b\n");
-	assert_int_equal(service_commit_begin(&w->svc), 1);
-	feedf(w, 0, "RENEW a %s lease=10\n", h);
-	w->clock.mono += 20;
-	service_tick(&w->svc);
-	feedf(w, 0, "RELEASE a %s\n", h);
-	service_commit_write(&w->svc);
-	assert_int_equal(service_commit_end(&w->svc), 0);
+	promise_a_lease_that_runs_out(w, h);
+	fail_the_promise(w);
+	world_free(w);
+}
+
+/*
+ * The same with a store that keeps a failed batch's settled deletes (the
+ * journal on a full map, store.h): a's delete is not settled - the RENEW
+ * promised a, and is answered ERR UNAVAILABLE, so the holder's last
+ * durable lease must stand - while c's, whose RELEASED is out, is settled
+ * and stays done.
+ */
+static void
+test_service_failed_commit_keeps_no_delete_a_promise_rests_on(void **state)
+{
+	struct world *w = world_new();
+	char h[64], hc[64];
+
+	(void)state;
+	world_open(w);
+	w->store.salvage_settled = true;
+	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
+	grant_handle(w, 3, "ACQUIRE c\n", hc);
+	promise_a_lease_that_runs_out(w, h);
+	feedf(w, 3, "RELEASE c %s\n", hc);
+	assert_string_equal(take(w, 3), "RELEASED c\r\n");
+	fail_the_promise(w);
+	assert_non_null(store_mem_find(&w->store, "a"));
+	assert_null(store_mem_find(&w->store, "c"));
+	feed(w, 2, "STATUS c\n");
+	assert_string_equal(take(w, 2),
+	    "STATUS c held=0 fence=0 ttl=0 queue=0\r\n");
+	world_free(w);
+}
+
+/* The same with a release: a RENEW and a RELEASE pipelined in one pass
+ * both fail with their batch, and the lease stands as it was. */
+static void
+test_service_failed_commit_keeps_no_release_a_promise_rests_on(void **state)
+{
+	struct world *w = world_new();
+	char h[64];
+
+	(void)state;
+	world_open(w);
+	w->store.salvage_settled = true;
+	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
+	feedf(w, 0, "RENEW a %s lease=5000\nRELEASE a %s\n", h, h);
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit(&w->svc), -1);
 	assert_string_equal(take(w, 0),
@@ -821,7 +891,8 @@ test_service_reply_after_an_open_promise_fails_with_it(void **state)
 	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
 	feed(w, 2, "STATUS a\n");
 	assert_string_equal(take(w, 2),
-	    "STATUS a held=1 fence=1 ttl=980 queue=0\r\n");
+	    "STATUS a held=1 fence=1 ttl=1000 queue=0\r\n");
+	assert_non_null(store_mem_find(&w->store, "a"));
 	world_free(w);
 }
 
@@ -961,6 +1032,10 @@ main(void)
 		    test_service_failed_batch_in_flight_fails_what_rests_on_it),
 		cmocka_unit_test(
 		    test_service_reply_after_an_open_promise_fails_with_it),
+		cmocka_unit_test(
+		    test_service_failed_commit_keeps_no_delete_a_promise_rests_on),
+		cmocka_unit_test(
+		    test_service_failed_commit_keeps_no_release_a_promise_rests_on),
 		cmocka_unit_test(
 		    test_service_fall_back_binds_an_onclose_lease_to_its_live_connection),
 	};

@@ -80,6 +80,37 @@ test_store_batch_walks_back_what_was_added(void **state)
 	store_batch_free(&b);
 }
 
+/* A settled mark is the one delete's it was given, and a batch used
+ * again starts with none, however many it had. */
+static void
+test_store_batch_marks_only_the_deletes_it_settles(void **state)
+{
+	struct store_batch b;
+	char name[16];
+	size_t i;
+
+	(void)state;
+	store_batch_init(&b);
+	assert_false(store_batch_settled(&b, 0));
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "n%zu", i);
+		assert_int_equal(store_batch_add(&b, STORE_DEL, name,
+		    strlen(name), NULL, 0), 0);
+		if (i % 3 == 1)
+			store_batch_settle(&b);
+	}
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(store_batch_settled(&b, i), i % 3 == 1);
+	assert_false(store_batch_settled(&b, 1000));
+	store_batch_reset(&b);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(store_batch_add(&b, STORE_DEL, "x", 1, NULL,
+		    0), 0);
+	for (i = 0; i < 1000; i++)
+		assert_false(store_batch_settled(&b, i));
+	store_batch_free(&b);
+}
+
 static void
 test_store_lmdb_commits_reload_after_reopen(void **state)
 {
@@ -266,6 +297,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_store_batch_walks_back_what_was_added),
+		cmocka_unit_test(
+		    test_store_batch_marks_only_the_deletes_it_settles),
 		cmocka_unit_test_setup_teardown(
 		    test_store_lmdb_commits_reload_after_reopen, setup, teardown),
 		cmocka_unit_test_setup_teardown(
