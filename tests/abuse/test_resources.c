@@ -338,28 +338,11 @@ test_resources_a_peak_of_held_names_is_a_high_water_mark_not_a_leak(
  * tests/ beside lockd) with LOCKD_FAULT=map_unchecked: lockd itself refuses
  * to start with a --map-size too small for --max-held.
  */
-static char unchecked_saved_bin[4096];
-
 static int
 unchecked_map_setup(void **state)
 {
-	const char *bin = getenv("LOCKD_REAL_BIN"), *was = getenv("LOCKD_BIN");
-	char path[4096 + 32], *slash;
-
-	snprintf(unchecked_saved_bin, sizeof(unchecked_saved_bin), "%s",
-	    was != NULL ? was : "");
-	if (bin == NULL || *bin == '\0')
-		bin = was != NULL && *was != '\0' ? was : "build/lockd";
-	snprintf(path, sizeof(path), "%s", bin);
-	slash = strrchr(path, '/');
-	snprintf(slash != NULL ? slash + 1 : path, 32, "tests/lockd-faulty");
-	if (access(path, X_OK) != 0) {
-		fprintf(stderr, "%s: not built (make %s)\n", path, path);
-		return -1;
-	}
-	setenv("LOCKD_BIN", path, 1);
-	setenv("LOCKD_FAULT", "map_unchecked", 1);
-	return harness_setup(state);
+	return harness_faulty_begin("map_unchecked") != 0 ? -1 :
+	    harness_setup(state);
 }
 
 static int
@@ -367,11 +350,7 @@ unchecked_map_teardown(void **state)
 {
 	int rc = abuse_teardown(state);
 
-	unsetenv("LOCKD_FAULT");
-	if (unchecked_saved_bin[0] != '\0')
-		setenv("LOCKD_BIN", unchecked_saved_bin, 1);
-	else
-		unsetenv("LOCKD_BIN");
+	harness_faulty_end();
 	return rc;
 }
 

@@ -1421,3 +1421,39 @@ harness_parse_status(const char *line, struct harness_status *st)
 	st->queue = r.queue;
 	return true;
 }
+
+/* ---- lockd-faulty --------------------------------------------------------- */
+
+static char faulty_saved_bin[4096];
+
+int
+harness_faulty_begin(const char *fault)
+{
+	const char *bin = getenv("LOCKD_REAL_BIN"), *was = getenv("LOCKD_BIN");
+	char path[4096 + 32], *slash;
+
+	snprintf(faulty_saved_bin, sizeof(faulty_saved_bin), "%s",
+	    was != NULL ? was : "");
+	if (bin == NULL || *bin == '\0')
+		bin = was != NULL && *was != '\0' ? was : "build/lockd";
+	snprintf(path, sizeof(path), "%s", bin);
+	slash = strrchr(path, '/');
+	snprintf(slash != NULL ? slash + 1 : path, 32, "tests/lockd-faulty");
+	if (access(path, X_OK) != 0) {
+		fprintf(stderr, "%s: not built (make %s)\n", path, path);
+		return -1;
+	}
+	setenv("LOCKD_BIN", path, 1);
+	setenv("LOCKD_FAULT", fault, 1);
+	return 0;
+}
+
+void
+harness_faulty_end(void)
+{
+	unsetenv("LOCKD_FAULT");
+	if (faulty_saved_bin[0] != '\0')
+		setenv("LOCKD_BIN", faulty_saved_bin, 1);
+	else
+		unsetenv("LOCKD_BIN");
+}

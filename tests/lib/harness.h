@@ -118,6 +118,19 @@ int harness_teardown(void **state);
 	harness_teardown)
 
 /*
+ * For a test whose servers must run with a fault point: they run
+ * lockd-faulty (the real lockd, built in tests/ beside lockd, see
+ * LOCKD_REAL_BIN or LOCKD_BIN) with LOCKD_FAULT=fault - a test that fills
+ * the map needs "map_unchecked", since lockd itself refuses to start with a
+ * --map-size too small for --max-held.  harness_faulty_begin returns 0, or
+ * -1 when lockd-faulty is not built; harness_faulty_end puts LOCKD_BIN
+ * back and clears LOCKD_FAULT.  Call them from a fixture's setup and
+ * teardown, around harness_setup and harness_teardown.
+ */
+int harness_faulty_begin(const char *fault);
+void harness_faulty_end(void);
+
+/*
  * Call first in main() of a program without per-test fixtures: arms a
  * watchdog of HARNESS_PROGRAM_TIMEOUT_S (a hang fails the program, not the
  * whole run) and runs only the tests matching $TEST_FILTER when set.
