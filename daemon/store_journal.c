@@ -56,6 +56,14 @@
 #include "daemon/store_lmdb.h"
 
 #define WAL_CHUNK (1u << 20)    /* zeros written at a time when creating */
+/* The in-memory tail (the records since the mark) starts this big and
+ * doubles; the name index keeps at most this many slots across a
+ * checkpoint, a bigger one is freed and grows again when needed. */
+#define TAIL_FIRST_CAP 65536
+#define INDEX_KEEP_SLOTS 65536
+/* LMDB room the journal leaves unclaimed beyond its estimate: the meta
+ * keys and the branch pages a checkpoint may add. */
+#define ROOM_SLACK 65536
 
 struct wal_slot {
 	uint32_t off1;      /* offset of the operation in tail, + 1; 0: empty */
@@ -205,7 +213,7 @@ static int
 tail_reserve(struct store_journal *s, const struct store_batch *b)
 {
 	if (s->tail_len + b->len > s->tail_cap) {
-		size_t cap = s->tail_cap ? s->tail_cap : 65536;
+		size_t cap = s->tail_cap ? s->tail_cap : TAIL_FIRST_CAP;
 		unsigned char *p;
 		while (cap < s->tail_len + b->len)
 			cap *= 2;
@@ -229,7 +237,7 @@ tail_clear(struct store_journal *s)
 		s->tail = NULL;
 		s->tail_cap = 0;
 	}
-	if (s->nslots > 65536) {
+	if (s->nslots > INDEX_KEEP_SLOTS) {
 		free(s->slots);
 		s->slots = NULL;
 		s->nslots = 0;
@@ -315,7 +323,7 @@ static bool
 ample(const struct store_journal *s, const struct store_batch *b)
 {
 	uint64_t need = (s->nnames + b->count) * 2 * s->psize +
-	    2 * (s->tail_len + b->len) + 65536;
+	    2 * (s->tail_len + b->len) + ROOM_SLACK;
 
 	return need <= s->room;
 }
