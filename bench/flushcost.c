@@ -12,6 +12,14 @@
  *                       commits: the dirty pages, an fdatasync, then the
  *                       meta page through an O_DSYNC descriptor
  *   lmdb_commit_32_us   the same with 32 records (a busy batch)
+ *   lmdb_nometasync_us  one record, LMDB opened with MDB_NOMETASYNC: the
+ *                       dirty pages and an fdatasync, the meta page
+ *                       written unsynced (the experiment's commit when
+ *                       the next batch follows and syncs that meta page)
+ *   lmdb_nometasync_sync_us  the same and then mdb_env_sync(env, 1): the
+ *                       experiment's cost of a batch that nothing follows
+ *                       (docs/performance.md, "The journal against
+ *                       MDB_NOMETASYNC")
  *   append_sync_us      a 100-byte append to a growing file and an
  *                       fdatasync, as Redis's appendfsync always does
  *   overwrite_sync_us   a 4 KiB write into an already written block and an
@@ -62,9 +70,11 @@ die(const char *what, const char *detail)
 	exit(1);
 }
 
-/* One synced LMDB transaction of `records` puts per run. */
+/* One LMDB transaction of `records` puts per run, in env_flags's mode,
+ * and an mdb_env_sync after each when `sync`. */
 static double
-lmdb_commits(const char *dir, int count, int records)
+lmdb_commits(const char *dir, int count, int records, unsigned env_flags,
+    int sync)
 {
 	char path[4096], key[16];
 	unsigned char val[64];
@@ -78,7 +88,7 @@ lmdb_commits(const char *dir, int count, int records)
 	mkdir(path, 0700);
 	if (t == NULL || (rc = mdb_env_create(&env)) != 0 ||
 	    (rc = mdb_env_set_mapsize(env, (size_t)64 << 20)) != 0 ||
-	    (rc = mdb_env_open(env, path, 0, 0600)) != 0)
+	    (rc = mdb_env_open(env, path, env_flags, 0600)) != 0)
 		die("lmdb", t == NULL ? "out of memory" : mdb_strerror(rc));
 	memset(val, 0xa5, sizeof(val));
 	for (i = 0; i < count; i++) {
@@ -97,7 +107,8 @@ lmdb_commits(const char *dir, int count, int records)
 			if ((rc = mdb_put(txn, dbi, &k, &v, 0)) != 0)
 				die("lmdb", mdb_strerror(rc));
 		}
-		if ((rc = mdb_txn_commit(txn)) != 0)
+		if ((rc = mdb_txn_commit(txn)) != 0 ||
+		    (sync && (rc = mdb_env_sync(env, 1)) != 0))
 			die("lmdb", mdb_strerror(rc));
 		t[i] = now_us() - t0;
 	}
@@ -161,9 +172,12 @@ main(int argc, char **argv)
 		return 64;
 	}
 	printf("lmdb_commit_us=%.0f lmdb_commit_32_us=%.0f "
-	    "append_sync_us=%.0f overwrite_sync_us=%.0f\n",
-	    lmdb_commits(argv[1], count, 1),
-	    lmdb_commits(argv[1], count, RECORDS),
+	    "append_sync_us=%.0f overwrite_sync_us=%.0f ",
+	    lmdb_commits(argv[1], count, 1, 0, 0),
+	    lmdb_commits(argv[1], count, RECORDS, 0, 0),
 	    file_syncs(argv[1], count, 1), file_syncs(argv[1], count, 0));
+	printf("lmdb_nometasync_us=%.0f lmdb_nometasync_sync_us=%.0f\n",
+	    lmdb_commits(argv[1], count, 1, MDB_NOMETASYNC, 0),
+	    lmdb_commits(argv[1], count, 1, MDB_NOMETASYNC, 1));
 	return 0;
 }

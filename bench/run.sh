@@ -41,7 +41,14 @@ BENCH_TRY_CONNS=${BENCH_TRY_CONNS:-16}
 BENCH_SERVER_CPU=${BENCH_SERVER_CPU:-0}
 BENCH_CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 BENCH_NOTE=${BENCH_NOTE:-}
-PEERS=(lockd redis etcd noop)
+# LOCKD_NOMETASYNC=build/tests/lockd-faulty adds the peer "nometasync":
+# lockd-faulty with LOCKD_FAULT=lmdb_nometasync, LMDB alone with
+# MDB_NOMETASYNC and replies a batch late (docs/performance.md, "The
+# journal against MDB_NOMETASYNC").  Never a mode of lockd.
+LOCKD_NOMETASYNC=${LOCKD_NOMETASYNC:-}
+ALT=()
+[ -n "$LOCKD_NOMETASYNC" ] && ALT=(nometasync)
+PEERS=(lockd "${ALT[@]}" redis etcd noop)
 
 for bin in "$LOCKD" "$LOADGEN" "$NOOP"; do
 	[ -x "$bin" ] || { echo "bench: $bin is missing; run make bench" >&2; exit 1; }
@@ -153,7 +160,7 @@ start_lockd() {
 	shift 2
 	mkdir -p "$dir"
 	LOG[$name]=$WORK/$name.log
-	"${SPIN[@]}" "$LOCKD" --data-dir "$dir" --listen 127.0.0.1:0 "$@" \
+	"${SPIN[@]}" "${LOCKD_BIN:-$LOCKD}" --data-dir "$dir" --listen 127.0.0.1:0 "$@" \
 	    2>>"${LOG[$name]}" &
 	PID[$name]=$!
 	wait_log "${LOG[$name]}" "listening on 127.0.0.1:" 30 "${PID[$name]}"
@@ -238,6 +245,10 @@ loadgen() {
 cat "$BENCH_RESULTS" >&2
 
 start_lockd lockd "$WORK/lockd"
+if [ -n "$LOCKD_NOMETASYNC" ]; then
+	LOCKD_FAULT=lmdb_nometasync LOCKD_BIN=$LOCKD_NOMETASYNC \
+	    start_lockd nometasync "$WORK/nometasync"
+fi
 start_redis
 start_etcd
 start_noop
@@ -258,7 +269,7 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
 			    -P "r$round/c$n"
 		done
 	done
-	for peer in lockd redis etcd; do   # no-op has no lock to hand off
+	for peer in lockd "${ALT[@]}" redis etcd; do   # no-op: no hand-off
 		loadgen "$peer" "round=$round" -w handoff -c "$BENCH_HANDOFF_CONNS" \
 		    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" -P "r$round/h"
 	done
@@ -272,6 +283,7 @@ for peer in "${PEERS[@]}"; do
 done
 stop etcd
 stop noop
+stop nometasync
 
 # --- scale ------------------------------------------------------------------
 # Held locks: a fresh lockd, BENCH_LOCKS locks taken and kept (lease 1 h, so

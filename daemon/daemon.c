@@ -183,7 +183,9 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		jcfg.lmdb_flags = seams->lmdb_flags;
 		jcfg.journal_nosync = seams->journal_nosync;
 	}
-	store = store_journal_open(cfg.data_dir, &jcfg, err, sizeof(err));
+	store = seams != NULL && seams->open_store != NULL ?
+	    seams->open_store(cfg.data_dir, cfg.map_size, err, sizeof(err)) :
+	    store_journal_open(cfg.data_dir, &jcfg, err, sizeof(err));
 	if (store == NULL) {
 		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
 		fprintf(stderr, "lockd: %s\n", err);

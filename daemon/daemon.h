@@ -18,6 +18,10 @@ struct daemon_seams {
 	bool journal_nosync;         /* no fdatasync of the journal: guards */
 	bool map_unchecked;          /* no --max-held/--map-size check, so
 	                              * that a test can fill the map */
+	/* Opens the store instead of lockd's (LMDB behind the journal): the
+	 * MDB_NOMETASYNC experiment of lockd-faulty only. */
+	struct store *(*open_store)(const char *dir, size_t map_size,
+	    char *err, size_t err_len);
 	/* Called once lockd listens, before the loop runs. */
 	void (*started)(struct server *srv, void *ctx);
 	void *ctx;

@@ -330,7 +330,7 @@ commit_if_due(struct server *srv)
 
 	if (srv->committing || mono_now(srv) < srv->retry_at)
 		return;
-	due = srv->stopping ? service_commit_pending(&srv->svc) :
+	due = srv->stopping ? service_commit_owed(&srv->svc) :
 	    service_commit_due(&srv->svc);
 	if (!due)
 		return;
@@ -370,7 +370,7 @@ end_of_pass(struct server *srv)
 
 	deadline = service_next_deadline(&srv->svc);
 	now = mono_now(srv);
-	if (!srv->committing && service_commit_pending(&srv->svc) &&
+	if (!srv->committing && service_commit_owed(&srv->svc) &&
 	    srv->retry_at > now &&
 	    deadline > srv->retry_at)
 		deadline = srv->retry_at;

@@ -58,6 +58,14 @@ struct service_config {
 struct service_hooks {
 	int (*before_commit)(void *ctx);
 	void (*after_commit)(void *ctx);  /* durable, replies not yet out */
+	/*
+	 * The MDB_NOMETASYNC experiment (docs/performance.md, "The journal
+	 * against MDB_NOMETASYNC"), never set in lockd: when set, a commit
+	 * makes its batch's data durable and the batch before it whole, so
+	 * its own replies wait for the next commit or, when none is due,
+	 * for this call, which makes the last commit durable.
+	 */
+	int (*sync)(void *ctx);
 	void *ctx;
 };
 
@@ -116,6 +124,8 @@ struct service {
 	uint64_t batch_seq;      /* the batch now forming */
 	uint64_t durable_seq;    /* the last batch on disk */
 	uint64_t inflight_seq;   /* the batch being written; 0: none */
+	uint64_t unsynced_seq;   /* hooks.sync: written, not yet durable */
+	bool syncing;            /* hooks.sync: a sync is in flight */
 	int inflight_rc;         /* what its write returned */
 	int64_t inflight_ns;     /* how long the store took; -1: not written */
 	/* The names it writes, indexed on first need (inflight_depends). */
@@ -214,8 +224,14 @@ bool service_commit_inflight(const struct service *svc);
 /* True when changes wait for a commit (e.g. after a failed one). */
 bool service_commit_pending(const struct service *svc);
 
+/* True when changes wait for a commit, or (hooks.sync) the last commit
+ * for its sync: what a stopping server must still do. */
+bool service_commit_owed(const struct service *svc);
+
 /* True when the end of this pass should commit: a GRANTED or RENEWED
- * waits, or unpromised changes have waited long enough (below). */
+ * waits, or unpromised changes have waited long enough (below); with
+ * hooks.sync, also when the last commit waits for its sync and no batch
+ * is due (service_commit_begin then syncs). */
 bool service_commit_due(struct service *svc);
 
 /*

@@ -97,7 +97,8 @@ bool
 service__promise_open(const struct service *svc, uint64_t batch)
 {
 	return batch > svc->durable_seq &&
-	    (batch == svc->batch_seq || batch == svc->inflight_seq);
+	    (batch == svc->batch_seq || batch == svc->inflight_seq ||
+	    batch == svc->unsynced_seq);
 }
 
 uint64_t
@@ -305,9 +306,30 @@ service_commit_pending(const struct service *svc)
 }
 
 bool
+service_commit_owed(const struct service *svc)
+{
+	return service_commit_pending(svc) || svc->unsynced_seq != 0;
+}
+
+bool
 service_commit_inflight(const struct service *svc)
 {
-	return svc->inflight_seq != 0;
+	return svc->inflight_seq != 0 || svc->syncing;
+}
+
+/*
+ * hooks.sync (the MDB_NOMETASYNC experiment): a commit returns with its
+ * batch's data on disk and its root (LMDB's meta page) written but not
+ * synced; the next commit's data flush syncs that root too.  So batch N's
+ * replies go out when batch N+1 is written, or, when no batch is due, after
+ * a sync of its own: a sync is "begun" like a batch, runs on the same
+ * thread, and ends by making every ended batch durable.
+ */
+static bool
+sync_now(const struct service *svc)
+{
+	return svc->hooks.sync != NULL && svc->unsynced_seq != 0 &&
+	    !svc->commit_needed;
 }
 
 int
@@ -316,7 +338,15 @@ service_commit_begin(struct service *svc)
 	struct collect c = { svc, svc->clock.mono(svc->clock.ctx),
 	    svc->clock.wall(svc->clock.ctx), false };
 
-	if (svc->inflight_seq != 0 || !service_commit_pending(svc))
+	if (svc->inflight_seq != 0 || svc->syncing)
+		return 0;
+	if (sync_now(svc)) {
+		svc->syncing = true;
+		svc->inflight_rc = 0;
+		svc->inflight_ns = -1;
+		return 1;
+	}
+	if (!service_commit_pending(svc))
 		return 0;
 	store_batch_reset(&svc->batch);
 	svc->lazy_since = 0;
@@ -346,6 +376,10 @@ service_commit_write(struct service *svc)
 {
 	int64_t t0;
 
+	if (svc->syncing) {
+		svc->inflight_rc = svc->hooks.sync(svc->hooks.ctx);
+		return;
+	}
 	if (svc->hooks.before_commit != NULL &&
 	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
 		snprintf(svc->store->error, sizeof(svc->store->error),
@@ -363,7 +397,23 @@ service_commit_end(struct service *svc)
 {
 	uint64_t batch = svc->inflight_seq;
 	struct core_link *l, *next;
+	bool written;
 
+	if (svc->syncing) {
+		svc->syncing = false;
+		if (svc->inflight_rc != 0) {
+			/* The last batch is in LMDB and its replies wait; it
+			 * can be neither undone nor known durable: stop,
+			 * recovery starts over from the disk. */
+			log_event(LOG_ERROR, "store_error",
+			    "op=sync error=\"%s\" action=exit",
+			    svc->store->error);
+			abort();
+		}
+		svc->unsynced_seq = 0;
+		svc->durable_seq = svc->batch_seq - 1;
+		goto release;
+	}
 	if (batch == 0)
 		return 0;
 	svc->inflight_seq = 0;
@@ -390,9 +440,18 @@ service_commit_end(struct service *svc)
 	}
 	if (svc->batch.has_hwm)
 		svc->committed_hwm = svc->batch.hwm;
-	svc->durable_seq = batch;
+	written = svc->batch.count > 0 || svc->batch.has_hwm;
+	if (svc->hooks.sync == NULL) {
+		svc->durable_seq = batch;
+	} else if (written) {
+		svc->durable_seq = batch - 1;   /* its flush synced them */
+		svc->unsynced_seq = batch;
+	} else if (svc->unsynced_seq == 0) {
+		svc->durable_seq = batch;
+	}   /* else an empty batch: its replies wait for the sync */
 	if (svc->hooks.after_commit != NULL)
 		svc->hooks.after_commit(svc->hooks.ctx);
+release:
 	for (l = svc->waiting.next; l != &svc->waiting; l = next) {
 		next = l->next;
 		service__advance(svc, container_of(l, struct service_conn,
@@ -404,12 +463,18 @@ service_commit_end(struct service *svc)
 int
 service_commit(struct service *svc)
 {
-	int rc = service_commit_begin(svc);
+	int rc, round;
 
-	if (rc != 1)
-		return rc;
-	service_commit_write(svc);
-	return service_commit_end(svc);
+	/* With hooks.sync: a sync, the batch, its sync - all of it durable. */
+	for (round = 0; round < 3; round++) {
+		if ((rc = service_commit_begin(svc)) != 1)
+			return rc;
+		service_commit_write(svc);
+		if ((rc = service_commit_end(svc)) != 0 ||
+		    svc->hooks.sync == NULL)
+			return rc;
+	}
+	return 0;
 }
 
 bool
@@ -417,9 +482,9 @@ service_commit_due(struct service *svc)
 {
 	core_time now;
 
-	if (svc->inflight_seq != 0)
+	if (svc->inflight_seq != 0 || svc->syncing)
 		return false;   /* the next batch forms meanwhile */
-	if (svc->commit_needed)
+	if (svc->commit_needed || sync_now(svc))
 		return true;
 	if (!service_commit_pending(svc))
 		return false;

@@ -237,6 +237,14 @@ store_lmdb_read_mark(struct store_lmdb *s, struct format_mark *mark)
 }
 
 int
+store_lmdb_sync(struct store_lmdb *s)
+{
+	int rc = mdb_env_sync(s->env, 1);
+
+	return rc == 0 ? 0 : fail(s, "mdb_env_sync", rc);
+}
+
+int
 store_lmdb_room(struct store_lmdb *s, uint64_t *room, uint64_t *psize)
 {
 	MDB_envinfo info;

@@ -4,7 +4,8 @@
  * journal's mark in the same transaction as its batch, recovery reads the
  * mark back, and the journal watches the room left in LMDB's map.  No
  * other store has these, so they stay behind this pair: include it from
- * store_lmdb.c and store_journal.c (and the pair's own tests) only.
+ * store_lmdb.c and store_journal.c (and the pair's own tests, and
+ * lockd-faulty's MDB_NOMETASYNC experiment) only.
  */
 #ifndef LOCKD_STORE_LMDB_H
 #define LOCKD_STORE_LMDB_H
@@ -27,6 +28,9 @@ int store_lmdb_commit_mark(struct store_lmdb *db,
 /* The mark as the last checkpoint left it: 1, or 0 when there has been
  * none (all zero). */
 int store_lmdb_read_mark(struct store_lmdb *db, struct format_mark *mark);
+/* mdb_env_sync(env, 1): with MDB_NOMETASYNC, makes the last commit
+ * durable (lockd-faulty's MDB_NOMETASYNC experiment only). */
+int store_lmdb_sync(struct store_lmdb *db);
 /* Bytes of the map past LMDB's last page (free pages inside not counted),
  * and its page size. */
 int store_lmdb_room(struct store_lmdb *db, uint64_t *room, uint64_t *psize);

@@ -20,6 +20,14 @@
  *   early_reply       replies leave before their commit (power-loss guard):
  *                     the store commit returns at once and the batch is
  *                     written some milliseconds later, after its replies
+ *   lmdb_nometasync   the experiment of docs/performance.md ("The journal
+ *                     against MDB_NOMETASYNC"): no journal, LMDB alone
+ *                     opened with MDB_NOMETASYNC, and batch N's replies
+ *                     released when batch N+1's data flush has synced N's
+ *                     meta page, or after mdb_env_sync when no batch is due
+ *   lmdb_nometasync_nolag  the same store, replies released as soon as
+ *                     the commit returns, the meta page unsynced
+ *                     (power-loss guard of the experiment)
  *
  * Without LOCKD_FAULT it is lockd.  Every fault is reached through the
  * seams of daemon/daemon.h; nothing here changes what lockd does otherwise.
@@ -35,6 +43,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/store.h"
+#include "daemon/store_lmdb.h"
 
 #define FAULT_EXIT 137           /* what a shell reports for kill -9 */
 #define EARLY_REPLY_DELAY_MS 10  /* how long a batch waits after its reply */
@@ -48,6 +57,7 @@ struct faults {
 	int journal_nosync;
 	int map_unchecked;
 	int early_reply;
+	int nometasync;          /* 1: with the lag; 2: without (guard) */
 	long commits, committed, partial_passes;
 };
 
@@ -212,6 +222,27 @@ started(struct server *srv, void *ctx)
 	srv->svc.store = &early.base;
 }
 
+/* ---- lmdb_nometasync: LMDB alone, the meta page synced a batch late --- */
+
+static struct store_lmdb *nometasync_db;
+
+static struct store *
+nometasync_open(const char *dir, size_t map_size, char *err, size_t err_len)
+{
+	unsigned flags = MDB_NOMETASYNC | (faults.nosync ? MDB_NOSYNC : 0);
+
+	nometasync_db = store_lmdb_open_flags(dir, map_size, flags, err,
+	    err_len);
+	return nometasync_db != NULL ? store_lmdb_store(nometasync_db) : NULL;
+}
+
+static int
+nometasync_sync(void *ctx)
+{
+	(void)ctx;
+	return store_lmdb_sync(nometasync_db);
+}
+
 /* ---- LOCKD_FAULT ------------------------------------------------------ */
 
 static int
@@ -243,6 +274,10 @@ parse_faults(const char *spec)
 			faults.map_unchecked = 1;
 		else if (strcmp(item, "early_reply") == 0)
 			faults.early_reply = 1;
+		else if (strcmp(item, "lmdb_nometasync") == 0)
+			faults.nometasync = 1;
+		else if (strcmp(item, "lmdb_nometasync_nolag") == 0)
+			faults.nometasync = 2;
 		else
 			return -1;
 	}
@@ -272,5 +307,9 @@ main(int argc, char **argv)
 	seams.journal_nosync = faults.journal_nosync != 0;
 	seams.map_unchecked = faults.map_unchecked != 0;
 	seams.started = started;
+	if (faults.nometasync != 0)
+		seams.open_store = nometasync_open;
+	if (faults.nometasync == 1)
+		seams.hooks.sync = nometasync_sync;
 	return daemon_run(argc, argv, &seams);
 }
