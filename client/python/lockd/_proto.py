@@ -220,6 +220,15 @@ class Request:
         self.lease = lease          # RENEW: the Lease to update
 
 
+def repeatable(req):
+    """True when sending req twice does what sending it once does: RENEW,
+    RELEASE (a second one is a stale no-op), STATUS, PING, STATS, and an
+    ACQUIRE with a rid (protocol v2: the repeat finds the same grant)."""
+    if req.kind == "ACQUIRE":
+        return b" rid=" in req.line
+    return req.kind in ("RENEW", "RELEASE", "STATUS", "PING", "STATS")
+
+
 def _onclose(onclose):
     if onclose not in ("keep", "release"):
         raise ValueError("onclose must be 'keep' or 'release'")

@@ -222,9 +222,21 @@ class Client:
         with self._lock:
             hops = len(self._endpoints) + 4
             for hop in range(hops):
-                if self._sock is None:
+                reused = self._sock is not None
+                if not reused:
                     self.connect(deadline)
-                result = self._exchange(req, deadline)
+                try:
+                    result = self._exchange(req, deadline)
+                except CommandTimeoutError:
+                    raise
+                except LockdConnectionError:
+                    # A connection from before (lockd restarted since, or
+                    # a leader changed) may be dead: once, on a new one,
+                    # for a request that is safe to repeat.
+                    if not reused or not _proto.repeatable(req):
+                        raise
+                    self.connect(deadline)
+                    result = self._exchange(req, deadline)
                 if not isinstance(result, ServerError):
                     return result
                 if not isinstance(result, NotLeaderError) or \
