@@ -224,18 +224,30 @@ class AsyncClient:
                 self._conn = None
             raise err from None
 
+    async def _send(self, req, timeout):
+        conn = await self._connection()
+        try:
+            return conn, await self._wait(
+                conn, conn.send(req), _earliest(self._timeout(req), timeout))
+        except LockdConnectionError:
+            if self._conn is conn:
+                self._conn = None
+            raise
+
     async def _call(self, req, timeout=None):
         hops = len(self._endpoints) + 4
         for hop in range(hops):
-            conn = await self._connection()
+            reused = self._conn is not None and self._conn.error is None
             try:
-                result = await self._wait(
-                    conn, conn.send(req),
-                    _earliest(self._timeout(req), timeout))
-            except LockdConnectionError:
-                if self._conn is conn:
-                    self._conn = None
+                conn, result = await self._send(req, timeout)
+            except CommandTimeoutError:
                 raise
+            except LockdConnectionError:
+                # As Client: a reused connection may be dead since lockd
+                # restarted; once more on a new one when safe to repeat.
+                if not reused or not _proto.repeatable(req):
+                    raise
+                conn, result = await self._send(req, timeout)
             if not isinstance(result, ServerError):
                 return result
             if not isinstance(result, NotLeaderError) or hop == hops - 1:
