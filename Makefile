@@ -428,17 +428,20 @@ fuzz-guard: $(FUZZ_SERVICE)
 	@tests/fuzz/run-fuzz.sh --guard service $(FUZZ_SERVICE) \
 	    tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)
 
-# The test run: every program above, the fuzzers' smoke runs, and the
-# checks of the units, the install, the docs and their samples.
+# The test run: every program above, the fuzzers' smoke runs, the Python
+# client's pytest suite (client/python/tests, against $(B)/lockd and
+# lockd-faulty), and the checks of the units, the install, the docs and
+# their samples.
 TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
             $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
 
 test: deps-test
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(TEST_BIN)
+test-run: all $(TEST_BIN) $(CRASH_FAULTY)
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(TEST_BIN) \
 	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
+	    "tests/python/run.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \

@@ -7,9 +7,12 @@ set -eu
 
 build="libuv1-dev liblmdb-dev libsystemd-dev pkg-config gcc make"
 units="systemd"
+# The Python client: its tests (pytest), its pip install (setuptools,
+# wheel, pip) and its TLS test (socat, openssl).
+python="python3 python3-pytest python3-setuptools python3-wheel python3-pip socat openssl"
 case "${1:-build}" in
 build) want="$build" ;;
-test)  want="$build $units libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd" ;;
+test)  want="$build $units libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
 bench) want="$build redis-server etcd-server etcd-client libhiredis-dev util-linux" ;;
 *) echo "usage: $0 build|test|fuzz|bench" >&2; exit 2 ;;

@@ -9,6 +9,9 @@
 #               run; it must exit 0
 #   ```sh       shell: run by bash -e in an empty directory, with lockd,
 #               lockctl and nc on PATH (lockctl talks to the test's lockd)
+#   ```python   a whole Python program: run by Debian's /usr/bin/python3
+#               with the lockd package from client/python on its path, in
+#               an empty directory; it must exit 0
 #   ```conf     a lockd config file: lockd must start with it
 #   ```console  a session: "$ nc HOST PORT", then request and reply lines in
 #               turn; each request is sent and its reply must match (numbers
@@ -19,11 +22,12 @@
 # An HTML comment on the line before the fence changes that:
 #   <!-- sample: fragment (why) -->  not a whole program or not runnable
 #       here (it installs, or runs for hours): C is wrapped in main() and
-#       compiled, shell is parsed (bash -n), neither is run
+#       compiled, shell is parsed (bash -n), Python is compiled; none is run
 #   <!-- sample: stub NAME... -->     the shell sample calls NAME, a
 #       stand-in for the reader's own command: it becomes a no-op
 # A block with no info string, or one not listed, fails: every block must
 # say what it is; so does an indented (unfenced) code block.  systemd/lockd.conf is checked as a conf sample too.
+# The Python client's page, client/python/README.md, is read with the docs.
 # Ends with the line "N passed, N failed".
 #
 # Usage: tests/docs/run-samples.sh BUILD_DIR [CFLAGS...]
@@ -96,12 +100,12 @@ FNR == 1 { inb = 0; prev = "" }
 inb && /^ *```/ { inb = 0; close(body); prev = ""; next }
 inb { print > body; next }
 { prev = $0 }
-' README.md docs/*.md > "$tmp/index"
+' README.md docs/*.md client/python/README.md > "$tmp/index"
 # Markdown's other code block, four spaces in after a blank line, would
 # escape all this: it must be fenced.
 awk '/^ *```/ { inb = !inb } !inb && blank && /^    [^ *+-]/ {
 	printf "%s:%d\n", FILENAME, FNR } { blank = ($0 ~ /^ *$/) }' \
-    README.md docs/*.md > "$tmp/indented"
+    README.md docs/*.md client/python/README.md > "$tmp/indented"
 while read -r where; do
 	bad "$where: an indented code block: fence it with an info string"
 done < "$tmp/indented"
@@ -175,6 +179,29 @@ $(sed 's/^/    /' "$log")"
 	rm -f "$tmp"/stubs/*
 }
 
+run_python() { # where body mark
+	local work=$tmp/$1.work log=$tmp/$1.log
+	case $4 in
+	fragment*)
+		if /usr/bin/python3 -c 'import sys; compile(open(sys.argv[1]).read(), sys.argv[1], "exec")' \
+		    "$3" 2>"$log"; then
+			ok "$2 Python fragment compiles, not run ${4#fragment }"
+		else
+			bad "$2 Python fragment does not compile: $(cat "$log")"
+		fi
+		return ;;
+	esac
+	mkdir -p "$work"
+	with_port "$3" > "$tmp/$1.py"
+	if (cd "$work" && PYTHONPATH=$top/client/python PYTHONDONTWRITEBYTECODE=1 \
+	    timeout 30 /usr/bin/python3 "$tmp/$1.py") >"$log" 2>&1; then
+		ok "$2 Python sample ran against lockd"
+	else
+		bad "$2 Python sample failed:
+$(sed 's/^/    /' "$log")"
+	fi
+}
+
 run_conf() { # where body
 	local log=$tmp/$1.log p i
 	"$build/lockd" --config "$3" --listen 127.0.0.1:0 \
@@ -240,11 +267,12 @@ while IFS=$'\t' read -r n where tag mark; do
 	case $tag in
 	c) run_c "$n" "$where" "$body" "$mark" ;;
 	sh) run_sh "$n" "$where" "$body" "$mark" ;;
+	python) run_python "$n" "$where" "$body" "$mark" ;;
 	conf) run_conf "$n" "$where" "$body" ;;
 	console) run_console "$n" "$where" "$body" ;;
 	text) texts=$((texts + 1)) ;;
-	'') bad "$where: a fenced block without an info string: say what it is (c, sh, conf, console or text)" ;;
-	*) bad "$where: unknown info string '$tag' (c, sh, conf, console or text)" ;;
+	'') bad "$where: a fenced block without an info string: say what it is (c, sh, python, conf, console or text)" ;;
+	*) bad "$where: unknown info string '$tag' (c, sh, python, conf, console or text)" ;;
 	esac
 done < "$tmp/index"
 

@@ -1,0 +1,375 @@
+"""The lockd line protocol for the Python client: durations, names,
+endpoints, request lines and the parsing of reply lines.
+
+Pure: no sockets and no threads here, so the sync and asyncio clients
+share every rule about what is sent and what a reply means.
+"""
+
+import datetime
+import math
+import os
+import re
+import time
+
+from .errors import ProtocolError, error_from_reply
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7420
+NAME_MAX = 255
+MAX_DURATION_MS = 365 * 24 * 3600 * 1000
+# Replies are one line each; STATS is the longest.  A longer line is not
+# lockd talking.
+REPLY_MAX = 1 << 20
+# At most this many requests go out ahead of their replies (lockd cuts off
+# a client that leaves too many replies unread), as liblockd does.
+PIPELINE_WINDOW = 512
+
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_DURATION = re.compile(r"^([0-9]+)(ms|s|m|h)$")
+_HANDLE = re.compile(r"^([1-9][0-9]{0,18})-[0-9a-f]{16}$")
+_WORD_BAD = re.compile(r"[\x00-\x20\x7f]")
+
+if hasattr(time, "CLOCK_BOOTTIME"):
+    def now():
+        """Seconds on the clock leases are tracked on: one no wall-clock
+        step moves and that runs on through a suspend (CLOCK_BOOTTIME)."""
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+else:  # pragma: no cover - not Linux
+    now = time.monotonic
+
+
+def duration_ms(value, what="duration"):
+    """Milliseconds for a duration given as the protocol writes it
+    ("1500ms", "30s", "5m", "1h"), as a number of seconds (int or float,
+    like time.sleep), or as a datetime.timedelta.  None stays None.
+
+    A string without a unit ("1500") is refused: the protocol reads it as
+    milliseconds and Python as seconds, so neither reading is safe.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TypeError(f"{what}: a bool is not a duration")
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{what} must be a non-negative duration,"
+                             f" not {value!r}")
+        ms = round(value * 1000)
+    elif isinstance(value, str):
+        m = _DURATION.match(value.strip())
+        if m is None:
+            raise ValueError(
+                f"{what} {value!r}: write a number of seconds or a string"
+                " with its unit: '1500ms', '30s', '5m', '1h'")
+        ms = int(m.group(1)) * _UNITS[m.group(2)]
+    else:
+        raise TypeError(f"{what}: not a duration: {value!r}")
+    if ms > MAX_DURATION_MS:
+        raise ValueError(f"{what} {value!r} is above 365 days")
+    return ms
+
+
+def seconds(value, what="timeout"):
+    """A timeout option in seconds (float), from anything duration_ms
+    takes; None and 0 mean no timeout."""
+    ms = duration_ms(value, what)
+    return None if not ms else ms / 1000.0
+
+
+def check_word(value, what, limit):
+    """A name, owner or rid as the protocol allows: 1..limit bytes, no
+    whitespace or control byte.  Returns it as a str."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    raw = value.encode("utf-8", "surrogateescape")
+    if not 1 <= len(raw) <= limit or _WORD_BAD.search(value):
+        raise ValueError(f"bad {what} {value!r}: 1 to {limit} bytes, no"
+                         " whitespace or control characters")
+    return value
+
+
+def check_name(name):
+    return check_word(name, "lock name", NAME_MAX)
+
+
+def fence_of_handle(handle):
+    m = _HANDLE.match(handle) if isinstance(handle, str) else None
+    if m is None or int(m.group(1)) > (1 << 63) - 1:
+        raise ValueError(f"bad handle {handle!r}: <fence>-<16 hex digits>")
+    return int(m.group(1))
+
+
+def parse_endpoint(value):
+    """("host", port) or ("unix", path) from "host:port", "[v6]:port",
+    "host" (port 7420), "unix:/path", or a (host, port) tuple."""
+    if isinstance(value, tuple) and len(value) == 2:
+        host, port = value
+        if host == "unix":
+            return ("unix", str(port))
+        return (str(host), int(port))
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"bad endpoint {value!r}")
+    if value.startswith("unix:"):
+        return ("unix", value[5:])
+    if value.startswith("/"):
+        return ("unix", value)
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif value.count(":") == 1:
+        host, _, port = value.partition(":")
+    else:
+        host, port = value, ""
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError(f"bad endpoint {value!r}: port")
+    return (host, int(port) if port else DEFAULT_PORT)
+
+
+def endpoint_text(ep):
+    return f"unix:{ep[1]}" if ep[0] == "unix" else f"{ep[0]}:{ep[1]}"
+
+
+def read_token(token_file=None, env=None):
+    """The AUTH token: from token_file when given, else from the
+    LOCKD_TOKEN environment variable, else None.  Never from argv."""
+    env = os.environ if env is None else env
+    if token_file is not None:
+        with open(token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+        source = token_file
+    else:
+        token = env.get("LOCKD_TOKEN")
+        if not token:
+            return None
+        source = "LOCKD_TOKEN"
+    if not token or _WORD_BAD.search(token):
+        raise ValueError(f"the token in {source} must be one word")
+    return token
+
+
+class Lease:
+    """A granted lease.  ``fence`` goes with every write to the guarded
+    resource; ``handle`` is the proof of holding (RENEW, RELEASE).
+    ``lease_ms`` is the lease as granted or last renewed; ``deadline`` a
+    time on lockd.now()'s clock before which the lease has certainly not
+    ended (when the request that granted or renewed it was sent, plus the
+    lease).  A Lease made from a name and a saved handle can be renewed
+    and released; its lease_ms and deadline are 0 until renewed.
+    """
+
+    def __init__(self, name, handle, lease_ms=0, deadline=0.0):
+        self.name = check_name(name)
+        self.fence = fence_of_handle(handle)
+        self.handle = handle
+        self.lease_ms = lease_ms
+        self.deadline = deadline
+        self.lost_error = None      # set by a keep-alive that lost it
+        self.release_error = None   # set when the release at exit failed
+
+    @property
+    def lost(self):
+        """True once a keep-alive reported the lease lost."""
+        return self.lost_error is not None
+
+    def check(self):
+        """Raises the LeaseLostError when the keep-alive lost the lease."""
+        if self.lost_error is not None:
+            raise self.lost_error
+
+    def __repr__(self):
+        return (f"Lease(name={self.name!r}, fence={self.fence},"
+                f" handle={self.handle!r}, lease_ms={self.lease_ms})")
+
+
+class Status:
+    """A STATUS reply: diagnostics only, never a basis for an acquire.
+    ``fields`` holds every field, appended ones (owner=, holders=, ...)
+    included, as strings."""
+
+    def __init__(self, name, fields):
+        self.name = name
+        self.fields = fields
+        try:
+            self.held = fields["held"] == "1"
+            self.fence = int(fields["fence"])
+            self.ttl_ms = int(fields["ttl"])
+            self.queue = int(fields["queue"])
+        except (KeyError, ValueError) as e:
+            raise ProtocolError(f"STATUS reply without {e}") from None
+        self.owner = fields.get("owner")
+
+    def __repr__(self):
+        return (f"Status(name={self.name!r}, held={self.held},"
+                f" fence={self.fence}, ttl_ms={self.ttl_ms},"
+                f" queue={self.queue})")
+
+
+class Request:
+    """One request on the wire and what its reply must look like."""
+
+    __slots__ = ("kind", "name", "line", "wait_ms", "sent", "lease")
+
+    def __init__(self, kind, name, line, wait_ms=0, lease=None):
+        self.kind = kind
+        self.name = name
+        self.line = line.encode("utf-8", "surrogateescape")
+        self.wait_ms = wait_ms      # None: may wait forever
+        self.sent = 0.0
+        self.lease = lease          # RENEW: the Lease to update
+
+
+def repeatable(req):
+    """True when sending req twice does what sending it once does: RENEW,
+    RELEASE (a second one is a stale no-op), STATUS, PING, STATS, and an
+    ACQUIRE with a rid (protocol v2: the repeat finds the same grant)."""
+    if req.kind == "ACQUIRE":
+        return b" rid=" in req.line
+    return req.kind in ("RENEW", "RELEASE", "STATUS", "PING", "STATS")
+
+
+def _onclose(onclose):
+    if onclose not in ("keep", "release"):
+        raise ValueError("onclose must be 'keep' or 'release'")
+    return "" if onclose == "keep" else " onclose=release"
+
+
+def _options(**kw):
+    out = ""
+    for key, value in kw.items():
+        if value is not None:
+            out += f" {key}={value}"
+    return out
+
+
+def req_acquire(name, lease=None, wait=None, onclose="keep", owner=None,
+                rid=None):
+    name = check_name(name)
+    lease_ms = duration_ms(lease, "lease")
+    wait_ms = duration_ms(wait, "wait")
+    if owner is not None:
+        check_word(owner, "owner", 64)
+    if rid is not None:
+        check_word(rid, "rid", 64)
+    line = (f"ACQUIRE {name}" + _options(lease=lease_ms, wait=wait_ms)
+            + _onclose(onclose) + _options(owner=owner, rid=rid) + "\n")
+    return Request("ACQUIRE", name, line, wait_ms)
+
+
+def req_try(name, lease=None, onclose="keep", owner=None):
+    name = check_name(name)
+    lease_ms = duration_ms(lease, "lease")
+    if owner is not None:
+        check_word(owner, "owner", 64)
+    line = (f"TRY {name}" + _options(lease=lease_ms) + _onclose(onclose)
+            + _options(owner=owner) + "\n")
+    return Request("TRY", name, line)
+
+
+def req_renew(lease, length=None):
+    if not isinstance(lease, Lease):
+        raise TypeError("renew takes a Lease")
+    ms = duration_ms(length, "lease")
+    if ms is None:
+        ms = lease.lease_ms or None
+    line = f"RENEW {lease.name} {lease.handle}" + _options(lease=ms) + "\n"
+    return Request("RENEW", lease.name, line, lease=lease)
+
+
+def req_release(lease):
+    if not isinstance(lease, Lease):
+        raise TypeError("release takes a Lease")
+    return Request("RELEASE", lease.name,
+                   f"RELEASE {lease.name} {lease.handle}\n")
+
+
+def req_status(name):
+    name = check_name(name)
+    return Request("STATUS", name, f"STATUS {name}\n")
+
+
+def req_ping():
+    return Request("PING", None, "PING\n")
+
+
+def req_stats():
+    return Request("STATS", None, "STATS\n")
+
+
+def req_auth(token):
+    return Request("AUTH", None, f"AUTH {token}\n")
+
+
+def _fields(words):
+    out = {}
+    for w in words:
+        key, sep, value = w.partition("=")
+        if sep:
+            out[key] = value
+    return out
+
+
+def _int(fields, key, line):
+    try:
+        return int(fields[key])
+    except (KeyError, ValueError):
+        raise ProtocolError(f"reply without a valid {key}=: {line!r}") \
+            from None
+
+
+def parse_reply(req, raw):
+    """The result of one reply line (bytes, without its line end) to req,
+    or the ServerError instance for an ERR reply (returned, not raised,
+    so a pipeline can keep it in its place).  Raises ProtocolError for a
+    reply that does not answer req.
+
+    Results: ACQUIRE a Lease; TRY a Lease or None (HELD); RENEW the Lease,
+    updated; RELEASE True (RELEASED) or False (NOTHELD, a stale handle);
+    STATUS a Status; PING True; STATS a dict; AUTH the principal.
+    """
+    line = raw.decode("utf-8", "surrogateescape")
+    words = line.split()
+    if not words:
+        raise ProtocolError("an empty reply line")
+    word = words[0]
+    if word == "ERR":
+        return error_from_reply(line)
+    expect = {"ACQUIRE": ("GRANTED",), "TRY": ("GRANTED", "HELD"),
+              "RENEW": ("RENEWED",), "RELEASE": ("RELEASED", "NOTHELD"),
+              "STATUS": ("STATUS",), "PING": ("PONG",), "STATS": ("STATS",),
+              "AUTH": ("AUTHED",)}[req.kind]
+    if word not in expect:
+        raise ProtocolError(f"{req.kind} answered {line!r}")
+    if req.name is not None and (len(words) < 2 or words[1] != req.name):
+        raise ProtocolError(f"{req.kind} {req.name} answered {line!r}")
+    if word == "GRANTED":
+        f = _fields(words[2:])
+        lease_ms = _int(f, "lease", line)
+        lease = Lease(req.name, f.get("handle", ""), lease_ms,
+                      req.sent + lease_ms / 1000.0)
+        if lease.fence != _int(f, "fence", line):
+            raise ProtocolError(f"fence and handle differ: {line!r}")
+        return lease
+    if word == "RENEWED":
+        f = _fields(words[2:])
+        lease = req.lease
+        lease.lease_ms = _int(f, "lease", line)
+        lease.deadline = req.sent + lease.lease_ms / 1000.0
+        return lease
+    if word == "HELD":
+        return None
+    if word == "RELEASED":
+        return True
+    if word == "NOTHELD":
+        return False
+    if word == "STATUS":
+        return Status(req.name, _fields(words[2:]))
+    if word == "PONG":
+        return True
+    if word == "STATS":
+        return {k: int(v) if v.isdigit() else v
+                for k, v in _fields(words[1:]).items()}
+    if word == "AUTHED":
+        return words[1] if len(words) > 1 else ""
+    raise ProtocolError(f"unexpected reply {line!r}")  # pragma: no cover

@@ -1,0 +1,527 @@
+"""The blocking client: Client, its Pipeline, the KeepAlive thread and the
+lock() context manager.
+
+Shaped like liblockd: a blocking call sends one request and reads its
+reply; a pipeline sends many and reads their replies, which lockd writes
+in request order.  A connection error closes the connection and is
+raised; the next call connects again.  The keep-alive renews on a thread
+with a connection of its own, so it never touches the caller's.
+"""
+
+import collections
+import socket
+import threading
+import time
+import traceback
+
+from . import _proto
+from ._options import Options
+from .errors import (BadRequestError, CommandTimeoutError,
+                     ConnectionClosedError, LeaseLostError, LimitError,
+                     LockdConnectionError, LockdError, NotLeaderError,
+                     ProtocolError, ServerError, UnavailableError)
+
+__all__ = ["Client", "Pipeline", "KeepAlive", "LockContext"]
+
+
+def _left(deadline):
+    # Never 0: socket.settimeout(0) would mean non-blocking, not "late".
+    return None if deadline is None else \
+        max(0.001, deadline - _proto.now())
+
+
+def _earliest(a, b):
+    if a is None:
+        return b
+    return a if b is None else min(a, b)
+
+
+class Client:
+    """A connection to lockd (made on first use).
+
+    Where: ``host``/``port`` (default 127.0.0.1:7420), or ``unix_path``,
+    or ``endpoints``, a list of cluster nodes ("host:port", "unix:/path")
+    tried in order; a lock command answered ``ERR NOTLEADER
+    leader=host:port`` is sent again to that leader (or, when no leader
+    is named, to the next endpoint), a few times at most.
+
+    ``connect_timeout`` and ``command_timeout`` (seconds, or a duration
+    string such as "2s"; None: no timeout of our own) bound connecting
+    and how late a reply may be: an ACQUIRE's reply is given its ``wait``
+    plus the command timeout, one that waits forever has none.
+
+    TLS: ``tls=True`` (or any of ``tls_ca_file``, ``tls_cert_file`` and
+    ``tls_key_file``, or your own ``ssl_context``) wraps TCP connections
+    in TLS 1.2 or later, checking the server's certificate against the
+    CA file (else the system's CAs) and ``tls_server_name`` (else the
+    host).  A token is read from ``token_file``, else from the
+    LOCKD_TOKEN environment variable (unless ``use_env_token=False``),
+    and sent as ``AUTH <token>`` first on every connection.
+
+    A Client may be shared by threads: calls take turns.
+    """
+
+    def __init__(self, host=None, port=None, *, options=None, **kw):
+        self.options = options if options is not None else \
+            Options(host, port, **kw)
+        self._endpoints = list(self.options.endpoints)
+        self._preferred = 0
+        self._sock = None
+        self._rbuf = bytearray()
+        self._lock = threading.RLock()
+        self.endpoint = None     # the endpoint connected to
+        self.principal = None    # AUTHED's principal, when authenticated
+
+    # ---- connections ---------------------------------------------------
+    def connect(self, deadline=None):
+        """Connects (again): the first endpoint, from the last good one
+        on, that accepts.  Raises LockdConnectionError when none does,
+        DeniedError when the server refuses the token."""
+        with self._lock:
+            self.close()
+            errors = []
+            n = len(self._endpoints)
+            for i in range(n):
+                idx = (self._preferred + i) % n
+                ep = self._endpoints[idx]
+                try:
+                    self._open(ep, deadline)
+                except (OSError, CommandTimeoutError) as e:
+                    errors.append(f"{_proto.endpoint_text(ep)}: {e}")
+                    continue
+                self._preferred = idx
+                self.endpoint = ep
+                break
+            else:
+                raise LockdConnectionError(
+                    "cannot connect to lockd: " + "; ".join(errors))
+            if self.options.token:
+                self._authenticate(deadline)
+
+    def _open(self, ep, deadline):
+        timeout = _earliest(self.options.connect_timeout, _left(deadline))
+        if ep[0] == "unix":
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(timeout)
+                sock.connect(ep[1])
+            except BaseException:
+                sock.close()
+                raise
+        else:
+            try:
+                sock = socket.create_connection(ep, timeout=timeout)
+            except socket.timeout:
+                raise CommandTimeoutError("connect timed out") from None
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.options.ssl_context is not None:
+                try:
+                    sock = self.options.ssl_context.wrap_socket(
+                        sock, server_hostname=self.options.server_hostname(ep))
+                except BaseException:
+                    sock.close()
+                    raise
+        sock.settimeout(None)
+        self._sock = sock
+        self._rbuf.clear()
+
+    def _authenticate(self, deadline):
+        req = _proto.req_auth(self.options.token)
+        result = self._exchange(req, deadline)
+        if isinstance(result, BadRequestError):
+            # lockd runs without --auth: AUTH is an unknown command there,
+            # and every command is allowed.
+            self.principal = None
+        elif isinstance(result, ServerError):
+            self.close()
+            raise result
+        else:
+            self.principal = result
+
+    def close(self):
+        """Closes the connection (leases survive unless onclose=release)."""
+        with self._lock:
+            if self._sock is not None:
+                try:
+                    self._sock.close()
+                except OSError:
+                    pass
+            self._sock = None
+            self._rbuf.clear()
+            self.endpoint = None
+
+    def _interrupt(self):
+        # From another thread: wake a recv blocked on this connection.
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # ---- the wire ------------------------------------------------------
+    def _fail(self, error):
+        self.close()
+        raise error
+
+    def _send(self, data, deadline):
+        try:
+            self._sock.settimeout(_left(deadline))
+            self._sock.sendall(data)
+        except socket.timeout:
+            self._fail(CommandTimeoutError("sending to lockd timed out"))
+        except OSError as e:
+            self._fail(LockdConnectionError(f"sending to lockd: {e}"))
+
+    def _readline(self, deadline):
+        while True:
+            i = self._rbuf.find(b"\n")
+            if i >= 0:
+                line = bytes(self._rbuf[:i])
+                del self._rbuf[:i + 1]
+                return line[:-1] if line.endswith(b"\r") else line
+            if len(self._rbuf) > _proto.REPLY_MAX:
+                self._fail(ProtocolError("a reply line is too long"))
+            try:
+                self._sock.settimeout(_left(deadline))
+                chunk = self._sock.recv(65536)
+            except socket.timeout:
+                self._fail(CommandTimeoutError(
+                    "no reply from lockd in time"))
+            except OSError as e:
+                self._fail(LockdConnectionError(f"reading from lockd: {e}"))
+            if not chunk:
+                self._fail(ConnectionClosedError(
+                    "lockd closed the connection"))
+            self._rbuf += chunk
+
+    def _reply_deadline(self, req):
+        t = self.options.command_timeout
+        if t is None or (req.kind == "ACQUIRE" and req.wait_ms is None):
+            return None
+        return _proto.now() + t + (req.wait_ms or 0) / 1000.0
+
+    def _exchange(self, req, deadline=None):
+        req.sent = _proto.now()
+        deadline = _earliest(self._reply_deadline(req), deadline)
+        self._send(req.line, deadline)
+        try:
+            return _proto.parse_reply(req, self._readline(deadline))
+        except ProtocolError as e:
+            self._fail(e)
+
+    def _call(self, req, deadline=None):
+        """Sends req and returns its result, following NOTLEADER."""
+        with self._lock:
+            hops = len(self._endpoints) + 4
+            for hop in range(hops):
+                reused = self._sock is not None
+                if not reused:
+                    self.connect(deadline)
+                try:
+                    result = self._exchange(req, deadline)
+                except CommandTimeoutError:
+                    raise
+                except LockdConnectionError:
+                    # A connection from before (lockd restarted since, or
+                    # a leader changed) may be dead: once, on a new one,
+                    # for a request that is safe to repeat.
+                    if not reused or not _proto.repeatable(req):
+                        raise
+                    self.connect(deadline)
+                    result = self._exchange(req, deadline)
+                if not isinstance(result, ServerError):
+                    return result
+                if not isinstance(result, NotLeaderError) or \
+                        hop == hops - 1 or not self._follow(result, hop):
+                    raise result
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def _follow(self, error, hop):
+        """Points the next connection at the leader the error names, or
+        at the next endpoint; False when there is nowhere else to go."""
+        if error.leader is not None:
+            ep = error.leader
+            if ep not in self._endpoints:
+                self._endpoints.append(ep)
+            self._preferred = self._endpoints.index(ep)
+        elif len(self._endpoints) > 1:
+            self._preferred = (self._preferred + 1) % len(self._endpoints)
+            # No leader known: an election may be on; back off a little.
+            time.sleep(min(0.05 * (2 ** hop), 1.0))
+        else:
+            return False
+        self.close()
+        return True
+
+    # ---- commands ------------------------------------------------------
+    def acquire(self, name, lease=None, wait=None, onclose="keep", *,
+                owner=None, rid=None):
+        """Queues for the lock and returns its Lease when granted.
+
+        ``lease``: None for the server's default (30 s; longer ones are
+        capped, see ``Lease.lease_ms``).  ``wait``: None to wait until
+        granted, 0 to fail at once, else at most that long; when it runs
+        out, WaitTimeoutError.  Durations: seconds, or "1500ms", "30s".
+        ``onclose="release"`` ends the lease when this connection closes.
+        """
+        return self._call(_proto.req_acquire(name, lease, wait, onclose,
+                                             owner, rid))
+
+    def try_acquire(self, name, lease=None, onclose="keep", *, owner=None):
+        """Never queues: the Lease, or None when the lock is taken."""
+        return self._call(_proto.req_try(name, lease, onclose, owner))
+
+    def renew(self, lease, length=None):
+        """Extends lease to now + length (default: its current length)
+        and returns it, updated.  ConflictError: it is not ours any more."""
+        return self._call(_proto.req_renew(lease, length))
+
+    def release(self, lease):
+        """True when released, False when the handle was stale (NOTHELD):
+        both are success."""
+        return self._call(_proto.req_release(lease))
+
+    def status(self, name):
+        """The lock's Status: diagnostics, never a basis to acquire on."""
+        return self._call(_proto.req_status(name))
+
+    def ping(self):
+        return self._call(_proto.req_ping())
+
+    def stats(self):
+        """lockd's STATS line as a dict (numbers as int)."""
+        return self._call(_proto.req_stats())
+
+    def pipeline(self):
+        return Pipeline(self)
+
+    def keepalive(self, lease, on_lost=None):
+        """Starts renewing lease every third of it on a thread of its own;
+        see KeepAlive."""
+        return KeepAlive(self.options, lease, on_lost).start()
+
+    def lock(self, name, lease=None, wait=None, onclose="keep", *,
+             on_lost=None, keepalive=True, owner=None):
+        """A context manager: acquires at entry (giving the Lease), keeps
+        it alive meanwhile, releases at exit; see LockContext."""
+        return LockContext(self, name, lease, wait, onclose, on_lost,
+                           keepalive, owner)
+
+
+class Pipeline:
+    """Requests sent together, replies read in order.
+
+        p = client.pipeline()
+        p.try_acquire("a"); p.status("b"); p.ping()
+        lease_a, status_b, pong = p.execute()
+
+    Each method queues one request and returns the pipeline.  execute()
+    sends them all (at most 512 ahead of their replies) and returns one
+    result per request, in order; a server error stands in its place as
+    the exception instance (not raised; NOTLEADER is not followed).  A
+    connection error is raised and loses every reply still due.
+    """
+
+    def __init__(self, client):
+        self._client = client
+        self._requests = []
+
+    def _add(self, req):
+        self._requests.append(req)
+        return self
+
+    def acquire(self, name, lease=None, wait=None, onclose="keep", *,
+                owner=None, rid=None):
+        return self._add(_proto.req_acquire(name, lease, wait, onclose,
+                                            owner, rid))
+
+    def try_acquire(self, name, lease=None, onclose="keep", *, owner=None):
+        return self._add(_proto.req_try(name, lease, onclose, owner))
+
+    def renew(self, lease, length=None):
+        return self._add(_proto.req_renew(lease, length))
+
+    def release(self, lease):
+        return self._add(_proto.req_release(lease))
+
+    def status(self, name):
+        return self._add(_proto.req_status(name))
+
+    def ping(self):
+        return self._add(_proto.req_ping())
+
+    def stats(self):
+        return self._add(_proto.req_stats())
+
+    def __len__(self):
+        return len(self._requests)
+
+    def execute(self):
+        reqs, self._requests = self._requests, []
+        c = self._client
+        results = []
+        with c._lock:
+            if c._sock is None:
+                c.connect()
+            due = collections.deque()
+            sent = 0
+            while len(results) < len(reqs):
+                # Send what the window allows in one write, then read one.
+                batch = []
+                while sent < len(reqs) and \
+                        len(due) + len(batch) < _proto.PIPELINE_WINDOW:
+                    req = reqs[sent]
+                    req.sent = _proto.now()
+                    batch.append(req)
+                    sent += 1
+                if batch:
+                    due.extend(batch)
+                    c._send(b"".join(r.line for r in batch),
+                            c._reply_deadline(batch[-1]))
+                req = due.popleft()
+                try:
+                    results.append(_proto.parse_reply(
+                        req, c._readline(c._reply_deadline(req))))
+                except ProtocolError as e:
+                    c._fail(e)
+        return results
+
+
+class KeepAlive:
+    """Renews a lease every third of its length from a thread of its own,
+    over a connection of its own made from the client's options (so a
+    restart of lockd is ridden out: it reconnects).
+
+    The lease is lost as soon as a renewal is refused (CONFLICT and the
+    like; UNAVAILABLE and LIMIT are retried), or when no renewal has
+    succeeded by a tenth of the lease before the lease could end.  Then
+    ``lease.lost_error`` is set (``lease.lost`` turns True,
+    ``lease.check()`` raises it) and ``on_lost(lease, error)`` is called
+    once, on the keep-alive's thread: keep it short.  ``stop()`` stops
+    renewing; it does not release the lease.
+    """
+
+    def __init__(self, options, lease, on_lost=None):
+        self.lease = lease
+        self._on_lost = on_lost
+        self._client = Client(options=options)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"lockd-keepalive {lease.name}",
+            daemon=True)
+        self.renewals = 0
+        self.last_error = None   # the last failed attempt, for diagnostics
+
+    def start(self):
+        if not self.lease.lease_ms:
+            raise ValueError("the lease has no length: renew it once first")
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._client._interrupt()
+        self._thread.join()
+        self._client.close()
+        return self.lease.lost_error
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _lose(self, why):
+        lease = self.lease
+        err = LeaseLostError(f"lease of {lease.name} (fence {lease.fence})"
+                             f" lost: {why}")
+        lease.lost_error = err
+        if self._on_lost is not None:
+            try:
+                self._on_lost(lease, err)
+            except Exception:  # the callback's bug must not hide the loss
+                traceback.print_exc()
+
+    def _run(self):
+        lease = self.lease
+        backoff = 0.05
+        period = lease.lease_ms / 3000.0
+        next_at = lease.deadline - lease.lease_ms / 1000.0 + period
+        while not self._stop.is_set():
+            lost_at = lease.deadline - lease.lease_ms / 10000.0
+            if self._stop.wait(max(0.0, next_at - _proto.now())):
+                return
+            if _proto.now() >= lost_at:
+                self._lose("no renewal succeeded in time")
+                return
+            try:
+                self._client._call(_proto.req_renew(lease), lost_at)
+            except (UnavailableError, LimitError) as e:
+                why = e
+            except ServerError as e:
+                self._lose(f"renewal refused: {e}")
+                return
+            except LockdError as e:
+                self._client.close()
+                why = e
+            else:
+                self.renewals += 1
+                backoff = 0.05
+                next_at = lease.deadline - lease.lease_ms / 1000.0 + period
+                continue
+            if self._stop.is_set():
+                return
+            # Retry soon, never after the moment the lease counts as lost.
+            next_at = min(_proto.now() + backoff, lost_at)
+            backoff = min(backoff * 2, 1.0)
+            self.last_error = why
+
+
+class LockContext:
+    """``with client.lock(name, lease="1m", wait="30s") as lease:``
+
+    Entering acquires (WaitTimeoutError when the wait runs out) and
+    starts a KeepAlive (unless keepalive=False).  Leaving stops it and
+    releases the lease; a release that fails is kept in
+    ``lease.release_error``, not raised (the lease then ends by itself).
+    If the keep-alive lost the lease, ``on_lost(lease, error)`` was
+    called on its thread, ``lease.check()`` raises LeaseLostError, and
+    leaving the block raises it unless the block raised something else.
+    """
+
+    def __init__(self, client, name, lease, wait, onclose, on_lost,
+                 keepalive, owner):
+        self._client = client
+        self._args = (name, lease, wait, onclose)
+        self._owner = owner
+        self._on_lost = on_lost
+        self._keepalive = keepalive
+        self._ka = None
+        self.lease = None
+
+    def __enter__(self):
+        self.lease = self._client.acquire(*self._args, owner=self._owner)
+        if self._keepalive:
+            self._ka = KeepAlive(self._client.options, self.lease,
+                                 self._on_lost).start()
+        return self.lease
+
+    def __exit__(self, exc_type, exc, tb):
+        if self._ka is not None:
+            self._ka.stop()
+        try:
+            self._client.release(self.lease)
+        except LockdError as e:
+            self.lease.release_error = e
+        if self.lease.lost and exc_type is None:
+            raise self.lease.lost_error
+        return False
