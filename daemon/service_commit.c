@@ -441,12 +441,10 @@ service_commit_end(struct service *svc)
 	if (svc->batch.has_hwm)
 		svc->committed_hwm = svc->batch.hwm;
 	written = svc->batch.count > 0 || svc->batch.has_hwm;
-	if (svc->hooks.sync == NULL) {
-		svc->durable_seq = batch;
-	} else if (written) {
+	if (svc->hooks.sync != NULL && written) {
 		svc->durable_seq = batch - 1;   /* its flush synced them */
 		svc->unsynced_seq = batch;
-	} else if (svc->unsynced_seq == 0) {
+	} else if (svc->hooks.sync == NULL || svc->unsynced_seq == 0) {
 		svc->durable_seq = batch;
 	}   /* else an empty batch: its replies wait for the sync */
 	if (svc->hooks.after_commit != NULL)
