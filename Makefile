@@ -114,7 +114,7 @@ $(B)/lockd: $(B)/daemon/main.o $(DAEMON_LINK)
 # statically cannot clash with proto's names; liblockd.so exports the same
 # set through client/liblockd.map.  A lockd.pc for the build tree lets the
 # examples and the sample programs build the way a user's program does.
-CLIENT_SRC       := client/lockd.c client/keepalive.c
+CLIENT_SRC       := client/lockd.c client/keepalive.c client/request.c
 CLIENT_OBJ       := $(CLIENT_SRC:%.c=$(B)/%.o)
 CLIENT_PIC_OBJ   := $(CLIENT_SRC:%.c=$(B)/pic/%.o) $(PROTO_SRC:%.c=$(B)/pic/%.o)
 CLIENT_VERSION   := $(shell sed -n 's/^\#define LOCKD_VERSION "\(.*\)"/\1/p' daemon/config.h)

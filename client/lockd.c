@@ -2,12 +2,10 @@
  * lockd.c - liblockd's context: connecting, buffering requests, reading
  * replies in order, and the blocking calls made of those two.
  *
- * Requests are formatted with proto_format_request() and replies parsed with
- * proto_parse_reply(), the code the daemon itself runs; this file adds only
- * what a client needs around them: sockets with deadlines, a queue of the
- * replies still due (to check that each reply answers its request), and the
- * mapping of replies onto results.  It touches nothing global: no signal
- * handler, no static state.
+ * Formatting requests, matching each reply to its request and the queue of
+ * replies due are request.c's, shared with the libuv client (uv.c); this
+ * file is the blocking transport around them: sockets with deadlines and
+ * poll().  It touches nothing global: no signal handler, no static state.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,30 +24,11 @@
 #include <unistd.h>
 
 #include "client/lockd.h"
+#include "client/request.h"
 #include "proto/proto.h"
 
-#define LOCKD__REPLY_LINE_MAX PROTO_LINE_MAX_DEFAULT
-#define LOCKD__REQUEST_MAX 640   /* the longest request: RENEW, 255-byte name */
 #define LOCKD__READ_CHUNK 4096
 #define LOCKD__WRITE_SLICE 16384
-/*
- * Requests sent whose replies have not arrived: at most this many, so that
- * the replies lockd holds for us stay far below its --max-output (it cuts
- * off a client that leaves more unread); 512 replies are ~170 kB at most.
- */
-#define LOCKD__MAX_IN_FLIGHT 512
-
-/* A request sent or buffered whose reply is still due. */
-struct lockd__pending {
-	lockd_command command;
-	int64_t wait_ms;      /* ACQUIRE: LOCKD_WAIT_FOREVER or ms; else 0 */
-	int64_t sent_ms;      /* lockd_now_ms() before the send that finished it */
-	uint64_t end;         /* stream offset just past the request */
-	size_t name_len;
-	char name[LOCKD_NAME_MAX + 1];
-	char handle[LOCKD_HANDLE_SIZE];   /* RENEW: carried into the reply */
-	uint64_t fence;                   /* RENEW: the handle's */
-};
 
 struct lockd__state {
 	char *host;
@@ -66,8 +45,7 @@ struct lockd__state {
 	char *in;             /* bytes read, not yet parsed */
 	size_t in_len, in_cap, in_pos;
 
-	struct lockd__pending *pending;   /* a queue: [first, first + count) */
-	size_t first, count, cap;
+	struct lockd__queue pending;   /* of struct lockd__pending */
 	size_t sent;          /* of the count, how many are fully written */
 	size_t received;      /* of those, how many have a reply line in `in` */
 };
@@ -127,24 +105,6 @@ lockd_parse_duration(const char *s, int64_t *ms)
 	return LOCKD_OK;
 }
 
-/* The server's error codes, in proto's order, as our results. */
-static int
-lockd__server_error(enum proto_error_code code)
-{
-	switch (code) {
-	case PROTO_ERR_BADREQ: return LOCKD_ERR_BADREQ;
-	case PROTO_ERR_BADARG: return LOCKD_ERR_BADARG;
-	case PROTO_ERR_TOOLONG: return LOCKD_ERR_TOOLONG;
-	case PROTO_ERR_TIMEOUT: return LOCKD_ERR_WAIT_TIMEOUT;
-	case PROTO_ERR_CONFLICT: return LOCKD_ERR_CONFLICT;
-	case PROTO_ERR_LIMIT: return LOCKD_ERR_LIMIT;
-	case PROTO_ERR_UNAVAILABLE: return LOCKD_ERR_UNAVAILABLE;
-	case PROTO_ERR_OVERFLOW: return LOCKD_ERR_OVERFLOW;
-	case PROTO_ERR_SHUTDOWN: return LOCKD_ERR_SHUTDOWN;
-	default: return LOCKD_ERR_PROTOCOL;
-	}
-}
-
 /*
  * Errors.  Every failure goes through lockd__fail(), which records it and,
  * for a fatal one, closes the socket and forgets what was due: after a
@@ -161,7 +121,8 @@ lockd__reset_stream(lockd_context *c)
 	c->fd = -1;
 	s->out_len = s->out_pos = 0;
 	s->in_len = s->in_pos = 0;
-	s->first = s->count = s->sent = s->received = 0;
+	lockd__queue_clear(&s->pending);
+	s->sent = s->received = 0;
 	s->appended = s->written = 0;
 }
 
@@ -361,6 +322,7 @@ lockd_connect(const lockd_options *options)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		goto fail;
 	c->state = s;
+	lockd__queue_init(&s->pending, sizeof(struct lockd__pending));
 	s->host = strdup(o->host != NULL ? o->host : LOCKD_DEFAULT_HOST);
 	if (s->host == NULL)
 		goto fail;
@@ -403,7 +365,7 @@ lockd_free(lockd_context *c)
 		free(s->unix_path);
 		free(s->out);
 		free(s->in);
-		free(s->pending);
+		lockd__queue_free(&s->pending);
 		free(s);
 	}
 	free(c);
@@ -422,58 +384,26 @@ lockd_set_command_timeout(lockd_context *c, int64_t timeout_ms)
 int
 lockd_pending(const lockd_context *c)
 {
-	return (int)c->state->count;
+	return (int)c->state->pending.count;
 }
 
 /*
- * Appending.  A request is checked and formatted completely before anything
- * is changed, so a refused append leaves the context as it was.
+ * Appending.  request.c checks and formats a request completely before
+ * anything here is changed, so a refused append leaves the context as it
+ * was.
  */
 
+/* Records a result: an error through lockd__fail's rules, with the
+ * sentence the shared code wrote into c->errstr. */
 static int
-lockd__check_name(lockd_context *c, const char *name)
+lockd__record(lockd_context *c, int rc)
 {
-	if (name == NULL || !proto_valid_name(name, strlen(name)))
-		return lockd__fail(c, LOCKD_ERR_INVALID,
-		    "invalid lock name (1 to %d bytes, no blanks or control "
-		    "bytes)", LOCKD_NAME_MAX);
-	return LOCKD_OK;
-}
-
-static int
-lockd__set_duration(lockd_context *c, const char *what, int64_t ms,
-    bool *has, int64_t *out)
-{
-	if (ms < 0 || ms > PROTO_DURATION_MAX_MS)
-		return lockd__fail(c, LOCKD_ERR_INVALID,
-		    "%s must be 0 to %lld ms", what,
-		    (long long)PROTO_DURATION_MAX_MS);
-	*has = true;
-	*out = ms;
-	return LOCKD_OK;
-}
-
-/* Makes room for one more pending entry; false when out of memory. */
-static bool
-lockd__reserve_pending(struct lockd__state *s)
-{
-	struct lockd__pending *p;
-	size_t cap;
-
-	if (s->first + s->count < s->cap)
-		return true;
-	if (s->first > 0) {
-		memmove(s->pending, s->pending + s->first,
-		    s->count * sizeof(*s->pending));
-		s->first = 0;
-		return true;
-	}
-	cap = s->cap == 0 ? 8 : s->cap * 2;
-	if ((p = realloc(s->pending, cap * sizeof(*p))) == NULL)
-		return false;
-	s->pending = p;
-	s->cap = cap;
-	return true;
+	if (rc >= 0)
+		return lockd__succeed(c, rc);
+	c->err = rc;
+	if (lockd_error_is_fatal(rc))
+		lockd__reset_stream(c);
+	return rc;
 }
 
 static bool
@@ -496,175 +426,92 @@ lockd__reserve_out(struct lockd__state *s, size_t n)
 	return true;
 }
 
-/* Formats req and queues it with what its reply will need. */
+/* Buffers a request request.c formatted (rc its result) and queues it. */
 static int
-lockd__append(lockd_context *c, const struct proto_request *req,
-    const char *handle)
+lockd__append(lockd_context *c, const struct lockd__request *r, int rc)
 {
 	struct lockd__state *s = c->state;
 	struct lockd__pending *p;
-	char line[LOCKD__REQUEST_MAX];
-	size_t n;
 
-	n = proto_format_request(line, sizeof(line), req);
-	if (n == 0)
-		return lockd__fail(c, LOCKD_ERR_INVALID,
-		    "request cannot be formatted");
-	if (!lockd__reserve_pending(s) || !lockd__reserve_out(s, n))
+	if (rc != LOCKD_OK)
+		return lockd__record(c, rc);
+	if (!lockd__reserve_out(s, r->len) ||
+	    (p = lockd__queue_push(&s->pending)) == NULL)
 		return lockd__fail(c, LOCKD_ERR_OOM, "out of memory");
-	memcpy(s->out + s->out_len, line, n);
-	s->out_len += n;
-	s->appended += n;
-
-	p = &s->pending[s->first + s->count++];
-	memset(p, 0, sizeof(*p));
-	/* req was filled by the caller's append (the analyzer cannot follow
-	 * it through the function pointer). */
-	p->command = (lockd_command)req->command; /* NOLINT(clang-analyzer-core.uninitialized.Assign) */
-	p->wait_ms = req->has_wait ? req->wait_ms : LOCKD_WAIT_FOREVER;
-	if (req->command != PROTO_CMD_ACQUIRE)
-		p->wait_ms = 0;
-	p->sent_ms = -1;
+	memcpy(s->out + s->out_len, r->line, r->len);
+	s->out_len += r->len;
+	s->appended += r->len;
+	*p = r->pending;
 	p->end = s->appended;
-	p->name_len = req->name_len;
-	if (req->name_len > 0)
-		memcpy(p->name, req->name, req->name_len);
-	if (handle != NULL)
-		snprintf(p->handle, sizeof(p->handle), "%s", handle);
-	p->fence = req->handle.fence;
 	return lockd__succeed(c, LOCKD_OK);
-}
-
-/* The checks every append starts with. */
-static int
-lockd__begin(lockd_context *c, struct proto_request *req,
-    enum proto_command command, const char *name)
-{
-	if (lockd__dead(c))
-		return c->err;
-	memset(req, 0, sizeof(*req));
-	req->command = command;
-	if (name != NULL) {
-		if (lockd__check_name(c, name) != LOCKD_OK)
-			return c->err;
-		req->name = name;
-		req->name_len = strlen(name);
-	}
-	return LOCKD_OK;
-}
-
-/* The same for RENEW and RELEASE, which name a lease. */
-static int
-lockd__begin_lease(lockd_context *c, struct proto_request *req,
-    enum proto_command command, const lockd_lease *lease)
-{
-	if (lease == NULL || strnlen(lease->name, sizeof(lease->name)) ==
-	    sizeof(lease->name)) {
-		if (lockd__dead(c))
-			return c->err;
-		return lockd__fail(c, LOCKD_ERR_INVALID, "no lease given");
-	}
-	if (lockd__begin(c, req, command, lease->name) != LOCKD_OK)
-		return c->err;
-	if (!proto_parse_handle(lease->handle, strnlen(lease->handle,
-	    sizeof(lease->handle)), &req->handle))
-		return lockd__fail(c, LOCKD_ERR_INVALID, "invalid handle");
-	return LOCKD_OK;
-}
-
-static int
-lockd__set_onclose(lockd_context *c, struct proto_request *req, int onclose)
-{
-	if (onclose != LOCKD_ONCLOSE_KEEP && onclose != LOCKD_ONCLOSE_RELEASE)
-		return lockd__fail(c, LOCKD_ERR_INVALID, "bad onclose value");
-	/* keep is the server's default: say nothing. */
-	if (onclose == LOCKD_ONCLOSE_RELEASE) {
-		req->has_onclose = true;
-		req->onclose = PROTO_ONCLOSE_RELEASE;
-	}
-	return LOCKD_OK;
-}
-
-static int
-lockd__set_lease(lockd_context *c, struct proto_request *req,
-    int64_t lease_ms)
-{
-	/* 0 asks for the server's default, said by leaving the option out. */
-	if (lease_ms == 0)
-		return LOCKD_OK;
-	return lockd__set_duration(c, "lease", lease_ms, &req->has_lease,
-	    &req->lease_ms);
 }
 
 int
 lockd_append_acquire(lockd_context *c, const char *name, int64_t lease_ms,
     int64_t wait_ms, int onclose)
 {
-	struct proto_request req;
+	struct lockd__request r;
 
-	if (lockd__begin(c, &req, PROTO_CMD_ACQUIRE, name) != LOCKD_OK ||
-	    lockd__set_lease(c, &req, lease_ms) != LOCKD_OK ||
-	    lockd__set_onclose(c, &req, onclose) != LOCKD_OK)
+	if (lockd__dead(c))
 		return c->err;
-	if (wait_ms != LOCKD_WAIT_FOREVER && lockd__set_duration(c, "wait",
-	    wait_ms, &req.has_wait, &req.wait_ms) != LOCKD_OK)
-		return c->err;
-	return lockd__append(c, &req, NULL);
+	return lockd__append(c, &r, lockd__request_acquire(&r, name, lease_ms,
+	    wait_ms, onclose, c->errstr));
 }
 
 int
 lockd_append_try(lockd_context *c, const char *name, int64_t lease_ms,
     int onclose)
 {
-	struct proto_request req;
+	struct lockd__request r;
 
-	if (lockd__begin(c, &req, PROTO_CMD_TRY, name) != LOCKD_OK ||
-	    lockd__set_lease(c, &req, lease_ms) != LOCKD_OK ||
-	    lockd__set_onclose(c, &req, onclose) != LOCKD_OK)
+	if (lockd__dead(c))
 		return c->err;
-	return lockd__append(c, &req, NULL);
+	return lockd__append(c, &r, lockd__request_try(&r, name, lease_ms,
+	    onclose, c->errstr));
 }
 
 int
 lockd_append_renew(lockd_context *c, const lockd_lease *lease,
     int64_t lease_ms)
 {
-	struct proto_request req;
+	struct lockd__request r;
 
-	if (lockd__begin_lease(c, &req, PROTO_CMD_RENEW, lease) != LOCKD_OK ||
-	    lockd__set_lease(c, &req, lease_ms) != LOCKD_OK)
+	if (lockd__dead(c))
 		return c->err;
-	return lockd__append(c, &req, lease->handle);
+	return lockd__append(c, &r, lockd__request_renew(&r, lease, lease_ms,
+	    c->errstr));
 }
 
 int
 lockd_append_release(lockd_context *c, const lockd_lease *lease)
 {
-	struct proto_request req;
+	struct lockd__request r;
 
-	if (lockd__begin_lease(c, &req, PROTO_CMD_RELEASE, lease) != LOCKD_OK)
+	if (lockd__dead(c))
 		return c->err;
-	return lockd__append(c, &req, lease->handle);
+	return lockd__append(c, &r, lockd__request_release(&r, lease,
+	    c->errstr));
 }
 
 int
 lockd_append_status(lockd_context *c, const char *name)
 {
-	struct proto_request req;
+	struct lockd__request r;
 
-	if (lockd__begin(c, &req, PROTO_CMD_STATUS, name) != LOCKD_OK)
+	if (lockd__dead(c))
 		return c->err;
-	return lockd__append(c, &req, NULL);
+	return lockd__append(c, &r, lockd__request_status(&r, name,
+	    c->errstr));
 }
 
 int
 lockd_append_ping(lockd_context *c)
 {
-	struct proto_request req;
+	struct lockd__request r;
 
-	if (lockd__begin(c, &req, PROTO_CMD_PING, NULL) != LOCKD_OK)
+	if (lockd__dead(c))
 		return c->err;
-	return lockd__append(c, &req, NULL);
+	return lockd__append(c, &r, lockd__request_ping(&r, c->errstr));
 }
 
 int
@@ -747,40 +594,20 @@ lockd__read_some(lockd_context *c)
 static void
 lockd__mark_sent(struct lockd__state *s, int64_t before_ms)
 {
-	while (s->sent < s->count &&
-	    s->pending[s->first + s->sent].end <= s->written) {
-		s->pending[s->first + s->sent].sent_ms = before_ms;
+	struct lockd__pending *p;
+
+	while (s->sent < s->pending.count &&
+	    (p = lockd__queue_at(&s->pending, s->sent))->end <= s->written) {
+		p->sent_ms = before_ms;
 		s->sent++;
 	}
 }
 
-/*
- * When the reply to p must have come (-1: never): replies come in request
- * order, so only p's own wait can hold it back; it is due by its send time
- * plus its wait, and the command timeout counts from then (or from now).
- */
 static int64_t
-lockd__reply_deadline(const struct lockd__state *s,
-    const struct lockd__pending *p)
+lockd__head_deadline(const struct lockd__state *s, size_t i)
 {
-	int64_t start = lockd_now_ms();
-
-	if (s->command_timeout_ms <= 0 || p->wait_ms == LOCKD_WAIT_FOREVER)
-		return -1;
-	if (p->sent_ms + p->wait_ms > start)
-		start = p->sent_ms + p->wait_ms;
-	return start + s->command_timeout_ms;
-}
-
-/* The stream offset up to which requests may go out now (the window). */
-static uint64_t
-lockd__send_limit(const struct lockd__state *s)
-{
-	size_t last = s->received + LOCKD__MAX_IN_FLIGHT;
-
-	if (last >= s->count)
-		return s->appended;
-	return s->pending[s->first + last - 1].end;
+	return lockd__reply_deadline(lockd__queue_at(&s->pending, i),
+	    s->command_timeout_ms, lockd_now_ms());
 }
 
 /*
@@ -800,11 +627,11 @@ lockd__flush_until(lockd_context *c, int64_t deadline)
 	int revents, rc;
 
 	while (s->out_pos < s->out_len) {
-		limit = lockd__send_limit(s);
+		limit = lockd__send_limit(&s->pending, s->received,
+		    s->appended);
 		if (limit <= s->written) {
 			revents = lockd__wait(c->fd, POLLIN,
-			    lockd__reply_deadline(s,
-			    &s->pending[s->first + s->received]));
+			    lockd__head_deadline(s, s->received));
 			if (revents == 0)
 				return lockd__fail(c, LOCKD_ERR_TIMEOUT,
 				    "no reply within the command timeout");
@@ -865,87 +692,6 @@ lockd_flush(lockd_context *c)
 	return lockd__succeed(c, LOCKD_OK);
 }
 
-/* Copies a proto name into a NUL-terminated field. */
-static void
-lockd__copy_name(char *dst, const char *src, size_t len)
-{
-	memcpy(dst, src, len);
-	dst[len] = '\0';
-}
-
-/*
- * Turns the parsed reply into the result for the request at the head of the
- * queue; a reply that is not one of the answers that request can get is a
- * protocol error (the stream is out of step).
- */
-static int
-lockd__interpret(lockd_context *c, const struct lockd__pending *p,
-    const struct proto_reply *pr, lockd_reply *r)
-{
-	int code;
-
-	if (pr->kind == PROTO_REPLY_ERROR) {
-		code = lockd__server_error(pr->error);
-		return lockd__fail(c, code, "%s: %.*s",
-		    proto_error_name(pr->error),
-		    (int)(pr->text_len > 100 ? 100 : pr->text_len), pr->text);
-	}
-	if (p->command != LOCKD_CMD_PING && (pr->name_len != p->name_len ||
-	    memcmp(pr->name, p->name, p->name_len) != 0))
-		return lockd__fail(c, LOCKD_ERR_PROTOCOL,
-		    "reply for another lock name");
-
-	switch (p->command) {
-	case LOCKD_CMD_TRY:
-		if (pr->kind == PROTO_REPLY_HELD)
-			return lockd__succeed(c, LOCKD_HELD);
-		/* FALLTHROUGH */
-	case LOCKD_CMD_ACQUIRE:
-		if (pr->kind != PROTO_REPLY_GRANTED)
-			break;
-		lockd__copy_name(r->lease.name, pr->name, pr->name_len);
-		r->lease.fence = pr->handle.fence;
-		proto_format_handle(r->lease.handle,
-		    sizeof(r->lease.handle) - 1, pr->handle);
-		r->lease.lease_ms = pr->lease_ms;
-		r->lease.deadline_ms = p->sent_ms + pr->lease_ms;
-		return lockd__succeed(c, LOCKD_OK);
-	case LOCKD_CMD_RENEW:
-		if (pr->kind != PROTO_REPLY_RENEWED)
-			break;
-		lockd__copy_name(r->lease.name, pr->name, pr->name_len);
-		snprintf(r->lease.handle, sizeof(r->lease.handle), "%s",
-		    p->handle);
-		r->lease.fence = pr->fence;
-		if (pr->fence != p->fence)
-			return lockd__fail(c, LOCKD_ERR_PROTOCOL,
-			    "renewed with another fence");
-		r->lease.lease_ms = pr->lease_ms;
-		r->lease.deadline_ms = p->sent_ms + pr->lease_ms;
-		return lockd__succeed(c, LOCKD_OK);
-	case LOCKD_CMD_RELEASE:
-		if (pr->kind == PROTO_REPLY_RELEASED)
-			return lockd__succeed(c, LOCKD_OK);
-		if (pr->kind == PROTO_REPLY_NOTHELD)
-			return lockd__succeed(c, LOCKD_NOTHELD);
-		break;
-	case LOCKD_CMD_STATUS:
-		if (pr->kind != PROTO_REPLY_STATUS)
-			break;
-		r->status.held = pr->held ? 1 : 0;
-		r->status.fence = pr->fence;
-		r->status.ttl_ms = pr->ttl_ms;
-		r->status.queue = pr->queue;
-		return lockd__succeed(c, LOCKD_OK);
-	case LOCKD_CMD_PING:
-		if (pr->kind == PROTO_REPLY_PONG)
-			return lockd__succeed(c, LOCKD_OK);
-		break;
-	}
-	return lockd__fail(c, LOCKD_ERR_PROTOCOL,
-	    "reply does not answer the request");
-}
-
 /*
  * Parses the next reply from the input, if a whole one is there, and pops
  * the request it answers.  Returns LOCKD_AGAIN when more input is needed.
@@ -954,36 +700,23 @@ static int
 lockd__take_reply(lockd_context *c, lockd_reply *r)
 {
 	struct lockd__state *s = c->state;
-	struct lockd__pending *p;
-	struct proto_reply pr;
-	struct proto_error perr;
-	enum proto_result res;
 	size_t consumed = 0;
 	int result;
 
-	res = proto_parse_reply(s->in + s->in_pos, s->in_len - s->in_pos,
-	    LOCKD__REPLY_LINE_MAX, &pr, &consumed, &perr);
-	if (res == PROTO_PARTIAL)
-		return LOCKD_AGAIN;
-	if (res != PROTO_DONE)
-		return lockd__fail(c, LOCKD_ERR_PROTOCOL, "malformed reply");
-	p = &s->pending[s->first];
+	result = lockd__reply_take(s->in + s->in_pos, s->in_len - s->in_pos,
+	    lockd__queue_at(&s->pending, 0), r, &consumed, c->errstr);
+	if (result == LOCKD_AGAIN)
+		return result;
 	if (s->sent == 0)
 		return lockd__fail(c, LOCKD_ERR_PROTOCOL,
 		    "reply before its request was sent");
-	memset(r, 0, sizeof(*r));
-	r->command = p->command;
-	r->result = result = lockd__interpret(c, p, &pr, r);
 	if (lockd_error_is_fatal(result))
-		return result;
+		return lockd__record(c, result);
 	s->in_pos += consumed;
-	s->first++;
-	s->count--;
+	lockd__queue_pop(&s->pending);
 	s->sent--;
 	s->received--;
-	if (s->count == 0)
-		s->first = 0;
-	return result;
+	return lockd__record(c, result);
 }
 
 static int
@@ -991,7 +724,7 @@ lockd__begin_reply(lockd_context *c)
 {
 	if (lockd__dead(c))
 		return c->err;
-	if (c->state->count == 0)
+	if (c->state->pending.count == 0)
 		return lockd__fail(c, LOCKD_ERR_INVALID, "no reply is due");
 	return LOCKD_OK;
 }
@@ -1008,7 +741,7 @@ lockd_get_reply(lockd_context *c, lockd_reply *reply)
 	if (lockd__flush_until(c, lockd__deadline_after(
 	    s->command_timeout_ms)) != LOCKD_OK)
 		return c->err;
-	deadline = lockd__reply_deadline(s, &s->pending[s->first]);
+	deadline = lockd__head_deadline(s, 0);
 	for (;;) {
 		rc = lockd__take_reply(c, reply);
 		if (rc != LOCKD_AGAIN)
@@ -1052,7 +785,7 @@ lockd__check_idle(lockd_context *c)
 {
 	if (lockd__dead(c))
 		return c->err;
-	if (c->state->count > 0)
+	if (c->state->pending.count > 0)
 		return lockd__fail(c, LOCKD_ERR_INVALID,
 		    "pipelined replies are still due");
 	return LOCKD_OK;

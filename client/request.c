@@ -1,0 +1,422 @@
+/*
+ * request.c - the part of liblockd both transports share: a request checked
+ * and formatted with proto_format_request(), a reply parsed with
+ * proto_parse_reply() and matched to the request it answers, and the queue
+ * of requests whose replies are due.
+ *
+ * Pure, like proto/: no socket, no clock read, no allocation but the
+ * queue's, no libuv.  The blocking context (lockd.c) and the libuv client
+ * (uv.c) are only transports around it.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/request.h"
+#include "proto/proto.h"
+
+#define LOCKD__REPLY_LINE_MAX PROTO_LINE_MAX_DEFAULT
+
+__attribute__((format(printf, 3, 4)))
+static int
+lockd__error(char *errstr, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errstr, LOCKD_ERRSTR_SIZE, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* The server's error codes, in proto's order, as our results. */
+static int
+lockd__server_error(enum proto_error_code code)
+{
+	switch (code) {
+	case PROTO_ERR_BADREQ: return LOCKD_ERR_BADREQ;
+	case PROTO_ERR_BADARG: return LOCKD_ERR_BADARG;
+	case PROTO_ERR_TOOLONG: return LOCKD_ERR_TOOLONG;
+	case PROTO_ERR_TIMEOUT: return LOCKD_ERR_WAIT_TIMEOUT;
+	case PROTO_ERR_CONFLICT: return LOCKD_ERR_CONFLICT;
+	case PROTO_ERR_LIMIT: return LOCKD_ERR_LIMIT;
+	case PROTO_ERR_UNAVAILABLE: return LOCKD_ERR_UNAVAILABLE;
+	case PROTO_ERR_OVERFLOW: return LOCKD_ERR_OVERFLOW;
+	case PROTO_ERR_SHUTDOWN: return LOCKD_ERR_SHUTDOWN;
+	default: return LOCKD_ERR_PROTOCOL;
+	}
+}
+
+/*
+ * Formatting.  A request is checked completely before it is formatted, so a
+ * refused one changes nothing in the transport.
+ */
+
+static int
+lockd__begin(struct proto_request *req, enum proto_command command,
+    const char *name, char *errstr)
+{
+	memset(req, 0, sizeof(*req));
+	req->command = command;
+	if (name != NULL) {
+		if (!proto_valid_name(name, strlen(name)))
+			return lockd__error(errstr, LOCKD_ERR_INVALID,
+			    "invalid lock name (1 to %d bytes, no blanks or "
+			    "control bytes)", LOCKD_NAME_MAX);
+		req->name = name;
+		req->name_len = strlen(name);
+	}
+	return LOCKD_OK;
+}
+
+/* The same for RENEW and RELEASE, which name a lease. */
+static int
+lockd__begin_lease(struct proto_request *req, enum proto_command command,
+    const lockd_lease *lease, char *errstr)
+{
+	if (lease == NULL || strnlen(lease->name, sizeof(lease->name)) ==
+	    sizeof(lease->name))
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "no lease given");
+	if (lockd__begin(req, command, lease->name, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	if (!proto_parse_handle(lease->handle, strnlen(lease->handle,
+	    sizeof(lease->handle)), &req->handle))
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "invalid handle");
+	return LOCKD_OK;
+}
+
+static int
+lockd__set_duration(const char *what, int64_t ms, bool *has, int64_t *out,
+    char *errstr)
+{
+	if (ms < 0 || ms > PROTO_DURATION_MAX_MS)
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "%s must be 0 to %lld ms", what,
+		    (long long)PROTO_DURATION_MAX_MS);
+	*has = true;
+	*out = ms;
+	return LOCKD_OK;
+}
+
+static int
+lockd__set_onclose(struct proto_request *req, int onclose, char *errstr)
+{
+	if (onclose != LOCKD_ONCLOSE_KEEP && onclose != LOCKD_ONCLOSE_RELEASE)
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "bad onclose value");
+	/* keep is the server's default: say nothing. */
+	if (onclose == LOCKD_ONCLOSE_RELEASE) {
+		req->has_onclose = true;
+		req->onclose = PROTO_ONCLOSE_RELEASE;
+	}
+	return LOCKD_OK;
+}
+
+static int
+lockd__set_lease(struct proto_request *req, int64_t lease_ms, char *errstr)
+{
+	/* 0 asks for the server's default, said by leaving the option out. */
+	if (lease_ms == 0)
+		return LOCKD_OK;
+	return lockd__set_duration("lease", lease_ms, &req->has_lease,
+	    &req->lease_ms, errstr);
+}
+
+/* Formats req into r with what its reply will need. */
+static int
+lockd__finish(struct lockd__request *r, const struct proto_request *req,
+    const char *handle, char *errstr)
+{
+	struct lockd__pending *p = &r->pending;
+
+	r->len = proto_format_request(r->line, sizeof(r->line), req);
+	if (r->len == 0)
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "request cannot be formatted");
+	memset(p, 0, sizeof(*p));
+	p->command = (lockd_command)req->command;
+	p->wait_ms = 0;
+	if (req->command == PROTO_CMD_ACQUIRE)
+		p->wait_ms = req->has_wait ? req->wait_ms : LOCKD_WAIT_FOREVER;
+	p->sent_ms = -1;
+	p->name_len = req->name_len;
+	if (req->name_len > 0)
+		memcpy(p->name, req->name, req->name_len);
+	if (handle != NULL)
+		snprintf(p->handle, sizeof(p->handle), "%s", handle);
+	p->fence = req->handle.fence;
+	return LOCKD_OK;
+}
+
+int
+lockd__request_acquire(struct lockd__request *r, const char *name,
+    int64_t lease_ms, int64_t wait_ms, int onclose, char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin(&req, PROTO_CMD_ACQUIRE, name, errstr) != LOCKD_OK ||
+	    lockd__set_lease(&req, lease_ms, errstr) != LOCKD_OK ||
+	    lockd__set_onclose(&req, onclose, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	if (wait_ms != LOCKD_WAIT_FOREVER && lockd__set_duration("wait",
+	    wait_ms, &req.has_wait, &req.wait_ms, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
+int
+lockd__request_try(struct lockd__request *r, const char *name,
+    int64_t lease_ms, int onclose, char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin(&req, PROTO_CMD_TRY, name, errstr) != LOCKD_OK ||
+	    lockd__set_lease(&req, lease_ms, errstr) != LOCKD_OK ||
+	    lockd__set_onclose(&req, onclose, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
+int
+lockd__request_renew(struct lockd__request *r, const lockd_lease *lease,
+    int64_t lease_ms, char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin_lease(&req, PROTO_CMD_RENEW, lease, errstr) !=
+	    LOCKD_OK || lockd__set_lease(&req, lease_ms, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	return lockd__finish(r, &req, lease->handle, errstr);
+}
+
+int
+lockd__request_release(struct lockd__request *r, const lockd_lease *lease,
+    char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin_lease(&req, PROTO_CMD_RELEASE, lease, errstr) !=
+	    LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	return lockd__finish(r, &req, lease->handle, errstr);
+}
+
+int
+lockd__request_status(struct lockd__request *r, const char *name,
+    char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin(&req, PROTO_CMD_STATUS, name, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
+int
+lockd__request_ping(struct lockd__request *r, char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin(&req, PROTO_CMD_PING, NULL, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
+/*
+ * Replies.
+ */
+
+/* Copies a proto name into a NUL-terminated field. */
+static void
+lockd__copy_name(char *dst, const char *src, size_t len)
+{
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+/*
+ * Turns the parsed reply into the result for p; a reply that is not one of
+ * the answers p can get is a protocol error (the stream is out of step).
+ */
+static int
+lockd__interpret(const struct lockd__pending *p,
+    const struct proto_reply *pr, lockd_reply *r, char *errstr)
+{
+	if (pr->kind == PROTO_REPLY_ERROR)
+		return lockd__error(errstr, lockd__server_error(pr->error),
+		    "%s: %.*s", proto_error_name(pr->error),
+		    (int)(pr->text_len > 100 ? 100 : pr->text_len), pr->text);
+	if (p->command != LOCKD_CMD_PING && (pr->name_len != p->name_len ||
+	    memcmp(pr->name, p->name, p->name_len) != 0))
+		return lockd__error(errstr, LOCKD_ERR_PROTOCOL,
+		    "reply for another lock name");
+
+	switch (p->command) {
+	case LOCKD_CMD_TRY:
+		if (pr->kind == PROTO_REPLY_HELD)
+			return LOCKD_HELD;
+		/* FALLTHROUGH */
+	case LOCKD_CMD_ACQUIRE:
+		if (pr->kind != PROTO_REPLY_GRANTED)
+			break;
+		lockd__copy_name(r->lease.name, pr->name, pr->name_len);
+		r->lease.fence = pr->handle.fence;
+		proto_format_handle(r->lease.handle,
+		    sizeof(r->lease.handle) - 1, pr->handle);
+		r->lease.lease_ms = pr->lease_ms;
+		r->lease.deadline_ms = p->sent_ms + pr->lease_ms;
+		return LOCKD_OK;
+	case LOCKD_CMD_RENEW:
+		if (pr->kind != PROTO_REPLY_RENEWED)
+			break;
+		lockd__copy_name(r->lease.name, pr->name, pr->name_len);
+		snprintf(r->lease.handle, sizeof(r->lease.handle), "%s",
+		    p->handle);
+		r->lease.fence = pr->fence;
+		if (pr->fence != p->fence)
+			return lockd__error(errstr, LOCKD_ERR_PROTOCOL,
+			    "renewed with another fence");
+		r->lease.lease_ms = pr->lease_ms;
+		r->lease.deadline_ms = p->sent_ms + pr->lease_ms;
+		return LOCKD_OK;
+	case LOCKD_CMD_RELEASE:
+		if (pr->kind == PROTO_REPLY_RELEASED)
+			return LOCKD_OK;
+		if (pr->kind == PROTO_REPLY_NOTHELD)
+			return LOCKD_NOTHELD;
+		break;
+	case LOCKD_CMD_STATUS:
+		if (pr->kind != PROTO_REPLY_STATUS)
+			break;
+		r->status.held = pr->held ? 1 : 0;
+		r->status.fence = pr->fence;
+		r->status.ttl_ms = pr->ttl_ms;
+		r->status.queue = pr->queue;
+		return LOCKD_OK;
+	case LOCKD_CMD_PING:
+		if (pr->kind == PROTO_REPLY_PONG)
+			return LOCKD_OK;
+		break;
+	}
+	return lockd__error(errstr, LOCKD_ERR_PROTOCOL,
+	    "reply does not answer the request");
+}
+
+int
+lockd__reply_take(const char *buf, size_t len,
+    const struct lockd__pending *p, lockd_reply *r, size_t *consumed,
+    char *errstr)
+{
+	struct proto_reply pr;
+	struct proto_error perr;
+	enum proto_result res;
+	int result;
+
+	*consumed = 0;
+	res = proto_parse_reply(buf, len, LOCKD__REPLY_LINE_MAX, &pr,
+	    consumed, &perr);
+	if (res == PROTO_PARTIAL) {
+		*consumed = 0;
+		return LOCKD_AGAIN;
+	}
+	if (res != PROTO_DONE)
+		return lockd__error(errstr, LOCKD_ERR_PROTOCOL,
+		    "malformed reply");
+	memset(r, 0, sizeof(*r));
+	r->command = p->command;
+	r->result = result = lockd__interpret(p, &pr, r, errstr);
+	return result;
+}
+
+int64_t
+lockd__reply_deadline(const struct lockd__pending *p,
+    int64_t command_timeout_ms, int64_t now)
+{
+	int64_t start = now;
+
+	if (command_timeout_ms <= 0 || p->wait_ms == LOCKD_WAIT_FOREVER)
+		return -1;
+	if (p->sent_ms >= 0 && p->sent_ms + p->wait_ms > start)
+		start = p->sent_ms + p->wait_ms;
+	return start + command_timeout_ms;
+}
+
+/*
+ * The queue: an array used from `first`, compacted to the front when it
+ * runs out at the end and doubled when it is full.
+ */
+
+void
+lockd__queue_init(struct lockd__queue *q, size_t size)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = size;
+}
+
+void
+lockd__queue_free(struct lockd__queue *q)
+{
+	free(q->items);
+	q->items = NULL;
+	q->first = q->count = q->cap = 0;
+}
+
+void *
+lockd__queue_push(struct lockd__queue *q)
+{
+	char *items, *item;
+	size_t cap;
+
+	if (q->first + q->count >= q->cap && q->first > 0) {
+		memmove(q->items, q->items + q->first * q->size,
+		    q->count * q->size);
+		q->first = 0;
+	}
+	if (q->count >= q->cap) {
+		cap = q->cap == 0 ? 8 : q->cap * 2;
+		if ((items = realloc(q->items, cap * q->size)) == NULL)
+			return NULL;
+		q->items = items;
+		q->cap = cap;
+	}
+	item = q->items + (q->first + q->count++) * q->size;
+	memset(item, 0, q->size);
+	return item;
+}
+
+void *
+lockd__queue_at(const struct lockd__queue *q, size_t i)
+{
+	return q->items + (q->first + i) * q->size;
+}
+
+void
+lockd__queue_pop(struct lockd__queue *q)
+{
+	q->first++;
+	q->count--;
+	if (q->count == 0)
+		q->first = 0;
+}
+
+void
+lockd__queue_clear(struct lockd__queue *q)
+{
+	q->first = q->count = 0;
+}
+
+uint64_t
+lockd__send_limit(const struct lockd__queue *q, size_t answered,
+    uint64_t appended)
+{
+	size_t last = answered + LOCKD__MAX_IN_FLIGHT;
+	const struct lockd__pending *p;
+
+	if (last >= q->count)
+		return appended;
+	p = lockd__queue_at(q, last - 1);
+	return p->end;
+}
