@@ -114,7 +114,8 @@ $(B)/lockd: $(B)/daemon/main.o $(DAEMON_LINK)
 # statically cannot clash with proto's names; liblockd.so exports the same
 # set through client/liblockd.map.  A lockd.pc for the build tree lets the
 # examples and the sample programs build the way a user's program does.
-CLIENT_SRC       := client/lockd.c client/keepalive.c client/request.c
+CLIENT_SRC       := client/lockd.c client/keepalive.c client/request.c \
+                    client/uv.c
 CLIENT_OBJ       := $(CLIENT_SRC:%.c=$(B)/%.o)
 CLIENT_PIC_OBJ   := $(CLIENT_SRC:%.c=$(B)/pic/%.o) $(PROTO_SRC:%.c=$(B)/pic/%.o)
 CLIENT_VERSION   := $(shell sed -n 's/^\#define LOCKD_VERSION "\(.*\)"/\1/p' daemon/config.h)
@@ -126,14 +127,15 @@ OBJCOPY ?= objcopy
 
 client: $(CLIENT_LIBS) $(B)/lockctl $(CLIENT_PC_DIR)/lockd.pc
 
-# The keep-alive helper runs a thread.
+# The keep-alive helper runs a thread; the async client (lockd_uv.h) is
+# built on libuv, which liblockd.so links and lockd.pc requires.
 $(B)/client/%.o: client/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -pthread -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(UV_CFLAGS) -pthread -c $< -o $@
 
 $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -pthread -fPIC -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(UV_CFLAGS) -pthread -fPIC -c $< -o $@
 
 $(B)/client/liblockd-all.o: $(CLIENT_OBJ) $(PROTO_OBJ)
 	$(LD) -r -o $@ $^
@@ -145,13 +147,14 @@ $(B)/liblockd.a: $(B)/client/liblockd-all.o
 
 $(B)/$(CLIENT_SONAME): $(CLIENT_PIC_OBJ) client/liblockd.map
 	$(CC) $(ALL_LDFLAGS) -pthread -shared -Wl,-soname,$(CLIENT_SONAME) \
-	    -Wl,--version-script=client/liblockd.map -o $@ $(CLIENT_PIC_OBJ)
+	    -Wl,--version-script=client/liblockd.map -o $@ $(CLIENT_PIC_OBJ) \
+	    $(UV_LIBS)
 
 $(B)/liblockd.so: $(B)/$(CLIENT_SONAME)
 	ln -sf $(CLIENT_SONAME) $@
 
 $(B)/lockctl: $(B)/client/lockctl.o $(B)/liblockd.a
-	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ $(UV_LIBS)
 
 # lockd.pc for the build tree: headers from client/, the library from $(B),
 # and an rpath so that programs built against it run from the tree.
@@ -187,7 +190,7 @@ LDCONFIG   ?= ldconfig
 INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
               $(PREFIX)/lib/liblockd.a $(PREFIX)/lib/$(CLIENT_SONAME) \
               $(PREFIX)/lib/liblockd.so $(PREFIX)/lib/pkgconfig/lockd.pc \
-              $(PREFIX)/include/lockd.h \
+              $(PREFIX)/include/lockd.h $(PREFIX)/include/lockd_uv.h \
               $(PREFIX)/share/man/man1/lockctl.1 \
               $(PREFIX)/share/man/man3/liblockd.3 \
               $(PREFIX)/share/man/man8/lockd.8 \
@@ -208,7 +211,8 @@ install: all
 	install -m 644 $(B)/liblockd.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(B)/$(CLIENT_SONAME) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(CLIENT_SONAME) $(DESTDIR)$(PREFIX)/lib/liblockd.so
-	install -m 644 client/lockd.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 client/lockd.h client/lockd_uv.h \
+	    $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$${prefix}/lib|' \
 	    -e 's|@includedir@|$${prefix}/include|' \
 	    -e 's|@version@|$(CLIENT_VERSION)|' -e 's|@rpath@||' \
@@ -338,7 +342,8 @@ $(B)/tests/client/%.o: ALL_CFLAGS += -pthread
 $(B)/tests/client_%: $(B)/tests/client/test_%.o $(TESTLIB) $(B)/liblockd.a \
     $(B)/libproto.a | $(B)/lockd $(B)/lockctl $(CLIENT_EXAMPLES)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS) \
+	    $(UV_LIBS)
 
 # Crash and power-loss tests: make test runs them short; make soak runs the
 # long ones (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).

@@ -77,6 +77,7 @@ lockd_strerror(int code)
 	case LOCKD_ERR_TIMEOUT: return "TIMEOUT";
 	case LOCKD_ERR_OOM: return "OOM";
 	case LOCKD_ERR_INVALID: return "INVALID";
+	case LOCKD_ERR_CLOSED: return "CLOSED";
 	case LOCKD_ERR_BADREQ: return "BADREQ";
 	case LOCKD_ERR_BADARG: return "BADARG";
 	case LOCKD_ERR_TOOLONG: return "TOOLONG";
@@ -94,7 +95,8 @@ int
 lockd_error_is_fatal(int code)
 {
 	return code == LOCKD_ERR_IO || code == LOCKD_ERR_EOF ||
-	    code == LOCKD_ERR_PROTOCOL || code == LOCKD_ERR_TIMEOUT;
+	    code == LOCKD_ERR_PROTOCOL || code == LOCKD_ERR_TIMEOUT ||
+	    code == LOCKD_ERR_CLOSED;
 }
 
 int

@@ -60,6 +60,8 @@ extern "C" {
 #define LOCKD_ERR_OOM (-5)         /* out of memory */
 #define LOCKD_ERR_INVALID (-6)     /* a bad argument (name, handle, duration)
 				      or a call out of turn */
+/* lockd_uv.h: the client was closed before the reply came; fatal. */
+#define LOCKD_ERR_CLOSED (-7)
 /* Errors answered by the server ("ERR <CODE> ..."); the context is usable. */
 #define LOCKD_ERR_BADREQ (-10)
 #define LOCKD_ERR_BADARG (-11)
@@ -264,7 +266,8 @@ int lockd_keepalive_stop(lockd_keepalive *k);
 /* Utilities. */
 /* "OK", "HELD", "NOTHELD", "AGAIN", "IO", ..., "SHUTDOWN"; "?" otherwise. */
 const char *lockd_strerror(int code);
-/* True for IO, EOF, PROTOCOL and TIMEOUT: the context is dead. */
+/* True for IO, EOF, PROTOCOL, TIMEOUT (and lockd_uv's CLOSED): the context
+ * is dead. */
 int lockd_error_is_fatal(int code);
 /*
  * Milliseconds on the clock the library keeps deadlines on: one that no

@@ -1,0 +1,149 @@
+/*
+ * lockd_uv.h - liblockd's non-blocking client, on the caller's libuv loop.
+ *
+ * The same requests, replies and results as lockd.h's blocking context
+ * (the code that formats requests and matches replies is shared), moved by
+ * libuv instead of poll(): a TCP or Unix stream on the caller's loop,
+ * host names resolved with uv_getaddrinfo (numeric addresses directly), the
+ * connect and command timeouts on a uv timer.  Every call returns at once;
+ * its result comes to a callback, on the loop's thread.
+ *
+ * libuv's rules apply.  A call that fails returns a negative LOCKD_ERR_*
+ * and never calls its callback; one that succeeds calls it exactly once.
+ * Memory is freed only in close callbacks: lockd_uv_close() ends a client
+ * and its close callback is the last thing it does.  Everything here runs
+ * on the loop's thread only.
+ *
+ * Pipelining is the normal case: issue any number of requests; they go out
+ * on one connection (at most 512 unanswered at a time, as lockd.h's) and
+ * their callbacks come in request order.  A connection error (IO, EOF,
+ * PROTOCOL, TIMEOUT) kills the client: every request still due gets that
+ * error in its callback, in order, and later calls fail with it; close the
+ * client and connect a new one.  lockd_uv_close() with requests due gives
+ * each LOCKD_ERR_CLOSED.
+ *
+ * Keep-alive: lockd_uv_keepalive_start() renews a lease every third of its
+ * length on the loop's timers, over a connection of its own (one per
+ * client, shared by all its keep-alives, made again whenever it breaks, so
+ * that a restart of lockd does not lose leases taken with
+ * LOCKD_ONCLOSE_KEEP), and reports a loss by the blocking helper's rules.
+ *
+ * Programs that include this header use libuv themselves: lockd.pc
+ * requires libuv, so `pkg-config --cflags --libs lockd` brings it along.
+ */
+#ifndef LOCKD_UV_H
+#define LOCKD_UV_H
+
+#include <uv.h>
+
+#include "lockd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct lockd_uv_client lockd_uv_client;
+typedef struct lockd_uv_keepalive lockd_uv_keepalive;
+
+/* result: LOCKD_OK, or the error that killed the client. */
+typedef void lockd_uv_connect_cb(lockd_uv_client *client, int result,
+    void *arg);
+/*
+ * result is what the blocking call would return.  reply is never NULL:
+ * reply->lease is filled for a granted ACQUIRE or TRY and a RENEW,
+ * reply->status for a STATUS; lockd_uv_errstr(client) says why on an error.
+ * The reply is valid during the callback only.
+ */
+typedef void lockd_uv_reply_cb(lockd_uv_client *client, int result,
+    const lockd_reply *reply, void *arg);
+typedef void lockd_uv_close_cb(lockd_uv_client *client, void *arg);
+/* Called once when a kept-alive lease is lost; see below. */
+typedef void lockd_uv_lost_cb(lockd_uv_keepalive *keepalive, int err,
+    const char *errstr, void *arg);
+
+/*
+ * Starts connecting on loop with options (NULL: all defaults; the same
+ * struct as lockd_connect's, copied) and returns the client at once;
+ * cb (may be NULL) is called when the connection is made or has failed.
+ * Requests may be issued before that: they are sent once connected, or
+ * fail with the connection's error.  NULL: out of memory or a bad port.
+ * A client whose connection failed must still be closed.
+ */
+lockd_uv_client *lockd_uv_connect(uv_loop_t *loop,
+    const lockd_options *options, lockd_uv_connect_cb *cb, void *arg);
+
+/*
+ * Requests: the blocking calls' arguments, a callback and its argument.
+ * LOCKD_OK when issued; LOCKD_ERR_INVALID (bad argument), LOCKD_ERR_OOM,
+ * or the client's fatal error, and then cb is not called.  Results as in
+ * lockd.h: LOCKD_HELD for a TRY that found the lock taken, LOCKD_NOTHELD
+ * for a RELEASE with a stale handle, LOCKD_ERR_WAIT_TIMEOUT for an ACQUIRE
+ * whose wait ran out, LOCKD_ERR_CONFLICT for a RENEW of a lease that is not
+ * ours.  The command timeout bounds a reply as in lockd.h (a waiting
+ * ACQUIRE gets its wait on top; one waiting forever is not timed).
+ */
+int lockd_uv_acquire(lockd_uv_client *client, const char *name,
+    int64_t lease_ms, int64_t wait_ms, int onclose, lockd_uv_reply_cb *cb,
+    void *arg);
+int lockd_uv_try(lockd_uv_client *client, const char *name, int64_t lease_ms,
+    int onclose, lockd_uv_reply_cb *cb, void *arg);
+int lockd_uv_renew(lockd_uv_client *client, const lockd_lease *lease,
+    int64_t lease_ms, lockd_uv_reply_cb *cb, void *arg);
+int lockd_uv_release(lockd_uv_client *client, const lockd_lease *lease,
+    lockd_uv_reply_cb *cb, void *arg);
+int lockd_uv_status(lockd_uv_client *client, const char *name,
+    lockd_uv_reply_cb *cb, void *arg);
+int lockd_uv_ping(lockd_uv_client *client, lockd_uv_reply_cb *cb, void *arg);
+
+/* Replies still due. */
+int lockd_uv_pending(const lockd_uv_client *client);
+/* 0, or the fatal error the client died of. */
+int lockd_uv_err(const lockd_uv_client *client);
+/* A sentence about the last error the client returned or reported. */
+const char *lockd_uv_errstr(const lockd_uv_client *client);
+
+/*
+ * Closes the connection, calls every outstanding request's callback with
+ * LOCKD_ERR_CLOSED (in order, before this returns), stops and frees every
+ * keep-alive started on the client (without calling their lost callbacks:
+ * their pointers are invalid from here on), and frees the client once
+ * libuv has closed its handles; cb (may be NULL) is called then, from the
+ * loop, and is the last use of the client.  Leases are not released:
+ * those taken with LOCKD_ONCLOSE_KEEP run on until they end.
+ */
+void lockd_uv_close(lockd_uv_client *client, lockd_uv_close_cb *cb,
+    void *arg);
+
+/*
+ * Keep-alive.  Renews lease (as a granted or renewed lease came to a
+ * callback, or from lockd_lease_init: then the first renewal is at once)
+ * every third of its length, keeping its length, over the client's
+ * keep-alive connection: a second connection made from the same options,
+ * so that renewals never queue behind the caller's own requests (an
+ * ACQUIRE waiting forever) and so that a broken caller's connection does
+ * not stop them.  That connection is made again whenever it breaks.
+ *
+ * Loss, as lockd_keepalive_start's: a renewal refused (CONFLICT, or any
+ * answer but UNAVAILABLE, LIMIT and SHUTDOWN, which are retried like a
+ * broken connection, every fifteenth of the lease), or no renewal succeeded
+ * by a tenth of the lease before the lease could end.  Then lost_cb is
+ * called once with the error and a sentence, and renewing stops.
+ *
+ * NULL: out of memory, a bad lease, or a client that is closing.
+ * lockd_uv_keepalive_stop() stops renewing and frees it (call it after a
+ * loss too, also from lost_cb); it does not release the lease.
+ */
+lockd_uv_keepalive *lockd_uv_keepalive_start(lockd_uv_client *client,
+    const lockd_lease *lease, lockd_uv_lost_cb *lost_cb, void *arg);
+/* The lease as last renewed (its deadline_ms moves on). */
+void lockd_uv_keepalive_lease(const lockd_uv_keepalive *keepalive,
+    lockd_lease *lease);
+/* 0, or the error that lost the lease. */
+int lockd_uv_keepalive_lost(const lockd_uv_keepalive *keepalive);
+void lockd_uv_keepalive_stop(lockd_uv_keepalive *keepalive);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOCKD_UV_H */

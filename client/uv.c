@@ -1,0 +1,1063 @@
+/*
+ * uv.c - liblockd's libuv transport: lockd_uv.h's client and keep-alive.
+ *
+ * Requests are checked and formatted, replies matched and turned into
+ * results by request.c, the code the blocking context runs; this file only
+ * moves the bytes on the caller's loop (a uv stream, uv_getaddrinfo, one uv
+ * timer for the connect and command timeouts) and calls the callbacks.
+ *
+ * Lifetimes follow libuv.  A client counts what may still call back into
+ * it (its timer, each connection handle, a name resolution, each
+ * keep-alive, its keep-alive connection) and is freed when it is closing
+ * and that count reaches zero, always from a libuv callback, never while
+ * one of its callbacks runs.  A connection handle lives in its own
+ * allocation, freed in its close callback, so a client can drop a broken
+ * connection (or a failed attempt at one address) and make another.
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/lockd_uv.h"
+#include "client/request.h"
+
+#define LOCKD__UV_READ_CHUNK 4096
+
+/* The keep-alive's rules, as keepalive.c's. */
+#define LOCKD__UV_MARGIN_DIVISOR 10
+#define LOCKD__UV_RETRY_DIVISOR 15
+#define LOCKD__UV_RETRY_MIN_MS 10
+#define LOCKD__UV_FIRST_DEFAULT_MS 30000
+
+enum lockd__uv_state {
+	LOCKD__UV_CONNECTING,
+	LOCKD__UV_READY,
+	LOCKD__UV_DEAD
+};
+
+struct lockd__uv_conn {
+	union {
+		uv_handle_t handle;
+		uv_stream_t stream;
+		uv_tcp_t tcp;
+		uv_pipe_t pipe;
+	} h;
+	uv_connect_t connect;
+	uv_write_t write;
+	lockd_uv_client *client;
+	bool dropped;          /* closing; its callbacks are to be ignored */
+	bool writing;
+};
+
+/* A queued request: the shared entry first, then our callback. */
+struct lockd__uv_request {
+	struct lockd__pending p;
+	lockd_uv_reply_cb *cb;
+	void *arg;
+};
+
+struct lockd_uv_client {
+	uv_loop_t *loop;
+	lockd_options options;      /* host and unix_path: our copies */
+	char *host;
+	char *unix_path;
+	char where[300];
+
+	enum lockd__uv_state state;
+	bool started;               /* connecting has begun */
+	bool closing;
+	int err;
+	char errstr[LOCKD_ERRSTR_SIZE];
+	lockd_uv_connect_cb *connect_cb;
+	void *connect_arg;
+	lockd_uv_close_cb *close_cb;
+	void *close_arg;
+	unsigned refs;              /* what may still call back into us */
+
+	uv_timer_t timer;           /* connect, then command timeout */
+	int64_t connect_deadline;   /* -1: none */
+	int64_t head_deadline;      /* the head request's reply; -1: none */
+	bool head_timed;
+	uv_getaddrinfo_t resolve;
+	bool resolving;
+	struct addrinfo *addrs, *next_addr;
+	struct lockd__uv_conn *conn;
+
+	char *out;                  /* appended, not yet handed to a write */
+	size_t out_len, out_cap;
+	char *wbuf;                 /* the write in flight */
+	size_t wbuf_cap;
+	uint64_t appended, written;
+	char *in;                   /* read, not yet parsed */
+	size_t in_len, in_cap;
+
+	struct lockd__queue queue;  /* of struct lockd__uv_request */
+	size_t sent;                /* queued requests handed to a write */
+
+	lockd_uv_client *renewer;   /* the keep-alive connection */
+	lockd_uv_keepalive *keepalives;
+};
+
+struct lockd_uv_keepalive {
+	lockd_uv_client *client;
+	lockd_uv_keepalive *prev, *next;
+	uv_timer_t timer;
+	lockd_lease lease;
+	lockd_uv_lost_cb *lost_cb;
+	void *arg;
+	int64_t lost_at;
+	int last;                   /* the last failed renewal's result */
+	char why[LOCKD_ERRSTR_SIZE];
+	int lost;
+	char errstr[LOCKD_ERRSTR_SIZE];
+	unsigned refs;              /* timer open, renewal in flight */
+	bool renewing, stopped;
+};
+
+static void lockd__uv_flush(lockd_uv_client *c);
+static void lockd__uv_try_next(lockd_uv_client *c);
+static void lockd__uv_arm(lockd_uv_client *c);
+
+/*
+ * Freeing.  Each reference is dropped by the callback that ends it; the
+ * last one frees a closing client.
+ */
+static void
+lockd__uv_unref(lockd_uv_client *c)
+{
+	lockd_uv_close_cb *cb;
+	void *arg;
+
+	if (--c->refs > 0 || !c->closing)
+		return;
+	cb = c->close_cb;
+	arg = c->close_arg;
+	if (c->addrs != NULL)
+		uv_freeaddrinfo(c->addrs);
+	lockd__queue_free(&c->queue);
+	free(c->out);
+	free(c->wbuf);
+	free(c->in);
+	free(c->host);
+	free(c->unix_path);
+	if (cb != NULL)
+		cb(c, arg);
+	free(c);
+}
+
+static void
+lockd__uv_conn_closed(uv_handle_t *h)
+{
+	struct lockd__uv_conn *conn = h->data;
+	lockd_uv_client *c = conn->client;
+
+	free(conn);
+	lockd__uv_unref(c);
+}
+
+static void
+lockd__uv_drop_conn(lockd_uv_client *c)
+{
+	struct lockd__uv_conn *conn = c->conn;
+
+	if (conn == NULL)
+		return;
+	c->conn = NULL;
+	conn->dropped = true;
+	uv_close(&conn->h.handle, lockd__uv_conn_closed);
+}
+
+static void
+lockd__uv_timer_closed(uv_handle_t *h)
+{
+	lockd__uv_unref(h->data);
+}
+
+/*
+ * Failing.  A fatal error (or closing) ends the connection and answers
+ * every request due with the error, in order.  The queue is taken out of
+ * the client first, so callbacks may issue requests (they fail at once) or
+ * close the client.
+ */
+__attribute__((format(printf, 3, 4)))
+static void
+lockd__uv_fail(lockd_uv_client *c, int code, const char *fmt, ...)
+{
+	struct lockd__queue due;
+	struct lockd__uv_request *r;
+	lockd_reply reply;
+	bool connecting = c->state == LOCKD__UV_CONNECTING;
+	va_list ap;
+	size_t i;
+
+	if (c->state == LOCKD__UV_DEAD)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->errstr, sizeof(c->errstr), fmt, ap);
+	va_end(ap);
+	c->err = code;
+	c->state = LOCKD__UV_DEAD;
+	uv_timer_stop(&c->timer);
+	lockd__uv_drop_conn(c);
+	if (c->resolving)
+		uv_cancel((uv_req_t *)&c->resolve);
+	due = c->queue;
+	lockd__queue_init(&c->queue, sizeof(struct lockd__uv_request));
+	c->sent = 0;
+	if (connecting && c->connect_cb != NULL)
+		c->connect_cb(c, code, c->connect_arg);
+	for (i = 0; i < due.count; i++) {
+		r = lockd__queue_at(&due, i);
+		memset(&reply, 0, sizeof(reply));
+		reply.command = r->p.command;
+		reply.result = code;
+		r->cb(c, code, &reply, r->arg);
+	}
+	lockd__queue_free(&due);
+}
+
+/*
+ * Connecting: a Unix socket, a numeric address, or each address a name
+ * resolves to in turn, within the connect timeout.
+ */
+
+static void
+lockd__uv_connected(uv_connect_t *req, int status);
+
+static struct lockd__uv_conn *
+lockd__uv_new_conn(lockd_uv_client *c)
+{
+	struct lockd__uv_conn *conn = calloc(1, sizeof(*conn));
+
+	if (conn == NULL)
+		return NULL;
+	conn->client = c;
+	conn->h.handle.data = conn;
+	conn->connect.data = conn;
+	conn->write.data = conn;
+	return conn;
+}
+
+static void
+lockd__uv_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	struct lockd__uv_conn *conn = h->data;
+	lockd_uv_client *c = conn->client;
+	size_t cap;
+	char *p;
+
+	(void)suggested;
+	buf->base = NULL;
+	buf->len = 0;
+	if (c->in_cap - c->in_len < LOCKD__UV_READ_CHUNK) {
+		cap = c->in_cap == 0 ? (size_t)2 * LOCKD__UV_READ_CHUNK :
+		    c->in_cap * 2;
+		if ((p = realloc(c->in, cap)) == NULL)
+			return;     /* libuv reports UV_ENOBUFS */
+		c->in = p;
+		c->in_cap = cap;
+	}
+	buf->base = c->in + c->in_len;
+	buf->len = c->in_cap - c->in_len;
+}
+
+/* Parses and delivers every whole reply read, in order. */
+static void
+lockd__uv_deliver(lockd_uv_client *c)
+{
+	struct lockd__uv_request *head;
+	lockd_uv_reply_cb *cb;
+	lockd_reply reply;
+	size_t pos = 0, consumed;
+	void *arg;
+	int rc;
+
+	while (c->state == LOCKD__UV_READY && !c->closing &&
+	    pos < c->in_len) {
+		if (c->queue.count == 0 || c->sent == 0) {
+			lockd__uv_fail(c, LOCKD_ERR_PROTOCOL,
+			    "a reply to no request");
+			return;
+		}
+		head = lockd__queue_at(&c->queue, 0);
+		rc = lockd__reply_take(c->in + pos, c->in_len - pos, &head->p,
+		    &reply, &consumed, c->errstr);
+		if (rc == LOCKD_AGAIN)
+			break;
+		if (lockd_error_is_fatal(rc)) {
+			lockd__uv_fail(c, rc, "%s", c->errstr);
+			return;
+		}
+		pos += consumed;
+		cb = head->cb;
+		arg = head->arg;
+		lockd__queue_pop(&c->queue);
+		c->sent--;
+		c->head_timed = false;
+		cb(c, rc, &reply, arg);
+	}
+	if (c->state != LOCKD__UV_READY)
+		return;
+	memmove(c->in, c->in + pos, c->in_len - pos);
+	c->in_len -= pos;
+	lockd__uv_arm(c);
+	lockd__uv_flush(c);     /* the window may have opened */
+}
+
+static void
+lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct lockd__uv_conn *conn = stream->data;
+	lockd_uv_client *c = conn->client;
+
+	(void)buf;
+	if (conn->dropped || nread == 0)
+		return;
+	if (nread == UV_EOF) {
+		lockd__uv_fail(c, LOCKD_ERR_EOF, "server closed the connection");
+		return;
+	}
+	if (nread < 0) {
+		lockd__uv_fail(c, nread == UV_ENOBUFS ? LOCKD_ERR_OOM :
+		    LOCKD_ERR_IO, "read: %s", uv_strerror((int)nread));
+		return;
+	}
+	c->in_len += (size_t)nread;
+	lockd__uv_deliver(c);
+}
+
+static void
+lockd__uv_connected(uv_connect_t *req, int status)
+{
+	struct lockd__uv_conn *conn = req->data;
+	lockd_uv_client *c = conn->client;
+	int rc;
+
+	if (conn->dropped)
+		return;
+	if (status < 0) {
+		snprintf(c->errstr, sizeof(c->errstr), "connect to %.80s: %s",
+		    c->where, uv_strerror(status));
+		lockd__uv_drop_conn(c);
+		if (c->unix_path != NULL || c->next_addr == NULL)
+			lockd__uv_fail(c, LOCKD_ERR_IO, "connect to %.80s: %s",
+			    c->where, uv_strerror(status));
+		else
+			lockd__uv_try_next(c);
+		return;
+	}
+	if ((rc = uv_read_start(&conn->h.stream, lockd__uv_read_alloc,
+	    lockd__uv_read)) < 0) {
+		lockd__uv_fail(c, LOCKD_ERR_IO, "read: %s", uv_strerror(rc));
+		return;
+	}
+	c->state = LOCKD__UV_READY;
+	if (c->addrs != NULL) {
+		uv_freeaddrinfo(c->addrs);
+		c->addrs = c->next_addr = NULL;
+	}
+	if (c->connect_cb != NULL)
+		c->connect_cb(c, LOCKD_OK, c->connect_arg);
+	if (c->state != LOCKD__UV_READY || c->closing)
+		return;
+	lockd__uv_arm(c);
+	lockd__uv_flush(c);
+}
+
+/* Connects to one address; false when it cannot even start. */
+static bool
+lockd__uv_connect_addr(lockd_uv_client *c, const struct sockaddr *addr)
+{
+	struct lockd__uv_conn *conn;
+	int rc;
+
+	if ((conn = lockd__uv_new_conn(c)) == NULL) {
+		lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
+		return true;
+	}
+	if ((rc = uv_tcp_init(c->loop, &conn->h.tcp)) < 0) {
+		free(conn);
+		lockd__uv_fail(c, LOCKD_ERR_IO, "socket: %s", uv_strerror(rc));
+		return true;
+	}
+	c->refs++;
+	c->conn = conn;
+	/* One short line per request: do not wait for more. */
+	uv_tcp_nodelay(&conn->h.tcp, 1);
+	if ((rc = uv_tcp_connect(&conn->connect, &conn->h.tcp, addr,
+	    lockd__uv_connected)) < 0) {
+		snprintf(c->errstr, sizeof(c->errstr), "connect to %.80s: %s",
+		    c->where, uv_strerror(rc));
+		lockd__uv_drop_conn(c);
+		return false;
+	}
+	return true;
+}
+
+static void
+lockd__uv_try_next(lockd_uv_client *c)
+{
+	struct addrinfo *ai;
+
+	while ((ai = c->next_addr) != NULL) {
+		c->next_addr = ai->ai_next;
+		if (lockd__uv_connect_addr(c, ai->ai_addr))
+			return;
+	}
+	lockd__uv_fail(c, LOCKD_ERR_IO, "%s", c->errstr[0] != '\0' ?
+	    c->errstr : "no address to connect to");
+}
+
+static void
+lockd__uv_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+	lockd_uv_client *c = req->data;
+
+	c->resolving = false;
+	if (c->state != LOCKD__UV_CONNECTING || c->closing) {
+		if (res != NULL)
+			uv_freeaddrinfo(res);
+	} else if (status < 0) {
+		lockd__uv_fail(c, LOCKD_ERR_IO, "resolve %.80s: %s", c->host,
+		    uv_strerror(status));
+	} else {
+		c->addrs = c->next_addr = res;
+		c->errstr[0] = '\0';
+		lockd__uv_try_next(c);
+	}
+	lockd__uv_unref(c);
+}
+
+static void
+lockd__uv_start_connect(lockd_uv_client *c)
+{
+	struct addrinfo hints;
+	struct sockaddr_storage ss;
+	struct lockd__uv_conn *conn;
+	char port[16];
+	int rc;
+
+	if (c->unix_path != NULL) {
+		snprintf(c->where, sizeof(c->where), "%s", c->unix_path);
+		if ((conn = lockd__uv_new_conn(c)) == NULL) {
+			lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
+			return;
+		}
+		if ((rc = uv_pipe_init(c->loop, &conn->h.pipe, 0)) < 0) {
+			free(conn);
+			lockd__uv_fail(c, LOCKD_ERR_IO, "socket: %s",
+			    uv_strerror(rc));
+			return;
+		}
+		c->refs++;
+		c->conn = conn;
+		uv_pipe_connect(&conn->connect, &conn->h.pipe, c->unix_path,
+		    lockd__uv_connected);
+		return;
+	}
+	snprintf(c->where, sizeof(c->where), "%s:%d", c->host,
+	    c->options.port);
+	if (uv_ip4_addr(c->host, c->options.port,
+	    (struct sockaddr_in *)&ss) == 0 ||
+	    uv_ip6_addr(c->host, c->options.port,
+	    (struct sockaddr_in6 *)&ss) == 0) {
+		if (!lockd__uv_connect_addr(c, (struct sockaddr *)&ss))
+			lockd__uv_fail(c, LOCKD_ERR_IO, "%s", c->errstr);
+		return;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(port, sizeof(port), "%d", c->options.port);
+	c->resolve.data = c;
+	if ((rc = uv_getaddrinfo(c->loop, &c->resolve, lockd__uv_resolved,
+	    c->host, port, &hints)) < 0) {
+		lockd__uv_fail(c, LOCKD_ERR_IO, "resolve %.80s: %s", c->host,
+		    uv_strerror(rc));
+		return;
+	}
+	c->resolving = true;
+	c->refs++;
+}
+
+/*
+ * The timer: the connect deadline while connecting, then the deadline of
+ * the reply at the head of the queue (replies come in order, so only the
+ * head's own wait can hold it back).
+ */
+static void
+lockd__uv_timeout(uv_timer_t *t)
+{
+	lockd_uv_client *c = t->data;
+	int64_t now = lockd_now_ms();
+
+	if (c->state == LOCKD__UV_CONNECTING && !c->started) {
+		/* Connecting starts from the loop, so that even a failure
+		 * found at once reaches the callback after lockd_uv_connect()
+		 * has returned. */
+		c->started = true;
+		lockd__uv_start_connect(c);
+		lockd__uv_arm(c);
+	} else if (c->state == LOCKD__UV_CONNECTING &&
+	    c->connect_deadline >= 0 &&
+	    now >= c->connect_deadline)
+		lockd__uv_fail(c, LOCKD_ERR_TIMEOUT, "connect to %.80s: timed out",
+		    c->where);
+	else if (c->state == LOCKD__UV_READY && c->head_timed &&
+	    c->head_deadline >= 0 && now >= c->head_deadline)
+		lockd__uv_fail(c, LOCKD_ERR_TIMEOUT,
+		    "no reply within the command timeout");
+	else
+		lockd__uv_arm(c);
+}
+
+static void
+lockd__uv_arm(lockd_uv_client *c)
+{
+	int64_t deadline = -1, now = lockd_now_ms();
+
+	if (c->closing || c->state == LOCKD__UV_DEAD)
+		return;
+	if (c->state == LOCKD__UV_CONNECTING) {
+		deadline = c->started ? c->connect_deadline : now;
+	} else if (c->queue.count > 0 && c->sent > 0) {
+		if (!c->head_timed) {
+			c->head_deadline = lockd__reply_deadline(
+			    lockd__queue_at(&c->queue, 0),
+			    c->options.command_timeout_ms, now);
+			c->head_timed = true;
+		}
+		deadline = c->head_deadline;
+	}
+	if (deadline < 0) {
+		uv_timer_stop(&c->timer);
+		return;
+	}
+	uv_timer_start(&c->timer, lockd__uv_timeout,
+	    (uint64_t)(deadline > now ? deadline - now : 0), 0);
+}
+
+lockd_uv_client *
+lockd_uv_connect(uv_loop_t *loop, const lockd_options *options,
+    lockd_uv_connect_cb *cb, void *arg)
+{
+	static const lockd_options defaults;
+	const lockd_options *o = options != NULL ? options : &defaults;
+	lockd_uv_client *c;
+
+	if (loop == NULL || o->port < 0 || o->port > 65535)
+		return NULL;
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->options = *o;
+	c->host = strdup(o->host != NULL ? o->host : LOCKD_DEFAULT_HOST);
+	if (c->host == NULL || (o->unix_path != NULL &&
+	    (c->unix_path = strdup(o->unix_path)) == NULL)) {
+		free(c->host);
+		free(c);
+		return NULL;
+	}
+	c->options.host = c->host;
+	c->options.unix_path = c->unix_path;
+	if (c->options.port == 0)
+		c->options.port = LOCKD_DEFAULT_PORT;
+	if (c->options.command_timeout_ms < 0)
+		c->options.command_timeout_ms = 0;
+	c->loop = loop;
+	c->connect_cb = cb;
+	c->connect_arg = arg;
+	c->state = LOCKD__UV_CONNECTING;
+	lockd__queue_init(&c->queue, sizeof(struct lockd__uv_request));
+	uv_timer_init(loop, &c->timer);
+	c->timer.data = c;
+	c->refs = 1;
+	c->connect_deadline = o->connect_timeout_ms > 0 ?
+	    lockd_now_ms() + o->connect_timeout_ms : -1;
+	lockd__uv_arm(c);
+	return c;
+}
+
+/*
+ * Writing: whatever is appended goes out in one write at a time, at most
+ * LOCKD__MAX_IN_FLIGHT requests ahead of their replies.
+ */
+
+static void
+lockd__uv_written(uv_write_t *req, int status)
+{
+	struct lockd__uv_conn *conn = req->data;
+	lockd_uv_client *c = conn->client;
+
+	conn->writing = false;
+	if (conn->dropped)
+		return;
+	if (status < 0) {
+		lockd__uv_fail(c, LOCKD_ERR_IO, "write: %s",
+		    uv_strerror(status));
+		return;
+	}
+	lockd__uv_flush(c);
+}
+
+static void
+lockd__uv_flush(lockd_uv_client *c)
+{
+	struct lockd__uv_conn *conn = c->conn;
+	struct lockd__pending *p;
+	uint64_t limit;
+	size_t n;
+	int64_t now;
+	uv_buf_t buf;
+	char *w;
+	int rc;
+
+	if (c->state != LOCKD__UV_READY || c->closing || conn == NULL ||
+	    conn->writing || c->out_len == 0)
+		return;
+	limit = lockd__send_limit(&c->queue, 0, c->appended);
+	if (limit <= c->written)
+		return;
+	n = (size_t)(limit - c->written);
+	if (n > c->out_len)
+		n = c->out_len;
+	if (c->wbuf_cap < n) {
+		if ((w = realloc(c->wbuf, n)) == NULL) {
+			lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
+			return;
+		}
+		c->wbuf = w;
+		c->wbuf_cap = n;
+	}
+	memcpy(c->wbuf, c->out, n);
+	memmove(c->out, c->out + n, c->out_len - n);
+	c->out_len -= n;
+	c->written += n;
+	/* The server may act on the bytes at once: a lease runs from now. */
+	now = lockd_now_ms();
+	while (c->sent < c->queue.count &&
+	    (p = lockd__queue_at(&c->queue, c->sent))->end <= c->written) {
+		p->sent_ms = now;
+		c->sent++;
+	}
+	buf = uv_buf_init(c->wbuf, (unsigned)n);
+	conn->writing = true;
+	if ((rc = uv_write(&conn->write, &conn->h.stream, &buf, 1,
+	    lockd__uv_written)) < 0) {
+		conn->writing = false;
+		lockd__uv_fail(c, LOCKD_ERR_IO, "write: %s", uv_strerror(rc));
+		return;
+	}
+	lockd__uv_arm(c);
+}
+
+/*
+ * Requests: request.c formats one; it is queued with its callback and goes
+ * out with the next write.
+ */
+static int
+lockd__uv_issue(lockd_uv_client *c, const struct lockd__request *r, int rc,
+    lockd_uv_reply_cb *cb, void *arg)
+{
+	struct lockd__uv_request *q;
+	char *out;
+	size_t cap;
+
+	if (rc != LOCKD_OK)
+		return rc;
+	if (c->out_cap - c->out_len < r->len) {
+		cap = c->out_cap == 0 ? 1024 : c->out_cap;
+		while (cap - c->out_len < r->len)
+			cap *= 2;
+		if ((out = realloc(c->out, cap)) == NULL)
+			goto oom;
+		c->out = out;
+		c->out_cap = cap;
+	}
+	if ((q = lockd__queue_push(&c->queue)) == NULL)
+		goto oom;
+	memcpy(c->out + c->out_len, r->line, r->len);
+	c->out_len += r->len;
+	c->appended += r->len;
+	q->p = r->pending;
+	q->p.end = c->appended;
+	q->cb = cb;
+	q->arg = arg;
+	lockd__uv_flush(c);
+	return LOCKD_OK;
+oom:
+	snprintf(c->errstr, sizeof(c->errstr), "out of memory");
+	return LOCKD_ERR_OOM;
+}
+
+/* The checks every request starts with. */
+static int
+lockd__uv_check(lockd_uv_client *c, lockd_uv_reply_cb *cb)
+{
+	if (c == NULL)
+		return LOCKD_ERR_INVALID;
+	if (c->closing) {
+		snprintf(c->errstr, sizeof(c->errstr), "the client is closing");
+		return LOCKD_ERR_CLOSED;
+	}
+	if (c->state == LOCKD__UV_DEAD)
+		return c->err;
+	if (cb == NULL) {
+		snprintf(c->errstr, sizeof(c->errstr), "no callback given");
+		return LOCKD_ERR_INVALID;
+	}
+	return LOCKD_OK;
+}
+
+int
+lockd_uv_acquire(lockd_uv_client *c, const char *name, int64_t lease_ms,
+    int64_t wait_ms, int onclose, lockd_uv_reply_cb *cb, void *arg)
+{
+	struct lockd__request r;
+	int rc;
+
+	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+		return rc;
+	return lockd__uv_issue(c, &r, lockd__request_acquire(&r, name,
+	    lease_ms, wait_ms, onclose, c->errstr), cb, arg);
+}
+
+int
+lockd_uv_try(lockd_uv_client *c, const char *name, int64_t lease_ms,
+    int onclose, lockd_uv_reply_cb *cb, void *arg)
+{
+	struct lockd__request r;
+	int rc;
+
+	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+		return rc;
+	return lockd__uv_issue(c, &r, lockd__request_try(&r, name, lease_ms,
+	    onclose, c->errstr), cb, arg);
+}
+
+int
+lockd_uv_renew(lockd_uv_client *c, const lockd_lease *lease,
+    int64_t lease_ms, lockd_uv_reply_cb *cb, void *arg)
+{
+	struct lockd__request r;
+	int rc;
+
+	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+		return rc;
+	return lockd__uv_issue(c, &r, lockd__request_renew(&r, lease,
+	    lease_ms, c->errstr), cb, arg);
+}
+
+int
+lockd_uv_release(lockd_uv_client *c, const lockd_lease *lease,
+    lockd_uv_reply_cb *cb, void *arg)
+{
+	struct lockd__request r;
+	int rc;
+
+	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+		return rc;
+	return lockd__uv_issue(c, &r, lockd__request_release(&r, lease,
+	    c->errstr), cb, arg);
+}
+
+int
+lockd_uv_status(lockd_uv_client *c, const char *name, lockd_uv_reply_cb *cb,
+    void *arg)
+{
+	struct lockd__request r;
+	int rc;
+
+	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+		return rc;
+	return lockd__uv_issue(c, &r, lockd__request_status(&r, name,
+	    c->errstr), cb, arg);
+}
+
+int
+lockd_uv_ping(lockd_uv_client *c, lockd_uv_reply_cb *cb, void *arg)
+{
+	struct lockd__request r;
+	int rc;
+
+	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+		return rc;
+	return lockd__uv_issue(c, &r, lockd__request_ping(&r, c->errstr), cb,
+	    arg);
+}
+
+int
+lockd_uv_pending(const lockd_uv_client *c)
+{
+	return (int)c->queue.count;
+}
+
+int
+lockd_uv_err(const lockd_uv_client *c)
+{
+	return c->state == LOCKD__UV_DEAD ? c->err : 0;
+}
+
+const char *
+lockd_uv_errstr(const lockd_uv_client *c)
+{
+	return c->errstr;
+}
+
+/*
+ * Keep-alive.
+ */
+
+static void lockd__uv_keepalive_fire(uv_timer_t *t);
+
+static void
+lockd__uv_renewer_closed(lockd_uv_client *renewer, void *arg)
+{
+	(void)renewer;
+	lockd__uv_unref(arg);
+}
+
+/* The client's keep-alive connection, made anew when it broke. */
+static lockd_uv_client *
+lockd__uv_renewer(lockd_uv_client *c)
+{
+	if (c->renewer != NULL && c->renewer->state == LOCKD__UV_DEAD) {
+		lockd_uv_close(c->renewer, lockd__uv_renewer_closed, c);
+		c->renewer = NULL;
+	}
+	if (c->renewer == NULL) {
+		c->renewer = lockd_uv_connect(c->loop, &c->options, NULL, NULL);
+		if (c->renewer != NULL)
+			c->refs++;
+	}
+	return c->renewer;
+}
+
+static void
+lockd__uv_keepalive_unref(lockd_uv_keepalive *k)
+{
+	lockd_uv_client *c = k->client;
+
+	if (--k->refs > 0)
+		return;
+	free(k);
+	lockd__uv_unref(c);
+}
+
+static void
+lockd__uv_keepalive_timer_closed(uv_handle_t *h)
+{
+	lockd__uv_keepalive_unref(h->data);
+}
+
+static void
+lockd__uv_keepalive_at(lockd_uv_keepalive *k, int64_t when)
+{
+	int64_t now = lockd_now_ms();
+
+	uv_timer_start(&k->timer, lockd__uv_keepalive_fire,
+	    (uint64_t)(when > now ? when - now : 0), 0);
+}
+
+/* Records the loss and tells the caller; k may be freed by the callback. */
+static void
+lockd__uv_keepalive_lose(lockd_uv_keepalive *k, int err, const char *why)
+{
+	k->lost = err;
+	snprintf(k->errstr, sizeof(k->errstr), "%s", why);
+	uv_timer_stop(&k->timer);
+	if (k->lost_cb != NULL)
+		k->lost_cb(k, err, k->errstr, k->arg);
+}
+
+/* The next renewal a third of the way into the lease as last granted. */
+static void
+lockd__uv_keepalive_schedule(lockd_uv_keepalive *k)
+{
+	lockd_lease *l = &k->lease;
+	int64_t next = l->deadline_ms - l->lease_ms + l->lease_ms / 3;
+
+	k->lost_at = l->deadline_ms - l->lease_ms / LOCKD__UV_MARGIN_DIVISOR;
+	lockd__uv_keepalive_at(k, next < k->lost_at ? next : k->lost_at);
+}
+
+/* A renewal the server answered with anything but these is refused. */
+static bool
+lockd__uv_retryable(int rc)
+{
+	return lockd_error_is_fatal(rc) || rc == LOCKD_ERR_UNAVAILABLE ||
+	    rc == LOCKD_ERR_LIMIT || rc == LOCKD_ERR_SHUTDOWN ||
+	    rc == LOCKD_ERR_OOM;
+}
+
+static void
+lockd__uv_keepalive_failed(lockd_uv_keepalive *k, int rc, const char *why)
+{
+	int64_t retry;
+
+	snprintf(k->why, sizeof(k->why), "renewal failed: %.100s", why);
+	if (!lockd__uv_retryable(rc)) {
+		lockd__uv_keepalive_lose(k, rc, k->why);
+		return;
+	}
+	/* Retry while another attempt could still succeed in time. */
+	k->last = rc;
+	retry = k->lease.lease_ms / LOCKD__UV_RETRY_DIVISOR;
+	if (retry < LOCKD__UV_RETRY_MIN_MS)
+		retry = LOCKD__UV_RETRY_MIN_MS;
+	if (lockd_now_ms() + retry >= k->lost_at) {
+		lockd__uv_keepalive_lose(k, rc, k->why);
+		return;
+	}
+	lockd__uv_keepalive_at(k, lockd_now_ms() + retry);
+}
+
+static void
+lockd__uv_keepalive_renewed(lockd_uv_client *renewer, int rc,
+    const lockd_reply *reply, void *arg)
+{
+	lockd_uv_keepalive *k = arg;
+
+	k->renewing = false;
+	if (k->stopped || k->lost != 0) {
+		lockd__uv_keepalive_unref(k);
+		return;
+	}
+	k->refs--;          /* the timer still holds k */
+	if (rc == LOCKD_OK) {
+		k->lease.lease_ms = reply->lease.lease_ms;
+		k->lease.deadline_ms = reply->lease.deadline_ms;
+		k->last = 0;
+		lockd__uv_keepalive_schedule(k);
+		return;
+	}
+	lockd__uv_keepalive_failed(k, rc, lockd_uv_errstr(renewer));
+}
+
+static void
+lockd__uv_keepalive_fire(uv_timer_t *t)
+{
+	lockd_uv_keepalive *k = t->data;
+	lockd_uv_client *renewer;
+	int rc;
+
+	if (k->stopped || k->lost != 0)
+		return;
+	if (lockd_now_ms() >= k->lost_at) {
+		if (k->last == 0)
+			lockd__uv_keepalive_lose(k, LOCKD_ERR_TIMEOUT,
+			    "the lease could end before a renewal");
+		else
+			lockd__uv_keepalive_lose(k, k->last, k->why);
+		return;
+	}
+	if (k->renewing) {          /* still waiting: check again at lost_at */
+		lockd__uv_keepalive_at(k, k->lost_at);
+		return;
+	}
+	if ((renewer = lockd__uv_renewer(k->client)) == NULL) {
+		lockd__uv_keepalive_failed(k, LOCKD_ERR_OOM, "out of memory");
+		return;
+	}
+	rc = lockd_uv_renew(renewer, &k->lease, k->lease.lease_ms,
+	    lockd__uv_keepalive_renewed, k);
+	if (rc != LOCKD_OK) {
+		lockd__uv_keepalive_failed(k, rc, lockd_uv_errstr(renewer));
+		return;
+	}
+	k->renewing = true;
+	k->refs++;
+	/* The reply must come before the lease could end. */
+	lockd__uv_keepalive_at(k, k->lost_at);
+}
+
+lockd_uv_keepalive *
+lockd_uv_keepalive_start(lockd_uv_client *c, const lockd_lease *lease,
+    lockd_uv_lost_cb *lost_cb, void *arg)
+{
+	lockd_uv_keepalive *k;
+	struct lockd__request probe;
+	int64_t now = lockd_now_ms(), first;
+
+	if (c == NULL || c->closing || lease == NULL ||
+	    lockd__request_renew(&probe, lease, lease->lease_ms, c->errstr) !=
+	    LOCKD_OK)
+		return NULL;
+	if ((k = calloc(1, sizeof(*k))) == NULL)
+		return NULL;
+	k->client = c;
+	k->lease = *lease;
+	k->lost_cb = lost_cb;
+	k->arg = arg;
+	uv_timer_init(c->loop, &k->timer);
+	k->timer.data = k;
+	k->refs = 1;
+	c->refs++;
+	k->next = c->keepalives;
+	if (k->next != NULL)
+		k->next->prev = k;
+	c->keepalives = k;
+	if (lease->deadline_ms > 0 && lease->lease_ms > 0) {
+		lockd__uv_keepalive_schedule(k);
+	} else {
+		/* A lease of unknown age: renew now, lose it if that fails
+		 * for as long as the lease (or the command timeout) lasts. */
+		first = c->options.command_timeout_ms > 0 ?
+		    c->options.command_timeout_ms : lease->lease_ms > 0 ?
+		    lease->lease_ms : LOCKD__UV_FIRST_DEFAULT_MS;
+		k->lost_at = now + first;
+		lockd__uv_keepalive_at(k, now);
+	}
+	return k;
+}
+
+void
+lockd_uv_keepalive_lease(const lockd_uv_keepalive *k, lockd_lease *lease)
+{
+	*lease = k->lease;
+}
+
+int
+lockd_uv_keepalive_lost(const lockd_uv_keepalive *k)
+{
+	return k->lost;
+}
+
+void
+lockd_uv_keepalive_stop(lockd_uv_keepalive *k)
+{
+	lockd_uv_client *c;
+
+	if (k == NULL || k->stopped)
+		return;
+	c = k->client;
+	k->stopped = true;
+	if (k->prev != NULL)
+		k->prev->next = k->next;
+	else
+		c->keepalives = k->next;
+	if (k->next != NULL)
+		k->next->prev = k->prev;
+	uv_close((uv_handle_t *)&k->timer, lockd__uv_keepalive_timer_closed);
+}
+
+void
+lockd_uv_close(lockd_uv_client *c, lockd_uv_close_cb *cb, void *arg)
+{
+	if (c == NULL || c->closing)
+		return;
+	c->closing = true;
+	c->close_cb = cb;
+	c->close_arg = arg;
+	while (c->keepalives != NULL)
+		lockd_uv_keepalive_stop(c->keepalives);
+	if (c->renewer != NULL) {
+		lockd_uv_close(c->renewer, lockd__uv_renewer_closed, c);
+		c->renewer = NULL;
+	}
+	/* Callbacks it calls see a closing client: a request they issue
+	 * fails at once, and closing it again does nothing. */
+	lockd__uv_fail(c, LOCKD_ERR_CLOSED, "the client was closed");
+	uv_close((uv_handle_t *)&c->timer, lockd__uv_timer_closed);
+}
