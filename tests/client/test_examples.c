@@ -77,6 +77,22 @@ test_examples_fifo_queue_grants_in_order_with_rising_fences(void **state)
 	assert_non_null(strstr(out, "FIFO order and increasing fences: ok"));
 }
 
+static void
+test_examples_uv_locks_keeps_many_locks_on_a_libuv_loop(void **state)
+{
+	/* 200 locks on a 1 s lease for 2 s: renewed twice on the loop. */
+	const char *argv[] = { harness_program("examples/uv_locks"),
+	    "127.0.0.1", harness_shared_port, "200", "2", NULL };
+
+	(void)state;
+
+	assert_int_equal(harness_run((char *const *)argv, RUN_TIMEOUT_MS, out,
+	    sizeof(out), err, sizeof(err)), 0);
+	assert_string_equal(out, "held 200 locks, 0 busy\n"
+	    "kept 200 locks for 2 s, 0 lost\nreleased 200\n");
+	assert_string_equal(err, "");
+}
+
 int
 main(void)
 {
@@ -86,6 +102,8 @@ main(void)
 		cmocka_unit_test(test_examples_singleton_runs_once_at_a_time),
 		cmocka_unit_test(
 		    test_examples_fifo_queue_grants_in_order_with_rising_fences),
+		cmocka_unit_test(
+		    test_examples_uv_locks_keeps_many_locks_on_a_libuv_loop),
 	};
 
 	harness_begin();
