@@ -49,6 +49,7 @@ expected="usr/local/bin/lockctl
 usr/local/bin/lockd
 usr/local/etc/lockd/lockd.conf
 usr/local/include/lockd.h
+usr/local/include/lockd_uv.h
 usr/local/lib/liblockd.a
 usr/local/lib/liblockd.so
 usr/local/lib/liblockd.so.0
