@@ -137,7 +137,9 @@ lockd__finish(struct lockd__request *r, const struct proto_request *req,
 		return lockd__error(errstr, LOCKD_ERR_INVALID,
 		    "request cannot be formatted");
 	memset(p, 0, sizeof(*p));
-	p->command = (lockd_command)req->command;
+	/* req was filled by the caller's request function (the analyzer
+	 * cannot follow it there). */
+	p->command = (lockd_command)req->command; /* NOLINT(clang-analyzer-core.uninitialized.Assign) */
 	p->wait_ms = 0;
 	if (req->command == PROTO_CMD_ACQUIRE)
 		p->wait_ms = req->has_wait ? req->wait_ms : LOCKD_WAIT_FOREVER;

@@ -693,7 +693,7 @@ oom:
 
 /* The checks every request starts with. */
 static int
-lockd__uv_check(lockd_uv_client *c, lockd_uv_reply_cb *cb)
+lockd__uv_check(lockd_uv_client *c, bool has_cb)
 {
 	if (c == NULL)
 		return LOCKD_ERR_INVALID;
@@ -703,7 +703,7 @@ lockd__uv_check(lockd_uv_client *c, lockd_uv_reply_cb *cb)
 	}
 	if (c->state == LOCKD__UV_DEAD)
 		return c->err;
-	if (cb == NULL) {
+	if (!has_cb) {
 		snprintf(c->errstr, sizeof(c->errstr), "no callback given");
 		return LOCKD_ERR_INVALID;
 	}
@@ -717,7 +717,7 @@ lockd_uv_acquire(lockd_uv_client *c, const char *name, int64_t lease_ms,
 	struct lockd__request r;
 	int rc;
 
-	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_acquire(&r, name,
 	    lease_ms, wait_ms, onclose, c->errstr), cb, arg);
@@ -730,7 +730,7 @@ lockd_uv_try(lockd_uv_client *c, const char *name, int64_t lease_ms,
 	struct lockd__request r;
 	int rc;
 
-	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_try(&r, name, lease_ms,
 	    onclose, c->errstr), cb, arg);
@@ -743,7 +743,7 @@ lockd_uv_renew(lockd_uv_client *c, const lockd_lease *lease,
 	struct lockd__request r;
 	int rc;
 
-	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_renew(&r, lease,
 	    lease_ms, c->errstr), cb, arg);
@@ -756,7 +756,7 @@ lockd_uv_release(lockd_uv_client *c, const lockd_lease *lease,
 	struct lockd__request r;
 	int rc;
 
-	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_release(&r, lease,
 	    c->errstr), cb, arg);
@@ -769,7 +769,7 @@ lockd_uv_status(lockd_uv_client *c, const char *name, lockd_uv_reply_cb *cb,
 	struct lockd__request r;
 	int rc;
 
-	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_status(&r, name,
 	    c->errstr), cb, arg);
@@ -781,7 +781,7 @@ lockd_uv_ping(lockd_uv_client *c, lockd_uv_reply_cb *cb, void *arg)
 	struct lockd__request r;
 	int rc;
 
-	if ((rc = lockd__uv_check(c, cb)) != LOCKD_OK)
+	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_ping(&r, c->errstr), cb,
 	    arg);
