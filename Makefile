@@ -467,7 +467,9 @@ fuzz-guard: $(FUZZ_SERVICE)
 	    tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)
 
 # The test run: every program above, the fuzzers' smoke runs, and the
-# checks of the units, the install, the docs and their samples.
+# checks of the units, the install, the Debian packages (built, installed
+# into this machine, used and purged: it skips where they are installed),
+# the docs and their samples.
 TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
             $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
 
@@ -479,6 +481,7 @@ test-run: all $(TEST_BIN)
 	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
+	    "tests/packaging/check-deb.sh" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
 	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)"
 
