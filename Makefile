@@ -246,7 +246,9 @@ uninstall:
 # dpkg-buildpackage builds inside the tree it is given, so it gets a copy:
 # the files git knows (tracked, and untracked ones not ignored, as they are
 # in the working tree now), or without git everything but the build
-# directories.  Always a plain build, whatever SANITIZE says.
+# directories.  Always a plain build: this make's variables (SANITIZE=1
+# from make test SANITIZE=1, B) must not reach the package's make through
+# the environment.
 DEB_DIR     := build/deb
 DEB_VERSION  = $(shell dpkg-parsechangelog -l debian/changelog -S Version)
 
@@ -268,7 +270,8 @@ deb: deps-deb
 	    tar --exclude=./.git --exclude=./build --exclude=./build-san \
 	        --exclude=./build-fuzz --exclude=./lockd-data -cf - .; \
 	fi | tar -C $(DEB_DIR)/src -xf -
-	cd $(DEB_DIR)/src && DEB_BUILD_OPTIONS="nocheck parallel=2 $(DEB_BUILD_OPTIONS)" \
+	cd $(DEB_DIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	    -u SANITIZE -u B DEB_BUILD_OPTIONS="nocheck parallel=2 $(DEB_BUILD_OPTIONS)" \
 	    dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
 	    { tail -30 ../build.log >&2; echo "make deb: failed; the whole log:" \
 	      "$(DEB_DIR)/build.log" >&2; exit 1; }

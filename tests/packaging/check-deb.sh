@@ -13,9 +13,10 @@
 #     against it on the installed liblockd.so.0, and so does a static one;
 #     the installed lockctl takes and releases a lock; where systemd runs,
 #     the unit starts and answers on 127.0.0.1:7420 too;
-#   - dpkg --purge removes every file they brought, the data and the
-#     enablement links: no path named lockd*, liblockd* or lockctl* is
-#     left that was not there before.
+#   - dpkg --purge removes every file they brought, the lock store the
+#     service keeps in /var/lib/lockd (made here as systemd would where
+#     systemd does not run) and the enablement links: no path named
+#     lockd*, liblockd* or lockctl* is left that was not there before.
 # It installs into the live system, so it runs only as root and only where
 # none of the four packages is installed (nor left as config-files): on a
 # developer's machine that has them it skips, saying why, and touches
@@ -181,6 +182,13 @@ else
 	ok "systemd-analyze verify rejects a unit whose program is missing"
 fi
 
+# Packages are plain builds, even from make test SANITIZE=1.
+if ldd /usr/bin/lockd /usr/lib/x86_64-linux-gnu/liblockd.so.0 | grep -q -E 'libasan|libubsan'; then
+	bad "the packaged lockd or liblockd is built with the sanitizers"
+else
+	ok "the packaged lockd and liblockd are plain builds (no sanitizer)"
+fi
+
 # The installed lockd, on a free loopback port with its own data.
 /usr/bin/lockd --listen 127.0.0.1:0 --data-dir "$tmp/data" 2>"$tmp/lockd.log" &
 pid=$!
@@ -265,6 +273,32 @@ running | degraded)
 	;;
 esac
 
+# The store the service leaves, so that the purge must remove it: where
+# systemd ran the unit above it is there; elsewhere it is made as the
+# unit's StateDirectory= with DynamicUser=yes makes it (a directory in
+# /var/lib/private, and the link /var/lib/lockd), with a real store in it.
+made_private=0
+if [ ! -e /var/lib/lockd ]; then
+	[ -d /var/lib/private ] || { mkdir -m 0700 /var/lib/private && made_private=1; }
+	/usr/bin/lockd --listen 127.0.0.1:0 --data-dir /var/lib/private/lockd \
+		2>"$tmp/state.log" &
+	pid=$!
+	i=0
+	while [ $i -lt 100 ] && ! grep -q 'listening on' "$tmp/state.log"; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	pid=""
+	ln -s private/lockd /var/lib/lockd
+fi
+if [ -e /var/lib/lockd/data.mdb ]; then
+	ok "a store is in /var/lib/lockd (-> $(readlink /var/lib/lockd)) for the purge to remove"
+else
+	bad "no store in /var/lib/lockd before the purge: $(tail -3 "$tmp/state.log" 2>/dev/null)"
+fi
+
 # shellcheck disable=SC2086
 if dpkg_retry --purge $packages; then
 	installed=0
@@ -285,6 +319,9 @@ if [ -z "$left" ] && cmp -s "$tmp/before" "$tmp/after"; then
 else
 	bad "left after the purge:$left $(diff "$tmp/before" "$tmp/after" | grep '^>')"
 fi
+
+# /var/lib/private is systemd's and the purge leaves it; this test made it.
+[ "$made_private" = 1 ] && rmdir /var/lib/private
 
 echo "deb: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
