@@ -259,8 +259,8 @@ deps-deb:
 deb: deps-deb
 	@case "$(DEB_VERSION)" in $(CLIENT_VERSION)-*) ;; *) \
 	    echo "make deb: debian/changelog says $(DEB_VERSION), daemon/config.h" \
-	        "says $(CLIENT_VERSION): add a changelog entry (dch -v" \
-	        "$(CLIENT_VERSION)-1)" >&2; exit 1 ;; esac
+	        "says $(CLIENT_VERSION): add a debian/changelog entry (by hand, or" \
+	        "devscripts' dch -v $(CLIENT_VERSION)-1)" >&2; exit 1 ;; esac
 	rm -rf $(DEB_DIR)
 	mkdir -p $(DEB_DIR)/src
 	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
