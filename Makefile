@@ -4,6 +4,7 @@
 #   make run        install build dependencies, build, run lockd in the foreground
 #   make test       install test dependencies, build the tests, run every one
 #   make install    install lockd, liblockd, lockctl, man pages and units
+#   make deb        the Debian packages lockd, liblockd0, liblockd-dev, lockctl
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
 #   make sizing     memory and data.mdb bytes per held lock (docs/operations.md)
@@ -185,11 +186,14 @@ SYSCONFDIR ?= /etc
 else
 SYSCONFDIR ?= $(PREFIX)/etc
 endif
+# LIBDIR is the libraries' and lockd.pc's; a Debian package sets it to the
+# multiarch directory (debian/rules).
+LIBDIR     ?= $(PREFIX)/lib
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 LDCONFIG   ?= ldconfig
 INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
-              $(PREFIX)/lib/liblockd.a $(PREFIX)/lib/$(CLIENT_SONAME) \
-              $(PREFIX)/lib/liblockd.so $(PREFIX)/lib/pkgconfig/lockd.pc \
+              $(LIBDIR)/liblockd.a $(LIBDIR)/$(CLIENT_SONAME) \
+              $(LIBDIR)/liblockd.so $(LIBDIR)/pkgconfig/lockd.pc \
               $(PREFIX)/include/lockd.h $(PREFIX)/include/lockd_uv.h \
               $(PREFIX)/share/man/man1/lockctl.1 \
               $(PREFIX)/share/man/man3/liblockd.3 \
@@ -202,21 +206,22 @@ INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
 # Into the live system (no DESTDIR; a package runs ldconfig itself) it ends
 # with ldconfig, or programs linked against liblockd.so.0 cannot start.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
 	    $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
 	    $(DESTDIR)$(PREFIX)/share/man/man3 \
 	    $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(UNITDIR) \
 	    $(DESTDIR)$(SYSCONFDIR)/lockd
 	install -m 755 $(B)/lockd $(B)/lockctl $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(B)/liblockd.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(B)/$(CLIENT_SONAME) $(DESTDIR)$(PREFIX)/lib/
-	ln -sf $(CLIENT_SONAME) $(DESTDIR)$(PREFIX)/lib/liblockd.so
+	install -m 644 $(B)/liblockd.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(B)/$(CLIENT_SONAME) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(CLIENT_SONAME) $(DESTDIR)$(LIBDIR)/liblockd.so
 	install -m 644 client/lockd.h client/lockd_uv.h \
 	    $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$${prefix}/lib|' \
+	sed -e 's|@prefix@|$(PREFIX)|' \
+	    -e 's|@libdir@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
 	    -e 's|@includedir@|$${prefix}/include|' \
 	    -e 's|@version@|$(CLIENT_VERSION)|' -e 's|@rpath@||' \
-	    client/lockd.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lockd.pc
+	    client/lockd.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/lockd.pc
 	install -m 644 docs/lockctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 docs/liblockd.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 docs/lockd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
@@ -229,10 +234,10 @@ install: all
 	@if [ -z "$(DESTDIR)" ]; then \
 	    echo "$(LDCONFIG)"; \
 	    $(LDCONFIG) || echo "make install: $(LDCONFIG) failed; run it as root" >&2; \
-	    $(LDCONFIG) -p 2>/dev/null | grep -q '$(PREFIX)/lib/$(CLIENT_SONAME)' || \
-	    echo "make install: $(PREFIX)/lib is not in the run-time linker's path:" \
+	    $(LDCONFIG) -p 2>/dev/null | grep -q '$(LIBDIR)/$(CLIENT_SONAME)' || \
+	    echo "make install: $(LIBDIR) is not in the run-time linker's path:" \
 	        "add it to /etc/ld.so.conf.d/ and run ldconfig, or link with" \
-	        "-Wl,-rpath,$(PREFIX)/lib" >&2; \
+	        "-Wl,-rpath,$(LIBDIR)" >&2; \
 	fi
 
 uninstall:
@@ -240,6 +245,42 @@ uninstall:
 	if cmp -s systemd/lockd.conf $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf; \
 	then rm -f $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf; fi
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/lockd 2>/dev/null
+
+# make deb: the Debian packages (debian/; docs/operations.md) in build/deb/.
+# dpkg-buildpackage builds inside the tree it is given, so it gets a copy:
+# the files git knows (tracked, and untracked ones not ignored, as they are
+# in the working tree now), or without git everything but the build
+# directories.  Always a plain build: this make's variables (SANITIZE=1
+# from make test SANITIZE=1, B) must not reach the package's make through
+# the environment.
+DEB_DIR     := build/deb
+DEB_VERSION  = $(shell dpkg-parsechangelog -l debian/changelog -S Version)
+
+.PHONY: deb deps-deb
+deps-deb:
+	@tools/deps.sh deb
+
+deb: deps-deb
+	@case "$(DEB_VERSION)" in $(CLIENT_VERSION)-*) ;; *) \
+	    echo "make deb: debian/changelog says $(DEB_VERSION), daemon/config.h" \
+	        "says $(CLIENT_VERSION): add a debian/changelog entry (by hand, or" \
+	        "devscripts' dch -v $(CLIENT_VERSION)-1)" >&2; exit 1 ;; esac
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/src
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	    git ls-files -z --cached --others --exclude-standard | \
+	        tar --null --no-recursion --ignore-failed-read -T - -cf -; \
+	else \
+	    tar --exclude=./.git --exclude=./build --exclude=./build-san \
+	        --exclude=./build-fuzz --exclude=./lockd-data -cf - .; \
+	fi | tar -C $(DEB_DIR)/src -xf -
+	cd $(DEB_DIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	    -u SANITIZE -u B DEB_BUILD_OPTIONS="nocheck parallel=2 $(DEB_BUILD_OPTIONS)" \
+	    dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
+	    { tail -30 ../build.log >&2; echo "make deb: failed; the whole log:" \
+	      "$(DEB_DIR)/build.log" >&2; exit 1; }
+	@echo "make deb: the packages (log: $(DEB_DIR)/build.log):"
+	@ls -1 $(DEB_DIR)/*.deb
 
 clean:
 	rm -rf build build-san build-fuzz
@@ -435,8 +476,9 @@ fuzz-guard: $(FUZZ_SERVICE)
 
 # The test run: every program above, the fuzzers' smoke runs, the Python
 # client's pytest suite (client/python/tests, against $(B)/lockd and
-# lockd-faulty), and the checks of the units, the install, the docs and
-# their samples.
+# lockd-faulty), and the checks of the units, the install, the Debian
+# packages (built, installed into this machine, used and purged: it skips
+# where they are installed), the docs and their samples.
 TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
             $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
 
@@ -449,6 +491,7 @@ test-run: all $(TEST_BIN) $(CRASH_FAULTY)
 	    "tests/python/run.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
+	    "tests/packaging/check-deb.sh" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
 	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)"
 

@@ -109,8 +109,11 @@ read_boot_id(uint8_t id[16])
 		close(fd);
 	if (n <= 0) {
 		/* Unknown boot: every record is then trusted only by its
-		 * wall-clock expiry, capped at the maximum lease. */
-		getrandom(id, 16, 0);
+		 * wall-clock expiry, capped at the maximum lease.  Should
+		 * getrandom fail too, the id stays all zeros, never half
+		 * written. */
+		if (getrandom(id, 16, 0) != 16)
+			memset(id, 0, 16);
 		return;
 	}
 	for (j = 0; j < n && i < 32; j++) {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # deps.sh - install the Debian packages a make target needs, when missing.
-# Usage: tools/deps.sh build|test|fuzz|bench
+# Usage: tools/deps.sh build|test|fuzz|bench|deb
 # Uses apt-get directly as root, sudo otherwise; does nothing when all the
 # packages are already installed, so it is cheap to call from make.
 set -eu
@@ -10,12 +10,14 @@ units="systemd"
 # The Python client: its tests (pytest), its pip install (setuptools,
 # wheel, pip) and its TLS test (socat, openssl).
 python="python3 python3-pytest python3-setuptools python3-wheel python3-pip socat openssl"
+deb="debhelper dpkg-dev lintian"
 case "${1:-build}" in
 build) want="$build" ;;
-test)  want="$build $units libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python" ;;
+test)  want="$build $units libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python $deb" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
+deb)   want="$build $deb" ;;
 bench) want="$build redis-server etcd-server etcd-client libhiredis-dev util-linux" ;;
-*) echo "usage: $0 build|test|fuzz|bench" >&2; exit 2 ;;
+*) echo "usage: $0 build|test|fuzz|bench|deb" >&2; exit 2 ;;
 esac
 
 missing=""
