@@ -229,6 +229,7 @@ fi
 # shellcheck disable=SC2046
 if cc -o "$tmp/fenced_write_static" examples/fenced_write.c \
     $(pkg-config --cflags lockd) /usr/lib/x86_64-linux-gnu/liblockd.a \
+    $(pkg-config --static --libs-only-l lockd | sed 's/-llockd//') \
     $(pkg-config --static --libs-only-other lockd) 2>"$tmp/cc2.log" &&
     ! ldd "$tmp/fenced_write_static" | grep -q liblockd &&
     timeout 30 "$tmp/fenced_write_static" 127.0.0.1 "$port" >"$tmp/fw2.log" 2>&1; then
