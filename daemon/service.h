@@ -128,6 +128,9 @@ struct service {
 	bool syncing;            /* hooks.sync: a sync is in flight */
 	int inflight_rc;         /* what its write returned */
 	int64_t inflight_ns;     /* how long the store took; -1: not written */
+	int64_t inflight_t0;     /* when an asynchronous write started */
+	void (*written)(void *ctx);  /* service_commit_write_start's done */
+	void *written_ctx;
 	/* The names it writes, indexed on first need (inflight_depends). */
 	size_t *inflight_names;
 	size_t inflight_cap, inflight_mask;
@@ -219,6 +222,15 @@ int service_commit(struct service *svc);
 int service_commit_begin(struct service *svc);
 void service_commit_write(struct service *svc);
 int service_commit_end(struct service *svc);
+/*
+ * service_commit_write's asynchronous form, for a store with commit_start
+ * (store.h): on the loop, starts the write and returns 0; done(ctx) is
+ * called on the loop once it has ended, and service_commit_end follows.
+ * Returns 1 when the write is over already (a sync, an injected failure,
+ * a store that could not start): call service_commit_end at once.
+ */
+int service_commit_write_start(struct service *svc, void (*done)(void *ctx),
+    void *ctx);
 bool service_commit_inflight(const struct service *svc);
 
 /* True when changes wait for a commit (e.g. after a failed one). */
