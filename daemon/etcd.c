@@ -37,7 +37,8 @@ struct etcd {
 	struct core_link requests;
 	struct core_link sockets;
 	int handles;              /* libuv handles not yet closed */
-	bool closing;
+	bool closing;             /* off the loop: synchronous calls only */
+	bool freeing;             /* freed once its handles are closed */
 };
 
 struct request {
@@ -224,8 +225,10 @@ classify(CURL *easy, CURLcode code, const char *curl_error,
 		return ETCD_UNKNOWN;
 	}
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &http);
-	body = reply->data != NULL ?
-	    json_loadb(reply->data, reply->len, 0, &jerr) : NULL;
+	/* A stream's answer (lease keep-alive) may hold more than one
+	 * object, a line each: the first is the one asked for. */
+	body = reply->data != NULL ? json_loadb(reply->data, reply->len,
+	    JSON_DISABLE_EOF_CHECK, &jerr) : NULL;
 	if (http == 200 && json_is_object(body)) {
 		*parsed = body;
 		return ETCD_OK;
@@ -375,7 +378,7 @@ handle_closed(uv_handle_t *h)
 
 	if (h->type == UV_POLL)
 		free(h);
-	if (--etcd->handles == 0 && etcd->closing)
+	if (--etcd->handles == 0 && etcd->freeing)
 		free(etcd);
 }
 
@@ -546,18 +549,16 @@ etcd_open(uv_loop_t *loop, const char *urls, char *err, size_t err_len)
 }
 
 void
-etcd_close(struct etcd *etcd)
+etcd_detach(struct etcd *etcd)
 {
-	if (etcd == NULL || etcd->closing)
+	if (etcd->closing)
 		return;
+	etcd->closing = true;
 	while (!link_empty(&etcd->requests))
 		request_free(container_of(etcd->requests.next,
 		    struct request, link));
-	if (etcd->multi == NULL) {
-		free(etcd);
+	if (etcd->multi == NULL)
 		return;
-	}
-	etcd->closing = true;
 	/* Sockets curl still caches are closed here, not through on_socket. */
 	curl_multi_setopt(etcd->multi, CURLMOPT_SOCKETFUNCTION, NULL);
 	curl_multi_setopt(etcd->multi, CURLMOPT_TIMERFUNCTION, NULL);
@@ -568,4 +569,15 @@ etcd_close(struct etcd *etcd)
 	etcd->multi = NULL;
 	uv_timer_stop(&etcd->timer);
 	uv_close((uv_handle_t *)&etcd->timer, handle_closed);
+}
+
+void
+etcd_close(struct etcd *etcd)
+{
+	if (etcd == NULL || etcd->freeing)
+		return;
+	etcd_detach(etcd);
+	etcd->freeing = true;
+	if (etcd->handles == 0)
+		free(etcd);
 }

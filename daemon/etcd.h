@@ -52,6 +52,13 @@ struct etcd *etcd_open(uv_loop_t *loop, const char *urls, char *err,
  * the client once libuv has closed its handles; the loop must run for that.
  */
 void etcd_close(struct etcd *etcd);
+/*
+ * Takes the client off the loop: requests in flight end (uncalled) and
+ * its handles close, but the synchronous call still works, until
+ * etcd_close.  For a daemon whose loop is ending while its store still
+ * commits its last batch.
+ */
+void etcd_detach(struct etcd *etcd);
 
 /*
  * POSTs body (taken: freed whatever happens) to path ("/v3/kv/txn") with a

@@ -453,6 +453,8 @@ maybe_finish(struct server *srv)
 		return;   /* (a commit in flight calls again when it ends) */
 	srv->finished = true;
 	service_commit(&srv->svc);
+	if (srv->finishing != NULL)
+		srv->finishing(srv->finishing_ctx);
 	uv_close((uv_handle_t *)&srv->timer, NULL);
 	uv_close((uv_handle_t *)&srv->check, NULL);
 	uv_close((uv_handle_t *)&srv->grace, NULL);
@@ -810,4 +812,16 @@ server_run(struct server *srv)
 	if (srv->unix_bound)
 		unlink(srv->cfg->unix_path);
 	return rc;
+}
+
+void
+server_close_connections(struct server *srv)
+{
+	close_all(srv);
+}
+
+void
+server_kick(struct server *srv)
+{
+	end_of_pass(srv);
 }

@@ -51,6 +51,9 @@ struct service_config {
 	struct core_config core;   /* leases, limits, secrets, hash key */
 	size_t max_line;           /* bytes in a request line */
 	size_t max_output;         /* bytes queued for one client, then cut */
+	/* Cluster mode: a new leader's load applies the take-over rule
+	 * (core/takeover.h) with this leader lease; 0 on a single node. */
+	int64_t takeover_lease_ms;
 };
 
 /* Fault-injection seams for the tests: each, when set, is called at its
@@ -114,12 +117,27 @@ struct service_stats {
 	uint64_t output_overflows;
 };
 
+/*
+ * Cluster mode, as leadership (leader.c) sets it; all zero on a single
+ * node.  A node that does not lead answers every lock command
+ * ERR NOTLEADER, naming the leader when it knows it, or ERR UNAVAILABLE
+ * while it cannot reach etcd; PING, HELP, QUIT and STATS work everywhere,
+ * and STATS says role=leader or role=follower.
+ */
+struct service_cluster {
+	bool enabled;
+	bool leading;              /* serves locks */
+	bool etcd_unreachable;     /* the last word from etcd was none */
+	char leader[300];          /* the leader's --advertise; "" unknown */
+};
+
 struct service {
 	struct service_config config;
 	struct core_table table;
 	struct store *store;
 	struct service_clock clock;
 	struct service_hooks hooks;
+	struct service_cluster cluster;  /* kept across service_open */
 	struct store_batch batch;  /* the batch in flight, or the last one */
 	uint64_t batch_seq;      /* the batch now forming */
 	uint64_t durable_seq;    /* the last batch on disk */

@@ -74,6 +74,7 @@ struct store_etcd {
 	uint64_t hwm;            /* as last committed or loaded */
 	uint64_t txns;           /* transactions this store has written */
 	bool broken;             /* an outcome it cannot know */
+	bool standby;            /* not the leader: holds nothing */
 	struct job job;
 };
 
@@ -306,6 +307,11 @@ job_begin(struct store_etcd *s, const struct store_batch *batch,
 {
 	if (s->broken)
 		return -1;   /* the error says why already */
+	if (s->standby) {
+		snprintf(s->base.error, sizeof(s->base.error),
+		    "this node is not the leader");
+		return -1;
+	}
 	memset(job, 0, sizeof(*job));
 	if (merge(batch, job) != 0) {
 		snprintf(s->base.error, sizeof(s->base.error),
@@ -431,6 +437,8 @@ etcd_get(struct store *store, const char *name, size_t name_len, void *val,
 
 	if (s->broken)
 		return -1;
+	if (s->standby)
+		return 0;
 	if (range(s, json_pack("{s:o}", "key", key_json(s, "locks/", name,
 	    name_len)), &reply) != ETCD_OK)
 		return -1;
@@ -489,6 +497,10 @@ etcd_load(struct store *store,
 	bool more = true;
 	int rc;
 
+	if (s->standby) {
+		*hwm = 0;
+		return 0;
+	}
 	from_len = key_of(s, "locks/", NULL, 0, from);
 	end_len = etcd_prefix_end(from, from_len, end);
 	while (more) {
@@ -619,6 +631,12 @@ void
 store_etcd_guard(struct store *store, int64_t create_revision)
 {
 	((struct store_etcd *)store)->guard = create_revision;
+}
+
+void
+store_etcd_standby(struct store *store, bool standby)
+{
+	((struct store_etcd *)store)->standby = standby;
 }
 
 bool

@@ -37,6 +37,13 @@ struct store *store_etcd_open(struct etcd *etcd, const char *cluster,
  */
 void store_etcd_guard(struct store *store, int64_t create_revision);
 
+/*
+ * A standby store holds nothing for its node: load gives no record, get
+ * finds none, commit fails.  A node that does not lead keeps its store so,
+ * and its (empty) service over it, until it wins.
+ */
+void store_etcd_standby(struct store *store, bool standby);
+
 /* Whether an outcome it cannot know stopped the store (store_etcd.c). */
 bool store_etcd_broken(const struct store *store);
 
