@@ -131,7 +131,7 @@ step_down(struct leader *l, const char *why)
 	l->state = LEADER_WATCHING;
 	if (was) {
 		l->losses++;
-		log_event(LOG_WARN, "leadership", "role=follower reason=\"%s\"",
+		log_event(LOG_WARN, "step_down", "role=follower reason=\"%s\"",
 		    why);
 		server_close_connections(l->srv);
 		/* A batch in flight ends against a standby service's store:

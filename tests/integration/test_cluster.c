@@ -97,6 +97,7 @@ start_cluster(int n)
 {
 	int i;
 
+	memset(nodes, 0, sizeof(nodes));
 	assert_int_equal(etcd_cluster_start(&etcd, 3), 0);
 	for (i = 0; i < n; i++) {
 		nodes[i] = harness_server_new();
@@ -172,8 +173,9 @@ static void
 test_cluster_follower_sends_clients_to_the_leader(void **state)
 {
 	struct harness_conn *c;
+	const char *line = NULL;
 	char want[64];
-	int leader, follower;
+	int leader, follower, i;
 
 	(void)state;
 	start_cluster(2);
@@ -184,8 +186,19 @@ test_cluster_follower_sends_clients_to_the_leader(void **state)
 	c = harness_connect(nodes[follower]);
 	snprintf(want, sizeof(want), "ERR NOTLEADER leader=127.0.0.1:%d ",
 	    nodes[leader]->port);
-	harness_send(c, "ACQUIRE x wait=0\r\n");
-	harness_expect_prefix(c, want);
+	/* A follower that found no key a moment ago knows no leader until
+	 * its own campaign has lost: "no leader is known" for that long. */
+	for (i = 0; i < 50; i++) {
+		harness_send(c, "ACQUIRE x wait=0\r\n");
+		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+		if (line == NULL || strcmp(line, "ERR NOTLEADER no leader is "
+		    "known") != 0)
+			break;
+		harness_sleep_ms(20);
+	}
+	if (line == NULL || strncmp(line, want, strlen(want)) != 0)
+		fail_msg("the follower said \"%s\", not \"%s...\"",
+		    line != NULL ? line : "(nothing)", want);
 	harness_send(c, "STATUS x\r\n");
 	harness_expect_prefix(c, want);
 	harness_send(c, "PING\r\n");
@@ -193,6 +206,35 @@ test_cluster_follower_sends_clients_to_the_leader(void **state)
 	c = harness_connect(nodes[leader]);
 	harness_send(c, "ACQUIRE x wait=0\r\n");
 	harness_expect_prefix(c, "GRANTED x fence=1 ");
+}
+
+static void
+test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
+{
+	struct harness_conn *c;
+	int64_t stopped, took;
+	int leader, next;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "ACQUIRE kept wait=0 lease=30s\r\n");
+	harness_expect_prefix(c, "GRANTED kept fence=1 ");
+	assert_int_equal(harness_server_stop(nodes[leader],
+	    HARNESS_STOP_TIMEOUT_MS, NULL), 0);
+	stopped = harness_now_ms();
+	nodes[leader] = NULL;
+	next = find_leader();
+	assert_true(next >= 0);
+	took = harness_now_ms() - stopped;
+	printf("# hand-over after SIGTERM: %lld ms\n", (long long)took);
+	/* It gave its lease back: not a whole leader lease (3 s). */
+	assert_true(took < 2000);
+	c = harness_connect(nodes[next]);
+	harness_send(c, "STATUS kept\r\n");
+	harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
 }
 
 /* One step of the client: acquire, renew or release a name. */
@@ -352,6 +394,9 @@ main(void)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_kill_of_the_leader_keeps_every_promise,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_sigterm_of_the_leader_hands_over_at_once,
 		    harness_setup, teardown),
 	};
 
