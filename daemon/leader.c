@@ -155,10 +155,13 @@ on_deadline(uv_timer_t *t)
 static void
 arm_deadline(struct leader *l)
 {
-	uint64_t now = now_ms();
+	uint64_t now = now_ms(), left = l->valid_until > now ?
+	    l->valid_until - now : 0;
 
-	uv_timer_start(&l->deadline, on_deadline,
-	    l->valid_until > now ? l->valid_until - now : 0, 0);
+	uv_timer_start(&l->deadline, on_deadline, left, 0);
+	/* The same moment on the service's clock, for its own check. */
+	l->srv->svc.cluster.serving_until =
+	    l->clock.mono(l->clock.ctx) + (core_time)left;
 }
 
 /* The lease is good until sent_at + ttl: serve until a margin before. */

@@ -550,13 +550,16 @@ execute(struct service *svc, struct service_conn *conn,
 	svc->current = conn;
 	svc->current_seq = seq;
 	svc->current_answered = false;
-	if (svc->cluster.enabled && !svc->cluster.leading &&
-	    !answered_by_any_node(req->command)) {
+	/* A leader whose lease could have run out serves nothing, even
+	 * before its timer has told it (a paused process reads first). */
+	if (svc->cluster.enabled && !answered_by_any_node(req->command) &&
+	    (!svc->cluster.leading || now >= svc->cluster.serving_until)) {
 		char text[PROTO_REPLY_MAX];
 		if (svc->cluster.etcd_unreachable)
 			answer_error(svc, conn, seq, 0, 0,
 			    PROTO_ERR_UNAVAILABLE, "etcd cannot be reached");
-		else if (svc->cluster.leader[0] != '\0') {
+		else if (!svc->cluster.leading &&
+		    svc->cluster.leader[0] != '\0') {
 			snprintf(text, sizeof(text), "leader=%.200s this node "
 			    "does not serve locks", svc->cluster.leader);
 			answer_error(svc, conn, seq, 0, 0,

@@ -126,7 +126,8 @@ struct service_stats {
  */
 struct service_cluster {
 	bool enabled;
-	bool leading;              /* serves locks */
+	bool leading;              /* serves locks... */
+	core_time serving_until;   /* ...before this (the service's clock) */
 	bool etcd_unreachable;     /* the last word from etcd was none */
 	char leader[300];          /* the leader's --advertise; "" unknown */
 };

@@ -237,6 +237,62 @@ test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
 	harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
 }
 
+/*
+ * A leader paused past its leader lease (SIGSTOP) while a standby takes
+ * over and grants: once resumed, it reads the requests that waited in its
+ * socket before its timers run, and must answer none of them GRANTED or
+ * RENEWED - it tells its clients to go elsewhere, and closes them.
+ */
+static void
+test_cluster_paused_leader_grants_nothing_after_it_resumes(void **state)
+{
+	struct harness_conn *old, *c;
+	char handle[64], line_copy[256];
+	const char *line, *h;
+	int leader, other, i, notleader = 0;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	other = 1 - leader;
+	old = harness_connect(nodes[leader]);
+	harness_send(old, "ACQUIRE held wait=0 lease=60s\r\n");
+	line = harness_expect_prefix(old, "GRANTED held fence=1 ");
+	h = strstr(line, "handle=");
+	assert_non_null(h);
+	sscanf(h + 7, "%63s", handle);
+
+	harness_server_pause(nodes[leader]);
+	for (i = 0; i < 100 && role_of(nodes[other]) != 1; i++)
+		harness_sleep_ms(100);
+	assert_int_equal(role_of(nodes[other]), 1);
+	c = harness_connect(nodes[other]);
+	harness_send(c, "ACQUIRE p wait=0\r\n");
+	harness_expect_prefix(c, "GRANTED p fence=2 ");
+
+	/* Waiting in the paused leader's socket as it resumes. */
+	harness_send(old, "ACQUIRE q wait=0\r\nRENEW held %s lease=60s\r\n"
+	    "ACQUIRE p wait=0\r\nTRY r\r\n", handle);
+	harness_server_resume(nodes[leader]);
+	while ((line = harness_read_line(old, 5000)) != NULL) {
+		snprintf(line_copy, sizeof(line_copy), "%s", line);
+		if (strncmp(line, "ERR NOTLEADER", 13) != 0)
+			fail_msg("the resumed old leader said \"%s\"",
+			    line_copy);
+		notleader++;
+	}
+	assert_true(old->eof);   /* and it closed the connection */
+	printf("# the resumed old leader answered %d requests NOTLEADER, "
+	    "then closed\n", notleader);
+	/* New clients of the old node are sent to the new leader. */
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "ACQUIRE p wait=0\r\n");
+	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+	assert_non_null(line);
+	assert_int_equal(strncmp(line, "ERR NOTLEADER", 13), 0);
+}
+
 /* One step of the client: acquire, renew or release a name. */
 static void
 client_step(struct history *h, struct harness_conn *c, int name,
@@ -397,6 +453,9 @@ main(void)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_sigterm_of_the_leader_hands_over_at_once,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_paused_leader_grants_nothing_after_it_resumes,
 		    harness_setup, teardown),
 	};
 
