@@ -293,6 +293,97 @@ test_cluster_paused_leader_grants_nothing_after_it_resumes(void **state)
 	assert_int_equal(strncmp(line, "ERR NOTLEADER", 13), 0);
 }
 
+/*
+ * etcd loses a member (lockd goes on), then its majority (nothing is
+ * granted: lock commands get ERR UNAVAILABLE, or the node that cannot
+ * know a commit's outcome stops), then gets them back (a leader serves
+ * again and nothing committed is lost).
+ */
+static void
+test_cluster_etcd_losing_its_majority_grants_nothing(void **state)
+{
+	struct harness_conn *c;
+	const char *line;
+	char copy[256];
+	int leader, i, n, unavailable = 0;
+	int64_t deadline;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "ACQUIRE kept wait=0 lease=60s\r\n");
+	harness_expect_prefix(c, "GRANTED kept fence=1 ");
+
+	/* One member of three: the cluster keeps working. */
+	etcd_member_kill(&etcd, 2);
+	harness_send(c, "ACQUIRE one wait=0\r\n");
+	line = harness_read_line(c, 12000);
+	assert_non_null(line);
+	assert_int_equal(strncmp(line, "GRANTED one fence=2 ", 20), 0);
+
+	/* Two of three: no majority. */
+	etcd_member_kill(&etcd, 1);
+	deadline = harness_now_ms() + 20000;
+	while (harness_now_ms() < deadline) {
+		for (n = 0; n < NODES; n++) {
+			struct harness_conn *d;
+			if (nodes[n] == NULL || nodes[n]->pid == 0)
+				continue;
+			if (harness_wait(nodes[n]->pid, 0) >= 0) {
+				/* It stopped: a commit's outcome it could not
+				 * know (fail-stop, docs/cluster.md). */
+				printf("# node %d stopped without etcd\n", n);
+				nodes[n]->pid = 0;
+				continue;
+			}
+			d = harness_connect(nodes[n]);
+			if (harness_try_send(d, "ACQUIRE two wait=0\r\n", 20,
+			    1000) != 20)
+				continue;
+			line = harness_read_line(d, 14000);
+			if (line == NULL)
+				continue;   /* it stopped (fail-stop) */
+			snprintf(copy, sizeof(copy), "%s", line);
+			if (strncmp(copy, "GRANTED", 7) == 0)
+				fail_msg("granted without etcd's majority: "
+				    "%s", copy);
+			if (strncmp(copy, "ERR UNAVAILABLE", 15) == 0)
+				unavailable++;
+			harness_close(d);
+		}
+		if (unavailable >= 2)
+			break;
+		harness_sleep_ms(200);
+	}
+	printf("# without a majority: %d ERR UNAVAILABLE, nothing granted\n",
+	    unavailable);
+	assert_true(unavailable >= 1);
+
+	/* The majority comes back: a leader serves, nothing is lost. */
+	assert_int_equal(etcd_member_restart(&etcd, 1), 0);
+	assert_int_equal(etcd_member_restart(&etcd, 2), 0);
+	for (n = 0; n < 2; n++)   /* a node that stopped starts again */
+		if (nodes[n] != NULL && (nodes[n]->pid == 0 ||
+		    harness_wait(nodes[n]->pid, 0) >= 0))
+			harness_server_restart(nodes[n]);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "STATUS kept\r\nSTATUS one\r\n");
+	harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
+	harness_expect_prefix(c, "STATUS one held=1 fence=2 ");
+	for (i = 0; i < 3; i++) {
+		harness_send(c, "ACQUIRE n%d wait=0\r\n", i);
+		line = harness_read_line(c, 12000);
+		assert_non_null(line);
+		snprintf(copy, sizeof(copy), "%s", line);
+		if (strncmp(copy, "GRANTED", 7) != 0)
+			fail_msg("after etcd came back: %s", copy);
+	}
+}
+
 /* One step of the client: acquire, renew or release a name. */
 static void
 client_step(struct history *h, struct harness_conn *c, int name,
@@ -456,6 +547,9 @@ main(void)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_paused_leader_grants_nothing_after_it_resumes,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_etcd_losing_its_majority_grants_nothing,
 		    harness_setup, teardown),
 	};
 
