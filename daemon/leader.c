@@ -223,6 +223,12 @@ on_answer(void *ctx, enum etcd_result result, json_t *reply, const char *error)
 	l->busy = false;
 	if (l->stopped)
 		return;
+	if (l->state != l->asked) {
+		/* The answer to a request of a state left meanwhile (a
+		 * keep-alive as the deadline stepped us down): moot. */
+		schedule(l, 0);
+		return;
+	}
 	unreachable(l, result == ETCD_UNKNOWN && l->state != LEADER_LEADING,
 	    error);
 	switch (l->state) {
@@ -328,6 +334,7 @@ on_tick(uv_timer_t *t)
 		break;
 	}
 	l->sent_at = now_ms();
+	l->asked = l->state;
 	if (etcd_request(l->etcd, path, body, LEADER_REQUEST_TIMEOUT_MS,
 	    on_answer, l) != 0) {
 		schedule(l, LEADER_POLL_MS);

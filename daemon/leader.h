@@ -54,7 +54,8 @@ struct leader {
 	size_t key_len;
 	char advertise[300];
 	enum leader_state state;
-	bool busy;                  /* a request of ours is in flight */
+	bool busy;                  /* a request of ours is in flight... */
+	enum leader_state asked;    /* ...sent in this state */
 	bool stopped;
 	int64_t lease_id;
 	int64_t create_revision;    /* of our leader key */
