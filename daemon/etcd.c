@@ -551,20 +551,24 @@ etcd_open(uv_loop_t *loop, const char *urls, char *err, size_t err_len)
 void
 etcd_detach(struct etcd *etcd)
 {
+	struct core_link *l, *next;
+
 	if (etcd->closing)
 		return;
 	etcd->closing = true;
-	while (!link_empty(&etcd->requests))
-		request_free(container_of(etcd->requests.next,
-		    struct request, link));
+	for (l = etcd->requests.next; l != &etcd->requests; l = next) {
+		next = l->next;
+		request_free(container_of(l, struct request, link));
+	}
 	if (etcd->multi == NULL)
 		return;
 	/* Sockets curl still caches are closed here, not through on_socket. */
 	curl_multi_setopt(etcd->multi, CURLMOPT_SOCKETFUNCTION, NULL);
 	curl_multi_setopt(etcd->multi, CURLMOPT_TIMERFUNCTION, NULL);
-	while (!link_empty(&etcd->sockets))
-		socket_close(container_of(etcd->sockets.next, struct socket,
-		    link));
+	for (l = etcd->sockets.next; l != &etcd->sockets; l = next) {
+		next = l->next;
+		socket_close(container_of(l, struct socket, link));
+	}
 	curl_multi_cleanup(etcd->multi);
 	etcd->multi = NULL;
 	uv_timer_stop(&etcd->timer);

@@ -26,6 +26,7 @@
  * It never parses a record: values are opaque bytes.  No sockets of its
  * own: etcd.c does the HTTP.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +88,7 @@ key_of(const struct store_etcd *s, const char *what, const char *name,
 	size_t n = s->prefix_len, w = strlen(what);
 
 	memcpy(key, s->prefix, n);
-	memcpy(key + n, what, w);
+	memcpy(key + n, what, w + 1);   /* its NUL, overwritten by a name */
 	n += w;
 	if (name_len > 0)
 		memcpy(key + n, name, name_len);
@@ -457,7 +458,7 @@ etcd_get(struct store *store, const char *name, size_t name_len, void *val,
 static int
 read_hwm(struct store_etcd *s, json_t *kv)
 {
-	char value[HWM_VALUE_MAX + 1];
+	char value[HWM_VALUE_MAX + 1], *end;
 	size_t len;
 
 	s->hwm = 0;
@@ -468,7 +469,12 @@ read_hwm(struct store_etcd *s, json_t *kv)
 	    &len) != 0)
 		goto bad;
 	value[len] = '\0';
-	if (sscanf(value, "hwm=%" SCNu64, &s->hwm) != 1)
+	if (strncmp(value, "hwm=", 4) != 0 || value[4] < '0' ||
+	    value[4] > '9')
+		goto bad;
+	errno = 0;
+	s->hwm = strtoull(value + 4, &end, 10);
+	if (errno != 0 || (*end != ' ' && *end != '\0'))
 		goto bad;
 	s->hwm_mod = etcd_field_int(kv, "mod_revision");
 	return 0;
