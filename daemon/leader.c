@@ -349,6 +349,33 @@ finishing(void *ctx)
 	leader_stop(ctx);
 }
 
+/*
+ * A batch whose outcome the store cannot know (store_etcd.c): the service
+ * cannot fall back to what etcd holds, since the batch may still go in.
+ * It can once this node's leader key is gone, so it stops leading - its
+ * lease given back, or run out - and empties the service; the next term,
+ * its own or another node's, loads what etcd holds then.
+ */
+static bool
+store_lost(void *ctx)
+{
+	struct leader *l = ctx;
+
+	if (!store_etcd_broken(l->store))
+		return false;
+	log_event(LOG_ERROR, "store_error", "op=commit error=\"%s\" "
+	    "action=step_down", l->store->error);
+	store_etcd_heal(l->store);
+	if (l->srv->svc.cluster.leading) {
+		step_down(l, "a batch's outcome is unknown");
+	} else {
+		server_close_connections(l->srv);
+		reopen_service(l, false);
+		server_kick(l->srv);
+	}
+	return true;
+}
+
 int
 leader_start(struct leader *l, struct server *srv, struct store *store,
     struct etcd *etcd, const struct service_config *scfg,
@@ -369,6 +396,7 @@ leader_start(struct leader *l, struct server *srv, struct store *store,
 	uv_timer_init(srv->loop, &l->deadline);
 	l->tick.data = l->deadline.data = l;
 	srv->finishing = finishing;
+	srv->store_lost = store_lost;
 	srv->finishing_ctx = l;
 	log_event(LOG_INFO, "cluster", "cluster=%s advertise=%s role=follower",
 	    cluster, advertise);

@@ -325,7 +325,8 @@ commit_written(void *ctx)
 	struct server *srv = ctx;
 
 	srv->committing = false;
-	if (service_commit_end(&srv->svc) != 0)
+	if ((srv->store_lost == NULL || !srv->store_lost(srv->finishing_ctx))
+	    && service_commit_end(&srv->svc) != 0)
 		commit_failed(srv);
 	end_of_pass(srv);
 	maybe_finish(srv);

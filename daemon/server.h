@@ -59,7 +59,11 @@ struct server {
 	/* Called once when the loop's handles close at a stop: leadership
 	 * closes its own then (cluster mode). */
 	void (*finishing)(void *ctx);
-	void *finishing_ctx;
+	/* Called as an asynchronous commit ends, before the service hears
+	 * of it: true when the store's outcome is lost and leadership has
+	 * emptied the service instead (cluster mode). */
+	bool (*store_lost)(void *ctx);
+	void *finishing_ctx;        /* both hooks' */
 };
 
 /* Starts listening; returns 0 or a libuv error (already logged). */

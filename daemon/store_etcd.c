@@ -20,8 +20,8 @@
  * the first (docs/design.md, "Cluster mode: batches in etcd").  An outcome
  * this store cannot know - a transaction that may have gone in, or a batch
  * written in part - leaves the store broken: commit and get fail from then
- * on, and the service, which cannot fall back, stops (fail-stop), so that
- * the next leader starts from what etcd holds.
+ * on, and leadership (leader.c) stops leading and empties the service, so
+ * that the next term starts from what etcd holds (store_etcd_heal).
  *
  * It never parses a record: values are opaque bytes.  No sockets of its
  * own: etcd.c does the HTTP.
@@ -643,6 +643,12 @@ void
 store_etcd_standby(struct store *store, bool standby)
 {
 	((struct store_etcd *)store)->standby = standby;
+}
+
+void
+store_etcd_heal(struct store *store)
+{
+	((struct store_etcd *)store)->broken = false;
 }
 
 bool

@@ -46,6 +46,13 @@ void store_etcd_standby(struct store *store, bool standby);
 
 /* Whether an outcome it cannot know stopped the store (store_etcd.c). */
 bool store_etcd_broken(const struct store *store);
+/*
+ * Makes a broken store usable again, for a node that has given up its
+ * leadership: once its leader key is gone no transaction of its term can
+ * go in any more, so what etcd holds is final, and the next term starts
+ * from it (the load).
+ */
+void store_etcd_heal(struct store *store);
 
 /* 1 to STORE_ETCD_CLUSTER_MAX of [A-Za-z0-9._-]. */
 bool store_etcd_cluster_valid(const char *cluster);
