@@ -134,9 +134,11 @@ step_down(struct leader *l, const char *why)
 		log_event(LOG_WARN, "step_down", "role=follower reason=\"%s\"",
 		    why);
 		server_close_connections(l->srv);
-		/* A batch in flight ends against a standby service's store:
-		 * it is emptied when the next win reopens it. */
-		if (!l->srv->committing)
+		/* With a batch in flight the service is emptied when it
+		 * ends (store_lost), not under it. */
+		if (l->srv->committing)
+			l->reset_pending = true;
+		else
 			reopen_service(l, false);
 		server_kick(l->srv);
 	}
@@ -350,22 +352,29 @@ finishing(void *ctx)
 }
 
 /*
- * A batch whose outcome the store cannot know (store_etcd.c): the service
- * cannot fall back to what etcd holds, since the batch may still go in.
- * It can once this node's leader key is gone, so it stops leading - its
- * lease given back, or run out - and empties the service; the next term,
- * its own or another node's, loads what etcd holds then.
+ * As an asynchronous commit ends, before the service hears of it.  A batch
+ * whose outcome the store cannot know (store_etcd.c): the service cannot
+ * fall back to what etcd holds, since the batch may still go in.  It can
+ * once this node's leader key is gone, so it stops leading - its lease
+ * given back, or run out - and empties the service; the next term, its
+ * own or another node's, loads what etcd holds then.  The same emptying
+ * ends a batch that was in flight as the node stepped down.
  */
 static bool
 store_lost(void *ctx)
 {
 	struct leader *l = ctx;
+	bool broken = store_etcd_broken(l->store);
 
-	if (!store_etcd_broken(l->store))
+	if (!broken && !l->reset_pending)
 		return false;
-	log_event(LOG_ERROR, "store_error", "op=commit error=\"%s\" "
-	    "action=step_down", l->store->error);
-	store_etcd_heal(l->store);
+	/* Its replies would go to connections closed already. */
+	l->reset_pending = false;
+	if (broken) {
+		log_event(LOG_ERROR, "store_error", "op=commit error=\"%s\" "
+		    "action=step_down", l->store->error);
+		store_etcd_heal(l->store);
+	}
 	if (l->srv->svc.cluster.leading) {
 		step_down(l, "a batch's outcome is unknown");
 	} else {

@@ -57,6 +57,7 @@ struct leader {
 	bool busy;                  /* a request of ours is in flight... */
 	enum leader_state asked;    /* ...sent in this state */
 	bool stopped;
+	bool reset_pending;         /* stepped down with a batch in flight */
 	int64_t lease_id;
 	int64_t create_revision;    /* of our leader key */
 	uint64_t sent_at;           /* ms: the request in flight was sent */
