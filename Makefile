@@ -43,7 +43,10 @@ SYSTEMD_CFLAGS := $(call pc_cflags,libsystemd)
 SYSTEMD_LIBS   := $(call pc_libs,libsystemd,-lsystemd)
 CMOCKA_CFLAGS  := $(call pc_cflags,cmocka)
 CMOCKA_LIBS    := $(call pc_libs,cmocka,-lcmocka)
-DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
+# Cluster mode: etcd's JSON gateway through libcurl, jansson and OpenSSL.
+ETCD_CFLAGS    := $(call pc_cflags,libcurl jansson libcrypto)
+ETCD_LIBS      := $(call pc_libs,libcurl jansson libcrypto,-lcurl -ljansson -lcrypto)
+DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS) $(ETCD_LIBS)
 
 ALL_CFLAGS = $(STD) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
@@ -93,7 +96,7 @@ $(B)/libproto.a: $(PROTO_OBJ)
 DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 # Every library of the daemon and of the test programs that drive it.
-SYS_CFLAGS := $(UV_CFLAGS) $(LMDB_CFLAGS) $(SYSTEMD_CFLAGS)
+SYS_CFLAGS := $(UV_CFLAGS) $(LMDB_CFLAGS) $(SYSTEMD_CFLAGS) $(ETCD_CFLAGS)
 
 $(B)/daemon/%.o: daemon/%.c
 	@mkdir -p $(dir $@)

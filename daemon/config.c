@@ -14,6 +14,7 @@
 #include "daemon/log.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
+#include "daemon/store_etcd.h"
 #include "proto/proto.h"
 
 enum kind { K_STRING, K_DURATION, K_U32, K_SIZE, K_LEVEL, K_MODE, K_NONE };
@@ -69,6 +70,15 @@ static const struct option options[] = {
 	  "FILE       read settings from FILE (same keys, key = value)" },
 	{ "log-level", NUM(K_LEVEL, log_level),
 	  "LEVEL      error|warn|info|debug (default info)" },
+	{ "etcd", STR(etcd),
+	  "URLS       cluster mode: etcd's client URLs, comma-separated "
+	  "(default off: one node, LMDB)" },
+	{ "cluster", STR(cluster),
+	  "NAME       cluster mode: the cluster's name in etcd (default "
+	  CONFIG_DEFAULT_CLUSTER ")" },
+	{ "advertise", STR(advertise),
+	  "HOST:PORT  cluster mode: this node's address in NOTLEADER hints "
+	  "(default the --listen address)" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -428,6 +438,8 @@ defaults(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->listen, sizeof(cfg->listen), "%s",
 	    CONFIG_DEFAULT_LISTEN);
+	snprintf(cfg->cluster, sizeof(cfg->cluster), "%s",
+	    CONFIG_DEFAULT_CLUSTER);
 	/* systemd may pass several directories separated by ':'. */
 	if (state != NULL && *state != '\0')
 		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%.*s",
@@ -558,6 +570,23 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 	    check_address(name_of(&from, "metrics-listen", true, name,
 	    sizeof(name)), cfg->metrics_listen, err, err_len) != 0)
 		return CONFIG_ERROR;
+	if (cfg->etcd[0] != '\0' && !store_etcd_cluster_valid(cfg->cluster)) {
+		snprintf(err, err_len, "%s must be 1 to %d letters, digits, "
+		    "'-', '_' or '.'", name_of(&from, "cluster", true, name,
+		    sizeof(name)), STORE_ETCD_CLUSTER_MAX);
+		return CONFIG_ERROR;
+	}
+	if (cfg->advertise[0] != '\0') {
+		char host[256];
+		int port;
+		if (config_split_hostport(cfg->advertise, host, sizeof(host),
+		    &port) != 0 || host[0] == '\0' || port <= 0) {
+			snprintf(err, err_len, "%s must be HOST:PORT with a "
+			    "port of 1 to 65535", name_of(&from, "advertise",
+			    true, name, sizeof(name)));
+			return CONFIG_ERROR;
+		}
+	}
 	if (cfg->listen[0] == '\0' && cfg->unix_path[0] == '\0') {
 		snprintf(err, err_len, "nothing to listen on");
 		return CONFIG_ERROR;

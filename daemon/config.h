@@ -26,6 +26,7 @@
  * used take room on disk. */
 #define CONFIG_DEFAULT_MAP_SIZE ((size_t)4 << 30)     /* 4 GiB */
 #define CONFIG_DEFAULT_UNIX_MODE 0660
+#define CONFIG_DEFAULT_CLUSTER "lockd"
 /* --max-line's bounds; its default is PROTO_LINE_MAX_DEFAULT, and
  * --max-output's SERVICE_MAX_OUTPUT_DEFAULT (the layers' own). */
 #define CONFIG_MAX_LINE_MIN 64
@@ -50,6 +51,10 @@ struct config {
 	size_t map_size;
 	size_t journal_size;
 	int log_level;
+	/* Cluster mode (docs/cluster.md): etcd's URLs, "" = single node. */
+	char etcd[2048];
+	char cluster[80];          /* default CONFIG_DEFAULT_CLUSTER */
+	char advertise[300];       /* HOST:PORT; "" = the listen address */
 };
 
 enum config_result { CONFIG_OK, CONFIG_EXIT_OK, CONFIG_ERROR };

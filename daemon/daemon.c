@@ -14,11 +14,14 @@
 
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "daemon/etcd.h"
+#include "daemon/leader.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
+#include "daemon/store_etcd.h"
 #include "proto/proto.h"
 
 /* Handle secrets come from the kernel's random source, read in blocks so
@@ -146,11 +149,38 @@ map_too_small(const struct config *cfg, char *err, size_t err_len)
 	return true;
 }
 
+/*
+ * Cluster mode: the address NOTLEADER names for this node, --advertise or
+ * else the address it listens on (with the port bound, for port 0).
+ */
+static void
+advertise_of(const struct config *cfg, const struct server *srv, char *out,
+    size_t cap)
+{
+	char host[256];
+	int port;
+
+	if (cfg->advertise[0] != '\0') {
+		snprintf(out, cap, "%s", cfg->advertise);
+		return;
+	}
+	if (config_split_hostport(cfg->listen, host, sizeof(host), &port) != 0)
+		snprintf(host, sizeof(host), "127.0.0.1");
+	snprintf(out, cap, strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d",
+	    host, srv->port);
+	if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0)
+		log_event(LOG_WARN, "advertise", "addr=%s msg=\"listening on "
+		    "every address: give --advertise, or NOTLEADER names "
+		    "no reachable leader\"", out);
+}
+
 int
 daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 {
 	static struct random_pool pool;
 	static struct server srv;
+	static struct leader leader;
+	struct etcd *etcd = NULL;
 	struct service_config scfg;
 	struct service_recovery rec;
 	struct service_clock clock;
@@ -170,7 +200,7 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	case CONFIG_OK:
 		break;
 	}
-	if ((seams == NULL || !seams->map_unchecked) &&
+	if (cfg.etcd[0] == '\0' && (seams == NULL || !seams->map_unchecked) &&
 	    map_too_small(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "lockd: %s\n", err);
 		return 2;
@@ -186,9 +216,24 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		jcfg.lmdb_flags = seams->lmdb_flags;
 		jcfg.journal_nosync = seams->journal_nosync;
 	}
-	store = seams != NULL && seams->open_store != NULL ?
-	    seams->open_store(cfg.data_dir, cfg.map_size, err, sizeof(err)) :
-	    store_journal_open(cfg.data_dir, &jcfg, err, sizeof(err));
+	if (cfg.etcd[0] != '\0') {
+		/* Cluster mode: a node starts as a standby over an empty
+		 * store; leadership loads the state when it wins. */
+		if ((etcd = etcd_open(loop, cfg.etcd, err, sizeof(err))) ==
+		    NULL) {
+			fprintf(stderr, "lockd: %s\n", err);
+			return 2;
+		}
+		store = store_etcd_open(etcd, cfg.cluster,
+		    LEADER_STORE_TIMEOUT_MS, err, sizeof(err));
+		if (store != NULL)
+			store_etcd_standby(store, true);
+		srv.svc.cluster.enabled = true;
+	} else
+		store = seams != NULL && seams->open_store != NULL ?
+		    seams->open_store(cfg.data_dir, cfg.map_size, err,
+		    sizeof(err)) :
+		    store_journal_open(cfg.data_dir, &jcfg, err, sizeof(err));
 	if (store == NULL) {
 		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
 		fprintf(stderr, "lockd: %s\n", err);
@@ -248,6 +293,12 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		    (unsigned long long)rec.hwm);
 		notify_send(ready);
 	}
+	if (etcd != NULL) {
+		char advertise[300];
+		advertise_of(&cfg, &srv, advertise, sizeof(advertise));
+		leader_start(&leader, &srv, store, etcd, &scfg, &clock,
+		    cfg.cluster, advertise);
+	}
 	if (seams != NULL && seams->started != NULL)
 		seams->started(&srv, seams->ctx);
 	server_run(&srv);
@@ -257,6 +308,7 @@ close_service:
 	service_close(&srv.svc);
 close_store:
 	store->ops->close(store);
+	etcd_close(etcd);
 	/* After a failed server_init its handles are still open and this
 	 * returns UV_EBUSY: lockd exits anyway. */
 	uv_loop_close(loop);

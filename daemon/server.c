@@ -318,6 +318,20 @@ commit_done(uv_work_t *req, int status)
 	maybe_finish(srv);
 }
 
+/* Back on the loop from an asynchronous store (etcd): as commit_done. */
+static void
+commit_written(void *ctx)
+{
+	struct server *srv = ctx;
+
+	srv->committing = false;
+	if ((srv->store_lost == NULL || !srv->store_lost(srv->finishing_ctx))
+	    && service_commit_end(&srv->svc) != 0)
+		commit_failed(srv);
+	end_of_pass(srv);
+	maybe_finish(srv);
+}
+
 /*
  * Starts a commit when one is due and none is in flight.  A failed one is
  * retried after COMMIT_RETRY_MS, not at every pass.
@@ -337,6 +351,14 @@ commit_if_due(struct server *srv)
 	rc = service_commit_begin(&srv->svc);
 	if (rc < 0) {
 		commit_failed(srv);
+	} else if (rc == 1 && srv->svc.store->ops->commit_start != NULL) {
+		srv->committing = true;
+		if (service_commit_write_start(&srv->svc, commit_written,
+		    srv) != 0) {
+			srv->committing = false;
+			if (service_commit_end(&srv->svc) != 0)
+				commit_failed(srv);
+		}
 	} else if (rc == 1) {
 		srv->committing = true;
 		srv->commit_req.data = srv;
@@ -432,6 +454,8 @@ maybe_finish(struct server *srv)
 		return;   /* (a commit in flight calls again when it ends) */
 	srv->finished = true;
 	service_commit(&srv->svc);
+	if (srv->finishing != NULL)
+		srv->finishing(srv->finishing_ctx);
 	uv_close((uv_handle_t *)&srv->timer, NULL);
 	uv_close((uv_handle_t *)&srv->check, NULL);
 	uv_close((uv_handle_t *)&srv->grace, NULL);
@@ -789,4 +813,16 @@ server_run(struct server *srv)
 	if (srv->unix_bound)
 		unlink(srv->cfg->unix_path);
 	return rc;
+}
+
+void
+server_close_connections(struct server *srv)
+{
+	close_all(srv);
+}
+
+void
+server_kick(struct server *srv)
+{
+	end_of_pass(srv);
 }

@@ -56,6 +56,14 @@ struct server {
 	uint32_t connections;
 	bool stopping;
 	bool finished;               /* the loop's handles are closing */
+	/* Called once when the loop's handles close at a stop: leadership
+	 * closes its own then (cluster mode). */
+	void (*finishing)(void *ctx);
+	/* Called as an asynchronous commit ends, before the service hears
+	 * of it: true when the store's outcome is lost and leadership has
+	 * emptied the service instead (cluster mode). */
+	bool (*store_lost)(void *ctx);
+	void *finishing_ctx;        /* both hooks' */
 };
 
 /* Starts listening; returns 0 or a libuv error (already logged). */
@@ -63,5 +71,10 @@ int server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg);
 
 /* Runs until a signal has stopped everything. */
 int server_run(struct server *srv);
+
+/* Cluster mode (leader.c): closes every lock connection now, and ends a
+ * pass (commit, replies, the deadline timer) after the service changed. */
+void server_close_connections(struct server *srv);
+void server_kick(struct server *srv);
 
 #endif

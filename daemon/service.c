@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/list.h"
+#include "core/takeover.h"
 #include "daemon/format.h"
 #include "daemon/log.h"
 #include "daemon/service.h"
@@ -503,6 +504,10 @@ cmd_stats(struct service *svc, struct service_conn *conn,
 	(void)now;
 	n = service_stats(svc, stats, STATS_FIELDS_MAX);
 	n = proto_format_stats(line, sizeof(line), stats, n);
+	if (svc->cluster.enabled && n > 2 && n + 16 < sizeof(line))
+		n = (size_t)snprintf(line + n - 2, sizeof(line) - (n - 2),
+		    " role=%s\r\n", svc->cluster.leading ? "leader" :
+		    "follower") + n - 2;
 	answer(svc, conn, seq, 0, 0, line, n);
 }
 
@@ -523,6 +528,17 @@ static const command_handler commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_STATS] = cmd_stats,
 };
 
+/*
+ * Cluster mode: whether a node that does not lead answers this command
+ * itself (every lock command, present and to come, goes to the leader).
+ */
+static bool
+answered_by_any_node(enum proto_command command)
+{
+	return command == PROTO_CMD_PING || command == PROTO_CMD_HELP ||
+	    command == PROTO_CMD_QUIT || command == PROTO_CMD_STATS;
+}
+
 /* Runs one request and makes sure it holds its place in the reply order. */
 static void
 execute(struct service *svc, struct service_conn *conn,
@@ -534,6 +550,26 @@ execute(struct service *svc, struct service_conn *conn,
 	svc->current = conn;
 	svc->current_seq = seq;
 	svc->current_answered = false;
+	/* A leader whose lease could have run out serves nothing, even
+	 * before its timer has told it (a paused process reads first). */
+	if (svc->cluster.enabled && !answered_by_any_node(req->command) &&
+	    (!svc->cluster.leading || now >= svc->cluster.serving_until)) {
+		char text[PROTO_REPLY_MAX];
+		if (svc->cluster.etcd_unreachable)
+			answer_error(svc, conn, seq, 0, 0,
+			    PROTO_ERR_UNAVAILABLE, "etcd cannot be reached");
+		else if (!svc->cluster.leading &&
+		    svc->cluster.leader[0] != '\0') {
+			snprintf(text, sizeof(text), "leader=%.200s this node "
+			    "does not serve locks", svc->cluster.leader);
+			answer_error(svc, conn, seq, 0, 0,
+			    PROTO_ERR_NOTLEADER, text);
+		} else
+			answer_error(svc, conn, seq, 0, 0,
+			    PROTO_ERR_NOTLEADER, "no leader is known");
+		svc->current = NULL;
+		return;
+	}
 	commands[req->command](svc, conn, req, seq, now);
 	if (!svc->current_answered)   /* a waiting ACQUIRE */
 		slot_add(svc, conn, seq, PROTO_REPLY_MAX);
@@ -813,6 +849,9 @@ load_record(void *ctx, const char *name, size_t name_len, const void *val,
 		    name_len));
 		return -1;
 	}
+	if (l->svc->config.takeover_lease_ms > 0)
+		core_takeover_record(&it->rec, l->now,
+		    l->svc->config.takeover_lease_ms);
 	l->rec->leases++;
 	if (it->rec.onclose_release)
 		l->rec->onclose++;
@@ -842,8 +881,10 @@ service_open(struct service *svc, const struct service_config *config,
 	struct core_sink sink;
 	struct load l;
 	uint64_t hwm = 0;
+	struct service_cluster cluster = svc->cluster;
 
 	memset(svc, 0, sizeof(*svc));
+	svc->cluster = cluster;
 	if (recovered == NULL)
 		recovered = &scratch;
 	memset(recovered, 0, sizeof(*recovered));

@@ -51,6 +51,9 @@ struct service_config {
 	struct core_config core;   /* leases, limits, secrets, hash key */
 	size_t max_line;           /* bytes in a request line */
 	size_t max_output;         /* bytes queued for one client, then cut */
+	/* Cluster mode: a new leader's load applies the take-over rule
+	 * (core/takeover.h) with this leader lease; 0 on a single node. */
+	int64_t takeover_lease_ms;
 };
 
 /* Fault-injection seams for the tests: each, when set, is called at its
@@ -114,12 +117,28 @@ struct service_stats {
 	uint64_t output_overflows;
 };
 
+/*
+ * Cluster mode, as leadership (leader.c) sets it; all zero on a single
+ * node.  A node that does not lead answers every lock command
+ * ERR NOTLEADER, naming the leader when it knows it, or ERR UNAVAILABLE
+ * while it cannot reach etcd; PING, HELP, QUIT and STATS work everywhere,
+ * and STATS says role=leader or role=follower.
+ */
+struct service_cluster {
+	bool enabled;
+	bool leading;              /* serves locks... */
+	core_time serving_until;   /* ...before this (the service's clock) */
+	bool etcd_unreachable;     /* the last word from etcd was none */
+	char leader[300];          /* the leader's --advertise; "" unknown */
+};
+
 struct service {
 	struct service_config config;
 	struct core_table table;
 	struct store *store;
 	struct service_clock clock;
 	struct service_hooks hooks;
+	struct service_cluster cluster;  /* kept across service_open */
 	struct store_batch batch;  /* the batch in flight, or the last one */
 	uint64_t batch_seq;      /* the batch now forming */
 	uint64_t durable_seq;    /* the last batch on disk */
@@ -128,6 +147,9 @@ struct service {
 	bool syncing;            /* hooks.sync: a sync is in flight */
 	int inflight_rc;         /* what its write returned */
 	int64_t inflight_ns;     /* how long the store took; -1: not written */
+	int64_t inflight_t0;     /* when an asynchronous write started */
+	void (*written)(void *ctx);  /* service_commit_write_start's done */
+	void *written_ctx;
 	/* The names it writes, indexed on first need (inflight_depends). */
 	size_t *inflight_names;
 	size_t inflight_cap, inflight_mask;
@@ -219,6 +241,15 @@ int service_commit(struct service *svc);
 int service_commit_begin(struct service *svc);
 void service_commit_write(struct service *svc);
 int service_commit_end(struct service *svc);
+/*
+ * service_commit_write's asynchronous form, for a store with commit_start
+ * (store.h): on the loop, starts the write and returns 0; done(ctx) is
+ * called on the loop once it has ended, and service_commit_end follows.
+ * Returns 1 when the write is over already (a sync, an injected failure,
+ * a store that could not start): call service_commit_end at once.
+ */
+int service_commit_write_start(struct service *svc, void (*done)(void *ctx),
+    void *ctx);
 bool service_commit_inflight(const struct service *svc);
 
 /* True when changes wait for a commit (e.g. after a failed one). */

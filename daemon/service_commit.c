@@ -10,7 +10,9 @@
  * A commit has three steps: service_commit_begin() collects the changes
  * into the batch, service_commit_write() writes it (and touches nothing but
  * the store and the batch), service_commit_end() releases the replies that
- * waited for it, or fails them and falls back to the store.
+ * waited for it, or fails them and falls back to the store.  A store that
+ * waits on the network (etcd) writes asynchronously instead, on the loop:
+ * service_commit_write_start().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -390,6 +392,42 @@ service_commit_write(struct service *svc)
 	t0 = precise_now(svc);
 	svc->inflight_rc = svc->store->ops->commit(svc->store, &svc->batch);
 	svc->inflight_ns = precise_now(svc) - t0;
+}
+
+static void
+write_ended(void *ctx, int rc)
+{
+	struct service *svc = ctx;
+
+	svc->inflight_rc = rc;
+	svc->inflight_ns = precise_now(svc) - svc->inflight_t0;
+	svc->written(svc->written_ctx);
+}
+
+int
+service_commit_write_start(struct service *svc, void (*done)(void *ctx),
+    void *ctx)
+{
+	if (svc->syncing || svc->store->ops->commit_start == NULL) {
+		service_commit_write(svc);
+		return 1;
+	}
+	if (svc->hooks.before_commit != NULL &&
+	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
+		snprintf(svc->store->error, sizeof(svc->store->error),
+		    "injected failure");
+		svc->inflight_rc = -1;
+		return 1;
+	}
+	svc->written = done;
+	svc->written_ctx = ctx;
+	svc->inflight_t0 = precise_now(svc);
+	if (svc->store->ops->commit_start(svc->store, &svc->batch,
+	    write_ended, svc) != 0) {
+		svc->inflight_rc = -1;
+		return 1;
+	}
+	return 0;
 }
 
 int

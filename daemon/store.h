@@ -6,8 +6,8 @@
  * struct store_ops below is the seam, and all of it: what every store
  * provides - LMDB alone (store_lmdb.c), lockd's redo journal in front of
  * LMDB (store_journal.c), the tests' in-memory store
- * (tests/lib/store_mem.c), an etcd store next - and what the service
- * calls, nothing more.  What only the journal needs of LMDB (its mark,
+ * (tests/lib/store_mem.c), etcd in cluster mode (store_etcd.c) - and
+ * what the service calls, nothing more.  What only the journal needs of LMDB (its mark,
  * the map's room) stays behind that pair, in store_lmdb.h.  Every call
  * returns 0 or a negative error, and writes why to store->error.
  */
@@ -71,6 +71,12 @@ struct store_stats {
  * count   May be NULL: how many records load() will give, at most, so that
  *         the caller sizes its lock table once rather than growing it
  *         through a recovery of a million records.  A hint only.
+ * commit_start  May be NULL: commit's asynchronous form, for a store that
+ *         waits on the network (etcd) rather than on a disk.  It starts
+ *         the commit and returns 0; done(ctx, rc) is called later, from
+ *         the event loop, with what commit would have returned, under the
+ *         same contract.  One at a time.  A start that fails returns a
+ *         negative error, has applied nothing, and never calls done.
  *
  * A delete is settled when no reply about its lock waits for the batch
  * (service_commit.c, collect_record): every client concerned has already
@@ -109,6 +115,8 @@ struct store_ops {
 	void (*close)(struct store *store);
 	int (*count)(struct store *store, size_t *count);
 	void (*stats)(struct store *store, struct store_stats *stats);
+	int (*commit_start)(struct store *store, const struct store_batch *batch,
+	    void (*done)(void *ctx, int rc), void *ctx);
 };
 
 struct store {

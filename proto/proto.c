@@ -60,6 +60,7 @@ static const char *const proto_error_names[PROTO_ERR_COUNT] = {
 	[PROTO_ERR_UNAVAILABLE] = "UNAVAILABLE",
 	[PROTO_ERR_OVERFLOW] = "OVERFLOW",
 	[PROTO_ERR_SHUTDOWN] = "SHUTDOWN",
+	[PROTO_ERR_NOTLEADER] = "NOTLEADER",
 };
 
 /*

@@ -36,6 +36,7 @@ enum proto_error_code {
 	PROTO_ERR_UNAVAILABLE,
 	PROTO_ERR_OVERFLOW,
 	PROTO_ERR_SHUTDOWN,
+	PROTO_ERR_NOTLEADER,      /* protocol v2, cluster mode */
 	PROTO_ERR_COUNT
 };
 

@@ -144,6 +144,8 @@ describe(const struct explorer *x, unsigned len, bool ran_out, char *buf,
 			snprintf(word, sizeof(word), "tick");
 		else if (base == ACT_CRASH)
 			snprintf(word, sizeof(word), "crash");
+		else if (base == ACT_FAILOVER)
+			snprintf(word, sizeof(word), "failover");
 		else
 			snprintf(word, sizeof(word), "%c.%s",
 			    sc->clients[base].label,

@@ -122,6 +122,11 @@ struct model_scenario {
 	 * GRANTED and RENEWED become UNAVAILABLE, and the retry commits what
 	 * the fall-back did. */
 	uint8_t commit_failures;
+	/* Fail-overs allowed per schedule (cluster mode, failover.c): every
+	 * connection closes and a new leader rebuilds the table from the
+	 * committed state by the take-over rule (core/takeover.h), while
+	 * the clients keep what they were told. */
+	uint8_t failovers;
 };
 
 extern const struct model_scenario model_scenarios[];
@@ -135,8 +140,14 @@ extern const size_t model_nscenarios;
 enum model_harness {
 	MODEL_HARNESS_RIGHT = 0,
 	MODEL_HARNESS_FORGET_HWM = 1,         /* the store never saves it */
-	MODEL_HARNESS_DELIVER_FIRST = 2       /* GRANTED before the commit */
+	MODEL_HARNESS_DELIVER_FIRST = 2,      /* GRANTED before the commit */
+	MODEL_HARNESS_FAILOVER_STALE_HWM = 4  /* a new leader mints from the
+	                                         high-water mark it started
+	                                         with, not the committed one */
 };
+
+/* The leader lease of the fail-over action, in the scenarios' time. */
+#define MODEL_LEADER_LEASE 5
 
 /* A deliberately broken table of rules, or a broken harness, and the
  * property that must catch it. */

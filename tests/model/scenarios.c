@@ -81,6 +81,25 @@ const struct model_scenario model_scenarios[] = {
 		.crashes = 2,
 		.commit_failures = 1,
 	},
+	{
+		.name = "failover",
+		.summary = "cluster mode: A holds L, renews and releases, B "
+		    "waits for it, D tries; one fail-over to a new leader "
+		    "that takes the committed state over by the take-over "
+		    "rule (leases end at now + lease + leader lease)",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'A', 3, { ACQ(0, FOREVER, true), RENEW(0),
+			    RELEASE(0) } },
+			{ 'B', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+			{ 'D', 2, { TRY(0), RELEASE(0) } },
+		},
+		.ntimes = 4,
+		.times = { 0, 10, 15, 30 },
+		.failovers = 1,
+	},
 };
 
 const size_t model_nscenarios = sizeof(model_scenarios) /

@@ -725,9 +725,10 @@ fail_commit(struct sys *s)
 
 /* The connection of every client closes; the daemon restarts from disk.
  * Replies not yet sent are lost, and with them, when `committed` is false,
- * the changes they report. */
+ * the changes they report.  A fail-over (cluster mode) is the same, but
+ * another node takes over the committed state by the take-over rule. */
 static void
-crash(struct sys *s, bool committed)
+restart(struct sys *s, bool committed, bool failover)
 {
 	int c, n;
 
@@ -754,15 +755,21 @@ crash(struct sys *s, bool committed)
 			if (m->know[n].onclose)
 				m->know[n].believes = false;
 	}
+	if (failover)
+		model__takeover_disk(s);
 	for (n = 0; n < s->sc->nnames; n++) {
 		s->sh[n].qlen = 0;
 		shadow_from_disk(s, n);
 	}
-	s->crashes++;
+	if (failover)
+		s->failovers++;
+	else
+		s->crashes++;
 	s->boot++;
 
 	table_start(s);
-	core_table_restore_hwm(&s->table, s->disk_hwm);
+	core_table_restore_hwm(&s->table, failover ?
+	    model__takeover_hwm(s) : s->disk_hwm);
 	s->restoring = true;
 	for (n = 0; n < s->sc->nnames; n++)
 		if (s->disk[n].present)
@@ -775,6 +782,12 @@ crash(struct sys *s, bool committed)
 			cover(s, MODEL_COV_RESTORED_HOLDER);
 	if (s->violated == MODEL_OK)
 		commit(s, true);
+}
+
+static void
+crash(struct sys *s, bool committed)
+{
+	restart(s, committed, false);
 }
 
 /* ---- client ops ------------------------------------------------------- */
@@ -1061,6 +1074,9 @@ model__step(struct sys *s, uint8_t action)
 	case ACT_CRASH:
 		crash(s, true);
 		break;
+	case ACT_FAILOVER:
+		restart(s, true, true);
+		break;
 	case ACT_TICK:
 		core_tick(&s->table, s->now);
 		break;
@@ -1069,7 +1085,7 @@ model__step(struct sys *s, uint8_t action)
 		run_op(s, base);
 		break;
 	}
-	if (base != ACT_CRASH) {
+	if (base != ACT_CRASH && base != ACT_FAILOVER) {
 		process_log(s);
 		settle_op(s);
 		if (s->violated != MODEL_OK)
@@ -1192,6 +1208,8 @@ model__enabled(const struct sys *s, uint8_t *acts)
 				acts[n++] = acts[i] | ACT_UNSENT;
 			}
 	}
+	if (plain > 0 && s->failovers < s->sc->failovers)
+		acts[n++] = ACT_FAILOVER;
 	if (s->failures < s->sc->commit_failures)
 		for (i = 0; i < plain; i++)
 			if (acts[i] != ACT_CLOCK)

@@ -21,6 +21,7 @@ enum {
 	ACT_CLOCK = 0x40,
 	ACT_TICK = 0x41,
 	ACT_CRASH = 0x42,
+	ACT_FAILOVER = 0x43,
 	ACT_UNSENT = 0x20, /* flag: the action, its commit, then a crash
 			      before its replies go out */
 	ACT_LOST = 0x80,   /* flag: the action, then a crash before commit */
@@ -96,7 +97,7 @@ struct sys {
 	struct core_session sess[MODEL_CLIENTS];
 	uint8_t clock;
 	core_time now;
-	uint8_t crashes, boot, failures;
+	uint8_t crashes, boot, failures, failovers;
 	struct client cl[MODEL_CLIENTS];
 	struct shadow sh[MODEL_NAMES];
 	struct disk_record disk[MODEL_NAMES];
@@ -134,6 +135,11 @@ void model__sys_fini(struct sys *s);
 void model__step(struct sys *s, uint8_t action);
 /* With nothing left to do: lets time run until every lease has ended. */
 void model__run_out_the_clock(struct sys *s);
+/* failover.c: the committed state as a new leader takes it over - every
+ * record rewritten by the take-over rule - and the high-water mark it
+ * mints from (a stale one in the broken harness). */
+void model__takeover_disk(struct sys *s);
+uint64_t model__takeover_hwm(const struct sys *s);
 /* The actions enabled in s, into acts[MAX_ACTIONS]; returns how many. */
 size_t model__enabled(const struct sys *s, uint8_t *acts);
 /* The scripts' word for an op: "acquire", "forge-renew", ... */

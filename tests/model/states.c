@@ -61,6 +61,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 	put8(&x, s->crashes);
 	put8(&x, s->boot);
 	put8(&x, s->failures);
+	put8(&x, s->failovers);
 	put64(&x, (uint64_t)s->now);
 	for (c = 0; c < s->sc->nclients; c++) {
 		const struct client *m = &s->cl[c];

@@ -55,6 +55,11 @@ const struct model_variant model_variants[] = {
 	  "renew answers RENEWED but leaves the expiry where it was",
 	  &broken_rules_renew_forgets_lease, MODEL_HARNESS_RIGHT,
 	  MODEL_SHADOW_AGREEMENT },
+	{ "failover_from_stale_hwm",
+	  "after a fail-over the new leader mints fences from the "
+	  "high-water mark it had, not the committed one",
+	  &core_rules_std, MODEL_HARNESS_FAILOVER_STALE_HWM,
+	  MODEL_FENCING_MONOTONIC },
 	{ "store_forgetting_the_counter",
 	  "the daemon's store never saves the high-water mark",
 	  &core_rules_std, MODEL_HARNESS_FORGET_HWM,

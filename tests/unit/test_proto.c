@@ -1427,13 +1427,13 @@ test_proto_error_and_command_names_match_the_spec(void **state)
 {
 	static const char *const codes[] = { NULL, "BADREQ", "BADARG",
 	    "TOOLONG", "TIMEOUT", "CONFLICT", "LIMIT", "UNAVAILABLE",
-	    "OVERFLOW", "SHUTDOWN" };
+	    "OVERFLOW", "SHUTDOWN", "NOTLEADER" };
 	static const char *const commands[] = { "ACQUIRE", "TRY", "RENEW",
 	    "RELEASE", "STATUS", "PING", "QUIT", "HELP", "STATS" };
 	int i;
 
 	(void)state;
-	assert_int_equal(PROTO_ERR_COUNT, 10);
+	assert_int_equal(PROTO_ERR_COUNT, 11);
 	assert_int_equal(PROTO_CMD_COUNT, 9);
 	assert_null(proto_error_name(PROTO_ERR_NONE));
 	for (i = 1; i < PROTO_ERR_COUNT; i++)

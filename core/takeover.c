@@ -1,0 +1,16 @@
+/*
+ * takeover.c - the take-over rule of cluster mode (takeover.h).  Pure, like
+ * the rest of core/: no clock read, no I/O; the model checker's fail-over
+ * and the daemon's load after winning leadership both call it.
+ */
+#include "core/takeover.h"
+
+void
+core_takeover_record(struct core_record *rec, core_time now,
+    int64_t leader_lease_ms)
+{
+	rec->expiry = now + rec->lease_ms + leader_lease_ms;
+	rec->onclose_release = false;
+	rec->owner_id = 0;
+	rec->owner = NULL;
+}

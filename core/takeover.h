@@ -1,0 +1,24 @@
+/*
+ * takeover.h - the take-over rule of cluster mode: what a new leader makes
+ * of a record the old leader committed.  Pure: the caller passes now.
+ */
+#ifndef LOCKD_CORE_TAKEOVER_H
+#define LOCKD_CORE_TAKEOVER_H
+
+#include "core/core.h"
+
+/*
+ * Rewrites rec, loaded from the store by a new leader at now, as the new
+ * leader must keep it.  Only durations cross machines, never clock
+ * readings, so its expiry becomes now + its lease + leader_lease_ms:
+ * the old leader served for at most leader_lease_ms after the new one
+ * could have begun, and no lease it granted or renewed outlives its
+ * last renewal by more than its lease, so none ends earlier than the old
+ * leader would have ended it.  An onclose=release lease becomes an
+ * ordinary one: its connection was to the old leader, and is gone.
+ * Fence, secret and lease are kept: every handle stays good.
+ */
+void core_takeover_record(struct core_record *rec, core_time now,
+    int64_t leader_lease_ms);
+
+#endif

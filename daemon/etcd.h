@@ -1,0 +1,91 @@
+/*
+ * etcd.h - a client of etcd's v3 JSON gateway (HTTP/1.1 POSTs of JSON to
+ * /v3/...), for the etcd store (store_etcd.c) and leadership.  Requests
+ * run on the libuv loop through libcurl's multi interface: the loop polls
+ * curl's sockets and runs its timer, so there is no thread of its own.  A
+ * synchronous call beside it serves the few places that must have the
+ * answer before they go on (the load at start, a read after a failed
+ * commit); it blocks the loop for at most its timeout.
+ *
+ * etcd's bytes (keys, values) cross the gateway in base64, its 64-bit
+ * integers as decimal strings; the helpers below do both.
+ */
+#ifndef LOCKD_ETCD_H
+#define LOCKD_ETCD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <uv.h>
+
+#define ETCD_URLS_MAX 8            /* endpoints in one --etcd */
+#define ETCD_URL_MAX 256
+
+/*
+ * What a request came to.  ETCD_OK: HTTP 200 and a JSON object.
+ * ETCD_REFUSED: etcd answered and refused (HTTP 4xx): nothing was done.
+ * ETCD_UNKNOWN: no answer, or etcd's own "request timed out" (HTTP 5xx):
+ * a write may or may not have been applied.
+ */
+enum etcd_result { ETCD_OK = 0, ETCD_REFUSED = -1, ETCD_UNKNOWN = -2 };
+
+/* Called on the loop when a request ends, never from etcd_request itself.
+ * reply is the parsed body (NULL unless ETCD_OK), borrowed for the call;
+ * error says why when not ETCD_OK. */
+typedef void (*etcd_done_fn)(void *ctx, enum etcd_result result,
+    json_t *reply, const char *error);
+
+struct etcd;
+
+/*
+ * A client of the comma-separated endpoints in urls ("http://host:port").
+ * Requests go to one endpoint until it fails to answer; then the next one
+ * is tried for the next request.  loop may be NULL for a client that makes
+ * synchronous calls only.  On failure returns NULL and writes why to err.
+ */
+struct etcd *etcd_open(uv_loop_t *loop, const char *urls, char *err,
+    size_t err_len);
+
+/*
+ * Ends every request in flight (their callbacks are not called) and frees
+ * the client once libuv has closed its handles; the loop must run for that.
+ */
+void etcd_close(struct etcd *etcd);
+/*
+ * Takes the client off the loop: requests in flight end (uncalled) and
+ * its handles close, but the synchronous call still works, until
+ * etcd_close.  For a daemon whose loop is ending while its store still
+ * commits its last batch.
+ */
+void etcd_detach(struct etcd *etcd);
+
+/*
+ * POSTs body (taken: freed whatever happens) to path ("/v3/kv/txn") with a
+ * deadline of timeout_ms, and calls done when it ends.  Returns 0, or -1
+ * when it could not even start (then done is never called).
+ */
+int etcd_request(struct etcd *etcd, const char *path, json_t *body,
+    long timeout_ms, etcd_done_fn done, void *ctx);
+
+/*
+ * The same, blocking: returns the result, with the reply in *reply on
+ * ETCD_OK (the caller's to json_decref) and why in err otherwise.  On
+ * ETCD_UNKNOWN every endpoint has been tried once.
+ */
+enum etcd_result etcd_request_sync(struct etcd *etcd, const char *path,
+    json_t *body, long timeout_ms, json_t **reply, char *err, size_t err_len);
+
+/* Bytes as etcd's JSON wants them: a base64 string (NULL without memory). */
+json_t *etcd_bytes(const void *data, size_t len);
+/* A base64 field of obj decoded into buf (cap bytes); 0 and its length, or
+ * -1 when missing, not base64 or too long.  A missing field is empty when
+ * empty_ok (etcd leaves out empty values). */
+int etcd_field_bytes(const json_t *obj, const char *field, bool empty_ok,
+    void *buf, size_t cap, size_t *len);
+/* A 64-bit integer field (etcd writes them as strings); 0 when absent. */
+int64_t etcd_field_int(const json_t *obj, const char *field);
+/* The key after every key that starts with prefix (a range's end). */
+size_t etcd_prefix_end(const char *prefix, size_t len, char *out);
+
+#endif

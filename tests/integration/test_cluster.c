@@ -1,0 +1,550 @@
+/*
+ * test_cluster.c - cluster mode end to end: a 3-member etcd
+ * (tests/lib/etcd_harness.c) and lockd nodes (tests/lib/harness.c), all on
+ * free loopback ports, each killed by its own PID.  A node that does not
+ * lead sends clients to the leader; kill -9 of the leader while a client
+ * acquires, renews and releases over several names: a standby takes over,
+ * every grant the client was told of still renews until its lease ends,
+ * fences strictly increase per name in the order the client received
+ * them, no two grants of a name are believed at once (belief: from the
+ * ACQUIRE's send to send time + lease, extended by each RENEWED, ended
+ * by sending RELEASE), and grants resume.  The history checker has its
+ * guard: a history with an overlap must be caught.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tests/lib/etcd_harness.h"
+#include "tests/lib/harness.h"
+
+#define NODES 3
+#define NAMES 6
+#define LEASE_MS 8000          /* longer than a fail-over (about 4 s) */
+#define RECOVER_MS 15000       /* bound on finding the new leader */
+#define MAX_GRANTS 4096
+
+static struct etcd_cluster etcd;
+
+/* ---- the history and its checks ------------------------------------- */
+
+struct grant {
+	int name;
+	uint64_t fence;
+	char handle[64];
+	int64_t belief_start, belief_end;
+	bool released;
+};
+
+struct history {
+	struct grant grants[MAX_GRANTS];
+	int n;
+	int held[NAMES];           /* index of the grant believed, or -1 */
+};
+
+/*
+ * The checks over a history: fences strictly increase per name in the
+ * order received, and the beliefs of a name never overlap.  Returns the
+ * number of violations, each printed.
+ */
+static int
+history_violations(const struct history *h)
+{
+	int i, j, bad = 0;
+
+	for (i = 0; i < h->n; i++)
+		for (j = i + 1; j < h->n; j++) {
+			const struct grant *a = &h->grants[i];
+			const struct grant *b = &h->grants[j];
+			if (a->name != b->name)
+				continue;
+			if (b->fence <= a->fence) {
+				printf("fence went back on n%d: %llu then "
+				    "%llu\n", a->name,
+				    (unsigned long long)a->fence,
+				    (unsigned long long)b->fence);
+				bad++;
+			}
+			if (a->belief_start < b->belief_end &&
+			    b->belief_start < a->belief_end) {
+				printf("two believers of n%d: fence %llu "
+				    "[%lld, %lld) and fence %llu [%lld, "
+				    "%lld)\n", a->name,
+				    (unsigned long long)a->fence,
+				    (long long)a->belief_start,
+				    (long long)a->belief_end,
+				    (unsigned long long)b->fence,
+				    (long long)b->belief_start,
+				    (long long)b->belief_end);
+				bad++;
+			}
+		}
+	return bad;
+}
+
+/* ---- the cluster ------------------------------------------------------ */
+
+static struct harness_server *nodes[NODES];
+
+static void
+start_cluster(int n)
+{
+	int i;
+
+	memset(nodes, 0, sizeof(nodes));
+	assert_int_equal(etcd_cluster_start(&etcd, 3), 0);
+	for (i = 0; i < n; i++) {
+		nodes[i] = harness_server_new();
+		harness_server_start(nodes[i], "--etcd", etcd.urls,
+		    "--cluster", "t", NULL);
+	}
+}
+
+static int
+teardown(void **state)
+{
+	etcd_cluster_stop(&etcd);
+	return harness_teardown(state);
+}
+
+/* Asks a node for STATS: 1 leader, 0 follower, -1 no answer. */
+static int
+role_of(struct harness_server *s)
+{
+	struct harness_conn *c;
+	const char *line;
+	int role = -1;
+
+	if (s->pid == 0)
+		return -1;
+	c = harness_connect(s);
+	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
+	    (line = harness_read_line(c, 2000)) != NULL) {
+		if (strstr(line, " role=leader") != NULL)
+			role = 1;
+		else if (strstr(line, " role=follower") != NULL)
+			role = 0;
+	}
+	harness_close(c);
+	return role;
+}
+
+/* The node that leads, waited for up to RECOVER_MS; -1 if none. */
+static int
+find_leader(void)
+{
+	int64_t deadline = harness_now_ms() + RECOVER_MS;
+	int i;
+
+	while (harness_now_ms() < deadline) {
+		for (i = 0; i < NODES; i++)
+			if (nodes[i] != NULL && role_of(nodes[i]) == 1)
+				return i;
+		harness_sleep_ms(100);
+	}
+	return -1;
+}
+
+/* One request and its reply line; NULL when the connection broke. */
+static const char *
+ask(struct harness_conn *c, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (c->eof || harness_try_send(c, line, (size_t)n, 2000) != n)
+		return NULL;
+	return harness_read_line(c, 12000);
+}
+
+/* ---- the tests -------------------------------------------------------- */
+
+static void
+test_cluster_follower_sends_clients_to_the_leader(void **state)
+{
+	struct harness_conn *c;
+	const char *line = NULL;
+	char want[64];
+	int leader, follower, i;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	follower = 1 - leader;
+	assert_int_equal(role_of(nodes[follower]), 0);
+	c = harness_connect(nodes[follower]);
+	snprintf(want, sizeof(want), "ERR NOTLEADER leader=127.0.0.1:%d ",
+	    nodes[leader]->port);
+	/* A follower that found no key a moment ago knows no leader until
+	 * its own campaign has lost: "no leader is known" for that long. */
+	for (i = 0; i < 50; i++) {
+		harness_send(c, "ACQUIRE x wait=0\r\n");
+		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+		if (line == NULL || strcmp(line, "ERR NOTLEADER no leader is "
+		    "known") != 0)
+			break;
+		harness_sleep_ms(20);
+	}
+	if (line == NULL || strncmp(line, want, strlen(want)) != 0)
+		fail_msg("the follower said \"%s\", not \"%s...\"",
+		    line != NULL ? line : "(nothing)", want);
+	harness_send(c, "STATUS x\r\n");
+	harness_expect_prefix(c, want);
+	harness_send(c, "PING\r\n");
+	harness_expect_line(c, "PONG");
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "ACQUIRE x wait=0\r\n");
+	harness_expect_prefix(c, "GRANTED x fence=1 ");
+}
+
+static void
+test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
+{
+	struct harness_conn *c;
+	int64_t stopped, took;
+	int leader, next;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "ACQUIRE kept wait=0 lease=30s\r\n");
+	harness_expect_prefix(c, "GRANTED kept fence=1 ");
+	assert_int_equal(harness_server_stop(nodes[leader],
+	    HARNESS_STOP_TIMEOUT_MS, NULL), 0);
+	stopped = harness_now_ms();
+	nodes[leader] = NULL;
+	next = find_leader();
+	assert_true(next >= 0);
+	took = harness_now_ms() - stopped;
+	printf("# hand-over after SIGTERM: %lld ms\n", (long long)took);
+	/* It gave its lease back: not a whole leader lease (3 s). */
+	assert_true(took < 2000);
+	c = harness_connect(nodes[next]);
+	harness_send(c, "STATUS kept\r\n");
+	harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
+}
+
+/*
+ * A leader paused past its leader lease (SIGSTOP) while a standby takes
+ * over and grants: once resumed, it reads the requests that waited in its
+ * socket before its timers run, and must answer none of them GRANTED or
+ * RENEWED - it tells its clients to go elsewhere, and closes them.
+ */
+static void
+test_cluster_paused_leader_grants_nothing_after_it_resumes(void **state)
+{
+	struct harness_conn *old, *c;
+	char handle[64], line_copy[256];
+	const char *line, *h;
+	int leader, other, i, notleader = 0;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	other = 1 - leader;
+	old = harness_connect(nodes[leader]);
+	harness_send(old, "ACQUIRE held wait=0 lease=60s\r\n");
+	line = harness_expect_prefix(old, "GRANTED held fence=1 ");
+	h = strstr(line, "handle=");
+	assert_non_null(h);
+	sscanf(h + 7, "%63s", handle);
+
+	harness_server_pause(nodes[leader]);
+	for (i = 0; i < 100 && role_of(nodes[other]) != 1; i++)
+		harness_sleep_ms(100);
+	assert_int_equal(role_of(nodes[other]), 1);
+	c = harness_connect(nodes[other]);
+	harness_send(c, "ACQUIRE p wait=0\r\n");
+	harness_expect_prefix(c, "GRANTED p fence=2 ");
+
+	/* Waiting in the paused leader's socket as it resumes. */
+	harness_send(old, "ACQUIRE q wait=0\r\nRENEW held %s lease=60s\r\n"
+	    "ACQUIRE p wait=0\r\nTRY r\r\n", handle);
+	harness_server_resume(nodes[leader]);
+	while ((line = harness_read_line(old, 5000)) != NULL) {
+		snprintf(line_copy, sizeof(line_copy), "%s", line);
+		if (strncmp(line, "ERR NOTLEADER", 13) != 0)
+			fail_msg("the resumed old leader said \"%s\"",
+			    line_copy);
+		notleader++;
+	}
+	assert_true(old->eof);   /* and it closed the connection */
+	printf("# the resumed old leader answered %d requests NOTLEADER, "
+	    "then closed\n", notleader);
+	/* New clients of the old node are sent to the new leader. */
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "ACQUIRE p wait=0\r\n");
+	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+	assert_non_null(line);
+	assert_int_equal(strncmp(line, "ERR NOTLEADER", 13), 0);
+}
+
+/*
+ * etcd loses a member (lockd goes on), then its majority (nothing is
+ * granted: lock commands get ERR UNAVAILABLE; the leader, whose batch in
+ * flight cannot know its outcome, stands by rather than stop), then gets
+ * them back (a leader serves again and nothing committed is lost).
+ */
+static void
+test_cluster_etcd_losing_its_majority_grants_nothing(void **state)
+{
+	struct harness_conn *c;
+	const char *line;
+	char copy[256];
+	int leader, i, n, unavailable = 0;
+	int64_t deadline;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "ACQUIRE kept wait=0 lease=60s\r\n");
+	harness_expect_prefix(c, "GRANTED kept fence=1 ");
+
+	/* One member of three: the cluster keeps working. */
+	etcd_member_kill(&etcd, 2);
+	harness_send(c, "ACQUIRE one wait=0\r\n");
+	line = harness_read_line(c, 12000);
+	assert_non_null(line);
+	assert_int_equal(strncmp(line, "GRANTED one fence=2 ", 20), 0);
+
+	/* Two of three: no majority. */
+	etcd_member_kill(&etcd, 1);
+	deadline = harness_now_ms() + 20000;
+	while (harness_now_ms() < deadline) {
+		for (n = 0; n < NODES; n++) {
+			struct harness_conn *d;
+			if (nodes[n] == NULL || nodes[n]->pid == 0)
+				continue;
+			if (harness_wait(nodes[n]->pid, 0) >= 0)
+				fail_msg("node %d stopped without etcd: a "
+				    "batch's unknown outcome should only make "
+				    "it stand by", n);
+			d = harness_connect(nodes[n]);
+			if (harness_try_send(d, "ACQUIRE two wait=0\r\n", 20,
+			    1000) != 20)
+				continue;
+			line = harness_read_line(d, 14000);
+			if (line == NULL)
+				continue;   /* it stopped (fail-stop) */
+			snprintf(copy, sizeof(copy), "%s", line);
+			if (strncmp(copy, "GRANTED", 7) == 0)
+				fail_msg("granted without etcd's majority: "
+				    "%s", copy);
+			if (strncmp(copy, "ERR UNAVAILABLE", 15) == 0)
+				unavailable++;
+			harness_close(d);
+		}
+		if (unavailable >= 2)
+			break;
+		harness_sleep_ms(200);
+	}
+	printf("# without a majority: %d ERR UNAVAILABLE, nothing granted\n",
+	    unavailable);
+	assert_true(unavailable >= 1);
+
+	/* The majority comes back: a leader serves, nothing is lost. */
+	assert_int_equal(etcd_member_restart(&etcd, 1), 0);
+	assert_int_equal(etcd_member_restart(&etcd, 2), 0);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = harness_connect(nodes[leader]);
+	harness_send(c, "STATUS kept\r\nSTATUS one\r\n");
+	harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
+	harness_expect_prefix(c, "STATUS one held=1 fence=2 ");
+	for (i = 0; i < 3; i++) {
+		harness_send(c, "ACQUIRE n%d wait=0\r\n", i);
+		line = harness_read_line(c, 12000);
+		assert_non_null(line);
+		snprintf(copy, sizeof(copy), "%s", line);
+		if (strncmp(copy, "GRANTED", 7) != 0)
+			fail_msg("after etcd came back: %s", copy);
+	}
+}
+
+/* One step of the client: acquire, renew or release a name. */
+static void
+client_step(struct history *h, struct harness_conn *c, int name,
+    unsigned roll)
+{
+	struct grant *g = h->held[name] >= 0 ? &h->grants[h->held[name]] :
+	    NULL;
+	int64_t sent = harness_now_ms();
+	const char *line;
+
+	if (g != NULL && sent >= g->belief_end) {
+		h->held[name] = -1;   /* it ran out: the client knows */
+		g = NULL;
+	}
+	if (g == NULL) {
+		line = ask(c, "ACQUIRE n%d wait=0 lease=%d\r\n", name,
+		    LEASE_MS);
+		if (line != NULL && strncmp(line, "GRANTED ", 8) == 0 &&
+		    h->n < MAX_GRANTS) {
+			struct grant *ng = &h->grants[h->n];
+			const char *f = strstr(line, "fence=");
+			const char *hd = strstr(line, "handle=");
+			assert_non_null(f);
+			assert_non_null(hd);
+			ng->name = name;
+			ng->fence = strtoull(f + 6, NULL, 10);
+			sscanf(hd + 7, "%63s", ng->handle);
+			ng->belief_start = sent;
+			ng->belief_end = sent + LEASE_MS;
+			h->held[name] = h->n++;
+		}
+		return;
+	}
+	if (roll % 3 == 0) {
+		/* The client stops using the lock when it sends RELEASE. */
+		g->belief_end = sent;
+		g->released = true;
+		h->held[name] = -1;
+		ask(c, "RELEASE n%d %s\r\n", name, g->handle);
+		return;
+	}
+	line = ask(c, "RENEW n%d %s lease=%d\r\n", name, g->handle, LEASE_MS);
+	if (line != NULL && strncmp(line, "RENEWED ", 8) == 0)
+		g->belief_end = sent + LEASE_MS;
+}
+
+static int
+run_client(struct history *h, struct harness_conn *c, int64_t ms,
+    unsigned *seed)
+{
+	int64_t end = harness_now_ms() + ms;
+	int steps = 0;
+
+	while (harness_now_ms() < end && !c->eof) {
+		*seed = *seed * 1103515245u + 12345u;
+		client_step(h, c, (int)((*seed >> 16) % NAMES), *seed >> 8);
+		steps++;
+	}
+	return steps;
+}
+
+static void
+test_cluster_kill_of_the_leader_keeps_every_promise(void **state)
+{
+	static struct history h;
+	struct harness_conn *c;
+	unsigned seed = 7;
+	int leader, next, i, before, renewed = 0, granted_after;
+	int64_t killed;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < NAMES; i++)
+		h.held[i] = -1;
+	start_cluster(NODES);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = harness_connect(nodes[leader]);
+	run_client(&h, c, 1500, &seed);
+	before = h.n;
+	assert_true(before > 0);
+
+	/* A request in flight as the leader dies: its outcome is unknown
+	 * to the client, which counts it as not granted. */
+	harness_try_send(c, "ACQUIRE late wait=0\r\n", 21, 1000);
+	harness_server_kill(nodes[leader]);
+	killed = harness_now_ms();
+	nodes[leader] = NULL;
+	next = find_leader();
+	assert_true(next >= 0);
+	printf("# fail-over: a new leader answered %lld ms after kill -9\n",
+	    (long long)(harness_now_ms() - killed));
+
+	/* Every grant the client believes it holds still renews. */
+	c = harness_connect(nodes[next]);
+	for (i = 0; i < NAMES; i++) {
+		struct grant *g;
+		const char *line;
+		int64_t sent = harness_now_ms();
+		if (h.held[i] < 0)
+			continue;
+		g = &h.grants[h.held[i]];
+		if (sent >= g->belief_end)
+			continue;
+		line = ask(c, "RENEW n%d %s lease=%d\r\n", i, g->handle,
+		    LEASE_MS);
+		assert_non_null(line);
+		if (strncmp(line, "RENEWED ", 8) != 0)
+			fail_msg("n%d fence %llu, believed until %lld ms "
+			    "from now, did not renew: %s", i,
+			    (unsigned long long)g->fence,
+			    (long long)(g->belief_end - sent), line);
+		g->belief_end = sent + LEASE_MS;
+		renewed++;
+	}
+	printf("# %d grants before the kill, %d held ones renewed on the "
+	    "new leader\n", before, renewed);
+
+	/* Grants resume: the client goes on, and releases what it holds
+	 * so the names come round again. */
+	run_client(&h, c, 2000, &seed);
+	granted_after = h.n - before;
+	printf("# %d grants after the fail-over\n", granted_after);
+	assert_true(granted_after > 0);
+	assert_int_equal(history_violations(&h), 0);
+}
+
+/* The checker's guard: a history with two believers must be caught. */
+static void
+test_cluster_history_checker_catches_an_overlap(void **state)
+{
+	static struct history h;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	h.grants[0] = (struct grant){ 0, 5, "5-a", 100, 900, false };
+	h.grants[1] = (struct grant){ 0, 6, "6-b", 900, 1900, false };
+	h.n = 2;
+	assert_int_equal(history_violations(&h), 0);
+	h.grants[1].belief_start = 899;   /* one millisecond of overlap */
+	assert_int_equal(history_violations(&h), 1);
+	h.grants[1].belief_start = 900;
+	h.grants[1].fence = 5;            /* a fence that did not increase */
+	assert_int_equal(history_violations(&h), 1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(
+		    test_cluster_history_checker_catches_an_overlap),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_follower_sends_clients_to_the_leader,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_kill_of_the_leader_keeps_every_promise,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_sigterm_of_the_leader_hands_over_at_once,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_paused_leader_grants_nothing_after_it_resumes,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_etcd_losing_its_majority_grants_nothing,
+		    harness_setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
