@@ -411,9 +411,13 @@ static void
 cmd_try(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
+	struct core_acquire_args args = {
+		.lease_ms = req->has_lease ? req->lease_ms : 0,
+		.onclose_release = req->onclose == PROTO_ONCLOSE_RELEASE,
+	};
+
 	core_try(&svc->table, &conn->session, req->name, req->name_len,
-	    req->has_lease ? req->lease_ms : 0,
-	    req->onclose == PROTO_ONCLOSE_RELEASE, seq, now);
+	    &args, seq, now);
 }
 
 static struct core_handle
@@ -813,10 +817,12 @@ load_record(void *ctx, const char *name, size_t name_len, const void *val,
 		    name_len));
 		return -1;
 	}
-	l->rec->leases++;
-	if (it->rec.onclose_release)
+	/* A free name in lock-delay has a record but no lease. */
+	if (it->rec.fence != 0)
+		l->rec->leases++;
+	if (it->rec.fence != 0 && it->rec.onclose_release)
 		l->rec->onclose++;
-	else if (it->rec.expiry <= l->now)
+	else if (it->rec.fence != 0 && it->rec.expiry <= l->now)
 		l->rec->expired++;
 	memcpy(l->names[l->n], name, name_len);
 	it->name = l->names[l->n];
