@@ -247,9 +247,10 @@ struct core_reply {
 	int64_t held_ms;            /* RELEASED*, RECLAIMED: grant to end */
 	enum core_limit_kind limit; /* LIMIT */
 	uint64_t *user;             /* the lock's core_entry.user; NULL: none */
-	/* CHANGED: the lock as the WATCH saw it fire; valid during the
-	 * call. */
+	/* CHANGED, and HELD: the lock as the WATCH saw it fire, or as TRY
+	 * found it; valid during the call. */
 	const struct core_lock_status *status;
+	bool watch;                 /* TIMEOUT: of a WATCH, not an ACQUIRE */
 };
 
 struct core_sink {

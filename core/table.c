@@ -635,11 +635,14 @@ waiter_time_out(struct core_table *table, struct core_waiter *w)
 	struct core_session *s = w->session;
 	struct core_entry *e = w->entry;
 	uint64_t tag = w->tag;
+	struct core_reply r;
 
+	memset(&r, 0, sizeof(r));
+	r.watch = w->watch;
 	if (!w->watch)
 		table->stats.timeouts++;
 	waiter_remove(table, w);
-	reply_simple(table, CORE_REPLY_TIMEOUT, s, tag, e);
+	emit(table, CORE_REPLY_TIMEOUT, s, tag, e, &r);
 }
 
 /* Grants a grantable lock to the head of its queue, as long as it stays
@@ -876,8 +879,16 @@ core_try(struct core_table *table, struct core_session *session,
 	if (take_if_free(table, session, name, name_len, lease, &opt, tag,
 	    now, &e, &status))
 		return status;
-	table->stats.unavailable++;
-	reply_simple(table, CORE_REPLY_HELD, session, tag, e);
+	{
+		struct core_lock_status st;
+		struct core_reply r;
+
+		table->stats.unavailable++;
+		status_fill(table, e, now, &st);
+		memset(&r, 0, sizeof(r));
+		r.status = &st;
+		emit(table, CORE_REPLY_HELD, session, tag, e, &r);
+	}
 	return CORE_OK;
 }
 
@@ -1013,7 +1024,11 @@ core_watch(struct core_table *table, struct core_session *session,
 		return CORE_OK;
 	}
 	if (wait_ms == 0) {
-		reply_simple(table, CORE_REPLY_TIMEOUT, session, tag, e);
+		struct core_reply r;
+
+		memset(&r, 0, sizeof(r));
+		r.watch = true;
+		emit(table, CORE_REPLY_TIMEOUT, session, tag, e, &r);
 		return CORE_OK;
 	}
 	if (!waiter_room(table, session, tag, e))

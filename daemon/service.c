@@ -289,6 +289,39 @@ reply_error(struct service *svc, const struct core_reply *r,
 }
 
 /*
+ * Appends protocol v2's optional STATUS fields (owner=, delay=) to a reply
+ * line of n bytes ending in CRLF; returns the new length.  The line keeps
+ * its CRLF; a field that would not fit is left out (never the case below
+ * PROTO_REPLY_MAX: 64 + 20 bytes more at most).
+ */
+static size_t
+append_status_fields(char *line, size_t n, size_t cap,
+    const struct core_lock_status *st)
+{
+	char extra[CORE_OWNER_MAX + 48];
+	int k = 0;
+
+	if (n < 2)
+		return n;
+	if (st->held && st->label_len > 0)
+		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
+		    " owner=%.*s", (int)st->label_len, st->label);
+	if (st->delay_ms > 0)
+		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
+		    " delay=%lld", (long long)st->delay_ms);
+	if (k <= 0 || n + (size_t)k > cap)
+		return n;
+	memcpy(line + n - 2, extra, (size_t)k);
+	memcpy(line + n - 2 + k, "\r\n", 2);
+	return n + (size_t)k;
+}
+
+/* WATCH's cause= words, by enum core_end. */
+static const char *const watch_causes[] = {
+	"none", "granted", "released", "expired", "closed", "forced"
+};
+
+/*
  * The core's sink: every answer and event of the lock table comes here,
  * and each kind is observed (metrics, the log) and then answered in its
  * one case.
@@ -344,9 +377,50 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		return;
 	case CORE_REPLY_HELD:
 		n = proto_format_held(line, sizeof(line), r->name, r->name_len);
+		if (r->status != NULL && r->status->delay_ms > 0) {
+			struct core_lock_status only = *r->status;
+
+			only.label_len = 0;   /* HELD shows delay= alone */
+			n = append_status_fields(line, n, sizeof(line), &only);
+		}
 		reply(svc, r, false, line, n);
 		return;
+	case CORE_REPLY_FORCED:
+		/* Durable before the reply, like a grant. */
+		log_event(LOG_WARN, "force", "name=%s fence=%llu",
+		    log_value(shown, r->name, r->name_len),
+		    (unsigned long long)r->fence);
+		n = proto_format_released(line, sizeof(line), r->name,
+		    r->name_len);
+		reply(svc, r, true, line, n);
+		return;
+	case CORE_REPLY_CHANGED: {
+		const struct core_lock_status *st = r->status;
+		int k;
+
+		n = proto_format_status(line, sizeof(line), r->name,
+		    r->name_len, st->held, st->fence, st->ttl_ms, st->queue);
+		/* The STATUS line's fields under another keyword. */
+		if (n >= 7 && n + 1 < sizeof(line)) {
+			memmove(line + 7, line + 6, n - 6);
+			memcpy(line, "CHANGED", 7);
+			n++;
+		}
+		n = append_status_fields(line, n, sizeof(line), st);
+		k = snprintf(line + n - 2, sizeof(line) - n + 2,
+		    " cause=%s\r\n", (unsigned)st->cause < 6 ?
+		    watch_causes[st->cause] : "none");
+		if (k > 0 && n - 2 + (size_t)k < sizeof(line))
+			n = n - 2 + (size_t)k;
+		reply(svc, r, false, line, n);
+		return;
+	}
 	case CORE_REPLY_TIMEOUT:
+		if (r->watch) {
+			reply_error(svc, r, PROTO_ERR_TIMEOUT,
+			    "no change within wait");
+			return;
+		}
 		reply_error(svc, r, PROTO_ERR_TIMEOUT, conn_of(r)->input_ended ?
 		    "input ended before the lock was granted; the waiter "
 		    "left the queue" : "lock not acquired within wait");
@@ -401,6 +475,9 @@ cmd_acquire(struct service *svc, struct service_conn *conn,
 		.lease_ms = req->has_lease ? req->lease_ms : 0,
 		.wait_ms = req->has_wait ? req->wait_ms : CORE_WAIT_FOREVER,
 		.onclose_release = req->onclose == PROTO_ONCLOSE_RELEASE,
+		.delay_ms = req->has_delay ? req->delay_ms : 0,
+		.label = req->owner,
+		.label_len = req->owner_len,
 	};
 
 	core_acquire(&svc->table, &conn->session, req->name, req->name_len,
@@ -414,6 +491,9 @@ cmd_try(struct service *svc, struct service_conn *conn,
 	struct core_acquire_args args = {
 		.lease_ms = req->has_lease ? req->lease_ms : 0,
 		.onclose_release = req->onclose == PROTO_ONCLOSE_RELEASE,
+		.delay_ms = req->has_delay ? req->delay_ms : 0,
+		.label = req->owner,
+		.label_len = req->owner_len,
 	};
 
 	core_try(&svc->table, &conn->session, req->name, req->name_len,
@@ -454,8 +534,50 @@ cmd_status(struct service *svc, struct service_conn *conn,
 	core_status(&svc->table, req->name, req->name_len, now, &st);
 	n = proto_format_status(line, sizeof(line), req->name, req->name_len,
 	    st.held, st.fence, st.ttl_ms, st.queue);
+	n = append_status_fields(line, n, sizeof(line), &st);
 	answer(svc, conn, seq, 0, service__inflight_depends(svc, req->name,
 	    req->name_len), line, n);
+}
+
+/* FORCE <name> <fence>: RELEASED once durable, or NOTHELD. */
+static void
+cmd_force(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	core_force(&svc->table, &conn->session, req->name, req->name_len,
+	    req->fence, seq, now);
+}
+
+/* CHECK <name> <fence>: CURRENT when a live holder has it, else STALE. */
+static void
+cmd_check(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	struct core_lock_status st;
+	char line[PROTO_REPLY_MAX];
+	int n;
+
+	core_status(&svc->table, req->name, req->name_len, now, &st);
+	if (st.held && st.fence == req->fence)
+		n = snprintf(line, sizeof(line), "CURRENT %.*s fence=%llu "
+		    "ttl=%lld\r\n", (int)req->name_len, req->name,
+		    (unsigned long long)st.fence, (long long)st.ttl_ms);
+	else
+		n = snprintf(line, sizeof(line), "STALE %.*s fence=%llu\r\n",
+		    (int)req->name_len, req->name,
+		    (unsigned long long)(st.held ? st.fence : 0));
+	answer(svc, conn, seq, 0, service__inflight_depends(svc, req->name,
+	    req->name_len), line, (size_t)n);
+}
+
+/* WATCH <name> [fence=] [wait=]: a long poll the core answers once. */
+static void
+cmd_watch(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	core_watch(&svc->table, &conn->session, req->name, req->name_len,
+	    req->has_fence, req->fence,
+	    req->has_wait ? req->wait_ms : CORE_WAIT_FOREVER, seq, now);
 }
 
 static void
@@ -525,6 +647,9 @@ static const command_handler commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_QUIT] = cmd_quit,
 	[PROTO_CMD_HELP] = cmd_help,
 	[PROTO_CMD_STATS] = cmd_stats,
+	[PROTO_CMD_FORCE] = cmd_force,
+	[PROTO_CMD_CHECK] = cmd_check,
+	[PROTO_CMD_WATCH] = cmd_watch,
 };
 
 /* Runs one request and makes sure it holds its place in the reply order. */

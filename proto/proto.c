@@ -21,6 +21,9 @@
 #define PROTO_OPTION_LEASE	0x1u
 #define PROTO_OPTION_WAIT	0x2u
 #define PROTO_OPTION_ONCLOSE	0x4u
+#define PROTO_OPTION_DELAY	0x8u
+#define PROTO_OPTION_OWNER	0x10u
+#define PROTO_OPTION_FENCE	0x20u
 
 /* What each command takes; the parser checks arity and options once, here. */
 struct proto_command_info {
@@ -28,15 +31,18 @@ struct proto_command_info {
 	size_t arity;			/* positional arguments */
 	unsigned options;		/* PROTO_OPTION_* bits it takes */
 	const char *arity_message;
+	bool fence_argument;		/* the second argument is a fence */
 };
 
 static const struct proto_command_info proto_commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_ACQUIRE] = { "ACQUIRE", 1,
-	    PROTO_OPTION_LEASE | PROTO_OPTION_WAIT | PROTO_OPTION_ONCLOSE,
-	    "ACQUIRE takes 1 argument" },
+	    PROTO_OPTION_LEASE | PROTO_OPTION_WAIT | PROTO_OPTION_ONCLOSE |
+	    PROTO_OPTION_DELAY | PROTO_OPTION_OWNER,
+	    "ACQUIRE takes 1 argument", false },
 	[PROTO_CMD_TRY] = { "TRY", 1,
-	    PROTO_OPTION_LEASE | PROTO_OPTION_ONCLOSE,
-	    "TRY takes 1 argument" },
+	    PROTO_OPTION_LEASE | PROTO_OPTION_ONCLOSE | PROTO_OPTION_DELAY |
+	    PROTO_OPTION_OWNER,
+	    "TRY takes 1 argument", false },
 	[PROTO_CMD_RENEW] = { "RENEW", 2, PROTO_OPTION_LEASE,
 	    "RENEW takes 2 arguments" },
 	[PROTO_CMD_RELEASE] = { "RELEASE", 2, 0,
@@ -47,6 +53,13 @@ static const struct proto_command_info proto_commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_QUIT] = { "QUIT", 0, 0, "QUIT takes no arguments" },
 	[PROTO_CMD_HELP] = { "HELP", 0, 0, "HELP takes no arguments" },
 	[PROTO_CMD_STATS] = { "STATS", 0, 0, "STATS takes no arguments" },
+	[PROTO_CMD_FORCE] = { "FORCE", 2, 0, "FORCE takes 2 arguments",
+	    true },
+	[PROTO_CMD_CHECK] = { "CHECK", 2, 0, "CHECK takes 2 arguments",
+	    true },
+	[PROTO_CMD_WATCH] = { "WATCH", 1,
+	    PROTO_OPTION_FENCE | PROTO_OPTION_WAIT,
+	    "WATCH takes 1 argument", false },
 };
 
 static const char *const proto_error_names[PROTO_ERR_COUNT] = {
@@ -80,6 +93,12 @@ static const char proto_msg_order[] = "arguments must come before options";
 static const char proto_msg_twice[] = "option given twice";
 static const char proto_msg_onclose[] = "onclose must be keep or release";
 static const char proto_msg_reply[] = "not a well-formed reply";
+static const char proto_msg_owner[] =
+    "owner must be 1 to 64 bytes without spaces or control bytes";
+static const char proto_msg_fence[] =
+    "fence must be an integer from 1 to 2^63-1";
+static const char proto_msg_watch_fence[] =
+    "fence must be an integer from 0 to 2^63-1";
 
 /* How a duration was refused, so the reply can say which way. */
 enum proto_duration_status {
@@ -108,6 +127,12 @@ static const struct proto_option_info proto_options[] = {
 	    "wait must be digits with an optional unit ms, s, m or h",
 	    "wait must be at most 365 days" },
 	{ "onclose", PROTO_OPTION_ONCLOSE, NULL, NULL, NULL },
+	{ "delay", PROTO_OPTION_DELAY,
+	    "delay must be a non-negative duration",
+	    "delay must be digits with an optional unit ms, s, m or h",
+	    "delay must be at most 365 days" },
+	{ "owner", PROTO_OPTION_OWNER, NULL, NULL, NULL },
+	{ "fence", PROTO_OPTION_FENCE, NULL, NULL, NULL },
 };
 #define PROTO_OPTION_COUNT (sizeof(proto_options) / sizeof(proto_options[0]))
 
@@ -527,6 +552,21 @@ proto_set_option(struct proto_request *req,
 {
 	int64_t ms = 0;
 
+	if (option->bit == PROTO_OPTION_OWNER) {
+		if (!proto_valid_name(value, value_len) ||
+		    value_len > PROTO_OWNER_MAX)
+			return proto_msg_owner;
+		req->owner = value;
+		req->owner_len = value_len;
+		return NULL;
+	}
+	if (option->bit == PROTO_OPTION_FENCE) {
+		if (!proto_parse_uint(value, value_len,
+		    (uint64_t)PROTO_FENCE_MAX, &req->fence))
+			return proto_msg_watch_fence;
+		req->has_fence = true;
+		return NULL;
+	}
 	if (option->bit == PROTO_OPTION_ONCLOSE) {
 		if (proto_equal_nocase(value, value_len, "keep"))
 			req->onclose = PROTO_ONCLOSE_KEEP;
@@ -550,6 +590,9 @@ proto_set_option(struct proto_request *req,
 	if (option->bit == PROTO_OPTION_LEASE) {
 		req->has_lease = true;
 		req->lease_ms = ms;
+	} else if (option->bit == PROTO_OPTION_DELAY) {
+		req->has_delay = true;
+		req->delay_ms = ms;
 	} else {
 		req->has_wait = true;
 		req->wait_ms = ms;
@@ -698,6 +741,15 @@ proto_parse_request_line(const char *line, size_t n,
 				    PROTO_ERR_BADARG, proto_msg_name);
 			req->name = word->s;
 			req->name_len = word->len;
+			continue;
+		}
+		if (i == 2 && info->arity >= 2 && info->fence_argument) {
+			if (!proto_parse_uint(word->s, word->len,
+			    (uint64_t)PROTO_FENCE_MAX, &req->fence) ||
+			    !proto_valid_fence(req->fence))
+				return proto_refuse(req, err, PROTO_ERR_BADARG,
+				    proto_msg_fence);
+			req->has_fence = true;
 			continue;
 		}
 		if (i == 2 && info->arity >= 2) {

@@ -52,6 +52,9 @@ enum proto_command {
 	PROTO_CMD_QUIT,
 	PROTO_CMD_HELP,
 	PROTO_CMD_STATS,
+	PROTO_CMD_FORCE,         /* FORCE <name> <fence> */
+	PROTO_CMD_CHECK,         /* CHECK <name> <fence> */
+	PROTO_CMD_WATCH,         /* WATCH <name> [fence=] [wait=] */
 	PROTO_CMD_COUNT
 };
 
@@ -84,7 +87,15 @@ struct proto_request {
 	int64_t wait_ms;
 	bool has_onclose;
 	enum proto_onclose onclose;
+	bool has_delay;          /* delay=, ACQUIRE and TRY */
+	int64_t delay_ms;
+	const char *owner;       /* owner=, into the caller's buffer */
+	size_t owner_len;        /* 0: none */
+	bool has_fence;          /* FORCE's and CHECK's argument, WATCH's fence= */
+	uint64_t fence;
 };
+
+#define PROTO_OWNER_MAX 64                     /* bytes in an owner label */
 
 enum proto_result {
 	PROTO_DONE,     /* a request (or reply) parsed; *consumed covers its line */
