@@ -280,6 +280,8 @@ struct core_entry {
 	 * whole name, whoever still holds it. */
 	core_time delay_until;
 	struct core_link watchers;   /* pending WATCHes, oldest first */
+	/* The name-ordered index (core/order.h), for LIST. */
+	struct core_entry *order_left, *order_right;
 	uint64_t user;               /* the caller's; zeroed when made and when
 	                              * restored, otherwise never touched */
 	uint32_t queue_len;
@@ -340,6 +342,7 @@ struct core_table {
 	struct core_timer **heap;
 	size_t heap_len, heap_cap;
 	struct core_entry *changed;  /* entries touched since last drain */
+	struct core_entry *order_root;  /* every entry, by name (LIST) */
 	struct core_stats stats;
 };
 
@@ -455,6 +458,35 @@ core_time core_tick(struct core_table *table, core_time now);
 
 /* The earliest pending deadline without doing anything. */
 core_time core_next_deadline(const struct core_table *table);
+
+/* ---- listing ---------------------------------------------------------- */
+
+/*
+ * LIST walks the entries in bytewise name order through an index kept
+ * beside the hash (core/order.h), so a prefix or a resumed listing costs
+ * the depth of a tree plus the entries shown, not a scan of every lock.
+ *
+ * core_list_first: the first entry whose name starts with prefix (any
+ * when prefix_len is 0) and is above `after` (none when after_len is 0).
+ * core_list_next: the one after e under the same prefix.  NULL: no more.
+ * Both read only; entries they return may not be locks that exist (see
+ * core_list_status).  Call core_tick first so no expired lease is shown.
+ */
+const struct core_entry *core_list_first(const struct core_table *table,
+    const char *prefix, size_t prefix_len, const char *after,
+    size_t after_len);
+const struct core_entry *core_list_next(const struct core_table *table,
+    const struct core_entry *e, const char *prefix, size_t prefix_len);
+
+/*
+ * What LIST shows of e at now (as STATUS would), without changing
+ * anything.  False when e is not a lock that exists - neither held, nor
+ * waited for, nor in lock-delay (a name with only a pending WATCH, or an
+ * idle entry not yet dropped) - and LIST must skip it.
+ */
+bool core_list_status(const struct core_table *table,
+    const struct core_entry *e, core_time now,
+    struct core_lock_status *status);
 
 /* ---- durability ------------------------------------------------------- */
 

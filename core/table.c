@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "core/heap.h"
 #include "core/list.h"
+#include "core/order.h"
 
 enum {
 	TIMER_LEASE = 0,  /* sorts first at equal instants */
@@ -362,6 +363,7 @@ entry_get_hashed(struct core_table *table, const char *name, size_t len,
 	bucket = bucket_at(table, hash);
 	e->hash_next = *bucket;
 	*bucket = e;
+	core__order_insert(&table->order_root, e);
 	table->stats.locks++;
 	/* A new entry is idle until used: list it so it is dropped if the
 	 * operation that made it leaves it idle. */
@@ -392,6 +394,7 @@ entry_drop(struct core_table *table, struct core_entry *e)
 	while (*p != e)
 		p = &(*p)->hash_next;
 	*p = e->hash_next;
+	core__order_remove(&table->order_root, e);
 	timer_clear(table, &e->timer);
 	table->stats.locks--;
 	table->config.free(e);
@@ -1147,6 +1150,49 @@ core_tick(struct core_table *table, core_time now)
 		}
 	}
 	return core_next_deadline(table);
+}
+
+/* ---- listing ---------------------------------------------------------- */
+
+static bool
+has_prefix(const struct core_entry *e, const char *prefix, size_t len)
+{
+	return e->name_len >= len && memcmp(e->name, prefix, len) == 0;
+}
+
+const struct core_entry *
+core_list_first(const struct core_table *table, const char *prefix,
+    size_t prefix_len, const char *after, size_t after_len)
+{
+	const struct core_entry *e;
+
+	/* The names with a prefix are one run of the order, starting at
+	 * the prefix itself: seek past whichever of it and `after` comes
+	 * later. */
+	if (after_len > 0 && core__order_compare(after, after_len, prefix,
+	    prefix_len) >= 0)
+		e = core__order_seek(table->order_root, after, after_len,
+		    false);
+	else
+		e = core__order_seek(table->order_root, prefix, prefix_len,
+		    true);
+	return e != NULL && has_prefix(e, prefix, prefix_len) ? e : NULL;
+}
+
+const struct core_entry *
+core_list_next(const struct core_table *table, const struct core_entry *e,
+    const char *prefix, size_t prefix_len)
+{
+	e = core__order_seek(table->order_root, e->name, e->name_len, false);
+	return e != NULL && has_prefix(e, prefix, prefix_len) ? e : NULL;
+}
+
+bool
+core_list_status(const struct core_table *table, const struct core_entry *e,
+    core_time now, struct core_lock_status *status)
+{
+	status_fill(table, e, now, status);
+	return status->held || status->queue > 0 || status->delay_ms > 0;
 }
 
 /* ---- durability ------------------------------------------------------- */

@@ -141,7 +141,7 @@ slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
 	s->depends = 0;
 	s->resolved = false;
 	s->len = 0;
-	s->cap = (uint16_t)cap;
+	s->cap = (uint32_t)cap;
 	if (conn->slots_tail != NULL)
 		conn->slots_tail->next = s;
 	else
@@ -190,7 +190,7 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 		return;
 	}
 	memcpy(s->text, text, len);
-	s->len = (uint16_t)len;
+	s->len = (uint32_t)len;
 	s->batch = batch;
 	s->depends = depends;
 	s->resolved = true;
@@ -316,6 +316,27 @@ append_status_fields(char *line, size_t n, size_t cap,
 	return n + (size_t)k;
 }
 
+/*
+ * A STATUS line with all its fields under another keyword (LOCK for LIST,
+ * CHANGED for WATCH, STATUS itself); returns its length, 0 when it does
+ * not fit.
+ */
+static size_t
+format_status_line(char *line, size_t cap, const char *keyword,
+    const char *name, size_t name_len, const struct core_lock_status *st)
+{
+	size_t n = proto_format_status(line, cap, name, name_len, st->held,
+	    st->fence, st->ttl_ms, st->queue);
+	size_t k = strlen(keyword);
+
+	if (n < 6 || n - 6 + k > cap)
+		return 0;
+	memmove(line + k, line + 6, n - 6);
+	memcpy(line, keyword, k);
+	n = n - 6 + k;
+	return append_status_fields(line, n, cap, st);
+}
+
 /* WATCH's cause= words, by enum core_end. */
 static const char *const watch_causes[] = {
 	"none", "granted", "released", "expired", "closed", "forced"
@@ -398,15 +419,8 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		const struct core_lock_status *st = r->status;
 		int k;
 
-		n = proto_format_status(line, sizeof(line), r->name,
-		    r->name_len, st->held, st->fence, st->ttl_ms, st->queue);
-		/* The STATUS line's fields under another keyword. */
-		if (n >= 7 && n + 1 < sizeof(line)) {
-			memmove(line + 7, line + 6, n - 6);
-			memcpy(line, "CHANGED", 7);
-			n++;
-		}
-		n = append_status_fields(line, n, sizeof(line), st);
+		n = format_status_line(line, sizeof(line), "CHANGED", r->name,
+		    r->name_len, st);
 		k = snprintf(line + n - 2, sizeof(line) - n + 2,
 		    " cause=%s\r\n", (unsigned)st->cause < 6 ?
 		    watch_causes[st->cause] : "none");
@@ -460,6 +474,15 @@ on_core_reply(void *ctx, const struct core_reply *r)
 }
 
 /* ---- commands --------------------------------------------------------- */
+
+static size_t
+output_room(const struct service *svc, const struct service_conn *conn)
+{
+	size_t used = conn->out.len + conn->slots_bytes;
+
+	return used < svc->config.max_output ? svc->config.max_output - used :
+	    0;
+}
 
 /* Room for PONG and BYE; for STATS' fields (service_stats has 18) and its
  * line (about 40 bytes a field). */
@@ -580,6 +603,71 @@ cmd_watch(struct service *svc, struct service_conn *conn,
 	    req->has_wait ? req->wait_ms : CORE_WAIT_FOREVER, seq, now);
 }
 
+/*
+ * LIST [prefix=] [after=] [limit=]: the locks that exist, in bytewise name
+ * order through the table's ordered index (no scan of other names), one
+ * LOCK line each, then END count= [next=].  The reply is built whole and
+ * delivered as one, so no other reply comes between its lines.  It is
+ * bounded twice: by limit (at most 1000 lines of at most PROTO_REPLY_MAX
+ * bytes) and by the room left under the connection's output cap - a LIST
+ * that would overflow it ends early with next=, and the client pages on.
+ */
+static void
+cmd_list(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	const char *prefix = req->prefix_len > 0 ? req->prefix : "";
+	uint32_t limit = req->has_limit ? req->limit :
+	    PROTO_LIST_LIMIT_DEFAULT, count = 0;
+	size_t room = output_room(svc, conn), n;
+	const struct core_entry *e, *last = NULL;
+	struct service_buf text = { 0 };
+	struct core_lock_status st;
+	char line[PROTO_REPLY_MAX];
+	uint64_t depends = 0, d;
+	bool more = false;
+	int k;
+
+	/* Leases that ended are reclaimed first, as every command does for
+	 * its own name, so no expired holder is listed. */
+	core_tick(&svc->table, now);
+	for (e = core_list_first(&svc->table, prefix, req->prefix_len,
+	    req->after, req->after_len); e != NULL;
+	    e = core_list_next(&svc->table, e, prefix, req->prefix_len)) {
+		if (!core_list_status(&svc->table, e, now, &st))
+			continue;
+		if (count == limit || (count > 0 &&
+		    text.len + 2 * PROTO_REPLY_MAX > room)) {
+			more = true;
+			break;
+		}
+		n = format_status_line(line, sizeof(line), "LOCK", e->name,
+		    e->name_len, &st);
+		if (n == 0 || !buf_append(&text, line, n))
+			goto nomem;
+		d = service__inflight_depends(svc, e->name, e->name_len);
+		if (d > depends)
+			depends = d;
+		last = e;
+		count++;
+	}
+	if (more)
+		k = snprintf(line, sizeof(line), "END count=%u next=%.*s\r\n",
+		    (unsigned)count, (int)last->name_len, last->name);
+	else
+		k = snprintf(line, sizeof(line), "END count=%u\r\n",
+		    (unsigned)count);
+	if (k <= 0 || !buf_append(&text, line, (size_t)k))
+		goto nomem;
+	answer(svc, conn, seq, 0, depends, text.data, text.len);
+	buf_free(&text);
+	return;
+nomem:
+	buf_free(&text);
+	answer_error(svc, conn, seq, 0, 0, PROTO_ERR_UNAVAILABLE,
+	    "out of memory");
+}
+
 static void
 cmd_ping(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
@@ -650,6 +738,7 @@ static const command_handler commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_FORCE] = cmd_force,
 	[PROTO_CMD_CHECK] = cmd_check,
 	[PROTO_CMD_WATCH] = cmd_watch,
+	[PROTO_CMD_LIST] = cmd_list,
 };
 
 /* Runs one request and makes sure it holds its place in the reply order. */

@@ -24,6 +24,9 @@
 #define PROTO_OPTION_DELAY	0x8u
 #define PROTO_OPTION_OWNER	0x10u
 #define PROTO_OPTION_FENCE	0x20u
+#define PROTO_OPTION_PREFIX	0x40u
+#define PROTO_OPTION_AFTER	0x80u
+#define PROTO_OPTION_LIMIT	0x100u
 
 /* What each command takes; the parser checks arity and options once, here. */
 struct proto_command_info {
@@ -60,6 +63,9 @@ static const struct proto_command_info proto_commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_WATCH] = { "WATCH", 1,
 	    PROTO_OPTION_FENCE | PROTO_OPTION_WAIT,
 	    "WATCH takes 1 argument", false },
+	[PROTO_CMD_LIST] = { "LIST", 0,
+	    PROTO_OPTION_PREFIX | PROTO_OPTION_AFTER | PROTO_OPTION_LIMIT,
+	    "LIST takes no arguments, only options", false },
 };
 
 static const char *const proto_error_names[PROTO_ERR_COUNT] = {
@@ -99,6 +105,12 @@ static const char proto_msg_fence[] =
     "fence must be an integer from 1 to 2^63-1";
 static const char proto_msg_watch_fence[] =
     "fence must be an integer from 0 to 2^63-1";
+static const char proto_msg_prefix[] =
+    "prefix must be 1 to 255 bytes without spaces or control bytes";
+static const char proto_msg_after[] =
+    "after must be a lock name of 1 to 255 bytes";
+static const char proto_msg_limit[] =
+    "limit must be an integer from 1 to 1000";
 
 /* How a duration was refused, so the reply can say which way. */
 enum proto_duration_status {
@@ -133,6 +145,9 @@ static const struct proto_option_info proto_options[] = {
 	    "delay must be at most 365 days" },
 	{ "owner", PROTO_OPTION_OWNER, NULL, NULL, NULL },
 	{ "fence", PROTO_OPTION_FENCE, NULL, NULL, NULL },
+	{ "prefix", PROTO_OPTION_PREFIX, NULL, NULL, NULL },
+	{ "after", PROTO_OPTION_AFTER, NULL, NULL, NULL },
+	{ "limit", PROTO_OPTION_LIMIT, NULL, NULL, NULL },
 };
 #define PROTO_OPTION_COUNT (sizeof(proto_options) / sizeof(proto_options[0]))
 
@@ -565,6 +580,30 @@ proto_set_option(struct proto_request *req,
 		    (uint64_t)PROTO_FENCE_MAX, &req->fence))
 			return proto_msg_watch_fence;
 		req->has_fence = true;
+		return NULL;
+	}
+	if (option->bit == PROTO_OPTION_PREFIX ||
+	    option->bit == PROTO_OPTION_AFTER) {
+		if (!proto_valid_name(value, value_len))
+			return option->bit == PROTO_OPTION_PREFIX ?
+			    proto_msg_prefix : proto_msg_after;
+		if (option->bit == PROTO_OPTION_PREFIX) {
+			req->prefix = value;
+			req->prefix_len = value_len;
+		} else {
+			req->after = value;
+			req->after_len = value_len;
+		}
+		return NULL;
+	}
+	if (option->bit == PROTO_OPTION_LIMIT) {
+		uint64_t limit;
+
+		if (!proto_parse_uint(value, value_len, PROTO_LIST_LIMIT_MAX,
+		    &limit) || limit == 0)
+			return proto_msg_limit;
+		req->has_limit = true;
+		req->limit = (uint32_t)limit;
 		return NULL;
 	}
 	if (option->bit == PROTO_OPTION_ONCLOSE) {

@@ -55,6 +55,7 @@ enum proto_command {
 	PROTO_CMD_FORCE,         /* FORCE <name> <fence> */
 	PROTO_CMD_CHECK,         /* CHECK <name> <fence> */
 	PROTO_CMD_WATCH,         /* WATCH <name> [fence=] [wait=] */
+	PROTO_CMD_LIST,          /* LIST [prefix=] [after=] [limit=] */
 	PROTO_CMD_COUNT
 };
 
@@ -93,7 +94,16 @@ struct proto_request {
 	size_t owner_len;        /* 0: none */
 	bool has_fence;          /* FORCE's and CHECK's argument, WATCH's fence= */
 	uint64_t fence;
+	const char *prefix;      /* LIST's prefix=, into the caller's buffer */
+	size_t prefix_len;       /* 0: none */
+	const char *after;       /* LIST's after= */
+	size_t after_len;        /* 0: none */
+	bool has_limit;          /* LIST's limit= */
+	uint32_t limit;
 };
+
+#define PROTO_LIST_LIMIT_MAX 1000              /* LIST's largest limit= */
+#define PROTO_LIST_LIMIT_DEFAULT 100           /* LIST without limit= */
 
 #define PROTO_OWNER_MAX 64                     /* bytes in an owner label */
 
