@@ -1304,7 +1304,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		e->lock.delay_ms = rec->delay_ms;
 		e->lock.label_len = rec->label_len <= CORE_OWNER_MAX ?
 		    rec->label_len : 0;
-		memcpy(e->lock.label, rec->owner, e->lock.label_len);
+		memcpy(e->lock.label, rec->label, e->lock.label_len);
 		/* The record keeps no grant time; its last grant or renewal
 		 * is the closest it tells, and no later than now. */
 		e->granted_at = rec->expiry - rec->lease_ms < now ?

@@ -68,6 +68,17 @@ world_new(size_t max_output)
 	return w;
 }
 
+/* The process dies and starts again: memory is gone, the store stays. */
+static void
+world_restart(struct world *w)
+{
+	service_close(&w->svc);
+	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
+	    &w->clock, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		service_conn_open(&w->svc, &w->conns[i]);
+}
+
 static void
 world_free(struct world *w)
 {
@@ -277,6 +288,31 @@ test_service_list_behind_a_waiting_acquire_keeps_its_place(void **state)
 	world_free(w);
 }
 
+/* A holder's owner label and a name's running lock-delay are restored
+ * from the store after a restart (the label once came back from the
+ * wrong field of the record, and lockd crashed recovering it). */
+static void
+test_service_owner_and_lock_delay_are_recovered(void **state)
+{
+	struct world *w = world_new(0);
+
+	(void)state;
+	feed(w, 0, "ACQUIRE held lease=10s owner=host-a:42\r\n"
+	    "ACQUIRE ended lease=1s delay=30s owner=host-b:7\r\n");
+	take(w, 0);
+	w->mono += 1000;
+	service_tick(&w->svc);
+	assert_int_equal(service_commit(&w->svc), 0);
+	world_restart(w);
+	w->mono += 1000;
+	feed(w, 0, "STATUS held\r\nSTATUS ended\r\nTRY ended\r\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS held held=1 fence=1 ttl=8000 queue=0 owner=host-a:42\r\n"
+	    "STATUS ended held=0 fence=0 ttl=0 queue=0 delay=29000\r\n"
+	    "HELD ended delay=29000\r\n");
+	world_free(w);
+}
+
 int
 main(void)
 {
@@ -292,6 +328,8 @@ main(void)
 		    test_service_list_stops_early_within_the_output_cap),
 		cmocka_unit_test(
 		    test_service_list_behind_a_waiting_acquire_keeps_its_place),
+		cmocka_unit_test(
+		    test_service_owner_and_lock_delay_are_recovered),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
