@@ -949,6 +949,12 @@ service_count_refused_connection(struct service *svc, bool at_limit)
 	svc->stats.protocol_errors[PROTO_ERR_LIMIT]++;
 }
 
+bool
+service_ready(const struct service *svc)
+{
+	return svc->serving;
+}
+
 uint64_t
 service_held_count(const struct service *svc)
 {
@@ -1111,6 +1117,7 @@ service_open(struct service *svc, const struct service_config *config,
 		store_batch_free(&svc->batch);
 		return -1;
 	}
+	svc->serving = true;
 	return 0;
 }
 
@@ -1119,6 +1126,7 @@ service_shutdown(struct service *svc)
 {
 	struct core_link *l;
 
+	svc->serving = false;
 	for (l = svc->conns.next; l != &svc->conns; l = l->next) {
 		struct service_conn *conn = container_of(l,
 		    struct service_conn, all_link);
@@ -1153,6 +1161,9 @@ service_counters(const struct service *svc, struct service_counters *out)
 	out->renewed = c->renewed - u->renewed;
 	out->conflicts = c->conflicts - u->conflicts;
 	out->released_onclose = c->released_onclose;
+	out->forced = c->forced;
+	out->delayed = c->delayed;
+	out->watches = c->watches;
 	out->limit_hits = 0;
 	for (i = 0; i < METRICS_LIMIT_COUNT; i++)
 		out->limit_hits += svc->metrics.limit_hits[i];
@@ -1184,6 +1195,9 @@ service_stats(struct service *svc, struct proto_stat *stats, size_t cap)
 		{ "commit_failures", svc->stats.commit_failures },
 		{ "commit_records", svc->stats.commit_records },
 		{ "fence_hwm", svc->table.hwm },
+		{ "forced", n.forced },
+		{ "delayed", n.delayed },
+		{ "watches", n.watches },
 	};
 	size_t count = sizeof(all) / sizeof(all[0]);
 

@@ -5,6 +5,8 @@
  * is a CONFLICT), CHECK, and WATCH (at once, on a change, on timeout, on
  * SHUTDOWN, with each cause=).  Every server listens on loopback, port 0.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -286,6 +291,80 @@ test_admin_pending_watch_gets_shutdown(void **state)
 	harness_expect_eof(w, HARNESS_REPLY_TIMEOUT_MS);
 }
 
+/* The whole HTTP response of the metrics listener to request. */
+static char *
+http_get(const struct harness_server *s, const char *request)
+{
+	static char resp[1 << 18];
+	struct sockaddr_in addr;
+	struct timeval tv = { 3, 0 };
+	char log[8192];
+	const char *p;
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	assert_true(harness_read_file(s->log_path, log, sizeof(log)));
+	assert_non_null(p = strstr(log, "metrics=127.0.0.1:"));
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)atoi(p + 18));
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true((fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof(addr)),
+	    0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void)!write(fd, request, strlen(request));
+	while (got < sizeof(resp) - 1 &&
+	    (n = read(fd, resp + got, sizeof(resp) - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	resp[got] = '\0';
+	return resp;
+}
+
+/* /healthz and /readyz answer 200 on the metrics listener of a lockd that
+ * has recovered; the new counters and gauges are in /metrics. */
+static void
+test_admin_health_checks_and_new_metrics(void **state)
+{
+	struct harness_server *s = harness_start("--metrics-listen",
+	    "127.0.0.1:0", NULL);
+	struct harness_conn *c = harness_connect(s);
+	struct harness_grant g;
+	const char *r;
+
+	(void)state;
+	r = http_get(s, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+	assert_memory_equal(r, "HTTP/1.1 200 OK\r\n", 17);
+	assert_non_null(strstr(r, "\r\n\r\nok\n"));
+	r = http_get(s, "GET /readyz HTTP/1.0\r\n\r\n");
+	assert_memory_equal(r, "HTTP/1.1 200 OK\r\n", 17);
+	assert_non_null(strstr(r, "\r\n\r\nready\n"));
+	r = http_get(s, "HEAD /readyz?verbose HTTP/1.1\r\n\r\n");
+	assert_memory_equal(r, "HTTP/1.1 200 OK\r\n", 17);
+	assert_non_null(strstr(r, "Content-Length: 0\r\n"));
+	r = http_get(s, "GET /readyzz HTTP/1.1\r\n\r\n");
+	assert_memory_equal(r, "HTTP/1.1 404 ", 13);
+
+	harness_try(c, "m", 10000, &g);
+	harness_send(c, "FORCE m %llu\nWATCH m fence=0 wait=0\n",
+	    (unsigned long long)g.fence);
+	harness_expect_line(c, "RELEASED m");
+	harness_expect_error(c, "TIMEOUT");
+	harness_send(c, "ACQUIRE n lease=100 delay=1m\n");
+	harness_expect_granted(c, "n", NULL);
+	harness_sleep_ms(300);
+	harness_send(c, "STATUS n\n");
+	harness_expect_prefix(c, "STATUS n held=0 ");
+	r = http_get(s, "GET /metrics HTTP/1.1\r\n\r\n");
+	assert_non_null(strstr(r, "\nlockd_lock_forced_total 1\n"));
+	assert_non_null(strstr(r, "\nlockd_lock_delayed 1\n"));
+	assert_non_null(strstr(r, "\nlockd_watches 0\n"));
+	assert_int_equal(harness_stat(c, "forced"), 1);
+	assert_int_equal(harness_stat(c, "delayed"), 1);
+}
+
 int
 main(void)
 {
@@ -298,6 +377,7 @@ main(void)
 		HARNESS_TEST(test_admin_check_answers_current_or_stale),
 		HARNESS_TEST(test_admin_watch_answers_once_with_its_cause),
 		HARNESS_TEST(test_admin_pending_watch_gets_shutdown),
+		HARNESS_TEST(test_admin_health_checks_and_new_metrics),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -313,6 +313,72 @@ test_service_owner_and_lock_delay_are_recovered(void **state)
 	world_free(w);
 }
 
+/* The value of " key=" in a STATS line. */
+static unsigned long long
+stat_of(struct world *w, const char *key)
+{
+	char want[64];
+	const char *line, *p;
+
+	feed(w, 1, "STATS\r\n");
+	line = take(w, 1);
+	snprintf(want, sizeof(want), " %s=", key);
+	p = strstr(line, want);
+	assert_non_null(p);
+	return strtoull(p + strlen(want), NULL, 10);
+}
+
+/* Requires /metrics to show `line` exactly, on a line of its own. */
+static void
+assert_metric(struct world *w, const char *line)
+{
+	struct metrics_text t = { NULL, 0, 0, false };
+	char want[128];
+
+	service_render_metrics(&w->svc, &t);
+	assert_false(t.failed);
+	snprintf(want, sizeof(want), "\n%s\n", line);
+	if (strstr(t.data, want) == NULL)
+		fail_msg("/metrics lacks \"%s\"", line);
+	free(t.data);
+}
+
+/* FORCE, lock-delay and WATCH are counted once, from service_counters,
+ * for STATS and /metrics alike; the gauges fall back when they end. */
+static void
+test_service_forced_delayed_and_watches_are_counted(void **state)
+{
+	struct world *w = world_new(0);
+
+	(void)state;
+	assert_true(service_ready(&w->svc));
+	feed(w, 0, "ACQUIRE f lease=10s delay=2s\r\nWATCH f fence=1\r\n"
+	    "WATCH g\r\n");
+	take(w, 0);
+	assert_int_equal(stat_of(w, "watches"), 2);
+	assert_metric(w, "lockd_watches 2");
+	feed(w, 1, "FORCE f 2\r\nFORCE f 1\r\n");
+	assert_string_equal(take(w, 1), "NOTHELD f\r\nRELEASED f\r\n");
+	assert_int_equal(stat_of(w, "forced"), 1);
+	assert_int_equal(stat_of(w, "delayed"), 1);
+	assert_int_equal(stat_of(w, "watches"), 1);
+	assert_metric(w, "lockd_lock_forced_total 1");
+	assert_metric(w, "lockd_lock_delayed 1");
+	w->mono += 2000;
+	service_tick(&w->svc);
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_int_equal(stat_of(w, "delayed"), 0);
+	assert_metric(w, "lockd_lock_delayed 0");
+	/* Released by its own WATCH's answer when g is granted. */
+	feed(w, 1, "TRY g\r\n");
+	assert_int_equal(stat_of(w, "watches"), 0);
+	assert_metric(w, "lockd_watches 0");
+	assert_metric(w, "lockd_lock_forced_total 1");
+	service_shutdown(&w->svc);
+	assert_false(service_ready(&w->svc));
+	world_free(w);
+}
+
 int
 main(void)
 {
@@ -330,6 +396,8 @@ main(void)
 		    test_service_list_behind_a_waiting_acquire_keeps_its_place),
 		cmocka_unit_test(
 		    test_service_owner_and_lock_delay_are_recovered),
+		cmocka_unit_test(
+		    test_service_forced_delayed_and_watches_are_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
