@@ -595,7 +595,8 @@ grant_to(struct core_table *table, struct core_entry *e,
 	e->cause = CORE_END_GRANTED;
 	e->lock.delay_ms = opt->delay_ms;
 	e->lock.label_len = opt->label_len;
-	memcpy(e->lock.label, opt->label, opt->label_len);
+	if (opt->label_len > 0)   /* no label: label may be NULL */
+		memcpy(e->lock.label, opt->label, opt->label_len);
 	if (onclose_release && session != NULL) {
 		e->owner = session;
 		link_append(&session->onclose, &e->onclose_link);
@@ -848,7 +849,8 @@ core_acquire(struct core_table *table, struct core_session *session,
 	w->onclose_release = opt.onclose_release;
 	w->delay_ms = opt.delay_ms;
 	w->label_len = opt.label_len;
-	memcpy(w->label, opt.label, opt.label_len);
+	if (opt.label_len > 0)
+		memcpy(w->label, opt.label, opt.label_len);
 	w->enqueued_at = now;
 	w->timer.slot = CORE__HEAP_OUT;
 	w->timer.kind = TIMER_WAIT;
