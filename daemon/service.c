@@ -312,7 +312,8 @@ append_status_fields(char *line, size_t n, size_t cap,
 	if (k <= 0 || n + (size_t)k > cap)
 		return n;
 	memcpy(line + n - 2, extra, (size_t)k);
-	memcpy(line + n - 2 + k, "\r\n", 2);
+	line[n - 2 + (size_t)k] = '\r';
+	line[n - 1 + (size_t)k] = '\n';
 	return n + (size_t)k;
 }
 
@@ -327,12 +328,13 @@ format_status_line(char *line, size_t cap, const char *keyword,
 {
 	size_t n = proto_format_status(line, cap, name, name_len, st->held,
 	    st->fence, st->ttl_ms, st->queue);
-	size_t k = strlen(keyword);
+	size_t k = strlen(keyword), i;
 
 	if (n < 6 || n - 6 + k > cap)
 		return 0;
 	memmove(line + k, line + 6, n - 6);
-	memcpy(line, keyword, k);
+	for (i = 0; i < k; i++)   /* the keyword, without its NUL */
+		line[i] = keyword[i];
 	n = n - 6 + k;
 	return append_status_fields(line, n, cap, st);
 }
@@ -637,7 +639,7 @@ cmd_list(struct service *svc, struct service_conn *conn,
 		if (!core_list_status(&svc->table, e, now, &st))
 			continue;
 		if (count == limit || (count > 0 &&
-		    text.len + 2 * PROTO_REPLY_MAX > room)) {
+		    text.len + (size_t)2 * PROTO_REPLY_MAX > room)) {
 			more = true;
 			break;
 		}
@@ -651,7 +653,8 @@ cmd_list(struct service *svc, struct service_conn *conn,
 		last = e;
 		count++;
 	}
-	if (more)
+	/* more: a lock was listed before the one left out, so last is set. */
+	if (more && last != NULL)
 		k = snprintf(line, sizeof(line), "END count=%u next=%.*s\r\n",
 		    (unsigned)count, (int)last->name_len, last->name);
 	else
