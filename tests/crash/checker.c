@@ -298,7 +298,8 @@ chk_grant_options(struct chk *c, int64_t g, const char *owner,
 	gr->delay = delay;
 	gr->owner_len = (uint8_t)(owner_len < sizeof(gr->owner) ? owner_len :
 	    sizeof(gr->owner));
-	memcpy(gr->owner, owner, gr->owner_len);
+	if (gr->owner_len > 0)    /* owner may be NULL then */
+		memcpy(gr->owner, owner, gr->owner_len);
 }
 
 /* How far back a told grant is looked for by its fence. */
@@ -318,8 +319,8 @@ chk_owner_seen(struct chk *c, int name, uint64_t fence, const char *owner,
 
 		if (g->fence != fence)
 			continue;
-		if (g->owner_len != owner_len ||
-		    memcmp(g->owner, owner, owner_len) != 0)
+		if (g->owner_len != owner_len || (owner_len > 0 &&
+		    memcmp(g->owner, owner, owner_len) != 0))
 			violation(c, CHK_OWNER, "%s: fence %llu (told at %lld "
 			    "with owner=%.*s) shown with owner=%.*s",
 			    name_of(c, name), (unsigned long long)fence,
