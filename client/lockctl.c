@@ -70,13 +70,22 @@
 static const char usage_text[] =
 "usage: lockctl [-H HOST] [-p PORT | -U SOCKET] [-t TIMEOUT] COMMAND ...\n"
 "\n"
-"  acquire [-w WAIT] [-l LEASE] NAME   wait for NAME (forever by default)\n"
-"  try [-l LEASE] NAME                 take NAME if free, never wait\n"
+"  acquire [-w WAIT] [-l LEASE] [--owner LABEL] [--delay D] NAME\n"
+"                                      wait for NAME (forever by default)\n"
+"  try [-l LEASE] [--owner LABEL] [--delay D] NAME\n"
+"                                      take NAME if free, never wait\n"
 "  renew [-l LEASE] NAME HANDLE        extend a lease\n"
 "  release NAME HANDLE                 give a lease back\n"
 "  status NAME                         whether NAME is held, its fence, the\n"
-"                                      lease left and the waiters\n"
+"                                      lease left, the waiters, the holder's\n"
+"                                      owner label and any lock-delay left\n"
 "                                      (diagnostics; never the holder)\n"
+"  list [--json] [PREFIX]              the locks that exist, by name: owner,\n"
+"                                      fence, ttl, queue\n"
+"  force NAME FENCE                    free a stuck holder with exactly FENCE\n"
+"  watch NAME                          print each change of NAME's holder\n"
+"                                      until interrupted\n"
+"  leader NAME                         the owner label of NAME's holder\n"
 "  ping                                check that lockd answers\n"
 "  run [RUN OPTIONS] NAME [--] COMMAND [ARG...]\n"
 "  run [RUN OPTIONS] NAME -c 'COMMAND LINE'\n"
@@ -84,7 +93,8 @@ static const char usage_text[] =
 "\n"
 "Run options, as flock(1)'s (they may also come before `run`):\n"
 "  -n, --nonblock, --nb         fail at once if NAME is held\n"
-"  -w, --wait, --timeout SECS   wait at most SECS seconds (0.5, or 1500ms, 5m)\n"
+"  -w, --wait, --timeout SECS   wait at most SECS seconds (0.5, or 1500ms, 5m;\n"
+"                               forever: no limit, the default)\n"
 "  -E, --conflict-exit-code N   exit N when busy or the wait ran out (default 1)\n"
 "  -c, --command CMD            after NAME: run CMD with $SHELL -c\n"
 "      --verbose                say why the lock could not be had\n"
@@ -92,11 +102,14 @@ static const char usage_text[] =
 "                               leaves no descriptor to the command)\n"
 "and lockctl's own:\n"
 "  -l, --lease LEASE            the lease, renewed while COMMAND runs\n"
+"      --owner LABEL            the holder's public label (default host:pid)\n"
+"      --delay D                lock-delay should the lease end badly\n"
 "  -X, --distinct-exit-codes    a -w that ran out exits 75, not the -E code\n"
 "\n"
 "Durations: 1500 (ms), 1500ms, 30s, 5m, 1h (but run -w 10 is 10 s, as with\n"
 "flock).  TIMEOUT bounds connecting and each reply (default 10s).\n"
-"Exit codes: 0 done, 1 busy (or run's -E code), 64 usage, 69 lockd\n"
+"Exit codes: 0 done, 1 busy (or run's -E code; force: not that fence;\n"
+"leader: nobody holds it), 64 usage, 69 lockd\n"
 "unreachable, 70 refused, 75 wait timed out (acquire; run -X), 79 lease lost;\n"
 "run exits with COMMAND's status (128+N when killed by signal N).\n";
 
@@ -193,7 +206,41 @@ struct words {
 	int64_t lease_ms;
 	int64_t wait_ms;
 	const char *name;
-	const char *handle;
+	const char *handle;      /* renew, release; force: the fence */
+	const char *owner;       /* --owner; NULL: host:pid */
+	int64_t delay_ms;        /* --delay */
+	bool json;               /* list --json */
+	int nwords;              /* the words after the options */
+};
+
+/* The owner label lockctl gives when none is asked for: host:pid. */
+static const char *
+default_owner(void)
+{
+	static char label[LOCKD_OWNER_MAX + 1];
+	char host[LOCKD_OWNER_MAX + 1];
+	size_t i;
+
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	/* A label holds no blank or control byte, and fits 64 bytes. */
+	for (i = 0; host[i] != '\0'; i++)
+		if ((unsigned char)host[i] <= ' ' || host[i] == 0x7f)
+			host[i] = '-';
+	snprintf(label, sizeof(label), "%.50s:%ld", host, (long)getpid());
+	return label;
+}
+
+#define OPT_OWNER 257
+#define OPT_DELAY 258
+#define OPT_JSON 259
+
+static const struct option word_options[] = {
+	{ "owner", required_argument, NULL, OPT_OWNER },
+	{ "delay", required_argument, NULL, OPT_DELAY },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ NULL, 0, NULL, 0 },
 };
 
 /*
@@ -204,13 +251,39 @@ static bool
 parse_words(int argc, char **argv, const char *optstring, int nargs,
     struct words *w)
 {
+	bool long_ok = strchr(optstring, 'O') != NULL;
+	bool json_ok = strchr(optstring, 'j') != NULL;
 	int ch;
 
 	memset(w, 0, sizeof(*w));
 	w->wait_ms = LOCKD_WAIT_FOREVER;
 	optind = 0;
-	while ((ch = getopt(argc, argv, optstring)) != -1) {
+	while ((ch = getopt_long(argc, argv, optstring, word_options,
+	    NULL)) != -1) {
 		switch (ch) {
+		case OPT_OWNER:
+			if (!long_ok)
+				return false;
+			if (strlen(optarg) == 0 ||
+			    strlen(optarg) > LOCKD_OWNER_MAX ||
+			    strpbrk(optarg, " \t\r\n") != NULL) {
+				fprintf(stderr, "lockctl: bad owner '%s' (1 to "
+				    "%d bytes, no blanks)\n", optarg,
+				    LOCKD_OWNER_MAX);
+				return false;
+			}
+			w->owner = optarg;
+			break;
+		case OPT_DELAY:
+			if (!long_ok || !parse_duration(optarg, &w->delay_ms,
+			    "delay"))
+				return false;
+			break;
+		case OPT_JSON:
+			if (!json_ok)
+				return false;
+			w->json = true;
+			break;
 		case 'l':
 			if (!parse_duration(optarg, &w->lease_ms, "lease"))
 				return false;
@@ -223,13 +296,30 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 			return false;
 		}
 	}
-	if (argc - optind != nargs)
+	/* nargs < 0: at most -nargs words (list's optional PREFIX). */
+	if (nargs >= 0 ? argc - optind != nargs : argc - optind > -nargs)
 		return false;
-	if (nargs >= 1)
+	w->nwords = argc - optind;
+	if (w->nwords >= 1)
 		w->name = argv[optind];
-	if (nargs >= 2)
+	if (w->nwords >= 2)
 		w->handle = argv[optind + 1];
 	return true;
+}
+
+/* ACQUIRE's and TRY's options from the words. */
+static lockd_acquire_options
+acquire_options(const struct words *w)
+{
+	lockd_acquire_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.lease_ms = w->lease_ms;
+	o.wait_ms = w->wait_ms;
+	o.onclose = LOCKD_ONCLOSE_KEEP;
+	o.owner = w->owner != NULL ? w->owner : default_owner();
+	o.delay_ms = w->delay_ms;
+	return o;
 }
 
 static int
@@ -238,8 +328,9 @@ cmd_acquire(lockd_context *c, const struct words *w)
 	lockd_lease lease;
 	int rc;
 
-	rc = lockd_acquire(c, w->name, w->lease_ms, w->wait_ms,
-	    LOCKD_ONCLOSE_KEEP, &lease);
+	lockd_acquire_options o = acquire_options(w);
+
+	rc = lockd_acquire_ex(c, w->name, &o, &lease);
 	if (rc != LOCKD_OK)
 		return fail("acquire", w->name, c, rc);
 	print_lease(&lease);
@@ -252,7 +343,9 @@ cmd_try(lockd_context *c, const struct words *w)
 	lockd_lease lease;
 	int rc;
 
-	rc = lockd_try(c, w->name, w->lease_ms, LOCKD_ONCLOSE_KEEP, &lease);
+	lockd_acquire_options o = acquire_options(w);
+
+	rc = lockd_try_ex(c, w->name, &o, &lease);
 	if (rc == LOCKD_HELD) {
 		fprintf(stderr, "lockctl: %s is held\n", w->name);
 		return EXIT_BUSY;
@@ -293,16 +386,184 @@ cmd_release(lockd_context *c, const struct words *w)
 	return 0;
 }
 
+/* STATUS's fields, then owner= and delay= when they apply. */
+static void
+print_info(const lockd_lock_info *info)
+{
+	printf("held=%d fence=%" PRIu64 " ttl=%" PRId64 " queue=%" PRIu64,
+	    info->held, info->fence, info->ttl_ms, info->queue);
+	if (info->owner[0] != '\0')
+		printf(" owner=%s", info->owner);
+	if (info->delay_ms > 0)
+		printf(" delay=%" PRId64, info->delay_ms);
+	if (info->cause[0] != '\0')
+		printf(" cause=%s", info->cause);
+	putchar('\n');
+}
+
 static int
 cmd_status(lockd_context *c, const struct words *w)
 {
-	lockd_lock_status st;
+	lockd_lock_info info;
 	int rc;
 
-	if ((rc = lockd_status(c, w->name, &st)) != LOCKD_OK)
+	if ((rc = lockd_status_info(c, w->name, &info)) != LOCKD_OK)
 		return fail("status", w->name, c, rc);
-	printf("held=%d fence=%" PRIu64 " ttl=%" PRId64 " queue=%" PRIu64
-	    "\n", st.held, st.fence, st.ttl_ms, st.queue);
+	print_info(&info);
+	return 0;
+}
+
+/* The fence argument of force: 1 to 2^63-1. */
+static bool
+parse_fence(const char *s, uint64_t *fence)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' ||
+	    v < 1 || v > (unsigned long long)INT64_MAX)
+		return false;
+	*fence = (uint64_t)v;
+	return true;
+}
+
+static int
+cmd_force(lockd_context *c, const struct words *w)
+{
+	uint64_t fence;
+	int rc;
+
+	if (!parse_fence(w->handle, &fence))
+		return usage("force: FENCE must be 1 to 2^63-1");
+	rc = lockd_force(c, w->name, fence);
+	if (rc == LOCKD_NOTHELD) {
+		fprintf(stderr, "lockctl: %s is not held with fence %" PRIu64
+		    "; nothing changed\n", w->name, fence);
+		puts("notheld");
+		return EXIT_BUSY;
+	}
+	if (rc != LOCKD_OK)
+		return fail("force", w->name, c, rc);
+	puts("released");
+	return 0;
+}
+
+static int
+cmd_leader(lockd_context *c, const struct words *w)
+{
+	lockd_lock_info info;
+	int rc;
+
+	if ((rc = lockd_status_info(c, w->name, &info)) != LOCKD_OK)
+		return fail("leader", w->name, c, rc);
+	if (!info.held) {
+		fprintf(stderr, "lockctl: nobody holds %s\n", w->name);
+		return EXIT_BUSY;
+	}
+	/* Held with no label: an empty line, and still success. */
+	puts(info.owner);
+	return 0;
+}
+
+/* watch: WATCH after WATCH, each from the fence the last one saw. */
+static int
+cmd_watch(lockd_context *c, const struct words *w)
+{
+	lockd_lock_info info;
+	int rc;
+
+	if ((rc = lockd_status_info(c, w->name, &info)) != LOCKD_OK)
+		return fail("watch", w->name, c, rc);
+	print_info(&info);
+	fflush(stdout);
+	for (;;) {
+		int64_t fence = (int64_t)info.fence;
+
+		if ((rc = lockd_watch(c, w->name, fence, LOCKD_WAIT_FOREVER,
+		    &info)) != LOCKD_OK)
+			return fail("watch", w->name, c, rc);
+		print_info(&info);
+		if (fflush(stdout) != 0)
+			return EXIT_FAILED;
+	}
+}
+
+/* list's printing: a table, or JSON objects, as the locks come. */
+struct list_out {
+	bool json;
+	unsigned long count;
+};
+
+static void
+json_string(const char *s)
+{
+	putchar('"');
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch >= 0x80)
+			printf("\\u%04x", ch);  /* names are bytes, not UTF-8 */
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static int
+list_one(void *arg, const lockd_lock_info *info)
+{
+	struct list_out *o = arg;
+
+	if (o->json) {
+		fputs(o->count == 0 ? "[\n  " : ",\n  ", stdout);
+		fputs("{\"name\": ", stdout);
+		json_string(info->name);
+		fputs(", \"owner\": ", stdout);
+		if (info->owner[0] != '\0')
+			json_string(info->owner);
+		else
+			fputs("null", stdout);
+		printf(", \"held\": %s, \"fence\": %" PRIu64 ", \"ttl_ms\": "
+		    "%" PRId64 ", \"queue\": %" PRIu64 ", \"delay_ms\": %"
+		    PRId64 "}", info->held ? "true" : "false", info->fence,
+		    info->ttl_ms, info->queue, info->delay_ms);
+	} else {
+		if (o->count == 0)
+			printf("%-32s %-24s %8s %8s %6s\n", "NAME", "OWNER",
+			    "FENCE", "TTL", "QUEUE");
+		printf("%-32s %-24s %8" PRIu64 " %8" PRId64 " %6" PRIu64 "%s\n",
+		    info->name, info->owner[0] != '\0' ? info->owner : "-",
+		    info->fence, info->ttl_ms, info->queue,
+		    info->delay_ms > 0 ? "  (lock-delay)" : "");
+	}
+	o->count++;
+	return 0;
+}
+
+/* list: page by page (LIST's limit) until END says no more follow. */
+static int
+cmd_list(lockd_context *c, const struct words *w)
+{
+	struct list_out o = { w->json, 0 };
+	char after[LOCKD_NAME_MAX + 1] = "", next[LOCKD_NAME_MAX + 1];
+	int rc;
+
+	/* Each page is at most 1000 names; a table of a million is a
+	 * thousand pages, each bounded by lockd's output cap. */
+	for (;;) {
+		rc = lockd_list(c, w->name, after, 1000, list_one, &o, next);
+		if (rc != LOCKD_OK)
+			return fail("list", w->name, c, rc);
+		if (next[0] == '\0')
+			break;
+		memcpy(after, next, sizeof(after));
+	}
+	if (o.json)
+		puts(o.count == 0 ? "[]" : "\n]");
 	return 0;
 }
 
@@ -346,6 +607,8 @@ static const struct option long_options[] = {
 	{ "no-fork", no_argument, NULL, 'F' },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "distinct-exit-codes", no_argument, NULL, 'X' },
+	{ "owner", required_argument, NULL, OPT_OWNER },
+	{ "delay", required_argument, NULL, OPT_DELAY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -361,6 +624,8 @@ struct cli {
 	long conflict_code;
 	bool distinct_codes;
 	bool verbose;
+	const char *owner;        /* --owner; NULL: host:pid */
+	int64_t delay_ms;         /* --delay */
 	int run_option;           /* the first run option seen, or 0 */
 };
 
@@ -453,6 +718,12 @@ parse_options(int argc, char **argv, struct cli *cli)
 			cli->no_wait = true;
 			break;
 		case 'w':
+			/* -w forever: the default, said out loud (leader
+			 * election: run -w forever --owner ADDR NAME ...). */
+			if (strcmp(optarg, "forever") == 0) {
+				cli->has_wait = false;
+				break;
+			}
 			if (!parse_wait(optarg, &cli->wait_ms)) {
 				fprintf(stderr, "lockctl: bad wait '%s'\n",
 				    optarg);
@@ -475,6 +746,21 @@ parse_options(int argc, char **argv, struct cli *cli)
 			break;
 		case OPT_VERBOSE:
 			cli->verbose = true;
+			break;
+		case OPT_OWNER:
+			if (strlen(optarg) == 0 ||
+			    strlen(optarg) > LOCKD_OWNER_MAX ||
+			    strpbrk(optarg, " \t\r\n") != NULL) {
+				fprintf(stderr, "lockctl: bad owner '%s' (1 to "
+				    "%d bytes, no blanks)\n", optarg,
+				    LOCKD_OWNER_MAX);
+				return false;
+			}
+			cli->owner = optarg;
+			break;
+		case OPT_DELAY:
+			if (!parse_duration(optarg, &cli->delay_ms, "delay"))
+				return false;
 			break;
 		default:
 			/* -x and -o: what they ask for is always so. */
@@ -1146,13 +1432,18 @@ run_locked(struct run *r, const struct cli *cli, char **command)
 	 * onclose=keep: a restart of lockd closes every connection, and the
 	 * lease must outlive that.  The watchdog sees to a lockctl that dies.
 	 */
+	lockd_acquire_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.lease_ms = cli->lease_ms;
+	o.wait_ms = cli->has_wait ? cli->wait_ms : LOCKD_WAIT_FOREVER;
+	o.onclose = LOCKD_ONCLOSE_KEEP;
+	o.owner = cli->owner != NULL ? cli->owner : default_owner();
+	o.delay_ms = cli->delay_ms;
 	if (cli->no_wait || (cli->has_wait && cli->wait_ms == 0))
-		rc = lockd_try(c, r->name, cli->lease_ms, LOCKD_ONCLOSE_KEEP,
-		    &r->lease);
+		rc = lockd_try_ex(c, r->name, &o, &r->lease);
 	else
-		rc = lockd_acquire(c, r->name, cli->lease_ms,
-		    cli->has_wait ? cli->wait_ms : LOCKD_WAIT_FOREVER,
-		    LOCKD_ONCLOSE_KEEP, &r->lease);
+		rc = lockd_acquire_ex(c, r->name, &o, &r->lease);
 	if (rc == LOCKD_HELD || rc == LOCKD_ERR_WAIT_TIMEOUT)
 		return not_had(cli, r->name, rc);
 	if (rc != LOCKD_OK)
@@ -1245,12 +1536,17 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "acquire", "+w:l:", 1, "acquire [-w WAIT] [-l LEASE] NAME",
-	  cmd_acquire },
-	{ "try", "+l:", 1, "try [-l LEASE] NAME", cmd_try },
+	{ "acquire", "+w:l:O", 1, "acquire [-w WAIT] [-l LEASE] "
+	  "[--owner LABEL] [--delay D] NAME", cmd_acquire },
+	{ "try", "+l:O", 1, "try [-l LEASE] [--owner LABEL] [--delay D] NAME",
+	  cmd_try },
 	{ "renew", "+l:", 2, "renew [-l LEASE] NAME HANDLE", cmd_renew },
 	{ "release", "+", 2, "release NAME HANDLE", cmd_release },
 	{ "status", "+", 1, "status NAME", cmd_status },
+	{ "list", "+j", -1, "list [--json] [PREFIX]", cmd_list },
+	{ "force", "+", 2, "force NAME FENCE", cmd_force },
+	{ "watch", "+", 1, "watch NAME", cmd_watch },
+	{ "leader", "+", 1, "leader NAME", cmd_leader },
 	{ "ping", "+", 0, "ping", cmd_ping },
 };
 

@@ -71,6 +71,7 @@ lockd_strerror(int code)
 	case LOCKD_HELD: return "HELD";
 	case LOCKD_NOTHELD: return "NOTHELD";
 	case LOCKD_AGAIN: return "AGAIN";
+	case LOCKD_STALE: return "STALE";
 	case LOCKD_ERR_IO: return "IO";
 	case LOCKD_ERR_EOF: return "EOF";
 	case LOCKD_ERR_PROTOCOL: return "PROTOCOL";
@@ -699,14 +700,15 @@ lockd_flush(lockd_context *c)
  * the request it answers.  Returns LOCKD_AGAIN when more input is needed.
  */
 static int
-lockd__take_reply(lockd_context *c, lockd_reply *r)
+lockd__take_reply(lockd_context *c, lockd_reply *r, lockd_lock_info *info)
 {
 	struct lockd__state *s = c->state;
 	size_t consumed = 0;
 	int result;
 
-	result = lockd__reply_take(s->in + s->in_pos, s->in_len - s->in_pos,
-	    lockd__queue_at(&s->pending, 0), r, &consumed, c->errstr);
+	result = lockd__reply_take_info(s->in + s->in_pos,
+	    s->in_len - s->in_pos, lockd__queue_at(&s->pending, 0), r, info,
+	    &consumed, c->errstr);
 	if (result == LOCKD_AGAIN)
 		return result;
 	if (s->sent == 0)
@@ -715,9 +717,12 @@ lockd__take_reply(lockd_context *c, lockd_reply *r)
 	if (lockd_error_is_fatal(result))
 		return lockd__record(c, result);
 	s->in_pos += consumed;
+	s->received--;
+	/* A LIST line before its END: the request is still due. */
+	if (result == LOCKD__MORE)
+		return result;
 	lockd__queue_pop(&s->pending);
 	s->sent--;
-	s->received--;
 	return lockd__record(c, result);
 }
 
@@ -731,8 +736,11 @@ lockd__begin_reply(lockd_context *c)
 	return LOCKD_OK;
 }
 
-int
-lockd_get_reply(lockd_context *c, lockd_reply *reply)
+/* lockd_get_reply, also filling *info (NULL: not wanted); a LIST line
+ * before its END comes back as LOCKD__MORE. */
+static int
+lockd__get_reply_info(lockd_context *c, lockd_reply *reply,
+    lockd_lock_info *info)
 {
 	struct lockd__state *s = c->state;
 	int64_t deadline;
@@ -745,7 +753,7 @@ lockd_get_reply(lockd_context *c, lockd_reply *reply)
 		return c->err;
 	deadline = lockd__head_deadline(s, 0);
 	for (;;) {
-		rc = lockd__take_reply(c, reply);
+		rc = lockd__take_reply(c, reply, info);
 		if (rc != LOCKD_AGAIN)
 			return rc;
 		revents = lockd__wait(c->fd, POLLIN, deadline);
@@ -761,18 +769,24 @@ lockd_get_reply(lockd_context *c, lockd_reply *reply)
 }
 
 int
+lockd_get_reply(lockd_context *c, lockd_reply *reply)
+{
+	return lockd__get_reply_info(c, reply, NULL);
+}
+
+int
 lockd_poll_reply(lockd_context *c, lockd_reply *reply)
 {
 	int rc;
 
 	if (lockd__begin_reply(c) != LOCKD_OK)
 		return c->err;
-	rc = lockd__take_reply(c, reply);
+	rc = lockd__take_reply(c, reply, NULL);
 	if (rc != LOCKD_AGAIN)
 		return rc;
 	if (lockd__read_some(c) < 0)
 		return c->err;
-	rc = lockd__take_reply(c, reply);
+	rc = lockd__take_reply(c, reply, NULL);
 	return rc == LOCKD_AGAIN ? lockd__succeed(c, LOCKD_AGAIN) : rc;
 }
 
@@ -878,4 +892,127 @@ lockd_ping(lockd_context *c)
 	    LOCKD_OK)
 		return c->err;
 	return lockd_get_reply(c, &r);
+}
+
+/* ---- protocol v2 ------------------------------------------------------ */
+
+/* Appends r (rc: how building it went) and reads its one reply. */
+static int
+lockd__call(lockd_context *c, struct lockd__request *r, int rc,
+    lockd_reply *reply, lockd_lock_info *info)
+{
+	if (lockd__append(c, r, rc) != LOCKD_OK)
+		return c->err;
+	return lockd__get_reply_info(c, reply, info);
+}
+
+static int
+lockd__acquire_ex(lockd_context *c, bool try_only, const char *name,
+    const lockd_acquire_options *options, lockd_lease *lease)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+	int rc;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	rc = lockd__call(c, &r, lockd__request_acquire_ex(&r, try_only, name,
+	    options, c->errstr), &reply, NULL);
+	if (rc == LOCKD_OK && lease != NULL)
+		*lease = reply.lease;
+	return rc;
+}
+
+int
+lockd_acquire_ex(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, lockd_lease *lease)
+{
+	return lockd__acquire_ex(c, false, name, options, lease);
+}
+
+int
+lockd_try_ex(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, lockd_lease *lease)
+{
+	return lockd__acquire_ex(c, true, name, options, lease);
+}
+
+int
+lockd_status_info(lockd_context *c, const char *name, lockd_lock_info *info)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__call(c, &r, lockd__request_status(&r, name, c->errstr),
+	    &reply, info);
+}
+
+int
+lockd_force(lockd_context *c, const char *name, uint64_t fence)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__call(c, &r, lockd__request_force(&r, name, fence,
+	    c->errstr), &reply, NULL);
+}
+
+int
+lockd_check(lockd_context *c, const char *name, uint64_t fence,
+    lockd_lock_info *info)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__call(c, &r, lockd__request_check(&r, name, fence,
+	    c->errstr), &reply, info);
+}
+
+int
+lockd_watch(lockd_context *c, const char *name, int64_t fence,
+    int64_t wait_ms, lockd_lock_info *info)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__call(c, &r, lockd__request_watch(&r, name, fence,
+	    wait_ms, c->errstr), &reply, info);
+}
+
+int
+lockd_list(lockd_context *c, const char *prefix, const char *after,
+    int limit, lockd_list_fn *fn, void *arg, char *next)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+	lockd_lock_info info;
+	bool stopped = false;
+	int rc;
+
+	/* The request is formatted before next is touched: a caller may
+	 * pass the last call's next as both. */
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	rc = lockd__request_list(&r, prefix, after, limit, c->errstr);
+	if (next != NULL)
+		next[0] = '\0';
+	rc = lockd__call(c, &r, rc, &reply, &info);
+	/* Each LOCK line; the END line ends the reply (at most 1000 lines,
+	 * the server's bound on one LIST). */
+	while (rc == LOCKD__MORE) {
+		if (fn != NULL && !stopped && fn(arg, &info) != 0)
+			stopped = true;
+		rc = lockd__get_reply_info(c, &reply, &info);
+	}
+	if (rc == LOCKD_OK && next != NULL)
+		snprintf(next, LOCKD_NAME_MAX + 1, "%s", info.name);
+	return rc;
 }

@@ -40,6 +40,7 @@ extern "C" {
 #define LOCKD_NAME_MAX 255          /* bytes in a lock name */
 #define LOCKD_HANDLE_SIZE 40        /* a handle string with its NUL */
 #define LOCKD_ERRSTR_SIZE 128
+#define LOCKD_OWNER_MAX 64          /* bytes in an owner label */
 
 /* For lockd_acquire's wait_ms: wait until granted, however long. */
 #define LOCKD_WAIT_FOREVER (-1)
@@ -49,6 +50,7 @@ extern "C" {
 #define LOCKD_HELD 1       /* TRY: the lock is taken (or has waiters) */
 #define LOCKD_NOTHELD 2    /* RELEASE: the handle was stale; a no-op */
 #define LOCKD_AGAIN 3      /* lockd_poll_reply: no complete reply yet */
+#define LOCKD_STALE 4      /* CHECK: the fence is not a live holder's */
 
 /* Errors of the connection; fatal: the context is dead. */
 #define LOCKD_ERR_IO (-1)          /* a socket call failed; see errstr */
@@ -123,8 +125,37 @@ typedef enum lockd_command {
 	LOCKD_CMD_RENEW,
 	LOCKD_CMD_RELEASE,
 	LOCKD_CMD_STATUS,
-	LOCKD_CMD_PING
+	LOCKD_CMD_PING,
+	LOCKD_CMD_FORCE,
+	LOCKD_CMD_CHECK,
+	LOCKD_CMD_WATCH,
+	LOCKD_CMD_LIST
 } lockd_command;
+
+/*
+ * What STATUS, LIST, WATCH and CHECK tell of one lock (protocol v2):
+ * lockd_lock_status and more.  Public, never proof of holding.
+ */
+typedef struct lockd_lock_info {
+	char name[LOCKD_NAME_MAX + 1];
+	int held;                        /* 0 or 1 */
+	uint64_t fence;                  /* the newest holder's; 0 when free */
+	int64_t ttl_ms;                  /* left of that lease; 0 when free */
+	uint64_t queue;                  /* waiters */
+	char owner[LOCKD_OWNER_MAX + 1]; /* its owner= label; "" for none */
+	int64_t delay_ms;                /* lock-delay left; 0 for none */
+	char cause[16];                  /* WATCH: granted, released, expired,
+	                                  * closed, forced or none; else "" */
+} lockd_lock_info;
+
+/* ACQUIRE's and TRY's options, protocol v2's included. */
+typedef struct lockd_acquire_options {
+	int64_t lease_ms;      /* 0: the server's default */
+	int64_t wait_ms;       /* ACQUIRE: LOCKD_WAIT_FOREVER, 0 or ms */
+	int onclose;           /* LOCKD_ONCLOSE_KEEP or _RELEASE */
+	const char *owner;     /* owner= label, NULL or "": none */
+	int64_t delay_ms;      /* lock-delay after a bad end; 0: none */
+} lockd_acquire_options;
 
 /* One reply read with lockd_get_reply() or lockd_poll_reply(). */
 typedef struct lockd_reply {
@@ -179,6 +210,47 @@ int lockd_release(lockd_context *c, const lockd_lease *lease);
 int lockd_status(lockd_context *c, const char *name,
     lockd_lock_status *status);
 int lockd_ping(lockd_context *c);
+
+/*
+ * Protocol v2.  lockd_acquire_ex and lockd_try_ex take every option
+ * (options NULL: all defaults, waiting forever).  lockd_status_info is
+ * lockd_status with the owner label and the lock-delay left.
+ *
+ * lockd_force frees the holder whose fence is exactly `fence` (LOCKD_OK),
+ * or changes nothing (LOCKD_NOTHELD): an operator's release of a stuck
+ * holder that can never free a newer one.
+ *
+ * lockd_check asks whether `fence` is a live holder's: LOCKD_OK (info,
+ * when given, has its fence and ttl) or LOCKD_STALE (info->fence is the
+ * newest holder's, 0 when free).
+ *
+ * lockd_watch waits until the newest holder's fence differs from `fence`
+ * (fence < 0: until the next change of holders), at most wait_ms
+ * (LOCKD_WAIT_FOREVER: no limit): LOCKD_OK with *info, or
+ * LOCKD_ERR_WAIT_TIMEOUT.  It blocks the context: use one of its own.
+ *
+ * lockd_list calls fn for each lock that exists, in bytewise name order,
+ * whose name starts with prefix (NULL or "": any) and comes after `after`
+ * (NULL or "": from the start), at most limit (0: the server's default,
+ * 100; at most 1000).  next (LOCKD_NAME_MAX + 1 bytes, may be NULL) gets
+ * the name to pass as `after` for the rest, "" when nothing is left.
+ * Returns LOCKD_OK or an error; fn returning non-zero stops nothing on
+ * the wire but no more calls are made.
+ */
+int lockd_acquire_ex(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, lockd_lease *lease);
+int lockd_try_ex(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, lockd_lease *lease);
+int lockd_status_info(lockd_context *c, const char *name,
+    lockd_lock_info *info);
+int lockd_force(lockd_context *c, const char *name, uint64_t fence);
+int lockd_check(lockd_context *c, const char *name, uint64_t fence,
+    lockd_lock_info *info);
+int lockd_watch(lockd_context *c, const char *name, int64_t fence,
+    int64_t wait_ms, lockd_lock_info *info);
+typedef int lockd_list_fn(void *arg, const lockd_lock_info *info);
+int lockd_list(lockd_context *c, const char *prefix, const char *after,
+    int limit, lockd_list_fn *fn, void *arg, char *next);
 
 /*
  * Pipelining.  lockd_append_*() check their arguments and buffer a request

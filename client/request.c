@@ -139,9 +139,27 @@ lockd__finish(struct lockd__request *r, const struct proto_request *req,
 	memset(p, 0, sizeof(*p));
 	/* req was filled by the caller's request function (the analyzer
 	 * cannot follow it there). */
-	p->command = (lockd_command)req->command; /* NOLINT(clang-analyzer-core.uninitialized.Assign) */
+	switch (req->command) { /* NOLINT(clang-analyzer-core.uninitialized.Branch) */
+	case PROTO_CMD_FORCE:
+		p->command = LOCKD_CMD_FORCE;
+		break;
+	case PROTO_CMD_CHECK:
+		p->command = LOCKD_CMD_CHECK;
+		break;
+	case PROTO_CMD_WATCH:
+		p->command = LOCKD_CMD_WATCH;
+		break;
+	case PROTO_CMD_LIST:
+		p->command = LOCKD_CMD_LIST;
+		break;
+	default:
+		/* The v1 commands share their order. */
+		p->command = (lockd_command)req->command;
+		break;
+	}
 	p->wait_ms = 0;
-	if (req->command == PROTO_CMD_ACQUIRE)
+	if (req->command == PROTO_CMD_ACQUIRE ||
+	    req->command == PROTO_CMD_WATCH)
 		p->wait_ms = req->has_wait ? req->wait_ms : LOCKD_WAIT_FOREVER;
 	p->sent_ms = -1;
 	p->name_len = req->name_len;
@@ -149,7 +167,8 @@ lockd__finish(struct lockd__request *r, const struct proto_request *req,
 		memcpy(p->name, req->name, req->name_len);
 	if (handle != NULL)
 		snprintf(p->handle, sizeof(p->handle), "%s", handle);
-	p->fence = req->handle.fence;
+	p->fence = req->command == PROTO_CMD_FORCE ||
+	    req->command == PROTO_CMD_CHECK ? req->fence : req->handle.fence;
 	return LOCKD_OK;
 }
 
@@ -227,6 +246,122 @@ lockd__request_ping(struct lockd__request *r, char *errstr)
 	return lockd__finish(r, &req, NULL, errstr);
 }
 
+int
+lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
+    const char *name, const lockd_acquire_options *o, char *errstr)
+{
+	lockd_acquire_options none = { 0, LOCKD_WAIT_FOREVER,
+	    LOCKD_ONCLOSE_KEEP, NULL, 0 };
+	struct proto_request req;
+
+	if (o == NULL)
+		o = &none;
+	if (lockd__begin(&req, try_only ? PROTO_CMD_TRY : PROTO_CMD_ACQUIRE,
+	    name, errstr) != LOCKD_OK ||
+	    lockd__set_lease(&req, o->lease_ms, errstr) != LOCKD_OK ||
+	    lockd__set_onclose(&req, o->onclose, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	if (!try_only && o->wait_ms != LOCKD_WAIT_FOREVER &&
+	    lockd__set_duration("wait", o->wait_ms, &req.has_wait,
+	    &req.wait_ms, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	if (o->delay_ms != 0 && lockd__set_duration("delay", o->delay_ms,
+	    &req.has_delay, &req.delay_ms, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	if (o->owner != NULL && o->owner[0] != '\0') {
+		size_t len = strlen(o->owner);
+
+		if (len > LOCKD_OWNER_MAX || !proto_valid_name(o->owner, len))
+			return lockd__error(errstr, LOCKD_ERR_INVALID,
+			    "invalid owner label (1 to %d bytes, no blanks "
+			    "or control bytes)", LOCKD_OWNER_MAX);
+		req.owner = o->owner;
+		req.owner_len = len;
+	}
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
+/* FORCE and CHECK: a name and a fence. */
+static int
+lockd__request_fence(struct lockd__request *r, enum proto_command command,
+    const char *name, uint64_t fence, char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin(&req, command, name, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	if (fence < 1 || fence > (uint64_t)PROTO_FENCE_MAX)
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "fence must be 1 to 2^63-1");
+	req.has_fence = true;
+	req.fence = fence;
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
+int
+lockd__request_force(struct lockd__request *r, const char *name,
+    uint64_t fence, char *errstr)
+{
+	return lockd__request_fence(r, PROTO_CMD_FORCE, name, fence, errstr);
+}
+
+int
+lockd__request_check(struct lockd__request *r, const char *name,
+    uint64_t fence, char *errstr)
+{
+	return lockd__request_fence(r, PROTO_CMD_CHECK, name, fence, errstr);
+}
+
+int
+lockd__request_watch(struct lockd__request *r, const char *name,
+    int64_t fence, int64_t wait_ms, char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin(&req, PROTO_CMD_WATCH, name, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	if (fence >= 0) {
+		req.has_fence = true;
+		req.fence = (uint64_t)fence;
+	}
+	if (wait_ms != LOCKD_WAIT_FOREVER && lockd__set_duration("wait",
+	    wait_ms, &req.has_wait, &req.wait_ms, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
+int
+lockd__request_list(struct lockd__request *r, const char *prefix,
+    const char *after, int limit, char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin(&req, PROTO_CMD_LIST, NULL, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	if (prefix != NULL && prefix[0] != '\0') {
+		if (!proto_valid_name(prefix, strlen(prefix)))
+			return lockd__error(errstr, LOCKD_ERR_INVALID,
+			    "invalid prefix");
+		req.prefix = prefix;
+		req.prefix_len = strlen(prefix);
+	}
+	if (after != NULL && after[0] != '\0') {
+		if (!proto_valid_name(after, strlen(after)))
+			return lockd__error(errstr, LOCKD_ERR_INVALID,
+			    "invalid lock name after");
+		req.after = after;
+		req.after_len = strlen(after);
+	}
+	if (limit < 0 || limit > PROTO_LIST_LIMIT_MAX)
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "limit must be 1 to %d", PROTO_LIST_LIMIT_MAX);
+	if (limit > 0) {
+		req.has_limit = true;
+		req.limit = (uint32_t)limit;
+	}
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
 /*
  * Replies.
  */
@@ -243,14 +378,51 @@ lockd__copy_name(char *dst, const char *src, size_t len)
  * Turns the parsed reply into the result for p; a reply that is not one of
  * the answers p can get is a protocol error (the stream is out of step).
  */
+/* What a STATUS-like reply line tells of its lock, into *info. */
+static void
+lockd__fill_info(const struct proto_reply *pr, lockd_lock_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	if (pr->name != NULL)
+		lockd__copy_name(info->name, pr->name, pr->name_len);
+	info->held = pr->held ? 1 : 0;
+	info->fence = pr->fence;
+	info->ttl_ms = pr->ttl_ms;
+	info->queue = pr->queue;
+	if (pr->owner != NULL && pr->owner_len <= LOCKD_OWNER_MAX)
+		lockd__copy_name(info->owner, pr->owner, pr->owner_len);
+	info->delay_ms = pr->delay_ms;
+	if (pr->cause != NULL && pr->cause_len < sizeof(info->cause))
+		lockd__copy_name(info->cause, pr->cause, pr->cause_len);
+}
+
 static int
 lockd__interpret(const struct lockd__pending *p,
-    const struct proto_reply *pr, lockd_reply *r, char *errstr)
+    const struct proto_reply *pr, lockd_reply *r, lockd_lock_info *info,
+    char *errstr)
 {
+	lockd_lock_info scratch;
+
+	if (info == NULL)
+		info = &scratch;
 	if (pr->kind == PROTO_REPLY_ERROR)
 		return lockd__error(errstr, lockd__server_error(pr->error),
 		    "%s: %.*s", proto_error_name(pr->error),
 		    (int)(pr->text_len > 100 ? 100 : pr->text_len), pr->text);
+	if (p->command == LOCKD_CMD_LIST) {
+		if (pr->kind == PROTO_REPLY_LOCK) {
+			lockd__fill_info(pr, info);
+			return LOCKD__MORE;
+		}
+		if (pr->kind != PROTO_REPLY_END)
+			return lockd__error(errstr, LOCKD_ERR_PROTOCOL,
+			    "reply does not answer the request");
+		memset(info, 0, sizeof(*info));
+		if (pr->next != NULL)
+			lockd__copy_name(info->name, pr->next, pr->next_len);
+		info->queue = pr->count;
+		return LOCKD_OK;
+	}
 	if (p->command != LOCKD_CMD_PING && (pr->name_len != p->name_len ||
 	    memcmp(pr->name, p->name, p->name_len) != 0))
 		return lockd__error(errstr, LOCKD_ERR_PROTOCOL,
@@ -297,7 +469,28 @@ lockd__interpret(const struct lockd__pending *p,
 		r->status.fence = pr->fence;
 		r->status.ttl_ms = pr->ttl_ms;
 		r->status.queue = pr->queue;
+		lockd__fill_info(pr, info);
 		return LOCKD_OK;
+	case LOCKD_CMD_FORCE:
+		if (pr->kind == PROTO_REPLY_RELEASED)
+			return LOCKD_OK;
+		if (pr->kind == PROTO_REPLY_NOTHELD)
+			return LOCKD_NOTHELD;
+		break;
+	case LOCKD_CMD_CHECK:
+		if (pr->kind != PROTO_REPLY_CURRENT &&
+		    pr->kind != PROTO_REPLY_STALE)
+			break;
+		lockd__fill_info(pr, info);
+		info->held = pr->kind == PROTO_REPLY_CURRENT || pr->fence != 0;
+		return pr->kind == PROTO_REPLY_CURRENT ? LOCKD_OK : LOCKD_STALE;
+	case LOCKD_CMD_WATCH:
+		if (pr->kind != PROTO_REPLY_CHANGED)
+			break;
+		lockd__fill_info(pr, info);
+		return LOCKD_OK;
+	case LOCKD_CMD_LIST:
+		break;
 	case LOCKD_CMD_PING:
 		if (pr->kind == PROTO_REPLY_PONG)
 			return LOCKD_OK;
@@ -311,6 +504,14 @@ int
 lockd__reply_take(const char *buf, size_t len,
     const struct lockd__pending *p, lockd_reply *r, size_t *consumed,
     char *errstr)
+{
+	return lockd__reply_take_info(buf, len, p, r, NULL, consumed, errstr);
+}
+
+int
+lockd__reply_take_info(const char *buf, size_t len,
+    const struct lockd__pending *p, lockd_reply *r, lockd_lock_info *info,
+    size_t *consumed, char *errstr)
 {
 	struct proto_reply pr;
 	struct proto_error perr;
@@ -329,7 +530,7 @@ lockd__reply_take(const char *buf, size_t len,
 		    "malformed reply");
 	memset(r, 0, sizeof(*r));
 	r->command = p->command;
-	r->result = result = lockd__interpret(p, &pr, r, errstr);
+	r->result = result = lockd__interpret(p, &pr, r, info, errstr);
 	return result;
 }
 

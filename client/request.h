@@ -62,6 +62,22 @@ int lockd__request_release(struct lockd__request *r,
 int lockd__request_status(struct lockd__request *r, const char *name,
     char *errstr);
 int lockd__request_ping(struct lockd__request *r, char *errstr);
+/* Protocol v2: ACQUIRE or TRY with every option (o NULL: defaults). */
+int lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
+    const char *name, const lockd_acquire_options *o, char *errstr);
+int lockd__request_force(struct lockd__request *r, const char *name,
+    uint64_t fence, char *errstr);
+int lockd__request_check(struct lockd__request *r, const char *name,
+    uint64_t fence, char *errstr);
+/* fence < 0: none; wait_ms LOCKD_WAIT_FOREVER: none. */
+int lockd__request_watch(struct lockd__request *r, const char *name,
+    int64_t fence, int64_t wait_ms, char *errstr);
+int lockd__request_list(struct lockd__request *r, const char *prefix,
+    const char *after, int limit, char *errstr);
+
+/* A LIST reply line that is not its last: lockd__reply_take returns it
+ * (consumed, with *info filled) and the request stays due. */
+#define LOCKD__MORE 100
 
 /*
  * Parses the first reply in buf[0..len) as the answer to p and fills *r.
@@ -73,6 +89,12 @@ int lockd__request_ping(struct lockd__request *r, char *errstr);
 int lockd__reply_take(const char *buf, size_t len,
     const struct lockd__pending *p, lockd_reply *r, size_t *consumed,
     char *errstr);
+/* The same, also filling *info (NULL: not wanted) with what the v2
+ * replies (STATUS's new fields, LOCK, CHANGED, CURRENT, STALE, END's
+ * next= in info->name) carry. */
+int lockd__reply_take_info(const char *buf, size_t len,
+    const struct lockd__pending *p, lockd_reply *r, lockd_lock_info *info,
+    size_t *consumed, char *errstr);
 
 /*
  * When the reply to p must have come (-1: never), now being the time: only

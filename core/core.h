@@ -31,6 +31,7 @@ typedef int64_t core_time;               /* ms on a clock that never steps */
 #define CORE_FENCE_MAX ((uint64_t)INT64_MAX)  /* 2^63 - 1, never exceeded */
 #define CORE_NAME_MAX 255
 #define CORE_WAIT_FOREVER (-1)           /* acquire without a wait limit */
+#define CORE_OWNER_MAX 64                /* bytes of a holder's owner label */
 
 enum core_status {
 	CORE_OK = 0,
@@ -48,14 +49,29 @@ struct core_handle {
 };
 
 /*
- * The state of one lock as the rules see it.  fence == 0 means free; then
- * the other fields are meaningless.
+ * The state of one lock's holder as the rules see it: everything that
+ * belongs to one hold (its lease, its lock-delay, its owner label) and
+ * nothing that belongs to the name.  fence == 0 means free; then the other
+ * fields are meaningless (and zero).
  */
 struct core_lock {
 	uint64_t fence;       /* the holder's fence */
 	uint64_t secret;      /* the holder's secret */
 	core_time expiry;     /* the lease ends at this instant (exclusive) */
 	int64_t lease_ms;     /* the length last granted or renewed */
+	int64_t delay_ms;     /* lock-delay when this hold ends badly */
+	uint8_t label_len;    /* 0: no owner label given */
+	char label[CORE_OWNER_MAX];  /* public, never proof of anything */
+};
+
+/* How a hold ended, for lock-delay and for WATCH's cause=. */
+enum core_end {
+	CORE_END_NONE = 0,    /* no change seen since start */
+	CORE_END_GRANTED,     /* not an end: a hold started */
+	CORE_END_RELEASED,    /* RELEASE: never a lock-delay */
+	CORE_END_EXPIRED,
+	CORE_END_CLOSED,      /* onclose=release */
+	CORE_END_FORCED       /* FORCE */
 };
 
 /* ---- the rules -------------------------------------------------------- */
@@ -95,6 +111,21 @@ struct core_rules {
 	bool (*reclaim_if_expired)(struct core_lock *lock, core_time now);
 	/* The waiter a free lock is handed to: the head of the FIFO queue. */
 	struct core_waiter *(*next_waiter)(struct core_entry *entry);
+	/* Does a lock-delay running until delay_until (0: none) forbid a
+	 * grant at now. */
+	bool (*delay_blocks)(core_time delay_until, core_time now);
+	/* The instant the lock-delay of a hold that just ended (`ended`,
+	 * as it was before it was freed) ends, 0 for none: RELEASE never
+	 * delays; an expiry delays from its expiry, onclose and FORCE from
+	 * now. */
+	core_time (*delay_end)(const struct core_lock *ended,
+	    enum core_end how, core_time now);
+	/* FORCE: frees the lock iff it is held with exactly this fence
+	 * (returns true); any other fence is a no-op that returns false. */
+	bool (*force)(struct core_lock *lock, uint64_t fence);
+	/* Does a WATCH of `watched` fire when the newest holder's fence (0
+	 * when free) is `current`. */
+	bool (*watch_fires)(uint64_t watched, uint64_t current);
 };
 
 /* The rules the daemon runs. */
@@ -110,12 +141,18 @@ enum core_status core_rule_renew(struct core_lock *lock, struct core_handle h,
     core_time now, int64_t lease_ms);
 bool core_rule_release(struct core_lock *lock, struct core_handle h);
 bool core_rule_reclaim_if_expired(struct core_lock *lock, core_time now);
+bool core_rule_delay_blocks(core_time delay_until, core_time now);
+core_time core_rule_delay_end(const struct core_lock *ended,
+    enum core_end how, core_time now);
+bool core_rule_force(struct core_lock *lock, uint64_t fence);
+bool core_rule_watch_fires(uint64_t watched, uint64_t current);
 
 /* ---- configuration ---------------------------------------------------- */
 
 struct core_config {
 	int64_t default_lease_ms;   /* lease 0 means this (30 s) */
 	int64_t max_lease_ms;       /* longer leases are capped to this (5 min) */
+	int64_t max_lock_delay_ms;  /* longer delays are capped to this (1 min) */
 	uint32_t max_held;          /* held locks in all; 0 = unlimited */
 	uint32_t max_waiters;       /* waiters in all; 0 = unlimited */
 	uint32_t max_waiters_per_session;  /* 0 = unlimited */
@@ -132,7 +169,8 @@ struct core_config {
 	void (*free)(void *p);
 };
 
-/* Fills in the defaults above (30 s, 5 min, no limits, libc allocator). */
+/* Fills in the defaults above (30 s, 5 min, 1 min, no limits, libc
+ * allocator). */
 void core_config_defaults(struct core_config *config);
 
 /*
@@ -176,6 +214,8 @@ enum core_reply_kind {
 	CORE_REPLY_NOMEM,
 	CORE_REPLY_BADARG,
 	CORE_REPLY_SHUTDOWN,    /* the waiter was cancelled by a clean stop */
+	CORE_REPLY_FORCED,      /* FORCE freed the holder: durable */
+	CORE_REPLY_CHANGED,     /* a WATCH fired; status says what it saw */
 	/* Events with no request behind them (session and tag are 0): */
 	CORE_EVENT_RECLAIMED,   /* an expired lease was freed */
 	CORE_EVENT_RELEASED_ONCLOSE  /* a connection's close released a lease */
@@ -207,6 +247,10 @@ struct core_reply {
 	int64_t held_ms;            /* RELEASED*, RECLAIMED: grant to end */
 	enum core_limit_kind limit; /* LIMIT */
 	uint64_t *user;             /* the lock's core_entry.user; NULL: none */
+	/* CHANGED, and HELD: the lock as the WATCH saw it fire, or as TRY
+	 * found it; valid during the call. */
+	const struct core_lock_status *status;
+	bool watch;                 /* TIMEOUT: of a WATCH, not an ACQUIRE */
 };
 
 struct core_sink {
@@ -231,10 +275,19 @@ struct core_entry {
 	struct core_link onclose_link;  /* in the holder's session, if bound */
 	struct core_session *owner;  /* the session bound by onclose=release */
 	struct core_entry *changed_next;  /* on the table's changed list */
+	/* The name's lock-delay runs until this instant (0: none).  It is
+	 * the name's, not a holder's: a delay blocks new grants of the
+	 * whole name, whoever still holds it. */
+	core_time delay_until;
+	struct core_link watchers;   /* pending WATCHes, oldest first */
+	/* The name-ordered index (core/order.h), for LIST. */
+	struct core_entry *order_left, *order_right;
 	uint64_t user;               /* the caller's; zeroed when made and when
 	                              * restored, otherwise never touched */
 	uint32_t queue_len;
+	uint32_t watch_len;
 	uint32_t hash;               /* low bits of core_name_hash(name) */
+	uint8_t cause;               /* enum core_end: the last change seen */
 	uint8_t flags;
 	uint8_t name_len;            /* 1..255 */
 	char name[];
@@ -250,6 +303,14 @@ struct core_waiter {
 	int64_t lease_ms;               /* effective lease to grant */
 	core_time enqueued_at;
 	bool onclose_release;
+	/* The ACQUIRE's options for its holder. */
+	int64_t delay_ms;
+	uint8_t label_len;
+	char label[CORE_OWNER_MAX];
+	/* A WATCH rather than an ACQUIRE: on its entry's watchers list, it
+	 * fires when the newest holder's fence is no longer watch_fence. */
+	bool watch;
+	uint64_t watch_fence;
 };
 
 struct core_stats {
@@ -265,6 +326,9 @@ struct core_stats {
 	uint64_t renewed;
 	uint64_t conflicts;
 	uint64_t limit_hits;
+	uint64_t forced;       /* holders freed by FORCE */
+	uint64_t delayed;      /* names in lock-delay now */
+	uint64_t watches;      /* pending WATCHes */
 };
 
 struct core_table {
@@ -278,6 +342,7 @@ struct core_table {
 	struct core_timer **heap;
 	size_t heap_len, heap_cap;
 	struct core_entry *changed;  /* entries touched since last drain */
+	struct core_entry *order_root;  /* every entry, by name (LIST) */
 	struct core_stats stats;
 };
 
@@ -300,6 +365,9 @@ struct core_acquire_args {
 	int64_t lease_ms;        /* 0 = default; capped; negative = BADARG */
 	int64_t wait_ms;         /* CORE_WAIT_FOREVER, 0 = fail at once, > 0 */
 	bool onclose_release;
+	int64_t delay_ms;        /* lock-delay; capped; negative = BADARG */
+	const char *label;       /* the owner label, label_len bytes; 0: none */
+	size_t label_len;        /* at most CORE_OWNER_MAX, else BADARG */
 };
 
 /*
@@ -312,10 +380,11 @@ struct core_acquire_args {
 enum core_status core_acquire(struct core_table *table,
     struct core_session *session, const char *name, size_t name_len,
     const struct core_acquire_args *args, uint64_t tag, core_time now);
-/* TRY: GRANTED when free (or expired) and nobody waits, else HELD. */
+/* TRY: GRANTED when free (or expired), out of lock-delay and nobody
+ * waits, else HELD.  args->wait_ms is ignored. */
 enum core_status core_try(struct core_table *table,
     struct core_session *session, const char *name, size_t name_len,
-    int64_t lease_ms, bool onclose_release, uint64_t tag, core_time now);
+    const struct core_acquire_args *args, uint64_t tag, core_time now);
 enum core_status core_renew(struct core_table *table,
     struct core_session *session, const char *name, size_t name_len,
     struct core_handle handle, int64_t lease_ms, uint64_t tag,
@@ -324,12 +393,40 @@ enum core_status core_release(struct core_table *table,
     struct core_session *session, const char *name, size_t name_len,
     struct core_handle handle, uint64_t tag, core_time now);
 
+/* What STATUS, LIST and WATCH show of one lock. */
 struct core_lock_status {
 	bool held;
 	uint64_t fence;
 	int64_t ttl_ms;
 	uint32_t queue;
+	int64_t delay_ms;            /* lock-delay left; 0: none */
+	enum core_end cause;         /* the last change seen of the name */
+	uint8_t label_len;           /* the newest holder's label, if any */
+	char label[CORE_OWNER_MAX];
 };
+/*
+ * FORCE: if the lock's live holder has exactly `fence`, its hold ends as
+ * if it had expired now (its lock-delay applies, the lock goes to the next
+ * waiter): CORE_REPLY_FORCED, durable like a grant.  Otherwise NOTHELD,
+ * and nothing changes.
+ */
+enum core_status core_force(struct core_table *table,
+    struct core_session *session, const char *name, size_t name_len,
+    uint64_t fence, uint64_t tag, core_time now);
+
+/*
+ * WATCH: answers CHANGED once, when the newest live holder's fence (0 when
+ * free) is not `fence` - at once if it already is not - or, without
+ * has_fence, at the next grant or end of a hold.  wait_ms as ACQUIRE's
+ * (TIMEOUT when it runs out; 0 answers at once either way).  A pending
+ * WATCH counts against the waiter limits and leaves with its session like
+ * a waiter.
+ */
+enum core_status core_watch(struct core_table *table,
+    struct core_session *session, const char *name, size_t name_len,
+    bool has_fence, uint64_t fence, int64_t wait_ms, uint64_t tag,
+    core_time now);
+
 /* STATUS: diagnostics only.  Reclaims an expired lease first, like every
  * operation, so it may report events and grants through the sink. */
 void core_status(struct core_table *table, const char *name,
@@ -362,17 +459,51 @@ core_time core_tick(struct core_table *table, core_time now);
 /* The earliest pending deadline without doing anything. */
 core_time core_next_deadline(const struct core_table *table);
 
+/* ---- listing ---------------------------------------------------------- */
+
+/*
+ * LIST walks the entries in bytewise name order through an index kept
+ * beside the hash (core/order.h), so a prefix or a resumed listing costs
+ * the depth of a tree plus the entries shown, not a scan of every lock.
+ *
+ * core_list_first: the first entry whose name starts with prefix (any
+ * when prefix_len is 0) and is above `after` (none when after_len is 0).
+ * core_list_next: the one after e under the same prefix.  NULL: no more.
+ * Both read only; entries they return may not be locks that exist (see
+ * core_list_status).  Call core_tick first so no expired lease is shown.
+ */
+const struct core_entry *core_list_first(const struct core_table *table,
+    const char *prefix, size_t prefix_len, const char *after,
+    size_t after_len);
+const struct core_entry *core_list_next(const struct core_table *table,
+    const struct core_entry *e, const char *prefix, size_t prefix_len);
+
+/*
+ * What LIST shows of e at now (as STATUS would), without changing
+ * anything.  False when e is not a lock that exists - neither held, nor
+ * waited for, nor in lock-delay (a name with only a pending WATCH, or an
+ * idle entry not yet dropped) - and LIST must skip it.
+ */
+bool core_list_status(const struct core_table *table,
+    const struct core_entry *e, core_time now,
+    struct core_lock_status *status);
+
 /* ---- durability ------------------------------------------------------- */
 
 /*
- * The durable record of one held lock.  A lock that is not held has no
- * record; the high-water mark is stored on its own.
+ * The durable record of one held lock, or of a free one in lock-delay
+ * (fence 0, delay_until set).  Any other lock has no record; the
+ * high-water mark is stored on its own.
  */
 struct core_record {
 	uint64_t fence;
 	uint64_t secret;
 	core_time expiry;
 	int64_t lease_ms;
+	int64_t delay_ms;           /* the holder's lock-delay */
+	core_time delay_until;      /* the name's lock-delay; 0: none */
+	uint8_t label_len;
+	char label[CORE_OWNER_MAX];
 	bool onclose_release;
 	/* With onclose_release: the id of the session it is bound to, as
 	 * reported; and, for a restore, that session when the caller knows it

@@ -4,6 +4,8 @@
  * anything but its arguments.  The lock table calls these through
  * core_rules_std; the model checker calls them through broken variants too.
  */
+#include <string.h>
+
 #include "core/core.h"
 
 enum core_status
@@ -75,13 +77,11 @@ core_rule_renew(struct core_lock *lock, struct core_handle h, core_time now,
 	return CORE_OK;
 }
 
+/* The whole hold goes: fence, secret, lease, lock-delay, owner. */
 static void
 lock_free(struct core_lock *lock)
 {
-	lock->fence = 0;
-	lock->secret = 0;
-	lock->expiry = 0;
-	lock->lease_ms = 0;
+	memset(lock, 0, sizeof(*lock));
 }
 
 bool
@@ -100,6 +100,48 @@ core_rule_reclaim_if_expired(struct core_lock *lock, core_time now)
 		return false;
 	lock_free(lock);
 	return true;
+}
+
+bool
+core_rule_delay_blocks(core_time delay_until, core_time now)
+{
+	return delay_until != 0 && now < delay_until;
+}
+
+/*
+ * A RELEASE is the holder saying it is done, so it never delays; any other
+ * end means the holder may still be at work.  An expiry delays from the
+ * instant the lease ended, however late it was noticed (a restart after a
+ * long stop owes no delay that has already run out).
+ */
+core_time
+core_rule_delay_end(const struct core_lock *ended, enum core_end how,
+    core_time now)
+{
+	core_time from;
+
+	if (ended->delay_ms <= 0 || how == CORE_END_RELEASED ||
+	    how == CORE_END_GRANTED || how == CORE_END_NONE)
+		return 0;
+	from = how == CORE_END_EXPIRED ? ended->expiry : now;
+	if (from > CORE_NEVER - 1 - ended->delay_ms)
+		return CORE_NEVER - 1;
+	return from + ended->delay_ms;
+}
+
+bool
+core_rule_force(struct core_lock *lock, uint64_t fence)
+{
+	if (lock->fence == 0 || lock->fence != fence)
+		return false;
+	lock_free(lock);
+	return true;
+}
+
+bool
+core_rule_watch_fires(uint64_t watched, uint64_t current)
+{
+	return watched != current;
 }
 
 static struct core_waiter *
@@ -121,4 +163,8 @@ const struct core_rules core_rules_std = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_fifo,
+	.delay_blocks = core_rule_delay_blocks,
+	.delay_end = core_rule_delay_end,
+	.force = core_rule_force,
+	.watch_fires = core_rule_watch_fires,
 };

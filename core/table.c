@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "core/heap.h"
 #include "core/list.h"
+#include "core/order.h"
 
 enum {
 	TIMER_LEASE = 0,  /* sorts first at equal instants */
@@ -54,6 +55,7 @@ core_config_defaults(struct core_config *config)
 	memset(config, 0, sizeof(*config));
 	config->default_lease_ms = (int64_t)30 * 1000;
 	config->max_lease_ms = (int64_t)5 * 60 * 1000;
+	config->max_lock_delay_ms = (int64_t)60 * 1000;
 	config->secret = secret_zero;
 	config->realloc = realloc;
 	config->free = free;
@@ -151,9 +153,11 @@ core_table_destroy(struct core_table *table)
 		struct core_entry *e = table->buckets[i], *next;
 		for (; e != NULL; e = next) {
 			next = e->hash_next;
-			while (!link_empty(&e->queue)) {
+			while (!link_empty(&e->queue) ||
+			    !link_empty(&e->watchers)) {
 				struct core_waiter *w = container_of(
-				    e->queue.next, struct core_waiter,
+				    !link_empty(&e->queue) ? e->queue.next :
+				    e->watchers.next, struct core_waiter,
 				    queue_link);
 				link_remove(&w->queue_link);
 				link_remove(&w->session_link);
@@ -176,7 +180,8 @@ core_table_destroy(struct core_table *table)
 static bool
 heap_reserve(struct core_table *table, size_t extra)
 {
-	size_t need = table->stats.locks + table->stats.waiters + extra;
+	size_t need = table->stats.locks + table->stats.waiters +
+	    table->stats.watches + extra;
 	size_t cap = table->heap_cap ? table->heap_cap : 64;
 	struct core_timer **heap;
 
@@ -353,10 +358,12 @@ entry_get_hashed(struct core_table *table, const char *name, size_t len,
 	e->timer.slot = CORE__HEAP_OUT;
 	e->timer.kind = TIMER_LEASE;
 	link_init(&e->queue);
+	link_init(&e->watchers);
 	link_init(&e->onclose_link);
 	bucket = bucket_at(table, hash);
 	e->hash_next = *bucket;
 	*bucket = e;
+	core__order_insert(&table->order_root, e);
 	table->stats.locks++;
 	/* A new entry is idle until used: list it so it is dropped if the
 	 * operation that made it leaves it idle. */
@@ -375,7 +382,8 @@ entry_get(struct core_table *table, const char *name, size_t len)
 static bool
 entry_idle(const struct core_entry *e)
 {
-	return e->lock.fence == 0 && link_empty(&e->queue);
+	return e->lock.fence == 0 && link_empty(&e->queue) &&
+	    e->delay_until == 0 && link_empty(&e->watchers);
 }
 
 static void
@@ -386,6 +394,7 @@ entry_drop(struct core_table *table, struct core_entry *e)
 	while (*p != e)
 		p = &(*p)->hash_next;
 	*p = e->hash_next;
+	core__order_remove(&table->order_root, e);
 	timer_clear(table, &e->timer);
 	table->stats.locks--;
 	table->config.free(e);
@@ -442,15 +451,118 @@ unbind_owner(struct core_entry *e)
 	}
 }
 
-/* Book-keeping after the rules freed a held lock. */
+/* Sets the name's lock-delay (0: none), keeping the count of names in
+ * one. */
 static void
-holding_ended(struct core_table *table, struct core_entry *e)
+delay_set(struct core_table *table, struct core_entry *e, core_time until)
 {
+	if (e->delay_until == 0 && until != 0)
+		table->stats.delayed++;
+	else if (e->delay_until != 0 && until == 0)
+		table->stats.delayed--;
+	e->delay_until = until;
+}
+
+/* May the lock be granted now: its holder allows it (decide) and no
+ * lock-delay runs. */
+static bool
+grantable(const struct core_table *table, const struct core_entry *e,
+    core_time now)
+{
+	return table->rules->decide(&e->lock, now) &&
+	    !table->rules->delay_blocks(e->delay_until, now);
+}
+
+/*
+ * Book-keeping after the rules freed a held lock: `ended` is the hold as
+ * it was, `how` the way it ended.  A lock-delay it owes starts here (a
+ * later end never shortens one already running), and the entry's timer
+ * then waits for the delay instead of the lease.
+ */
+static void
+holding_ended(struct core_table *table, struct core_entry *e,
+    const struct core_lock *ended, enum core_end how, core_time now)
+{
+	core_time until = table->rules->delay_end(ended, how, now);
+
 	unbind_owner(e);
 	timer_clear(table, &e->timer);
 	table->stats.held--;
+	e->cause = (uint8_t)how;
+	if (until > e->delay_until && table->rules->delay_blocks(until, now))
+		delay_set(table, e, until);
+	if (e->delay_until != 0 && e->lock.fence == 0)
+		timer_set(table, &e->timer, e->delay_until);
 	entry_dirty(table, e);
 }
+
+/* What STATUS, LIST and WATCH show of e; reclaimed by the caller. */
+static void
+status_fill(const struct core_table *table, const struct core_entry *e,
+    core_time now, struct core_lock_status *status)
+{
+	memset(status, 0, sizeof(*status));
+	status->queue = e->queue_len;
+	status->cause = (enum core_end)e->cause;
+	if (table->rules->delay_blocks(e->delay_until, now))
+		status->delay_ms = e->delay_until - now;
+	if (e->lock.fence != 0) {
+		status->held = true;
+		status->fence = e->lock.fence;
+		status->ttl_ms = e->lock.expiry - now;
+		status->label_len = e->lock.label_len;
+		memcpy(status->label, e->lock.label, e->lock.label_len);
+	}
+}
+
+static void waiter_remove(struct core_table *table, struct core_waiter *w);
+
+/* Answers a WATCH: CHANGED with the lock as it is now. */
+static void
+watch_answer(struct core_table *table, struct core_entry *e,
+    struct core_session *session, uint64_t tag, core_time now)
+{
+	struct core_lock_status st;
+	struct core_reply r;
+
+	status_fill(table, e, now, &st);
+	memset(&r, 0, sizeof(r));
+	r.fence = st.fence;
+	r.status = &st;
+	emit(table, CORE_REPLY_CHANGED, session, tag, e, &r);
+}
+
+/*
+ * Answers, once each, the WATCHes of e that the newest holder's fence now
+ * fires.  Called after every grant and after every end of a hold that was
+ * not followed by a grant, so a hand-off is reported after its grant.
+ */
+static void
+watch_notify(struct core_table *table, struct core_entry *e, core_time now)
+{
+	struct core_link *l, *next;
+
+	for (l = e->watchers.next; l != &e->watchers; l = next) {
+		struct core_waiter *w = container_of(l, struct core_waiter,
+		    queue_link);
+		struct core_session *session = w->session;
+		uint64_t tag = w->tag;
+
+		next = l->next;
+		if (!table->rules->watch_fires(w->watch_fence, e->lock.fence))
+			continue;
+		waiter_remove(table, w);
+		watch_answer(table, e, session, tag, now);
+	}
+}
+
+/* What a new holder asked for, beside its lease. */
+struct hold_options {
+	bool onclose_release;
+	int64_t delay_ms;
+	uint8_t label_len;
+	const char *label;
+};
 
 /*
  * Hands the lock to a new holder through the rules' grant (the only place a
@@ -459,8 +571,9 @@ holding_ended(struct core_table *table, struct core_entry *e)
 static enum core_status
 grant_to(struct core_table *table, struct core_entry *e,
     struct core_session *session, uint64_t tag, int64_t lease_ms,
-    bool onclose_release, core_time enqueued_at, core_time now)
+    const struct hold_options *opt, core_time enqueued_at, core_time now)
 {
+	bool onclose_release = opt->onclose_release;
 	bool was_held = e->lock.fence != 0;
 	uint64_t secret = table->config.secret(table->config.secret_ctx);
 	enum core_status st;
@@ -479,6 +592,11 @@ grant_to(struct core_table *table, struct core_entry *e,
 		table->stats.held++;
 	table->stats.granted++;
 	e->granted_at = now;
+	e->cause = CORE_END_GRANTED;
+	e->lock.delay_ms = opt->delay_ms;
+	e->lock.label_len = opt->label_len;
+	if (opt->label_len > 0)   /* no label: label may be NULL */
+		memcpy(e->lock.label, opt->label, opt->label_len);
 	if (onclose_release && session != NULL) {
 		e->owner = session;
 		link_append(&session->onclose, &e->onclose_link);
@@ -492,6 +610,7 @@ grant_to(struct core_table *table, struct core_entry *e,
 	r.lease_ms = e->lock.lease_ms;
 	r.waited_ms = now - enqueued_at;
 	emit(table, CORE_REPLY_GRANTED, session, tag, e, &r);
+	watch_notify(table, e, now);
 	return CORE_OK;
 }
 
@@ -501,9 +620,14 @@ waiter_remove(struct core_table *table, struct core_waiter *w)
 	link_remove(&w->queue_link);
 	link_remove(&w->session_link);
 	timer_clear(table, &w->timer);
-	w->entry->queue_len--;
+	if (w->watch) {
+		w->entry->watch_len--;
+		table->stats.watches--;
+	} else {
+		w->entry->queue_len--;
+		table->stats.waiters--;
+	}
 	w->session->waiter_count--;
-	table->stats.waiters--;
 	entry_touch(table, w->entry);
 	waiter_free(table, w);
 }
@@ -515,10 +639,14 @@ waiter_time_out(struct core_table *table, struct core_waiter *w)
 	struct core_session *s = w->session;
 	struct core_entry *e = w->entry;
 	uint64_t tag = w->tag;
+	struct core_reply r;
 
+	memset(&r, 0, sizeof(r));
+	r.watch = w->watch;
+	if (!w->watch)
+		table->stats.timeouts++;
 	waiter_remove(table, w);
-	table->stats.timeouts++;
-	reply_simple(table, CORE_REPLY_TIMEOUT, s, tag, e);
+	emit(table, CORE_REPLY_TIMEOUT, s, tag, e, &r);
 }
 
 /* Grants a grantable lock to the head of its queue, as long as it stays
@@ -529,13 +657,21 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 {
 	struct core_waiter *w;
 
-	while (table->rules->decide(&e->lock, now) &&
+	while (grantable(table, e, now) &&
 	    (w = table->rules->next_waiter(e)) != NULL) {
 		struct core_session *s = w->session;
 		uint64_t tag = w->tag;
 		int64_t lease = w->lease_ms;
-		bool onclose = w->onclose_release;
+		struct hold_options opt;
+		char label[CORE_OWNER_MAX];
 		core_time since = w->enqueued_at;
+
+		/* The waiter is freed before the grant: keep what it asked. */
+		opt.onclose_release = w->onclose_release;
+		opt.delay_ms = w->delay_ms;
+		opt.label_len = w->label_len;
+		memcpy(label, w->label, w->label_len);
+		opt.label = label;
 
 		/* A wait that ended before now has timed out, whether or not
 		 * core_tick has run since.  At the deadline's own instant the
@@ -545,8 +681,10 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 			continue;
 		}
 		waiter_remove(table, w);
-		grant_to(table, e, s, tag, lease, onclose, since, now);
+		grant_to(table, e, s, tag, lease, &opt, since, now);
 	}
+	/* An end with nobody granted after it: report the free lock. */
+	watch_notify(table, e, now);
 }
 
 static void
@@ -567,14 +705,24 @@ report_end(struct core_table *table, enum core_reply_kind kind,
 static void
 reclaim(struct core_table *table, struct core_entry *e, core_time now)
 {
-	uint64_t fence = e->lock.fence;
+	struct core_lock ended = e->lock;
 
-	if (!table->rules->reclaim_if_expired(&e->lock, now))
-		return;
-	table->stats.reclaimed++;
-	report_end(table, CORE_EVENT_RECLAIMED, NULL, 0, e, fence, now);
-	holding_ended(table, e);
-	hand_off(table, e, now);
+	if (table->rules->reclaim_if_expired(&e->lock, now)) {
+		table->stats.reclaimed++;
+		report_end(table, CORE_EVENT_RECLAIMED, NULL, 0, e,
+		    ended.fence, now);
+		holding_ended(table, e, &ended, CORE_END_EXPIRED, now);
+		hand_off(table, e, now);
+	}
+	/* A lock-delay that has run out ends, and the lock goes on. */
+	if (e->delay_until != 0 &&
+	    !table->rules->delay_blocks(e->delay_until, now)) {
+		delay_set(table, e, 0);
+		if (e->lock.fence == 0)
+			timer_clear(table, &e->timer);
+		entry_dirty(table, e);
+		hand_off(table, e, now);
+	}
 }
 
 static bool
@@ -598,9 +746,9 @@ held_limit_hit(const struct core_table *table, const struct core_entry *e)
  */
 static bool
 take_if_free(struct core_table *table, struct core_session *session,
-    const char *name, size_t name_len, int64_t lease, bool onclose_release,
-    uint64_t tag, core_time now, struct core_entry **ep,
-    enum core_status *status)
+    const char *name, size_t name_len, int64_t lease,
+    const struct hold_options *opt, uint64_t tag, core_time now,
+    struct core_entry **ep, enum core_status *status)
 {
 	struct core_entry *e;
 
@@ -611,19 +759,54 @@ take_if_free(struct core_table *table, struct core_session *session,
 	}
 	reclaim(table, e, now);
 	*ep = e;
-	if (!link_empty(&e->queue) || !table->rules->decide(&e->lock, now))
+	if (!link_empty(&e->queue) || !grantable(table, e, now))
 		return false;
 	if (held_limit_hit(table, e)) {
 		reply_limit(table, session, tag, e, CORE_LIMIT_HELD);
 		*status = CORE_ERR_LIMIT;
 	} else {
-		*status = grant_to(table, e, session, tag, lease,
-		    onclose_release, now, now);
+		*status = grant_to(table, e, session, tag, lease, opt, now,
+		    now);
 	}
 	return true;
 }
 
 /* ---- operations ------------------------------------------------------- */
+
+/* ACQUIRE's and TRY's holder options, checked; false for a bad one. */
+static bool
+hold_options_get(const struct core_table *table,
+    const struct core_acquire_args *args, struct hold_options *opt)
+{
+	if (args->delay_ms < 0 || args->label_len > CORE_OWNER_MAX ||
+	    (args->label_len > 0 && args->label == NULL))
+		return false;
+	opt->onclose_release = args->onclose_release;
+	opt->delay_ms = args->delay_ms < table->config.max_lock_delay_ms ?
+	    args->delay_ms : table->config.max_lock_delay_ms;
+	opt->label_len = (uint8_t)args->label_len;
+	opt->label = args->label;
+	return true;
+}
+
+/* Is there room for one more waiter or WATCH of this session?  Replies
+ * LIMIT when not.  A pending WATCH counts as a waiter. */
+static bool
+waiter_room(struct core_table *table, struct core_session *session,
+    uint64_t tag, struct core_entry *e)
+{
+	if (table->config.max_waiters != 0 && table->stats.waiters +
+	    table->stats.watches >= table->config.max_waiters) {
+		reply_limit(table, session, tag, e, CORE_LIMIT_WAITERS);
+		return false;
+	}
+	if (table->config.max_waiters_per_session != 0 &&
+	    session->waiter_count >= table->config.max_waiters_per_session) {
+		reply_limit(table, session, tag, e, CORE_LIMIT_SESSION_WAITERS);
+		return false;
+	}
+	return true;
+}
 
 enum core_status
 core_acquire(struct core_table *table, struct core_session *session,
@@ -632,33 +815,27 @@ core_acquire(struct core_table *table, struct core_session *session,
 {
 	struct core_entry *e;
 	struct core_waiter *w;
+	struct hold_options opt;
 	enum core_status status;
 	int64_t lease;
 
 	if (!name_ok(name_len) ||
 	    core_lease_effective(&table->config, args->lease_ms, &lease) !=
-	    CORE_OK || args->wait_ms < CORE_WAIT_FOREVER) {
+	    CORE_OK || args->wait_ms < CORE_WAIT_FOREVER ||
+	    !hold_options_get(table, args, &opt)) {
 		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
 		return CORE_ERR_BADARG;
 	}
-	if (take_if_free(table, session, name, name_len, lease,
-	    args->onclose_release, tag, now, &e, &status))
+	if (take_if_free(table, session, name, name_len, lease, &opt, tag,
+	    now, &e, &status))
 		return status;
 	if (args->wait_ms == 0) {
 		table->stats.timeouts++;
 		reply_simple(table, CORE_REPLY_TIMEOUT, session, tag, e);
 		return CORE_OK;
 	}
-	if (table->config.max_waiters != 0 &&
-	    table->stats.waiters >= table->config.max_waiters) {
-		reply_limit(table, session, tag, e, CORE_LIMIT_WAITERS);
+	if (!waiter_room(table, session, tag, e))
 		return CORE_ERR_LIMIT;
-	}
-	if (table->config.max_waiters_per_session != 0 &&
-	    session->waiter_count >= table->config.max_waiters_per_session) {
-		reply_limit(table, session, tag, e, CORE_LIMIT_SESSION_WAITERS);
-		return CORE_ERR_LIMIT;
-	}
 	if (!heap_reserve(table, 1) ||
 	    (w = table->config.realloc(NULL, sizeof(*w))) == NULL) {
 		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
@@ -669,7 +846,11 @@ core_acquire(struct core_table *table, struct core_session *session,
 	w->session = session;
 	w->tag = tag;
 	w->lease_ms = lease;
-	w->onclose_release = args->onclose_release;
+	w->onclose_release = opt.onclose_release;
+	w->delay_ms = opt.delay_ms;
+	w->label_len = opt.label_len;
+	if (opt.label_len > 0)
+		memcpy(w->label, opt.label, opt.label_len);
 	w->enqueued_at = now;
 	w->timer.slot = CORE__HEAP_OUT;
 	w->timer.kind = TIMER_WAIT;
@@ -686,23 +867,33 @@ core_acquire(struct core_table *table, struct core_session *session,
 
 enum core_status
 core_try(struct core_table *table, struct core_session *session,
-    const char *name, size_t name_len, int64_t lease_ms,
-    bool onclose_release, uint64_t tag, core_time now)
+    const char *name, size_t name_len, const struct core_acquire_args *args,
+    uint64_t tag, core_time now)
 {
 	struct core_entry *e;
+	struct hold_options opt;
 	enum core_status status;
 	int64_t lease;
 
 	if (!name_ok(name_len) ||
-	    core_lease_effective(&table->config, lease_ms, &lease) != CORE_OK) {
+	    core_lease_effective(&table->config, args->lease_ms, &lease) !=
+	    CORE_OK || !hold_options_get(table, args, &opt)) {
 		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
 		return CORE_ERR_BADARG;
 	}
-	if (take_if_free(table, session, name, name_len, lease,
-	    onclose_release, tag, now, &e, &status))
+	if (take_if_free(table, session, name, name_len, lease, &opt, tag,
+	    now, &e, &status))
 		return status;
-	table->stats.unavailable++;
-	reply_simple(table, CORE_REPLY_HELD, session, tag, e);
+	{
+		struct core_lock_status st;
+		struct core_reply r;
+
+		table->stats.unavailable++;
+		status_fill(table, e, now, &st);
+		memset(&r, 0, sizeof(r));
+		r.status = &st;
+		emit(table, CORE_REPLY_HELD, session, tag, e, &r);
+	}
 	return CORE_OK;
 }
 
@@ -754,6 +945,7 @@ core_release(struct core_table *table, struct core_session *session,
 {
 	struct core_entry *e;
 	struct core_reply r;
+	struct core_lock ended;
 	uint64_t fence;
 
 	if (!name_ok(name_len)) {
@@ -763,6 +955,8 @@ core_release(struct core_table *table, struct core_session *session,
 	if ((e = entry_find(table, name, name_len)) != NULL)
 		reclaim(table, e, now);
 	fence = e != NULL ? e->lock.fence : 0;
+	if (e != NULL)
+		ended = e->lock;
 	if (e == NULL || !table->rules->release(&e->lock, handle)) {
 		memset(&r, 0, sizeof(r));
 		r.name = name;
@@ -772,8 +966,100 @@ core_release(struct core_table *table, struct core_session *session,
 	}
 	table->stats.released++;
 	report_end(table, CORE_REPLY_RELEASED, session, tag, e, fence, now);
-	holding_ended(table, e);
+	holding_ended(table, e, &ended, CORE_END_RELEASED, now);
 	hand_off(table, e, now);
+	return CORE_OK;
+}
+
+enum core_status
+core_force(struct core_table *table, struct core_session *session,
+    const char *name, size_t name_len, uint64_t fence, uint64_t tag,
+    core_time now)
+{
+	struct core_entry *e;
+	struct core_reply r;
+	struct core_lock ended;
+
+	if (!name_ok(name_len) || fence == 0 || fence > CORE_FENCE_MAX) {
+		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
+		return CORE_ERR_BADARG;
+	}
+	if ((e = entry_find(table, name, name_len)) != NULL)
+		reclaim(table, e, now);
+	if (e != NULL)
+		ended = e->lock;
+	if (e == NULL || !table->rules->force(&e->lock, fence)) {
+		memset(&r, 0, sizeof(r));
+		r.name = name;
+		r.name_len = name_len;
+		emit(table, CORE_REPLY_NOTHELD, session, tag, e, &r);
+		return CORE_OK;
+	}
+	table->stats.forced++;
+	report_end(table, CORE_REPLY_FORCED, session, tag, e, ended.fence,
+	    now);
+	holding_ended(table, e, &ended, CORE_END_FORCED, now);
+	hand_off(table, e, now);
+	return CORE_OK;
+}
+
+enum core_status
+core_watch(struct core_table *table, struct core_session *session,
+    const char *name, size_t name_len, bool has_fence, uint64_t fence,
+    int64_t wait_ms, uint64_t tag, core_time now)
+{
+	struct core_entry *e;
+	struct core_waiter *w;
+	uint64_t watched;
+
+	if (!name_ok(name_len) || wait_ms < CORE_WAIT_FOREVER ||
+	    (has_fence && fence > CORE_FENCE_MAX)) {
+		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
+		return CORE_ERR_BADARG;
+	}
+	if ((e = entry_get(table, name, name_len)) == NULL) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, NULL);
+		return CORE_ERR_NOMEM;
+	}
+	reclaim(table, e, now);
+	watched = has_fence ? fence : e->lock.fence;
+	/* Fires at once when the state already differs. */
+	if (table->rules->watch_fires(watched, e->lock.fence)) {
+		watch_answer(table, e, session, tag, now);
+		return CORE_OK;
+	}
+	if (wait_ms == 0) {
+		struct core_reply r;
+
+		memset(&r, 0, sizeof(r));
+		r.watch = true;
+		emit(table, CORE_REPLY_TIMEOUT, session, tag, e, &r);
+		return CORE_OK;
+	}
+	if (!waiter_room(table, session, tag, e))
+		return CORE_ERR_LIMIT;
+	if (!heap_reserve(table, 1) ||
+	    (w = table->config.realloc(NULL, sizeof(*w))) == NULL) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+		return CORE_ERR_NOMEM;
+	}
+	memset(w, 0, sizeof(*w));
+	w->entry = e;
+	w->session = session;
+	w->tag = tag;
+	w->watch = true;
+	w->watch_fence = watched;
+	w->enqueued_at = now;
+	w->timer.slot = CORE__HEAP_OUT;
+	w->timer.kind = TIMER_WAIT;
+	link_append(&e->watchers, &w->queue_link);
+	link_append(&session->waiters, &w->session_link);
+	e->watch_len++;
+	session->waiter_count++;
+	table->stats.watches++;
+	if (wait_ms > 0)
+		timer_set(table, &w->timer, now > CORE_NEVER - wait_ms ?
+		    CORE_NEVER - 1 : now + wait_ms);
 	return CORE_OK;
 }
 
@@ -787,12 +1073,7 @@ core_status(struct core_table *table, const char *name, size_t name_len,
 	if (e == NULL)
 		return;
 	reclaim(table, e, now);
-	status->queue = e->queue_len;
-	if (e->lock.fence != 0) {
-		status->held = true;
-		status->fence = e->lock.fence;
-		status->ttl_ms = e->lock.expiry - now;
-	}
+	status_fill(table, e, now, status);
 }
 
 /* Releases a lease because its onclose session went away. */
@@ -800,6 +1081,7 @@ static void
 release_onclose(struct core_table *table, struct core_entry *e, core_time now)
 {
 	struct core_handle h = { e->lock.fence, e->lock.secret };
+	struct core_lock ended = e->lock;
 
 	if (!table->rules->release(&e->lock, h)) {
 		unbind_owner(e);
@@ -808,7 +1090,7 @@ release_onclose(struct core_table *table, struct core_entry *e, core_time now)
 	table->stats.released_onclose++;
 	report_end(table, CORE_EVENT_RELEASED_ONCLOSE, NULL, 0, e, h.fence,
 	    now);
-	holding_ended(table, e);
+	holding_ended(table, e, &ended, CORE_END_CLOSED, now);
 	hand_off(table, e, now);
 }
 
@@ -872,6 +1154,49 @@ core_tick(struct core_table *table, core_time now)
 	return core_next_deadline(table);
 }
 
+/* ---- listing ---------------------------------------------------------- */
+
+static bool
+has_prefix(const struct core_entry *e, const char *prefix, size_t len)
+{
+	return e->name_len >= len && memcmp(e->name, prefix, len) == 0;
+}
+
+const struct core_entry *
+core_list_first(const struct core_table *table, const char *prefix,
+    size_t prefix_len, const char *after, size_t after_len)
+{
+	const struct core_entry *e;
+
+	/* The names with a prefix are one run of the order, starting at
+	 * the prefix itself: seek past whichever of it and `after` comes
+	 * later. */
+	if (after_len > 0 && core__order_compare(after, after_len, prefix,
+	    prefix_len) >= 0)
+		e = core__order_seek(table->order_root, after, after_len,
+		    false);
+	else
+		e = core__order_seek(table->order_root, prefix, prefix_len,
+		    true);
+	return e != NULL && has_prefix(e, prefix, prefix_len) ? e : NULL;
+}
+
+const struct core_entry *
+core_list_next(const struct core_table *table, const struct core_entry *e,
+    const char *prefix, size_t prefix_len)
+{
+	e = core__order_seek(table->order_root, e->name, e->name_len, false);
+	return e != NULL && has_prefix(e, prefix, prefix_len) ? e : NULL;
+}
+
+bool
+core_list_status(const struct core_table *table, const struct core_entry *e,
+    core_time now, struct core_lock_status *status)
+{
+	status_fill(table, e, now, status);
+	return status->held || status->queue > 0 || status->delay_ms > 0;
+}
+
 /* ---- durability ------------------------------------------------------- */
 
 size_t
@@ -889,19 +1214,26 @@ core_table_changes(struct core_table *table,
 		e->changed_next = NULL;
 		if (e->flags & ENTRY_DIRTY) {
 			struct core_record rec;
+			bool kept = e->lock.fence != 0 || e->delay_until != 0;
+
 			memset(&rec, 0, sizeof(rec));
+			rec.delay_until = e->delay_until;
 			if (e->lock.fence != 0) {
 				rec.fence = e->lock.fence;
 				rec.secret = e->lock.secret;
 				rec.expiry = e->lock.expiry;
 				rec.lease_ms = e->lock.lease_ms;
+				rec.delay_ms = e->lock.delay_ms;
+				rec.label_len = e->lock.label_len;
+				memcpy(rec.label, e->lock.label,
+				    e->lock.label_len);
 				rec.onclose_release = e->owner != NULL;
 				rec.owner_id = e->owner != NULL ?
 				    e->owner->id : 0;
 			}
 			if (record != NULL)
 				record(ctx, e->name, e->name_len,
-				    e->lock.fence != 0 ? &rec : NULL);
+				    kept ? &rec : NULL);
 			n++;
 		}
 		e->flags = 0;
@@ -940,14 +1272,19 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	 * nobody waiting is dropped by the next core_table_changes. */
 	entry_touch(table, e);
 
+	/* The name's lock-delay, whoever holds it. */
+	delay_set(table, e, rec != NULL ? rec->delay_until : 0);
 	if (rec == NULL || rec->fence == 0) {
 		if (e->lock.fence != 0) {
 			unbind_owner(e);
-			timer_clear(table, &e->timer);
 			table->stats.held--;
 			memset(&e->lock, 0, sizeof(e->lock));
 		}
+		timer_clear(table, &e->timer);
+		if (e->delay_until != 0)
+			timer_set(table, &e->timer, e->delay_until);
 		hand_off(table, e, now);
+		reclaim(table, e, now);
 		return CORE_OK;
 	}
 
@@ -956,6 +1293,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		/* The same holder (a renewal rolled back): keep its binding. */
 		e->lock.expiry = rec->expiry;
 		e->lock.lease_ms = rec->lease_ms;
+		e->lock.delay_ms = rec->delay_ms;
 	} else {
 		if (e->lock.fence != 0)
 			unbind_owner(e);
@@ -965,6 +1303,10 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		e->lock.secret = rec->secret;
 		e->lock.expiry = rec->expiry;
 		e->lock.lease_ms = rec->lease_ms;
+		e->lock.delay_ms = rec->delay_ms;
+		e->lock.label_len = rec->label_len <= CORE_OWNER_MAX ?
+		    rec->label_len : 0;
+		memcpy(e->lock.label, rec->label, e->lock.label_len);
 		/* The record keeps no grant time; its last grant or renewal
 		 * is the closest it tells, and no later than now. */
 		e->granted_at = rec->expiry - rec->lease_ms < now ?

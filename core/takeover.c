@@ -7,8 +7,12 @@
 
 void
 core_takeover_record(struct core_record *rec, core_time now,
-    int64_t leader_lease_ms)
+    int64_t leader_lease_ms, int64_t max_delay_ms)
 {
+	if (rec->delay_until != 0)
+		rec->delay_until = now + max_delay_ms + leader_lease_ms;
+	if (rec->fence == 0)
+		return;   /* a free name in lock-delay: no lease */
 	rec->expiry = now + rec->lease_ms + leader_lease_ms;
 	rec->onclose_release = false;
 	rec->owner_id = 0;

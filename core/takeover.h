@@ -17,8 +17,13 @@
  * leader would have ended it.  An onclose=release lease becomes an
  * ordinary one: its connection was to the old leader, and is gone.
  * Fence, secret and lease are kept: every handle stays good.
+ *
+ * A running lock-delay (rec->delay_until set) is a clock reading too, and
+ * how much of it is left is not known: it runs again from now for
+ * max_delay_ms (--max-lock-delay, the longest any delay can be) plus
+ * leader_lease_ms, so it never ends earlier than on the old leader.
  */
 void core_takeover_record(struct core_record *rec, core_time now,
-    int64_t leader_lease_ms);
+    int64_t leader_lease_ms, int64_t max_delay_ms);
 
 #endif

@@ -45,6 +45,8 @@ static const struct option options[] = {
 	  "D          lease when none is asked for (default 30s)" },
 	{ "max-lease", NUM(K_DURATION, max_lease_ms),
 	  "D          longest lease; longer ones are capped (default 5m)" },
+	{ "max-lock-delay", NUM(K_DURATION, max_lock_delay_ms),
+	  "D          longest lock-delay; longer ones are capped (default 1m)" },
 	{ "max-connections", NUM(K_U32, max_connections),
 	  "N          concurrent connections (default 10000)" },
 	{ "max-line", NUM(K_SIZE, max_line),
@@ -449,6 +451,7 @@ defaults(struct config *cfg)
 		    CONFIG_DEFAULT_DATA_DIR);
 	cfg->default_lease_ms = 0;   /* not set: 30 s, capped to max-lease */
 	cfg->max_lease_ms = (int64_t)5 * 60 * 1000;
+	cfg->max_lock_delay_ms = (int64_t)60 * 1000;
 	cfg->max_connections = CONFIG_DEFAULT_MAX_CONNECTIONS;
 	cfg->max_line = PROTO_LINE_MAX_DEFAULT;
 	cfg->max_output = SERVICE_MAX_OUTPUT_DEFAULT;

@@ -24,7 +24,7 @@
 /* The map that --max-held locks of 255-byte names need in the worst case
  * (store_lmdb_map_needed: about 4.1 GB for a million); only the pages
  * used take room on disk. */
-#define CONFIG_DEFAULT_MAP_SIZE ((size_t)4 << 30)     /* 4 GiB */
+#define CONFIG_DEFAULT_MAP_SIZE ((size_t)8 << 30)     /* 8 GiB */
 #define CONFIG_DEFAULT_UNIX_MODE 0660
 #define CONFIG_DEFAULT_CLUSTER "lockd"
 /* --max-line's bounds; its default is PROTO_LINE_MAX_DEFAULT, and
@@ -42,6 +42,7 @@ struct config {
 	char config_file[4096];
 	int64_t default_lease_ms;
 	int64_t max_lease_ms;
+	int64_t max_lock_delay_ms;   /* --max-lock-delay, default 1m */
 	uint32_t max_connections;
 	size_t max_line;
 	size_t max_output;

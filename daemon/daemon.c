@@ -243,6 +243,7 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	service_config_defaults(&scfg);
 	scfg.core.default_lease_ms = cfg.default_lease_ms;
 	scfg.core.max_lease_ms = cfg.max_lease_ms;
+	scfg.core.max_lock_delay_ms = cfg.max_lock_delay_ms;
 	scfg.core.max_held = cfg.max_held;
 	scfg.core.max_waiters = cfg.max_waiters;
 	scfg.core.max_waiters_per_session = cfg.max_conn_waiters;

@@ -25,6 +25,33 @@ format_record_encode(const struct core_record *rec, const uint8_t boot_id[16],
 	bytes_put_le64(out + 32, (uint64_t)rec->expiry);
 	bytes_put_le64(out + 40, (uint64_t)(wall_now + (rec->expiry - now)));
 	memcpy(out + 48, boot_id, 16);
+	bytes_put_le64(out + 64, (uint64_t)rec->delay_ms);
+	if (rec->delay_until != 0) {
+		bytes_put_le64(out + 72, (uint64_t)rec->delay_until);
+		bytes_put_le64(out + 80,
+		    (uint64_t)(wall_now + (rec->delay_until - now)));
+	}
+	if (rec->label_len <= CORE_OWNER_MAX) {
+		out[88] = rec->label_len;
+		memcpy(out + 96, rec->label, rec->label_len);
+	}
+}
+
+/* An instant of the record at boot-clock offset `at` (wall clock at
+ * at + 8) in this boot's terms, capped at now + cap. */
+static core_time
+instant_decode(const unsigned char *p, size_t at, bool same_boot,
+    core_time now, int64_t wall_now, int64_t cap)
+{
+	core_time t;
+
+	if (same_boot) {
+		t = (core_time)bytes_get_le64(p + at);
+	} else {
+		int64_t left = (int64_t)bytes_get_le64(p + at + 8) - wall_now;
+		t = now + (left < 0 ? 0 : left);
+	}
+	return t > now + cap ? now + cap : t;
 }
 
 bool
@@ -33,10 +60,13 @@ format_record_decode(const void *val, size_t len, const uint8_t boot_id[16],
     struct core_record *rec)
 {
 	const unsigned char *p = val;
+	bool same_boot, v2;
 
-	if (len != FORMAT_RECORD_SIZE || p[0] != FORMAT_RECORD_VERSION)
+	v2 = len == FORMAT_RECORD_SIZE && p[0] == FORMAT_RECORD_VERSION;
+	if (!v2 && (len != FORMAT_RECORD_V1_SIZE || p[0] != FORMAT_RECORD_V1))
 		return false;
 	memset(rec, 0, sizeof(*rec));
+	same_boot = memcmp(p + 48, boot_id, 16) == 0;
 	rec->onclose_release = (p[1] & 1) != 0;
 	if (rec->onclose_release) {
 		unsigned char id[8] = { 0 };
@@ -46,16 +76,32 @@ format_record_decode(const void *val, size_t len, const uint8_t boot_id[16],
 	rec->fence = bytes_get_le64(p + 8);
 	rec->secret = bytes_get_le64(p + 16);
 	rec->lease_ms = (int64_t)bytes_get_le64(p + 24);
-	if (rec->fence == 0 || rec->fence > CORE_FENCE_MAX)
+	if (rec->fence > CORE_FENCE_MAX)
 		return false;
-	if (memcmp(p + 48, boot_id, 16) == 0) {
-		rec->expiry = (core_time)bytes_get_le64(p + 32);
-	} else {
-		int64_t left = (int64_t)bytes_get_le64(p + 40) - wall_now;
-		rec->expiry = now + (left < 0 ? 0 : left);
+	if (v2) {
+		rec->delay_ms = (int64_t)bytes_get_le64(p + 64);
+		if (bytes_get_le64(p + 72) != 0 || bytes_get_le64(p + 80) != 0) {
+			rec->delay_until = instant_decode(p, 72, same_boot,
+			    now, wall_now, max_lease_ms);
+			/* 0 means none: a delay due now ends now + 1. */
+			if (rec->delay_until <= 0)
+				rec->delay_until = 1;
+		}
+		if (p[88] > CORE_OWNER_MAX || rec->delay_ms < 0)
+			return false;
+		rec->label_len = p[88];
+		memcpy(rec->label, p + 96, rec->label_len);
 	}
-	if (rec->expiry > now + max_lease_ms)
-		rec->expiry = now + max_lease_ms;
+	/* No holder: only a name in lock-delay has a record. */
+	if (rec->fence == 0) {
+		core_time until = rec->delay_until;
+
+		memset(rec, 0, sizeof(*rec));
+		rec->delay_until = until;
+		return until != 0;
+	}
+	rec->expiry = instant_decode(p, 32, same_boot, now, wall_now,
+	    max_lease_ms);
 	return true;
 }
 

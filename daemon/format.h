@@ -17,7 +17,8 @@
 #include "core/core.h"
 
 /*
- * The lease record, version 1: 64 bytes.
+ * The lease record, version 2: 160 bytes; version 1 (64 bytes) is still
+ * read, as a record with no owner label and no lock-delay.
  *
  *    0  version (1)
  *    1  flags: bit 0, onclose=release
@@ -28,13 +29,26 @@
  *   24  lease, ms
  *   32  expiry on the boot clock, ms
  *   40  expiry on the wall clock, ms since the epoch
- *   48  boot id, 16 bytes: the boot whose clock bytes 32..39 are on
+ *   48  boot id, 16 bytes: the boot whose clock bytes 32..39 and
+ *       72..79 are on
+ * version 2 adds:
+ *   64  the holder's lock-delay, ms
+ *   72  the name's lock-delay ends, on the boot clock, ms (0: none)
+ *   80  the same on the wall clock, ms since the epoch (0: none)
+ *   88  owner label length, 0..64
+ *   89  7 bytes of zeros
+ *   96  owner label, 64 bytes, zero-padded
  *
- * A record of another version or size is unreadable: recovery stops
- * rather than guess (a newer lockd's data in an older one).
+ * Fence 0 (no holder) is valid only in version 2 with a lock-delay
+ * running: a free name in lock-delay, whose record keeps the delay across
+ * kill -9 and power loss.  A record of another version or size is
+ * unreadable: recovery stops rather than guess (a newer lockd's data in
+ * an older one).
  */
-#define FORMAT_RECORD_VERSION 1
-#define FORMAT_RECORD_SIZE 64
+#define FORMAT_RECORD_VERSION 2
+#define FORMAT_RECORD_SIZE 160
+#define FORMAT_RECORD_V1 1
+#define FORMAT_RECORD_V1_SIZE 64
 
 void format_record_encode(const struct core_record *rec,
     const uint8_t boot_id[16], core_time now, int64_t wall_now,
@@ -43,7 +57,8 @@ void format_record_encode(const struct core_record *rec,
  * Decodes a record into the core's terms; false when it is unreadable.
  * Within the boot that wrote it the boot-clock expiry stands, untouched by
  * wall-clock steps; after a reboot only the wall-clock expiry is known,
- * and no lease may then run longer than max_lease_ms from now.
+ * and no lease may then run longer than max_lease_ms from now.  A name's
+ * lock-delay is read the same way, under the same cap.
  */
 bool format_record_decode(const void *val, size_t len,
     const uint8_t boot_id[16], int64_t max_lease_ms, core_time now,

@@ -1,7 +1,9 @@
 /*
  * http.c - the metrics endpoint: just enough HTTP/1.x to answer
  * `GET /metrics` with the Prometheus text format on the lock service's own
- * event loop.  One request per connection (Connection: close).  Any other
+ * event loop, and the health checks of load balancers and watchdogs:
+ * `/healthz` (200 while the loop answers) and `/readyz` (200 while locks
+ * are served - recovery done - else 503).  One request per connection (Connection: close).  Any other
  * path is 404, any other method 405; a malformed request, one larger than
  * HTTP_MAX_REQUEST or one not complete within HTTP_TIMEOUT_MS is answered
  * 400 (or dropped) and closed.  Nothing here touches the lock table but
@@ -98,6 +100,17 @@ respond_text(struct http_conn *c, int code, const char *reason,
 	    strlen(text));
 }
 
+/* Is the request target [target, target + len) this path, with or
+ * without a query? */
+static bool
+path_is(const char *target, size_t len, const char *path)
+{
+	size_t n = strlen(path);
+
+	return len >= n && memcmp(target, path, n) == 0 &&
+	    (len == n || target[n] == '?');
+}
+
 /* Looks at a complete request head: request line, then headers. */
 static void
 handle(struct http_conn *c, size_t head_len)
@@ -127,9 +140,23 @@ handle(struct http_conn *c, size_t head_len)
 		respond_text(c, 405, "Method Not Allowed", "only GET\n");
 		return;
 	}
+	if (path_is(sp1 + 1, (size_t)(sp2 - sp1 - 1), "/healthz")) {
+		respond_text(c, 200, "OK", p[0] == 'H' ? "" : "ok\n");
+		return;
+	}
+	if (path_is(sp1 + 1, (size_t)(sp2 - sp1 - 1), "/readyz")) {
+		if (service_ready(c->http->svc))
+			respond_text(c, 200, "OK", p[0] == 'H' ? "" :
+			    "ready\n");
+		else
+			respond_text(c, 503, "Service Unavailable",
+			    p[0] == 'H' ? "" : "not serving locks\n");
+		return;
+	}
 	if (!(sp2 - sp1 - 1 == 8 && memcmp(sp1 + 1, "/metrics", 8) == 0) &&
 	    !(sp2 - sp1 - 1 > 8 && memcmp(sp1 + 1, "/metrics?", 9) == 0)) {
-		respond_text(c, 404, "Not Found", "not found; try /metrics\n");
+		respond_text(c, 404, "Not Found",
+		    "not found; try /metrics, /healthz or /readyz\n");
 		return;
 	}
 	service_render_metrics(c->http->svc, &t);

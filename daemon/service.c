@@ -142,7 +142,7 @@ slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
 	s->depends = 0;
 	s->resolved = false;
 	s->len = 0;
-	s->cap = (uint16_t)cap;
+	s->cap = (uint32_t)cap;
 	if (conn->slots_tail != NULL)
 		conn->slots_tail->next = s;
 	else
@@ -191,7 +191,7 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 		return;
 	}
 	memcpy(s->text, text, len);
-	s->len = (uint16_t)len;
+	s->len = (uint32_t)len;
 	s->batch = batch;
 	s->depends = depends;
 	s->resolved = true;
@@ -290,6 +290,62 @@ reply_error(struct service *svc, const struct core_reply *r,
 }
 
 /*
+ * Appends protocol v2's optional STATUS fields (owner=, delay=) to a reply
+ * line of n bytes ending in CRLF; returns the new length.  The line keeps
+ * its CRLF; a field that would not fit is left out (never the case below
+ * PROTO_REPLY_MAX: 64 + 20 bytes more at most).
+ */
+static size_t
+append_status_fields(char *line, size_t n, size_t cap,
+    const struct core_lock_status *st)
+{
+	char extra[CORE_OWNER_MAX + 48];
+	int k = 0;
+
+	if (n < 2)
+		return n;
+	if (st->held && st->label_len > 0)
+		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
+		    " owner=%.*s", (int)st->label_len, st->label);
+	if (st->delay_ms > 0)
+		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
+		    " delay=%lld", (long long)st->delay_ms);
+	if (k <= 0 || n + (size_t)k > cap)
+		return n;
+	memcpy(line + n - 2, extra, (size_t)k);
+	line[n - 2 + (size_t)k] = '\r';
+	line[n - 1 + (size_t)k] = '\n';
+	return n + (size_t)k;
+}
+
+/*
+ * A STATUS line with all its fields under another keyword (LOCK for LIST,
+ * CHANGED for WATCH, STATUS itself); returns its length, 0 when it does
+ * not fit.
+ */
+static size_t
+format_status_line(char *line, size_t cap, const char *keyword,
+    const char *name, size_t name_len, const struct core_lock_status *st)
+{
+	size_t n = proto_format_status(line, cap, name, name_len, st->held,
+	    st->fence, st->ttl_ms, st->queue);
+	size_t k = strlen(keyword), i;
+
+	if (n < 6 || n - 6 + k > cap)
+		return 0;
+	memmove(line + k, line + 6, n - 6);
+	for (i = 0; i < k; i++)   /* the keyword, without its NUL */
+		line[i] = keyword[i];
+	n = n - 6 + k;
+	return append_status_fields(line, n, cap, st);
+}
+
+/* WATCH's cause= words, by enum core_end. */
+static const char *const watch_causes[] = {
+	"none", "granted", "released", "expired", "closed", "forced"
+};
+
+/*
  * The core's sink: every answer and event of the lock table comes here,
  * and each kind is observed (metrics, the log) and then answered in its
  * one case.
@@ -345,9 +401,43 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		return;
 	case CORE_REPLY_HELD:
 		n = proto_format_held(line, sizeof(line), r->name, r->name_len);
+		if (r->status != NULL && r->status->delay_ms > 0) {
+			struct core_lock_status only = *r->status;
+
+			only.label_len = 0;   /* HELD shows delay= alone */
+			n = append_status_fields(line, n, sizeof(line), &only);
+		}
 		reply(svc, r, false, line, n);
 		return;
+	case CORE_REPLY_FORCED:
+		/* Durable before the reply, like a grant. */
+		log_event(LOG_WARN, "force", "name=%s fence=%llu",
+		    log_value(shown, r->name, r->name_len),
+		    (unsigned long long)r->fence);
+		n = proto_format_released(line, sizeof(line), r->name,
+		    r->name_len);
+		reply(svc, r, true, line, n);
+		return;
+	case CORE_REPLY_CHANGED: {
+		const struct core_lock_status *st = r->status;
+		int k;
+
+		n = format_status_line(line, sizeof(line), "CHANGED", r->name,
+		    r->name_len, st);
+		k = snprintf(line + n - 2, sizeof(line) - n + 2,
+		    " cause=%s\r\n", (unsigned)st->cause < 6 ?
+		    watch_causes[st->cause] : "none");
+		if (k > 0 && n - 2 + (size_t)k < sizeof(line))
+			n = n - 2 + (size_t)k;
+		reply(svc, r, false, line, n);
+		return;
+	}
 	case CORE_REPLY_TIMEOUT:
+		if (r->watch) {
+			reply_error(svc, r, PROTO_ERR_TIMEOUT,
+			    "no change within wait");
+			return;
+		}
 		reply_error(svc, r, PROTO_ERR_TIMEOUT, conn_of(r)->input_ended ?
 		    "input ended before the lock was granted; the waiter "
 		    "left the queue" : "lock not acquired within wait");
@@ -388,6 +478,15 @@ on_core_reply(void *ctx, const struct core_reply *r)
 
 /* ---- commands --------------------------------------------------------- */
 
+static size_t
+output_room(const struct service *svc, const struct service_conn *conn)
+{
+	size_t used = conn->out.len + conn->slots_bytes;
+
+	return used < svc->config.max_output ? svc->config.max_output - used :
+	    0;
+}
+
 /* Room for PONG and BYE; for STATS' fields (service_stats has 18) and its
  * line (about 40 bytes a field). */
 #define SHORT_REPLY_MAX 16
@@ -402,6 +501,9 @@ cmd_acquire(struct service *svc, struct service_conn *conn,
 		.lease_ms = req->has_lease ? req->lease_ms : 0,
 		.wait_ms = req->has_wait ? req->wait_ms : CORE_WAIT_FOREVER,
 		.onclose_release = req->onclose == PROTO_ONCLOSE_RELEASE,
+		.delay_ms = req->has_delay ? req->delay_ms : 0,
+		.label = req->owner,
+		.label_len = req->owner_len,
 	};
 
 	core_acquire(&svc->table, &conn->session, req->name, req->name_len,
@@ -412,9 +514,16 @@ static void
 cmd_try(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
+	struct core_acquire_args args = {
+		.lease_ms = req->has_lease ? req->lease_ms : 0,
+		.onclose_release = req->onclose == PROTO_ONCLOSE_RELEASE,
+		.delay_ms = req->has_delay ? req->delay_ms : 0,
+		.label = req->owner,
+		.label_len = req->owner_len,
+	};
+
 	core_try(&svc->table, &conn->session, req->name, req->name_len,
-	    req->has_lease ? req->lease_ms : 0,
-	    req->onclose == PROTO_ONCLOSE_RELEASE, seq, now);
+	    &args, seq, now);
 }
 
 static struct core_handle
@@ -451,8 +560,116 @@ cmd_status(struct service *svc, struct service_conn *conn,
 	core_status(&svc->table, req->name, req->name_len, now, &st);
 	n = proto_format_status(line, sizeof(line), req->name, req->name_len,
 	    st.held, st.fence, st.ttl_ms, st.queue);
+	n = append_status_fields(line, n, sizeof(line), &st);
 	answer(svc, conn, seq, 0, service__inflight_depends(svc, req->name,
 	    req->name_len), line, n);
+}
+
+/* FORCE <name> <fence>: RELEASED once durable, or NOTHELD. */
+static void
+cmd_force(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	core_force(&svc->table, &conn->session, req->name, req->name_len,
+	    req->fence, seq, now);
+}
+
+/* CHECK <name> <fence>: CURRENT when a live holder has it, else STALE. */
+static void
+cmd_check(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	struct core_lock_status st;
+	char line[PROTO_REPLY_MAX];
+	int n;
+
+	core_status(&svc->table, req->name, req->name_len, now, &st);
+	if (st.held && st.fence == req->fence)
+		n = snprintf(line, sizeof(line), "CURRENT %.*s fence=%llu "
+		    "ttl=%lld\r\n", (int)req->name_len, req->name,
+		    (unsigned long long)st.fence, (long long)st.ttl_ms);
+	else
+		n = snprintf(line, sizeof(line), "STALE %.*s fence=%llu\r\n",
+		    (int)req->name_len, req->name,
+		    (unsigned long long)(st.held ? st.fence : 0));
+	answer(svc, conn, seq, 0, service__inflight_depends(svc, req->name,
+	    req->name_len), line, (size_t)n);
+}
+
+/* WATCH <name> [fence=] [wait=]: a long poll the core answers once. */
+static void
+cmd_watch(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	core_watch(&svc->table, &conn->session, req->name, req->name_len,
+	    req->has_fence, req->fence,
+	    req->has_wait ? req->wait_ms : CORE_WAIT_FOREVER, seq, now);
+}
+
+/*
+ * LIST [prefix=] [after=] [limit=]: the locks that exist, in bytewise name
+ * order through the table's ordered index (no scan of other names), one
+ * LOCK line each, then END count= [next=].  The reply is built whole and
+ * delivered as one, so no other reply comes between its lines.  It is
+ * bounded twice: by limit (at most 1000 lines of at most PROTO_REPLY_MAX
+ * bytes) and by the room left under the connection's output cap - a LIST
+ * that would overflow it ends early with next=, and the client pages on.
+ */
+static void
+cmd_list(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	const char *prefix = req->prefix_len > 0 ? req->prefix : "";
+	uint32_t limit = req->has_limit ? req->limit :
+	    PROTO_LIST_LIMIT_DEFAULT, count = 0;
+	size_t room = output_room(svc, conn), n;
+	const struct core_entry *e, *last = NULL;
+	struct service_buf text = { 0 };
+	struct core_lock_status st;
+	char line[PROTO_REPLY_MAX];
+	uint64_t depends = 0, d;
+	bool more = false;
+	int k;
+
+	/* Leases that ended are reclaimed first, as every command does for
+	 * its own name, so no expired holder is listed. */
+	core_tick(&svc->table, now);
+	for (e = core_list_first(&svc->table, prefix, req->prefix_len,
+	    req->after, req->after_len); e != NULL;
+	    e = core_list_next(&svc->table, e, prefix, req->prefix_len)) {
+		if (!core_list_status(&svc->table, e, now, &st))
+			continue;
+		if (count == limit || (count > 0 &&
+		    text.len + (size_t)2 * PROTO_REPLY_MAX > room)) {
+			more = true;
+			break;
+		}
+		n = format_status_line(line, sizeof(line), "LOCK", e->name,
+		    e->name_len, &st);
+		if (n == 0 || !buf_append(&text, line, n))
+			goto nomem;
+		d = service__inflight_depends(svc, e->name, e->name_len);
+		if (d > depends)
+			depends = d;
+		last = e;
+		count++;
+	}
+	/* more: a lock was listed before the one left out, so last is set. */
+	if (more && last != NULL)
+		k = snprintf(line, sizeof(line), "END count=%u next=%.*s\r\n",
+		    (unsigned)count, (int)last->name_len, last->name);
+	else
+		k = snprintf(line, sizeof(line), "END count=%u\r\n",
+		    (unsigned)count);
+	if (k <= 0 || !buf_append(&text, line, (size_t)k))
+		goto nomem;
+	answer(svc, conn, seq, 0, depends, text.data, text.len);
+	buf_free(&text);
+	return;
+nomem:
+	buf_free(&text);
+	answer_error(svc, conn, seq, 0, 0, PROTO_ERR_UNAVAILABLE,
+	    "out of memory");
 }
 
 static void
@@ -526,6 +743,10 @@ static const command_handler commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_QUIT] = cmd_quit,
 	[PROTO_CMD_HELP] = cmd_help,
 	[PROTO_CMD_STATS] = cmd_stats,
+	[PROTO_CMD_FORCE] = cmd_force,
+	[PROTO_CMD_CHECK] = cmd_check,
+	[PROTO_CMD_WATCH] = cmd_watch,
+	[PROTO_CMD_LIST] = cmd_list,
 };
 
 /*
@@ -767,6 +988,12 @@ service_count_refused_connection(struct service *svc, bool at_limit)
 	svc->stats.protocol_errors[PROTO_ERR_LIMIT]++;
 }
 
+bool
+service_ready(const struct service *svc)
+{
+	return svc->serving;
+}
+
 uint64_t
 service_held_count(const struct service *svc)
 {
@@ -851,11 +1078,14 @@ load_record(void *ctx, const char *name, size_t name_len, const void *val,
 	}
 	if (l->svc->config.takeover_lease_ms > 0)
 		core_takeover_record(&it->rec, l->now,
-		    l->svc->config.takeover_lease_ms);
-	l->rec->leases++;
-	if (it->rec.onclose_release)
+		    l->svc->config.takeover_lease_ms,
+		    l->svc->config.core.max_lock_delay_ms);
+	/* A free name in lock-delay has a record but no lease. */
+	if (it->rec.fence != 0)
+		l->rec->leases++;
+	if (it->rec.fence != 0 && it->rec.onclose_release)
 		l->rec->onclose++;
-	else if (it->rec.expiry <= l->now)
+	else if (it->rec.fence != 0 && it->rec.expiry <= l->now)
 		l->rec->expired++;
 	memcpy(l->names[l->n], name, name_len);
 	it->name = l->names[l->n];
@@ -932,6 +1162,7 @@ service_open(struct service *svc, const struct service_config *config,
 		store_batch_free(&svc->batch);
 		return -1;
 	}
+	svc->serving = true;
 	return 0;
 }
 
@@ -940,6 +1171,7 @@ service_shutdown(struct service *svc)
 {
 	struct core_link *l;
 
+	svc->serving = false;
 	for (l = svc->conns.next; l != &svc->conns; l = l->next) {
 		struct service_conn *conn = container_of(l,
 		    struct service_conn, all_link);
@@ -974,6 +1206,9 @@ service_counters(const struct service *svc, struct service_counters *out)
 	out->renewed = c->renewed - u->renewed;
 	out->conflicts = c->conflicts - u->conflicts;
 	out->released_onclose = c->released_onclose;
+	out->forced = c->forced;
+	out->delayed = c->delayed;
+	out->watches = c->watches;
 	out->limit_hits = 0;
 	for (i = 0; i < METRICS_LIMIT_COUNT; i++)
 		out->limit_hits += svc->metrics.limit_hits[i];
@@ -1005,6 +1240,9 @@ service_stats(struct service *svc, struct proto_stat *stats, size_t cap)
 		{ "commit_failures", svc->stats.commit_failures },
 		{ "commit_records", svc->stats.commit_records },
 		{ "fence_hwm", svc->table.hwm },
+		{ "forced", n.forced },
+		{ "delayed", n.delayed },
+		{ "watches", n.watches },
 	};
 	size_t count = sizeof(all) / sizeof(all[0]);
 

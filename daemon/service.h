@@ -168,6 +168,8 @@ struct service {
 	struct store_stats store_stats;  /* as of the last commit's end */
 	struct metrics metrics;
 	char error[256];
+	/* Recovery is done and locks are served (/readyz). */
+	bool serving;
 };
 
 /* Fills in the defaults (PROTO_LINE_MAX_DEFAULT, SERVICE_MAX_OUTPUT_DEFAULT). */
@@ -296,6 +298,9 @@ void service_for_each_conn(struct service *svc,
  * connections, not a stop). */
 void service_count_refused_connection(struct service *svc, bool at_limit);
 
+/* Whether this lockd serves locks now - recovery done - for /readyz. */
+bool service_ready(const struct service *svc);
+
 /* The locks held now (for the startup log and READY status). */
 uint64_t service_held_count(const struct service *svc);
 
@@ -313,6 +318,9 @@ void service_render_metrics(struct service *svc, struct metrics_text *t);
 struct service_counters {
 	uint64_t granted, timeouts, released, reclaimed, unavailable, renewed,
 	    conflicts, released_onclose, limit_hits;
+	uint64_t forced;       /* holders freed by FORCE */
+	uint64_t delayed;      /* names in lock-delay now (a gauge) */
+	uint64_t watches;      /* WATCHes pending now (a gauge) */
 };
 void service_counters(const struct service *svc, struct service_counters *out);
 

@@ -221,7 +221,7 @@ fail_replies(struct service *svc, uint64_t batch)
 			    (s->batch != batch && s->depends != batch))
 				continue;
 			untell(svc, s->text, s->len);
-			s->len = (uint16_t)proto_format_error(s->text,
+			s->len = (uint32_t)proto_format_error(s->text,
 			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
 			s->batch = 0;
 			s->depends = 0;

@@ -23,8 +23,8 @@ struct service_slot {
 	uint64_t batch;          /* must be durable first; 0: none */
 	uint64_t depends;        /* the batch in flight it rests on; 0: none */
 	bool resolved;           /* the text is there */
-	uint16_t len;
-	uint16_t cap;
+	uint32_t len;            /* LIST's reply may pass 64 KiB */
+	uint32_t cap;
 	char text[];             /* cap bytes */
 };
 

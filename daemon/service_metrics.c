@@ -53,6 +53,8 @@ service_render_metrics(struct service *svc, struct metrics_text *t)
 	counter(t, "lockd_lock_conflicts_total",
 	    "RENEWs refused: the handle was not the current holder's.",
 	    n.conflicts);
+	counter(t, "lockd_lock_forced_total",
+	    "Holders freed by FORCE with their exact fence.", n.forced);
 	metrics_render_histogram(t, "lockd_lock_acquire_wait_seconds",
 	    "Time a grant spent queued before it was granted.",
 	    &m->acquire_wait);
@@ -65,6 +67,11 @@ service_render_metrics(struct service *svc, struct metrics_text *t)
 	gauge(t, "lockd_locks", "Lock entries in memory.", c->locks);
 	gauge(t, "lockd_leases_held", "Leases currently held.", c->held);
 	gauge(t, "lockd_waiters", "ACQUIREs waiting in a queue.", c->waiters);
+	gauge(t, "lockd_lock_delayed",
+	    "Lock names in lock-delay now: granted to nobody until it ends.",
+	    n.delayed);
+	gauge(t, "lockd_watches", "WATCHes waiting for a change.",
+	    n.watches);
 	gauge(t, "lockd_fence_high_water_mark",
 	    "The largest fence ever minted.", svc->table.hwm);
 

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_VALUE_MAX 64
+#define STORE_VALUE_MAX 160
 
 /* One batch: puts and deletes in order, then the high-water mark. */
 struct store_batch {

@@ -21,32 +21,65 @@
 #define PROTO_OPTION_LEASE	0x1u
 #define PROTO_OPTION_WAIT	0x2u
 #define PROTO_OPTION_ONCLOSE	0x4u
+#define PROTO_OPTION_DELAY	0x8u
+#define PROTO_OPTION_OWNER	0x10u
+#define PROTO_OPTION_FENCE	0x20u
+#define PROTO_OPTION_PREFIX	0x40u
+#define PROTO_OPTION_AFTER	0x80u
+#define PROTO_OPTION_LIMIT	0x100u
 
 /* What each command takes; the parser checks arity and options once, here. */
 struct proto_command_info {
 	const char *name;
 	size_t arity;			/* positional arguments */
 	unsigned options;		/* PROTO_OPTION_* bits it takes */
+	bool fence_argument;		/* the second argument is a fence */
 	const char *arity_message;
 };
 
 static const struct proto_command_info proto_commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_ACQUIRE] = { "ACQUIRE", 1,
-	    PROTO_OPTION_LEASE | PROTO_OPTION_WAIT | PROTO_OPTION_ONCLOSE,
+	    PROTO_OPTION_LEASE | PROTO_OPTION_WAIT | PROTO_OPTION_ONCLOSE |
+	    PROTO_OPTION_DELAY | PROTO_OPTION_OWNER, false,
 	    "ACQUIRE takes 1 argument" },
 	[PROTO_CMD_TRY] = { "TRY", 1,
-	    PROTO_OPTION_LEASE | PROTO_OPTION_ONCLOSE,
+	    PROTO_OPTION_LEASE | PROTO_OPTION_ONCLOSE | PROTO_OPTION_DELAY |
+	    PROTO_OPTION_OWNER, false,
 	    "TRY takes 1 argument" },
-	[PROTO_CMD_RENEW] = { "RENEW", 2, PROTO_OPTION_LEASE,
+	[PROTO_CMD_RENEW] = { "RENEW", 2,
+	    PROTO_OPTION_LEASE, false,
 	    "RENEW takes 2 arguments" },
-	[PROTO_CMD_RELEASE] = { "RELEASE", 2, 0,
+	[PROTO_CMD_RELEASE] = { "RELEASE", 2,
+	    0, false,
 	    "RELEASE takes 2 arguments" },
-	[PROTO_CMD_STATUS] = { "STATUS", 1, 0,
+	[PROTO_CMD_STATUS] = { "STATUS", 1,
+	    0, false,
 	    "STATUS takes 1 argument" },
-	[PROTO_CMD_PING] = { "PING", 0, 0, "PING takes no arguments" },
-	[PROTO_CMD_QUIT] = { "QUIT", 0, 0, "QUIT takes no arguments" },
-	[PROTO_CMD_HELP] = { "HELP", 0, 0, "HELP takes no arguments" },
-	[PROTO_CMD_STATS] = { "STATS", 0, 0, "STATS takes no arguments" },
+	[PROTO_CMD_PING] = { "PING", 0,
+	    0, false,
+	    "PING takes no arguments" },
+	[PROTO_CMD_QUIT] = { "QUIT", 0,
+	    0, false,
+	    "QUIT takes no arguments" },
+	[PROTO_CMD_HELP] = { "HELP", 0,
+	    0, false,
+	    "HELP takes no arguments" },
+	[PROTO_CMD_STATS] = { "STATS", 0,
+	    0, false,
+	    "STATS takes no arguments" },
+	[PROTO_CMD_FORCE] = { "FORCE", 2,
+	    0, true,
+	    "FORCE takes 2 arguments" },
+	[PROTO_CMD_CHECK] = { "CHECK", 2,
+	    0, true,
+	    "CHECK takes 2 arguments" },
+	[PROTO_CMD_WATCH] = { "WATCH", 1,
+	    PROTO_OPTION_FENCE | PROTO_OPTION_WAIT, false,
+	    "WATCH takes 1 argument" },
+	[PROTO_CMD_LIST] = { "LIST", 0,
+	    PROTO_OPTION_PREFIX | PROTO_OPTION_AFTER | PROTO_OPTION_LIMIT,
+	    false,
+	    "LIST takes no arguments, only options" },
 };
 
 static const char *const proto_error_names[PROTO_ERR_COUNT] = {
@@ -81,6 +114,18 @@ static const char proto_msg_order[] = "arguments must come before options";
 static const char proto_msg_twice[] = "option given twice";
 static const char proto_msg_onclose[] = "onclose must be keep or release";
 static const char proto_msg_reply[] = "not a well-formed reply";
+static const char proto_msg_owner[] =
+    "owner must be 1 to 64 bytes without spaces or control bytes";
+static const char proto_msg_fence[] =
+    "fence must be an integer from 1 to 2^63-1";
+static const char proto_msg_watch_fence[] =
+    "fence must be an integer from 0 to 2^63-1";
+static const char proto_msg_prefix[] =
+    "prefix must be 1 to 255 bytes without spaces or control bytes";
+static const char proto_msg_after[] =
+    "after must be a lock name of 1 to 255 bytes";
+static const char proto_msg_limit[] =
+    "limit must be an integer from 1 to 1000";
 
 /* How a duration was refused, so the reply can say which way. */
 enum proto_duration_status {
@@ -109,6 +154,15 @@ static const struct proto_option_info proto_options[] = {
 	    "wait must be digits with an optional unit ms, s, m or h",
 	    "wait must be at most 365 days" },
 	{ "onclose", PROTO_OPTION_ONCLOSE, NULL, NULL, NULL },
+	{ "delay", PROTO_OPTION_DELAY,
+	    "delay must be a non-negative duration",
+	    "delay must be digits with an optional unit ms, s, m or h",
+	    "delay must be at most 365 days" },
+	{ "owner", PROTO_OPTION_OWNER, NULL, NULL, NULL },
+	{ "fence", PROTO_OPTION_FENCE, NULL, NULL, NULL },
+	{ "prefix", PROTO_OPTION_PREFIX, NULL, NULL, NULL },
+	{ "after", PROTO_OPTION_AFTER, NULL, NULL, NULL },
+	{ "limit", PROTO_OPTION_LIMIT, NULL, NULL, NULL },
 };
 #define PROTO_OPTION_COUNT (sizeof(proto_options) / sizeof(proto_options[0]))
 
@@ -119,6 +173,13 @@ static const struct proto_option_info proto_options[] = {
 #define PROTO_FIELD_HELD	0x08u
 #define PROTO_FIELD_TTL		0x10u
 #define PROTO_FIELD_QUEUE	0x20u
+#define PROTO_FIELD_OWNER	0x40u
+#define PROTO_FIELD_DELAY	0x80u
+#define PROTO_FIELD_CAUSE	0x100u
+#define PROTO_FIELD_COUNT_	0x200u
+#define PROTO_FIELD_NEXT	0x400u
+/* What STATUS's lines may append (protocol v2). */
+#define PROTO_FIELDS_STATUS_MORE (PROTO_FIELD_OWNER | PROTO_FIELD_DELAY)
 
 static const struct {
 	const char *key;
@@ -130,34 +191,53 @@ static const struct {
 	{ "held", PROTO_FIELD_HELD },
 	{ "ttl", PROTO_FIELD_TTL },
 	{ "queue", PROTO_FIELD_QUEUE },
+	{ "owner", PROTO_FIELD_OWNER },
+	{ "delay", PROTO_FIELD_DELAY },
+	{ "cause", PROTO_FIELD_CAUSE },
+	{ "count", PROTO_FIELD_COUNT_ },
+	{ "next", PROTO_FIELD_NEXT },
 };
 #define PROTO_FIELD_COUNT (sizeof(proto_fields) / sizeof(proto_fields[0]))
 
 /*
- * Every reply keyword, whether a lock name follows it and which fields it
- * requires.  A field a kind does not list is an unknown one to that kind and
- * is skipped, as the spec asks of clients.
+ * Every reply keyword, whether a lock name follows it, which fields it
+ * requires and which it may carry besides.  A field a kind does not list
+ * is an unknown one to that kind and is skipped, as the spec asks of
+ * clients.
  */
 static const struct proto_reply_info {
 	const char *keyword;
 	enum proto_reply_kind kind;
 	bool has_name;
 	unsigned fields;
+	unsigned optional;
 } proto_replies[] = {
 	{ "GRANTED", PROTO_REPLY_GRANTED, true,
-	    PROTO_FIELD_FENCE | PROTO_FIELD_HANDLE | PROTO_FIELD_LEASE },
+	    PROTO_FIELD_FENCE | PROTO_FIELD_HANDLE | PROTO_FIELD_LEASE, 0 },
 	{ "RENEWED", PROTO_REPLY_RENEWED, true,
-	    PROTO_FIELD_FENCE | PROTO_FIELD_LEASE },
-	{ "RELEASED", PROTO_REPLY_RELEASED, true, 0 },
-	{ "NOTHELD", PROTO_REPLY_NOTHELD, true, 0 },
-	{ "HELD", PROTO_REPLY_HELD, true, 0 },
+	    PROTO_FIELD_FENCE | PROTO_FIELD_LEASE, 0 },
+	{ "RELEASED", PROTO_REPLY_RELEASED, true, 0, 0 },
+	{ "NOTHELD", PROTO_REPLY_NOTHELD, true, 0, 0 },
+	{ "HELD", PROTO_REPLY_HELD, true, 0, PROTO_FIELD_DELAY },
 	{ "STATUS", PROTO_REPLY_STATUS, true, PROTO_FIELD_HELD |
-	    PROTO_FIELD_FENCE | PROTO_FIELD_TTL | PROTO_FIELD_QUEUE },
-	{ "PONG", PROTO_REPLY_PONG, false, 0 },
-	{ "BYE", PROTO_REPLY_BYE, false, 0 },
-	{ "HELP", PROTO_REPLY_HELP, false, 0 },
-	{ "STATS", PROTO_REPLY_STATS, false, 0 },
-	{ "ERR", PROTO_REPLY_ERROR, false, 0 },
+	    PROTO_FIELD_FENCE | PROTO_FIELD_TTL | PROTO_FIELD_QUEUE,
+	    PROTO_FIELDS_STATUS_MORE },
+	{ "LOCK", PROTO_REPLY_LOCK, true, PROTO_FIELD_HELD |
+	    PROTO_FIELD_FENCE | PROTO_FIELD_TTL | PROTO_FIELD_QUEUE,
+	    PROTO_FIELDS_STATUS_MORE },
+	{ "CHANGED", PROTO_REPLY_CHANGED, true, PROTO_FIELD_HELD |
+	    PROTO_FIELD_FENCE | PROTO_FIELD_TTL | PROTO_FIELD_QUEUE,
+	    PROTO_FIELDS_STATUS_MORE | PROTO_FIELD_CAUSE },
+	{ "END", PROTO_REPLY_END, false, PROTO_FIELD_COUNT_,
+	    PROTO_FIELD_NEXT },
+	{ "CURRENT", PROTO_REPLY_CURRENT, true,
+	    PROTO_FIELD_FENCE | PROTO_FIELD_TTL, 0 },
+	{ "STALE", PROTO_REPLY_STALE, true, PROTO_FIELD_FENCE, 0 },
+	{ "PONG", PROTO_REPLY_PONG, false, 0, 0 },
+	{ "BYE", PROTO_REPLY_BYE, false, 0, 0 },
+	{ "HELP", PROTO_REPLY_HELP, false, 0, 0 },
+	{ "STATS", PROTO_REPLY_STATS, false, 0, 0 },
+	{ "ERR", PROTO_REPLY_ERROR, false, 0, 0 },
 };
 #define PROTO_REPLY_KIND_COUNT \
     (sizeof(proto_replies) / sizeof(proto_replies[0]))
@@ -528,6 +608,45 @@ proto_set_option(struct proto_request *req,
 {
 	int64_t ms = 0;
 
+	if (option->bit == PROTO_OPTION_OWNER) {
+		if (!proto_valid_name(value, value_len) ||
+		    value_len > PROTO_OWNER_MAX)
+			return proto_msg_owner;
+		req->owner = value;
+		req->owner_len = value_len;
+		return NULL;
+	}
+	if (option->bit == PROTO_OPTION_FENCE) {
+		if (!proto_parse_uint(value, value_len,
+		    (uint64_t)PROTO_FENCE_MAX, &req->fence))
+			return proto_msg_watch_fence;
+		req->has_fence = true;
+		return NULL;
+	}
+	if (option->bit == PROTO_OPTION_PREFIX ||
+	    option->bit == PROTO_OPTION_AFTER) {
+		if (!proto_valid_name(value, value_len))
+			return option->bit == PROTO_OPTION_PREFIX ?
+			    proto_msg_prefix : proto_msg_after;
+		if (option->bit == PROTO_OPTION_PREFIX) {
+			req->prefix = value;
+			req->prefix_len = value_len;
+		} else {
+			req->after = value;
+			req->after_len = value_len;
+		}
+		return NULL;
+	}
+	if (option->bit == PROTO_OPTION_LIMIT) {
+		uint64_t limit;
+
+		if (!proto_parse_uint(value, value_len, PROTO_LIST_LIMIT_MAX,
+		    &limit) || limit == 0)
+			return proto_msg_limit;
+		req->has_limit = true;
+		req->limit = (uint32_t)limit;
+		return NULL;
+	}
 	if (option->bit == PROTO_OPTION_ONCLOSE) {
 		if (proto_equal_nocase(value, value_len, "keep"))
 			req->onclose = PROTO_ONCLOSE_KEEP;
@@ -551,6 +670,9 @@ proto_set_option(struct proto_request *req,
 	if (option->bit == PROTO_OPTION_LEASE) {
 		req->has_lease = true;
 		req->lease_ms = ms;
+	} else if (option->bit == PROTO_OPTION_DELAY) {
+		req->has_delay = true;
+		req->delay_ms = ms;
 	} else {
 		req->has_wait = true;
 		req->wait_ms = ms;
@@ -701,6 +823,15 @@ proto_parse_request_line(const char *line, size_t n,
 			req->name_len = word->len;
 			continue;
 		}
+		if (i == 2 && info->arity >= 2 && info->fence_argument) {
+			if (!proto_parse_uint(word->s, word->len,
+			    (uint64_t)PROTO_FENCE_MAX, &req->fence) ||
+			    !proto_valid_fence(req->fence))
+				return proto_refuse(req, err, PROTO_ERR_BADARG,
+				    proto_msg_fence);
+			req->has_fence = true;
+			continue;
+		}
 		if (i == 2 && info->arity >= 2) {
 			if (!proto_parse_handle(word->s, word->len,
 			    &req->handle))
@@ -787,8 +918,11 @@ proto_set_field(struct proto_reply *reply, unsigned field, const char *value,
 		if (!proto_parse_uint(value, value_len,
 		    (uint64_t)PROTO_FENCE_MAX, &v))
 			return false;
-		/* Only STATUS may show fence 0: the lock is free. */
-		if (v == 0 && reply->kind != PROTO_REPLY_STATUS)
+		/* Only a lock's state may show fence 0: it is free. */
+		if (v == 0 && reply->kind != PROTO_REPLY_STATUS &&
+		    reply->kind != PROTO_REPLY_LOCK &&
+		    reply->kind != PROTO_REPLY_CHANGED &&
+		    reply->kind != PROTO_REPLY_STALE)
 			return false;
 		reply->fence = v;
 		return true;
@@ -815,6 +949,33 @@ proto_set_field(struct proto_reply *reply, unsigned field, const char *value,
 	case PROTO_FIELD_QUEUE:
 		return proto_parse_uint(value, value_len, UINT64_MAX,
 		    &reply->queue);
+	case PROTO_FIELD_DELAY:
+		if (!proto_parse_uint(value, value_len, (uint64_t)INT64_MAX,
+		    &v))
+			return false;
+		reply->delay_ms = (int64_t)v;
+		return true;
+	case PROTO_FIELD_COUNT_:
+		return proto_parse_uint(value, value_len, UINT64_MAX,
+		    &reply->count);
+	case PROTO_FIELD_OWNER:
+	case PROTO_FIELD_NEXT:
+		if (!proto_valid_name(value, value_len))
+			return false;
+		if (field == PROTO_FIELD_OWNER) {
+			reply->owner = value;
+			reply->owner_len = value_len;
+		} else {
+			reply->next = value;
+			reply->next_len = value_len;
+		}
+		return true;
+	case PROTO_FIELD_CAUSE:
+		if (value_len == 0)
+			return false;
+		reply->cause = value;
+		reply->cause_len = value_len;
+		return true;
 	default:
 		return false;
 	}
@@ -843,7 +1004,8 @@ proto_parse_fields(const struct proto_reply_info *info, const char *line,
 				break;
 		}
 		if (i == PROTO_FIELD_COUNT ||
-		    (info->fields & proto_fields[i].bit) == 0)
+		    ((info->fields | info->optional) &
+		    proto_fields[i].bit) == 0)
 			continue;
 		if ((seen & proto_fields[i].bit) != 0)
 			return false;
@@ -852,7 +1014,7 @@ proto_parse_fields(const struct proto_reply_info *info, const char *line,
 		    word_len - key_len - 1))
 			return false;
 	}
-	if (seen != info->fields)
+	if ((seen & info->fields) != info->fields)
 		return false;
 	/* A grant's fence is the one its handle carries; anything else lies. */
 	if (info->kind == PROTO_REPLY_GRANTED &&
@@ -1258,7 +1420,8 @@ proto_format_request(char *out, size_t cap, const struct proto_request *req)
 	info = &proto_commands[req->command];
 	if (info->arity >= 1 && !proto_valid_name(req->name, req->name_len))
 		return 0;
-	if (info->arity >= 2 && !proto_valid_fence(req->handle.fence))
+	if (info->arity >= 2 && !proto_valid_fence(info->fence_argument ?
+	    req->fence : req->handle.fence))
 		return 0;
 	if (req->has_lease && ((info->options & PROTO_OPTION_LEASE) == 0 ||
 	    req->lease_ms < 0 || req->lease_ms > PROTO_DURATION_MAX_MS))
@@ -1270,15 +1433,43 @@ proto_format_request(char *out, size_t cap, const struct proto_request *req)
 	    (req->onclose != PROTO_ONCLOSE_KEEP &&
 	    req->onclose != PROTO_ONCLOSE_RELEASE)))
 		return 0;
+	if (req->has_delay && ((info->options & PROTO_OPTION_DELAY) == 0 ||
+	    req->delay_ms < 0 || req->delay_ms > PROTO_DURATION_MAX_MS))
+		return 0;
+	if (req->owner_len > 0 && ((info->options & PROTO_OPTION_OWNER) == 0 ||
+	    req->owner_len > PROTO_OWNER_MAX ||
+	    !proto_valid_name(req->owner, req->owner_len)))
+		return 0;
+	/* WATCH's fence= is an option; FORCE's and CHECK's an argument. */
+	if (req->has_fence && !info->fence_argument &&
+	    ((info->options & PROTO_OPTION_FENCE) == 0 ||
+	    req->fence > (uint64_t)PROTO_FENCE_MAX))
+		return 0;
+	if (req->prefix_len > 0 && ((info->options & PROTO_OPTION_PREFIX) == 0 ||
+	    !proto_valid_name(req->prefix, req->prefix_len)))
+		return 0;
+	if (req->after_len > 0 && ((info->options & PROTO_OPTION_AFTER) == 0 ||
+	    !proto_valid_name(req->after, req->after_len)))
+		return 0;
+	if (req->has_limit && ((info->options & PROTO_OPTION_LIMIT) == 0 ||
+	    req->limit < 1 || req->limit > PROTO_LIST_LIMIT_MAX))
+		return 0;
 
 	proto_put_string(&w, info->name);
 	if (info->arity >= 1) {
 		proto_put(&w, " ", 1);
 		proto_put(&w, req->name, req->name_len);
 	}
-	if (info->arity >= 2) {
+	if (info->arity >= 2 && info->fence_argument) {
+		proto_put(&w, " ", 1);
+		proto_put_uint(&w, req->fence);
+	} else if (info->arity >= 2) {
 		proto_put(&w, " ", 1);
 		proto_put_handle(&w, req->handle);
+	}
+	if (req->has_fence && !info->fence_argument) {
+		proto_put_string(&w, " fence=");
+		proto_put_uint(&w, req->fence);
 	}
 	if (req->has_lease) {
 		proto_put_string(&w, " lease=");
@@ -1291,5 +1482,25 @@ proto_format_request(char *out, size_t cap, const struct proto_request *req)
 	if (req->has_onclose)
 		proto_put_string(&w, req->onclose == PROTO_ONCLOSE_RELEASE ?
 		    " onclose=release" : " onclose=keep");
+	if (req->has_delay) {
+		proto_put_string(&w, " delay=");
+		proto_put_uint(&w, (uint64_t)req->delay_ms);
+	}
+	if (req->owner_len > 0) {
+		proto_put_string(&w, " owner=");
+		proto_put(&w, req->owner, req->owner_len);
+	}
+	if (req->prefix_len > 0) {
+		proto_put_string(&w, " prefix=");
+		proto_put(&w, req->prefix, req->prefix_len);
+	}
+	if (req->after_len > 0) {
+		proto_put_string(&w, " after=");
+		proto_put(&w, req->after, req->after_len);
+	}
+	if (req->has_limit) {
+		proto_put_string(&w, " limit=");
+		proto_put_uint(&w, req->limit);
+	}
 	return proto_finish_line(&w);
 }

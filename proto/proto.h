@@ -53,6 +53,10 @@ enum proto_command {
 	PROTO_CMD_QUIT,
 	PROTO_CMD_HELP,
 	PROTO_CMD_STATS,
+	PROTO_CMD_FORCE,         /* FORCE <name> <fence> */
+	PROTO_CMD_CHECK,         /* CHECK <name> <fence> */
+	PROTO_CMD_WATCH,         /* WATCH <name> [fence=] [wait=] */
+	PROTO_CMD_LIST,          /* LIST [prefix=] [after=] [limit=] */
 	PROTO_CMD_COUNT
 };
 
@@ -85,7 +89,24 @@ struct proto_request {
 	int64_t wait_ms;
 	bool has_onclose;
 	enum proto_onclose onclose;
+	bool has_delay;          /* delay=, ACQUIRE and TRY */
+	int64_t delay_ms;
+	const char *owner;       /* owner=, into the caller's buffer */
+	size_t owner_len;        /* 0: none */
+	bool has_fence;          /* FORCE's and CHECK's argument, WATCH's fence= */
+	uint64_t fence;
+	const char *prefix;      /* LIST's prefix=, into the caller's buffer */
+	size_t prefix_len;       /* 0: none */
+	const char *after;       /* LIST's after= */
+	size_t after_len;        /* 0: none */
+	bool has_limit;          /* LIST's limit= */
+	uint32_t limit;
 };
+
+#define PROTO_LIST_LIMIT_MAX 1000              /* LIST's largest limit= */
+#define PROTO_LIST_LIMIT_DEFAULT 100           /* LIST without limit= */
+
+#define PROTO_OWNER_MAX 64                     /* bytes in an owner label */
 
 enum proto_result {
 	PROTO_DONE,     /* a request (or reply) parsed; *consumed covers its line */
@@ -177,8 +198,10 @@ size_t proto_format_stats(char *out, size_t cap, const struct proto_stat *stats,
 
 /*
  * Formats a request as a client would send it (canonical spelling: upper-case
- * command, durations in ms, options in the order lease, wait, onclose, each
- * only when its has_ flag is set).  Returns the length or 0 when cap is too
+ * command, durations in ms, options in the order fence (WATCH), lease, wait,
+ * onclose, delay, owner, prefix, after, limit, each only when set: its has_
+ * flag, or a non-zero length for owner, prefix and after).  FORCE and CHECK
+ * take their fence (req->fence) as the second argument.  Returns the length or 0 when cap is too
  * small or the request holds anything the parser would refuse (an invalid
  * name or handle, a duration out of range, an option its command does not
  * take).  Name and handle are ignored for commands that take none.
@@ -197,7 +220,12 @@ enum proto_reply_kind {
 	PROTO_REPLY_BYE,
 	PROTO_REPLY_HELP,
 	PROTO_REPLY_STATS,
-	PROTO_REPLY_ERROR
+	PROTO_REPLY_ERROR,
+	PROTO_REPLY_LOCK,          /* one line of a LIST reply */
+	PROTO_REPLY_END,           /* LIST's last line */
+	PROTO_REPLY_CHANGED,       /* WATCH */
+	PROTO_REPLY_CURRENT,       /* CHECK: the fence is a live holder's */
+	PROTO_REPLY_STALE          /* CHECK: it is not */
 };
 
 /*
@@ -206,14 +234,23 @@ enum proto_reply_kind {
  */
 struct proto_reply {
 	enum proto_reply_kind kind;
-	const char *name;          /* GRANTED .. STATUS */
+	const char *name;          /* every kind with a lock name */
 	size_t name_len;
 	struct proto_handle handle;  /* GRANTED */
-	uint64_t fence;            /* GRANTED, RENEWED, STATUS */
+	uint64_t fence;            /* GRANTED, RENEWED, STATUS and its kin,
+	                            * CURRENT, STALE */
 	int64_t lease_ms;          /* GRANTED, RENEWED */
-	bool held;                 /* STATUS */
-	int64_t ttl_ms;            /* STATUS */
-	uint64_t queue;            /* STATUS */
+	bool held;                 /* STATUS, LOCK, CHANGED */
+	int64_t ttl_ms;            /* STATUS, LOCK, CHANGED, CURRENT */
+	uint64_t queue;            /* STATUS, LOCK, CHANGED */
+	const char *owner;         /* STATUS, LOCK, CHANGED: NULL when absent */
+	size_t owner_len;
+	int64_t delay_ms;          /* lock-delay left; 0 when absent */
+	const char *cause;         /* CHANGED: the word after cause= */
+	size_t cause_len;
+	uint64_t count;            /* END */
+	const char *next;          /* END: NULL when no more follow */
+	size_t next_len;
 	enum proto_error_code error;  /* ERROR */
 	const char *text;          /* ERROR: the free text; HELP, STATS: the */
 	size_t text_len;           /*   rest of the line after the keyword */

@@ -80,6 +80,100 @@ is_handle_of(const char *handle, uint64_t fence)
 	return true;
 }
 
+/* ---- protocol v2's calls ---------------------------------------------- */
+
+struct seen {
+	char names[8][LOCKD_NAME_MAX + 1];
+	char owners[8][LOCKD_OWNER_MAX + 1];
+	int n;
+};
+
+static int
+collect(void *arg, const lockd_lock_info *info)
+{
+	struct seen *s = arg;
+
+	if (s->n < 8) {
+		snprintf(s->names[s->n], sizeof(s->names[0]), "%s", info->name);
+		snprintf(s->owners[s->n], sizeof(s->owners[0]), "%s",
+		    info->owner);
+	}
+	s->n++;
+	return 0;
+}
+
+/* lockd_acquire_ex with owner and delay, lockd_status_info, lockd_check,
+ * lockd_force, lockd_watch and lockd_list (paged with next). */
+static void
+test_liblockd_v2_calls(void **state)
+{
+	lockd_context *c = connect_shared(), *w = connect_shared();
+	lockd_acquire_options o = { 10000, 0, LOCKD_ONCLOSE_KEEP, "lib-1",
+	    300 };
+	lockd_lease a, b;
+	lockd_lock_info info;
+	struct seen seen;
+	char next[LOCKD_NAME_MAX + 1];
+
+	(void)state;
+	assert_int_equal(lockd_acquire_ex(c, "v2/a", &o, &a), LOCKD_OK);
+	o.owner = NULL;
+	assert_int_equal(lockd_try_ex(c, "v2/b", &o, &b), LOCKD_OK);
+	assert_int_equal(lockd_try_ex(c, "v2/a", &o, NULL), LOCKD_HELD);
+	assert_int_equal(lockd_status_info(c, "v2/a", &info), LOCKD_OK);
+	assert_int_equal(info.held, 1);
+	assert_int_equal(info.fence, a.fence);
+	assert_string_equal(info.owner, "lib-1");
+	assert_string_equal(info.name, "v2/a");
+
+	assert_int_equal(lockd_check(c, "v2/a", a.fence, &info), LOCKD_OK);
+	assert_int_equal(info.fence, a.fence);
+	assert_true(info.ttl_ms > 0);
+	assert_int_equal(lockd_check(c, "v2/a", a.fence + 100, &info),
+	    LOCKD_STALE);
+	assert_int_equal(info.fence, a.fence);
+	assert_int_equal(lockd_check(c, "v2/free", 1, &info), LOCKD_STALE);
+	assert_int_equal(info.fence, 0);
+
+	/* A page of one, then the rest. */
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(lockd_list(c, "v2/", NULL, 1, collect, &seen, next),
+	    LOCKD_OK);
+	assert_int_equal(seen.n, 1);
+	assert_string_equal(seen.names[0], "v2/a");
+	assert_string_equal(next, "v2/a");
+	assert_int_equal(lockd_list(c, "v2/", next, 0, collect, &seen, next),
+	    LOCKD_OK);
+	assert_int_equal(seen.n, 2);
+	assert_string_equal(seen.names[1], "v2/b");
+	assert_string_equal(seen.owners[1], "");
+	assert_string_equal(next, "");
+	/* The context is in step after a multi-line reply. */
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+
+	/* WATCH at once (fence differs), then a timeout. */
+	assert_int_equal(lockd_watch(w, "v2/a", 0, 1000, &info), LOCKD_OK);
+	assert_int_equal(info.fence, a.fence);
+	assert_int_equal(lockd_watch(w, "v2/a", (int64_t)a.fence, 50, &info),
+	    LOCKD_ERR_WAIT_TIMEOUT);
+
+	/* FORCE: another fence changes nothing; the holder's frees it and
+	 * its lock-delay starts. */
+	assert_int_equal(lockd_force(c, "v2/a", a.fence + 1), LOCKD_NOTHELD);
+	assert_int_equal(lockd_force(c, "v2/a", a.fence), LOCKD_OK);
+	assert_int_equal(lockd_watch(w, "v2/a", (int64_t)a.fence, 1000,
+	    &info), LOCKD_OK);
+	assert_string_equal(info.cause, "forced");
+	assert_true(info.delay_ms > 0 && info.delay_ms <= 300);
+	assert_int_equal(lockd_renew(c, &a, 0), LOCKD_ERR_CONFLICT);
+
+	assert_int_equal(lockd_force(c, "v2/a", 0), LOCKD_ERR_INVALID);
+	o.owner = "has space";
+	assert_int_equal(lockd_try_ex(c, "v2/c", &o, NULL), LOCKD_ERR_INVALID);
+	lockd_free(c);
+	lockd_free(w);
+}
+
 /* Connecting. */
 
 static void
@@ -1162,6 +1256,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_liblockd_ping_answers),
+		cmocka_unit_test(test_liblockd_v2_calls),
 		cmocka_unit_test(test_liblockd_connect_over_a_unix_socket),
 		cmocka_unit_test(
 		    test_liblockd_connect_to_a_closed_port_fails_with_io),

@@ -671,6 +671,186 @@ test_lockctl_run_dying_frees_the_lock_and_stops_the_command(void **state)
 	assert_true(wait_gone(child, 2000) > 0);
 }
 
+/* ---- protocol v2's commands ------------------------------------------ */
+
+/* The value of " key=" (or "key=" at the start) in out, "" when absent. */
+static const char *
+out_field(const char *key)
+{
+	static char value[128];
+	char want[32];
+	const char *p;
+
+	snprintf(want, sizeof(want), "%s=", key);
+	for (p = out; (p = strstr(p, want)) != NULL; p++)
+		if (p == out || p[-1] == ' ')
+			break;
+	value[0] = '\0';
+	if (p != NULL)
+		snprintf(value, sizeof(value), "%.*s",
+		    (int)strcspn(p + strlen(want), " \n"), p + strlen(want));
+	return value;
+}
+
+/* --owner and --delay on acquire and try; owner defaults to host:pid;
+ * leader prints the holder's label. */
+static void
+test_lockctl_owner_and_delay_on_acquire_and_try(void **state)
+{
+	char host[128], want[160];
+
+	(void)state;
+	/* A delay long enough to outlast slow (sanitized) lockctl runs. */
+	assert_int_equal(lockctl("acquire", "--owner", "web-1", "--delay",
+	    "5s", "-l", "200", "ctl/owned", NULL), 0);
+	assert_int_equal(lockctl("status", "ctl/owned", NULL), 0);
+	assert_string_equal(out_field("owner"), "web-1");
+	assert_int_equal(lockctl("leader", "ctl/owned", NULL), 0);
+	assert_string_equal(out, "web-1\n");
+	/* Its lease runs out: the lock-delay holds the name. */
+	harness_sleep_ms(300);
+	assert_int_equal(lockctl("status", "ctl/owned", NULL), 0);
+	assert_string_equal(out_field("held"), "0");
+	assert_in_range(atoll(out_field("delay")), 1, 5000);
+	assert_int_equal(lockctl("try", "ctl/owned", NULL), EXIT_BUSY);
+	assert_int_equal(lockctl("leader", "ctl/owned", NULL), EXIT_BUSY);
+	assert_non_null(strstr(err, "nobody holds ctl/owned"));
+
+	/* No --owner: host:pid of the lockctl that asked. */
+	assert_int_equal(lockctl("try", "ctl/default-owner", NULL), 0);
+	assert_int_equal(lockctl("leader", "ctl/default-owner", NULL), 0);
+	assert_int_equal(gethostname(host, sizeof(host)), 0);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(want, sizeof(want), "%.50s:", host);
+	assert_memory_equal(out, want, strlen(want));
+	assert_true(atol(out + strlen(want)) > 0);
+
+	assert_int_equal(lockctl("try", "--owner", "a b", "ctl/x", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("acquire", "--delay", "-1", "ctl/x", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("status", "--owner", "x", "ctl/x", NULL),
+	    EXIT_USAGE);
+}
+
+/* list [PREFIX]: a table in name order, or JSON. */
+static void
+test_lockctl_list_shows_a_table_and_json(void **state)
+{
+	const char *a, *b, *c;
+
+	(void)state;
+	assert_int_equal(lockctl("try", "--owner", "w-2", "ctl/list/b",
+	    NULL), 0);
+	assert_int_equal(lockctl("try", "--owner", "w-1", "ctl/list/a",
+	    NULL), 0);
+	assert_int_equal(lockctl("try", "ctl/listx", NULL), 0);
+	assert_int_equal(lockctl("list", "ctl/list/", NULL), 0);
+	assert_memory_equal(out, "NAME ", 5);
+	a = strstr(out, "\nctl/list/a ");
+	b = strstr(out, "\nctl/list/b ");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_non_null(strstr(a, " w-1 "));
+	assert_null(strstr(out, "ctl/listx"));
+	assert_int_equal(lockctl("list", "--json", "ctl/list/", NULL), 0);
+	assert_memory_equal(out, "[\n", 2);
+	c = strstr(out, "{\"name\": \"ctl/list/a\", \"owner\": \"w-1\", "
+	    "\"held\": true, \"fence\": ");
+	assert_non_null(c);
+	assert_non_null(strstr(out, "\"name\": \"ctl/list/b\""));
+	assert_int_equal(lockctl("list", "--json", "ctl/none/", NULL), 0);
+	assert_string_equal(out, "[]\n");
+	assert_int_equal(lockctl("list", "a", "b", NULL), EXIT_USAGE);
+}
+
+/* force NAME FENCE frees only the holder with that fence. */
+static void
+test_lockctl_force_frees_only_that_fence(void **state)
+{
+	struct grant g;
+	char fence[32], other[32];
+
+	(void)state;
+	assert_int_equal(lockctl("try", "-l", "1m", "ctl/stuck", NULL), 0);
+	parse_grant(out, &g);
+	snprintf(fence, sizeof(fence), "%" PRIu64, g.fence);
+	snprintf(other, sizeof(other), "%" PRIu64, g.fence + 1);
+	assert_int_equal(lockctl("force", "ctl/stuck", other, NULL),
+	    EXIT_BUSY);
+	assert_string_equal(out, "notheld\n");
+	assert_true(held("ctl/stuck", NULL));
+	assert_int_equal(lockctl("force", "ctl/stuck", fence, NULL), 0);
+	assert_string_equal(out, "released\n");
+	assert_false(held("ctl/stuck", NULL));
+	/* Its holder's renewal is refused: the lease is lost. */
+	assert_int_equal(lockctl("renew", "ctl/stuck", g.handle, NULL),
+	    EXIT_LOST);
+	assert_int_equal(lockctl("force", "ctl/stuck", "0", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("force", "ctl/stuck", NULL), EXIT_USAGE);
+}
+
+/* watch NAME prints the state, then a line per change, until killed. */
+static void
+test_lockctl_watch_prints_each_change(void **state)
+{
+	const char *watch_out = path_of("watch.out");
+	char text[OUT_SIZE];
+	struct grant g;
+	int64_t deadline;
+	pid_t pid;
+
+	(void)state;
+	pid = spawn_lockctl(watch_out, NULL, "watch", "ctl/watched", NULL);
+	assert_true(pid > 0);
+	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
+	do {
+		harness_sleep_ms(20);
+		text[0] = '\0';
+		harness_read_file(watch_out, text, sizeof(text));
+	} while (strchr(text, '\n') == NULL && harness_now_ms() < deadline);
+	assert_string_equal(text, "held=0 fence=0 ttl=0 queue=0\n");
+	assert_int_equal(lockctl("try", "--owner", "w", "ctl/watched", NULL),
+	    0);
+	parse_grant(out, &g);
+	assert_int_equal(lockctl("release", "ctl/watched", g.handle, NULL),
+	    0);
+	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
+	do {
+		harness_sleep_ms(20);
+		harness_read_file(watch_out, text, sizeof(text));
+	} while (strstr(text, "cause=released") == NULL &&
+	    harness_now_ms() < deadline);
+	kill(pid, SIGTERM);
+	harness_wait(pid, HARNESS_STOP_TIMEOUT_MS);
+	assert_non_null(strstr(text, " owner=w cause=granted\n"));
+	assert_non_null(strstr(text, "held=0 fence=0 ttl=0 queue=0 "
+	    "cause=released\n"));
+}
+
+/* Leader election: run -w forever --owner ADDR; leader names it. */
+static void
+test_lockctl_run_with_owner_elects_a_leader(void **state)
+{
+	int64_t deadline;
+	pid_t pid;
+
+	(void)state;
+	pid = spawn_lockctl(NULL, NULL, "run", "-w", "forever", "--owner",
+	    "10.0.0.7:8080", "ctl/leader", "--", "sleep", "30", NULL);
+	assert_true(pid > 0);
+	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
+	while (lockctl("leader", "ctl/leader", NULL) != 0 &&
+	    harness_now_ms() < deadline)
+		harness_sleep_ms(20);
+	assert_string_equal(out, "10.0.0.7:8080\n");
+	kill(pid, SIGTERM);
+	harness_wait(pid, HARNESS_STOP_TIMEOUT_MS);
+	assert_true(wait_until_free("ctl/leader", HARNESS_REPLY_TIMEOUT_MS));
+}
+
 static void
 test_lockctl_help_goes_to_stdout_and_exits_0(void **state)
 {
@@ -1065,6 +1245,12 @@ main(void)
 		cmocka_unit_test(
 		    test_lockctl_run_dying_frees_the_lock_and_stops_the_command),
 		cmocka_unit_test(test_lockctl_help_goes_to_stdout_and_exits_0),
+		cmocka_unit_test(
+		    test_lockctl_owner_and_delay_on_acquire_and_try),
+		cmocka_unit_test(test_lockctl_list_shows_a_table_and_json),
+		cmocka_unit_test(test_lockctl_force_frees_only_that_fence),
+		cmocka_unit_test(test_lockctl_watch_prints_each_change),
+		cmocka_unit_test(test_lockctl_run_with_owner_elects_a_leader),
 		cmocka_unit_test(
 		    test_lockctl_run_takes_flocks_options_and_exit_codes),
 		cmocka_unit_test(

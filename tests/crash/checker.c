@@ -18,6 +18,8 @@ static const char *const violation_names[CHK_VIOLATION_COUNT] = {
 	[CHK_REFUSED] = "refused",
 	[CHK_LENGTHENED] = "lengthened",
 	[CHK_ONCLOSE] = "onclose",
+	[CHK_OWNER] = "owner",
+	[CHK_DELAY] = "delay",
 	[CHK_UNRECOVERABLE] = "unrecoverable",
 };
 
@@ -284,6 +286,50 @@ chk_granted(struct chk *c, int name, uint64_t fence, const char *handle,
 	return (int64_t)index;
 }
 
+void
+chk_grant_options(struct chk *c, int64_t g, const char *owner,
+    size_t owner_len, int64_t delay)
+{
+	struct chk_grant *gr;
+
+	if (g < 0 || (size_t)g >= c->count)
+		return;
+	gr = &c->grants[g];
+	gr->delay = delay;
+	gr->owner_len = (uint8_t)(owner_len < sizeof(gr->owner) ? owner_len :
+	    sizeof(gr->owner));
+	if (gr->owner_len > 0)    /* owner may be NULL then */
+		memcpy(gr->owner, owner, gr->owner_len);
+}
+
+/* How far back a told grant is looked for by its fence. */
+#define OWNER_LOOKBACK 4096
+
+void
+chk_owner_seen(struct chk *c, int name, uint64_t fence, const char *owner,
+    size_t owner_len)
+{
+	const struct chk_list *l = &c->lists[name];
+	size_t k, seen;
+
+	if (fence == 0)
+		return;
+	for (k = l->n, seen = 0; k > 0 && seen < OWNER_LOOKBACK; k--, seen++) {
+		const struct chk_grant *g = &c->grants[l->idx[k - 1]];
+
+		if (g->fence != fence)
+			continue;
+		if (g->owner_len != owner_len || (owner_len > 0 &&
+		    memcmp(g->owner, owner, owner_len) != 0))
+			violation(c, CHK_OWNER, "%s: fence %llu (told at %lld "
+			    "with owner=%.*s) shown with owner=%.*s",
+			    name_of(c, name), (unsigned long long)fence,
+			    rel(c, g->recv), (int)g->owner_len, g->owner,
+			    (int)owner_len, owner);
+		return;
+	}
+}
+
 struct chk_ref
 chk_begin(struct chk *c, int64_t g, enum chk_event_kind kind, int64_t sent,
     int64_t lease)
@@ -504,6 +550,21 @@ by_fence(const void *a, const void *b)
 	return fa < fb ? -1 : fa > fb;
 }
 
+/* Until when g's lock-delay certainly blocks new grants: 0 when it has
+ * none, or may have ended by a RELEASE (which owes none) or a close. */
+static int64_t
+blocked_end(const struct chk_grant *g)
+{
+	uint32_t i;
+
+	if (g->delay <= 0 || g->onclose)
+		return 0;
+	for (i = 0; i < g->nev; i++)
+		if (g->ev[i].kind == CHK_EV_RELEASE)
+			return 0;
+	return sure_end(g, NULL) + g->delay;
+}
+
 static void
 overlap(struct chk *c, const struct chk_grant *g, int64_t g_end,
     const struct chk_grant *h, const char *why)
@@ -578,6 +639,31 @@ chk_finish(struct chk *c)
 				best = keys[i];
 			}
 		}
+		/* Lock-delay: after a lease that could only end by expiry,
+		 * no later fence before its certain end plus its delay. */
+		for (i = 0, best = keys[0], max_end = 0; i < l->n; i++) {
+			const struct chk_grant *h = &c->grants[keys[i]];
+			int64_t e = blocked_end(h);
+
+			c->stats.delay_checks += max_end > 0;
+			if (i > 0 && max_end > h->recv + CHK_SLACK_MS &&
+			    c->grants[best].fence < h->fence) {
+				violation(c, CHK_DELAY, "%s: fence %llu told at "
+				    "%lld (requested %lld) inside the lock-delay "
+				    "of fence %llu (delay=%lld), which runs until "
+				    "%lld at least", name_of(c, h->name),
+				    (unsigned long long)h->fence,
+				    rel(c, h->recv), rel(c, h->sent),
+				    (unsigned long long)c->grants[best].fence,
+				    (long long)c->grants[best].delay,
+				    rel(c, max_end));
+				explain(c, &c->grants[best]);
+			}
+			if (e > max_end) {
+				max_end = e;
+				best = keys[i];
+			}
+		}
 		free(end);
 		free(pmax);
 		free(arg);
@@ -602,13 +688,14 @@ chk_print_stats(const struct chk *c, FILE *out, const char *prefix)
 	int v;
 
 	fprintf(out, "%sgrants checked=%llu renewals=%llu releases=%llu "
-	    "status checks=%llu durability checks=%llu images=%llu "
-	    "violations=%llu", prefix,
+	    "status checks=%llu durability checks=%llu delay checks=%llu "
+	    "images=%llu violations=%llu", prefix,
 	    (unsigned long long)c->stats.grants,
 	    (unsigned long long)c->stats.renewals,
 	    (unsigned long long)c->stats.releases,
 	    (unsigned long long)c->stats.status_checks,
 	    (unsigned long long)c->stats.durable_checks,
+	    (unsigned long long)c->stats.delay_checks,
 	    (unsigned long long)c->stats.image_checks,
 	    (unsigned long long)chk_violations(c));
 	for (v = 0; v < CHK_VIOLATION_COUNT; v++)

@@ -18,6 +18,13 @@
  *               latest expiry it could have been given (nor, as Forgotten,
  *               ending before the earliest)
  *   Onclose     an onclose=release lease does not survive a restart
+ *   Owner       the owner label STATUS (or a crash image) shows with a told
+ *               fence is the one that grant asked for
+ *   Delay       no grant while a told lease's lock-delay certainly runs: a
+ *               lease no RELEASE was sent for, and not onclose=release,
+ *               ends by expiry, so its delay runs at least until its
+ *               certain end plus the delay (kill -9 and power loss
+ *               included: the delay is durable)
  *
  * "Certainly held until" (sure_end) is the lockd-side conservative interval
  * of a told grant: lockd granted it at some instant between the request's
@@ -54,6 +61,8 @@ enum chk_violation {
 	CHK_REFUSED,
 	CHK_LENGTHENED,
 	CHK_ONCLOSE,
+	CHK_OWNER,
+	CHK_DELAY,
 	CHK_UNRECOVERABLE,   /* a crash image LMDB or lockd cannot open */
 	CHK_VIOLATION_COUNT
 };
@@ -91,6 +100,9 @@ struct chk_grant {
 	int64_t sent, recv, lease;
 	int64_t closed;     /* onclose: its connection closed or lockd died */
 	bool onclose;
+	int64_t delay;      /* delay= asked (as granted: below the cap) */
+	uint8_t owner_len;  /* owner= asked; 0: none */
+	char owner[64];
 	int cycle;          /* the lockd run that told it */
 	uint64_t jpos;      /* journal bytes when the reply was read */
 	struct chk_event *ev;
@@ -103,6 +115,7 @@ struct chk_stats {
 	uint64_t releases;        /* told RELEASED */
 	uint64_t status_checks;   /* STATUS replies judged */
 	uint64_t durable_checks;  /* a lease that had to be there, was looked for */
+	uint64_t delay_checks;    /* grants judged against a running delay */
 	uint64_t image_checks;    /* crash images judged */
 	uint64_t violations[CHK_VIOLATION_COUNT];
 };
@@ -146,6 +159,15 @@ struct chk_ref chk_begin(struct chk *c, int64_t g, enum chk_event_kind kind,
 /* ... and its outcome became known at recv (Refused is checked here). */
 void chk_end(struct chk *c, struct chk_ref ref, enum chk_outcome outcome,
     int64_t recv, uint64_t jpos);
+
+/* Grant g was asked with owner= (owner_len 0: none) and delay=. */
+void chk_grant_options(struct chk *c, int64_t g, const char *owner,
+    size_t owner_len, int64_t delay);
+
+/* STATUS, or a crash image, shows `fence` on `name` with this owner label
+ * (owner_len 0: none): it must be the told grant's (Owner). */
+void chk_owner_seen(struct chk *c, int name, uint64_t fence,
+    const char *owner, size_t owner_len);
 
 /* The onclose=release connection of grant g closed (or lockd died) at t. */
 void chk_closed(struct chk *c, int64_t g, int64_t t);

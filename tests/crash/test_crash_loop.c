@@ -272,6 +272,58 @@ test_checker_catches_overlapping_holders(void **state)
 	chk_free(&c);
 }
 
+/* A lease with delay= that nobody released ends by expiry: no grant
+ * before its certain end plus the delay; after a RELEASE, none owed. */
+static void
+test_checker_catches_a_grant_inside_a_lock_delay(void **state)
+{
+	struct chk c;
+	struct chk_ref r;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	chk_grant_options(&c, a, "", 0, 200);
+	/* Released: no delay owed. */
+	a = chk_granted(&c, 0, 2, "2-0", 400, 401, 100, false, 0);
+	chk_grant_options(&c, a, "", 0, 200);
+	r = chk_begin(&c, a, CHK_EV_RELEASE, 410, 0);
+	chk_end(&c, r, CHK_OK, 411, 0);
+	chk_granted(&c, 0, 3, "3-0", 415, 420, 100, false, 0);
+	/* After 1's expiry plus its delay (300): fine. */
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	/* 4 expires at 1100; 5 granted at 1150, inside its delay. */
+	a = chk_granted(&c, 0, 4, "4-0", 1000, 1001, 100, false, 0);
+	chk_grant_options(&c, a, "", 0, 200);
+	chk_granted(&c, 0, 5, "5-0", 1140, 1150, 100, false, 0);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_DELAY] >= 1);
+	assert_int_equal(c.stats.violations[CHK_OVERLAP], 0);
+	chk_free(&c);
+}
+
+/* The owner label shown with a told fence is that grant's. */
+static void
+test_checker_catches_a_wrong_owner_label(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	a = chk_granted(&c, 0, 7, "7-0", 0, 1, 1000, false, 0);
+	chk_grant_options(&c, a, "w3", 2, 0);
+	chk_owner_seen(&c, 0, 7, "w3", 2);
+	chk_owner_seen(&c, 0, 8, "w9", 2);    /* not a told fence */
+	assert_int_equal(chk_violations(&c), 0);
+	chk_owner_seen(&c, 0, 7, "w4", 2);
+	chk_owner_seen(&c, 0, 7, "", 0);
+	assert_int_equal(c.stats.violations[CHK_OWNER], 2);
+	chk_free(&c);
+}
+
 static void
 test_checker_catches_a_forgotten_grant_after_a_restart(void **state)
 {
@@ -388,6 +440,9 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_checker_catches_a_rewound_fence),
 		cmocka_unit_test(test_checker_catches_a_reissued_fence),
 		cmocka_unit_test(test_checker_catches_overlapping_holders),
+		cmocka_unit_test(
+		    test_checker_catches_a_grant_inside_a_lock_delay),
+		cmocka_unit_test(test_checker_catches_a_wrong_owner_label),
 		cmocka_unit_test(
 		    test_checker_catches_a_forgotten_grant_after_a_restart),
 		cmocka_unit_test(test_checker_catches_a_forgotten_renewal),

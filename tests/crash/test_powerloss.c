@@ -207,6 +207,8 @@ clear_dir(const char *dir)
 struct inspected {
 	uint64_t hwm;
 	struct chk_record rec[NAMES];
+	uint8_t owner_len[NAMES];   /* the held record's owner label */
+	char owner[NAMES][64];
 	int bad;            /* records lockd could not read */
 };
 
@@ -232,9 +234,15 @@ load_one(void *ctx, const char *name, size_t name_len, const void *val,
 		l->out->bad++;
 		return 0;
 	}
+	/* A free name in lock-delay (fence 0) holds no lease. */
+	if (bytes_get_le64(p + 8) == 0)
+		return 0;
 	l->out->rec[i].present = true;
 	l->out->rec[i].fence = bytes_get_le64(p + 8);
 	l->out->rec[i].expiry = (int64_t)bytes_get_le64(p + 32) - l->offset;
+	/* The owner label, for the Owner check (format.h: 88, 96). */
+	l->out->owner_len[i] = p[88] <= 64 ? p[88] : 64;
+	memcpy(l->out->owner[i], p + 96, l->out->owner_len[i]);
 	return 0;
 }
 
@@ -608,6 +616,10 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 			}
 			found = chk_image(chk, (int)cycle, jpos, cut, in.rec,
 			    in.hwm);
+			for (int k = 0; k < NAMES; k++)
+				if (in.rec[k].present)
+					chk_owner_seen(chk, k, in.rec[k].fence,
+					    in.owner[k], in.owner_len[k]);
 			/* The first good image of where lockd died is what
 			 * the next run starts from. */
 			if (full && found == 0 && !next) {

@@ -155,6 +155,7 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 	uint64_t r = rng_below(&w->rng, 100);
 	int name = (int)rng_below(&w->rng, (uint64_t)w->opt.names);
 	int64_t lease = pick_lease(w);
+	char extra[96];
 
 	if (g != NULL) {
 		if (r < 40) {
@@ -203,6 +204,19 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 	c->req_lease = lease;
 	c->req_onclose = rng_below(&w->rng, 100) <
 	    (uint64_t)w->opt.onclose_percent;
+	/* owner= on half the grants, delay= on a quarter: both must
+	 * survive kill -9 and power loss with the lease. */
+	c->req_owner = rng_below(&w->rng, 2) == 0;
+	c->req_delay = rng_below(&w->rng, 4) == 0 ?
+	    rng_range(&w->rng, 1, w->opt.lease_max_ms) : 0;
+	snprintf(extra, sizeof(extra), "%s",
+	    c->req_onclose ? " onclose=release" : "");
+	if (c->req_owner)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+		    " owner=w%d", (int)(c - w->c));
+	if (c->req_delay > 0)
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+		    " delay=%lld", (long long)c->req_delay);
 	if (r < 45) {
 		char wait[32] = "";
 		if (rng_below(&w->rng, 10) != 0)
@@ -212,13 +226,12 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 		c->req = WL_ACQUIRE;
 		c->req_sent = harness_now_ms();
 		send_line(w, c, "ACQUIRE %s lease=%lld%s%s\n", w->names[name],
-		    (long long)lease, wait,
-		    c->req_onclose ? " onclose=release" : "");
+		    (long long)lease, wait, extra);
 	} else if (r < 80 || (r >= 90 && c->last_grant < 0)) {
 		c->req = WL_TRY;
 		c->req_sent = harness_now_ms();
 		send_line(w, c, "TRY %s lease=%lld%s\n", w->names[name],
-		    (long long)lease, c->req_onclose ? " onclose=release" : "");
+		    (long long)lease, extra);
 	} else if (r < 90) {
 		c->req = WL_STATUS;
 		c->req_sent = harness_now_ms();
@@ -287,6 +300,16 @@ handle_reply(struct wl *w, struct wl_client *c, const char *line,
 			c->holding = chk_granted(w->chk, c->req_name, r.fence,
 			    handle, c->req_sent, now, r.lease_ms,
 			    c->req_onclose, jpos);
+			if (c->req_owner) {
+				char owner[16];
+				int owner_len = snprintf(owner, sizeof(owner),
+				    "w%d", (int)(c - w->c));
+				chk_grant_options(w->chk, c->holding, owner,
+				    (size_t)owner_len, c->req_delay);
+			} else {
+				chk_grant_options(w->chk, c->holding, "", 0,
+				    c->req_delay);
+			}
 			c->last_grant = c->holding;
 			c->next_at = now + hold_time(w, r.lease_ms);
 			break;
@@ -348,6 +371,9 @@ handle_reply(struct wl *w, struct wl_client *c, const char *line,
 			w->stats.statuses++;
 			chk_status(w->chk, c->req_name, c->req_sent, now, r.held,
 			    r.fence, r.ttl_ms, false);
+			if (r.held)
+				chk_owner_seen(w->chk, c->req_name, r.fence,
+				    r.owner, r.owner_len);
 		} else {
 			unexpected(w, c, line);
 		}
@@ -510,8 +536,13 @@ wl_check_status(struct wl *w, bool after_restart)
 			if (proto_parse_reply(buf, used, sizeof(buf), &r,
 			    &consumed, &err) == PROTO_DONE &&
 			    r.kind == PROTO_REPLY_STATUS)
+			{
 				chk_status(w->chk, name, sent, recv_at, r.held,
 				    r.fence, r.ttl_ms, after_restart);
+				if (r.held)
+					chk_owner_seen(w->chk, name, r.fence,
+					    r.owner, r.owner_len);
+			}
 			else
 				rc = -1;
 			memmove(buf, buf + used, len - used);

@@ -52,6 +52,8 @@ struct wl_client {
 	int req_name;
 	int64_t req_sent, req_lease;
 	bool req_onclose;
+	int64_t req_delay;       /* ACQUIRE, TRY: delay=; 0: none */
+	bool req_owner;          /* ACQUIRE, TRY: owner=w<index> */
 	struct chk_ref req_ref;  /* RENEW, RELEASE */
 	int64_t holding;         /* the grant this client holds; -1: none */
 	int64_t last_grant;      /* for a RELEASE with a stale handle */

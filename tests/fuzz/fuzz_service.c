@@ -101,6 +101,8 @@ struct fuzz_req {
 	bool has_wait;
 	int64_t wait;
 	bool onclose;
+	bool has_fence;              /* FORCE, CHECK; WATCH's fence= */
+	uint64_t fence;
 	core_time t;                 /* executed at */
 	uint64_t stamp;              /* order of execution */
 	/* STATUS: a told lease certainly running at t, if any. */
@@ -150,6 +152,7 @@ struct fuzz_handle_event {
 	size_t name_len;
 	struct proto_handle handle;
 	core_time t;
+	bool any_secret;     /* FORCE: the fence alone names the grant */
 };
 
 struct fuzz {
@@ -368,7 +371,7 @@ fuzz_before_commit(void *ctx)
 /* A lease-ending event for every told grant it names: bound it. */
 static void
 handle_event(const char *name, size_t name_len, struct proto_handle h,
-    core_time t)
+    core_time t, bool any_secret)
 {
 	struct fuzz_handle_event *e;
 	size_t i;
@@ -376,7 +379,7 @@ handle_event(const char *name, size_t name_len, struct proto_handle h,
 	for (i = 0; i < fz.ngrants; i++) {
 		struct fuzz_grant *g = &fz.grants[i];
 		if (same_name(g->name, g->name_len, name, name_len) &&
-		    g->fence == h.fence && g->secret == h.secret)
+		    g->fence == h.fence && (any_secret || g->secret == h.secret))
 			g->bound = min_time(g->bound, t);
 	}
 	/* Kept for grants told later: a guessed handle counts as well. */
@@ -387,6 +390,7 @@ handle_event(const char *name, size_t name_len, struct proto_handle h,
 	e->name_len = name_len;
 	e->handle = h;
 	e->t = t;
+	e->any_secret = any_secret;
 }
 
 /* The onclose=release grants of connection slot c (this opening) end. */
@@ -457,7 +461,7 @@ told_granted(int c, const struct fuzz_req *req,
 		const struct fuzz_handle_event *e = &fz.events[i];
 		if (same_name(e->name, e->name_len, g->name, g->name_len) &&
 		    e->handle.fence == g->fence &&
-		    e->handle.secret == g->secret)
+		    (e->any_secret || e->handle.secret == g->secret))
 			g->bound = min_time(g->bound, e->t);
 	}
 	/* MutualExclusion over what clients were told. */
@@ -510,8 +514,15 @@ check_reply(int c, const char *line, size_t n)
 	    &err) == PROTO_DONE);
 	FUZZ_CHECK(used == n);
 	FUZZ_CHECK(n >= 2 && line[n - 2] == '\r');
-	/* One reply per request, in request order. */
+	/* One reply per request, in request order; a LIST's LOCK lines
+	 * come before its END, which answers it. */
 	FUZZ_CHECK(fc->head < fc->nreq);
+	if (fc->reqs[fc->head].kind == PROTO_CMD_LIST &&
+	    rep.kind == PROTO_REPLY_LOCK) {
+		FUZZ_CHECK(rep.held || (rep.fence == 0 && rep.ttl_ms == 0));
+		FUZZ_CHECK(rep.held || rep.queue > 0 || rep.delay_ms > 0);
+		return;
+	}
 	req = &fc->reqs[fc->head++];
 	fc->replies++;
 	trace("c%d reads %.*s", c, (int)(n - 2), line);
@@ -586,6 +597,34 @@ check_reply(int c, const char *line, size_t n)
 	case PROTO_CMD_STATS:
 		FUZZ_CHECK(rep.kind == PROTO_REPLY_STATS);
 		break;
+	case PROTO_CMD_FORCE:
+		FUZZ_CHECK(rep.kind == PROTO_REPLY_RELEASED ||
+		    rep.kind == PROTO_REPLY_NOTHELD ||
+		    is_error(&rep, PROTO_ERR_UNAVAILABLE));
+		break;
+	case PROTO_CMD_CHECK:
+		FUZZ_CHECK((rep.kind == PROTO_REPLY_CURRENT &&
+		    rep.fence == req->fence) ||
+		    (rep.kind == PROTO_REPLY_STALE && rep.fence != req->fence) ||
+		    is_error(&rep, PROTO_ERR_UNAVAILABLE));
+		break;
+	case PROTO_CMD_WATCH:
+		if (rep.kind == PROTO_REPLY_CHANGED) {
+			/* Never for the fence watched. */
+			FUZZ_CHECK(!req->has_fence || rep.fence != req->fence);
+		} else if (is_error(&rep, PROTO_ERR_TIMEOUT)) {
+			FUZZ_CHECK(fc->input_ended || (req->has_wait &&
+			    fz.mono >= req->t + req->wait));
+		} else if (is_error(&rep, PROTO_ERR_SHUTDOWN)) {
+			FUZZ_CHECK(fz.stopping);
+		} else {
+			FUZZ_CHECK(allowed_failure(&rep, true));
+		}
+		break;
+	case PROTO_CMD_LIST:
+		FUZZ_CHECK(rep.kind == PROTO_REPLY_END ||
+		    is_error(&rep, PROTO_ERR_UNAVAILABLE));
+		break;
 	default:
 		FUZZ_CHECK(false);
 	}
@@ -624,14 +663,22 @@ executed(int c, const struct proto_request *preq,
 	req->wait = preq->wait_ms;
 	req->onclose = preq->has_onclose &&
 	    preq->onclose == PROTO_ONCLOSE_RELEASE;
+	req->has_fence = preq->has_fence;
+	req->fence = preq->fence;
 	switch (preq->command) {
 	case PROTO_CMD_RELEASE:
 	case PROTO_CMD_RENEW:
 		/* Either may end (or shorten) the lease it names, whatever
 		 * it is answered later. */
 		handle_event(preq->name, preq->name_len, preq->handle,
-		    fz.mono);
+		    fz.mono, false);
 		break;
+	case PROTO_CMD_FORCE: {
+		/* It may end the grant with that fence, whatever secret. */
+		struct proto_handle h = { preq->fence, 0 };
+		handle_event(preq->name, preq->name_len, h, fz.mono, true);
+		break;
+	}
 	case PROTO_CMD_STATUS: {
 		const struct fuzz_grant *g = running_grant(preq->name,
 		    preq->name_len);
@@ -915,6 +962,34 @@ queue_request(int c)
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s%s%s",
 		    sep, name, sep, handle);
 		break;
+	case PROTO_CMD_FORCE:
+	case PROTO_CMD_CHECK:
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s%s%llu",
+		    sep, name, sep, (unsigned long long)pick_handle(hb).fence);
+		break;
+	case PROTO_CMD_WATCH: {
+		/* Always with a wait, so the drain ends. */
+		int64_t wait = fuzz_waits[(opt >> 3) & 7];
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+		    "%s%s%swait=%lld", sep, name, sep,
+		    (long long)(wait < 0 ? 500 : wait));
+		if (opt & 1)
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+			    "%sfence=%llu", sep, (unsigned long long)
+			    (hb & 0x80 ? 0 : pick_handle(hb).fence));
+		break;
+	}
+	case PROTO_CMD_LIST:
+		if (opt & 1)
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+			    "%sprefix=%.*s", sep, 1 + (hb & 3), name);
+		if (opt & 2)
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+			    "%safter=%s", sep, fuzz_names[hb % FUZZ_NAMES]);
+		if (opt & 4)
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+			    "%slimit=%u", sep, 1 + (unsigned)(opt >> 4));
+		break;
 	default:
 		break;
 	}
@@ -936,6 +1011,11 @@ queue_request(int c)
 	    req.command == PROTO_CMD_TRY) && (opt & 0x40))
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
 		    "%sonclose=%s", sep, (opt & 0x80) ? "release" : "keep");
+	if ((req.command == PROTO_CMD_ACQUIRE ||
+	    req.command == PROTO_CMD_TRY) && (style & 0x10))
+		n += snprintf(line + n, sizeof(line) - (size_t)n,
+		    "%sdelay=%u%sowner=c%d", sep, (unsigned)(style >> 5) * 40,
+		    sep, c);
 	n += snprintf(line + n, sizeof(line) - (size_t)n, "%s",
 	    (style & 8) ? "\r\n" : "\n");
 	append(&fc->outbox, &fc->ob_len, &fc->ob_cap, line, (size_t)n);
@@ -1059,6 +1139,7 @@ check_table(bool after_tick)
 {
 	const struct core_table *t = &fz.svc.table;
 	uint64_t locks = 0, held = 0, waiters = 0, timers = 0, sessions = 0;
+	uint64_t watches = 0;
 	size_t b, i;
 	int c;
 
@@ -1084,11 +1165,30 @@ check_table(bool after_tick)
 				FUZZ_CHECK(e->lock.lease_ms > 0 &&
 				    e->lock.lease_ms <=
 				    fz.config.core.max_lease_ms);
+			} else if (e->delay_until != 0) {
+				/* Free in lock-delay: waiters wait for its
+				 * end, which the entry's timer waits for. */
+				timers++;
+				FUZZ_CHECK(e->timer.slot != CORE__HEAP_OUT &&
+				    e->timer.when == e->delay_until);
+				FUZZ_CHECK(!after_tick ||
+				    e->delay_until > svc_now());
+				FUZZ_CHECK(e->owner == NULL);
 			} else {
 				/* NoStarvation: nobody waits for a free lock. */
 				FUZZ_CHECK(e->queue_len == 0);
 				FUZZ_CHECK(e->timer.slot == CORE__HEAP_OUT);
 				FUZZ_CHECK(e->owner == NULL);
+			}
+			watches += e->watch_len;
+			FUZZ_CHECK(list_length(&e->watchers) == e->watch_len);
+			for (l = e->watchers.next; l != &e->watchers;
+			    l = l->next) {
+				const struct core_waiter *w = container_of(l,
+				    struct core_waiter, queue_link);
+				FUZZ_CHECK(w->entry == e && w->watch);
+				if (w->timer.slot != CORE__HEAP_OUT)
+					timers++;
 			}
 			for (l = e->queue.next; l != &e->queue; l = l->next) {
 				const struct core_waiter *w = container_of(l,
@@ -1118,7 +1218,9 @@ check_table(bool after_tick)
 		    fc->sc.session.waiter_count);
 		sessions += fc->sc.session.waiter_count;
 	}
-	FUZZ_CHECK(sessions == waiters);
+	FUZZ_CHECK(watches == t->stats.watches);
+	/* A pending WATCH counts against its session like a waiter. */
+	FUZZ_CHECK(sessions == waiters + watches);
 	FUZZ_CHECK(fz.svc.stats.connections == list_length(&fz.svc.conns));
 	FUZZ_CHECK(fz.svc.committed_hwm == fz.mem.hwm);
 	FUZZ_CHECK(t->hwm >= fz.mem.hwm);

@@ -8,6 +8,14 @@
 
 #include "tests/lib/broken_rules.h"
 
+/* The rules added with lock-delay, FORCE and WATCH, as the daemon runs
+ * them, for every table that breaks something else. */
+#define RULES_STD_REST \
+	.delay_blocks = core_rule_delay_blocks, \
+	.delay_end = core_rule_delay_end, \
+	.force = core_rule_force, \
+	.watch_fires = core_rule_watch_fires,
+
 static void
 lock_clear(struct core_lock *lock)
 {
@@ -273,7 +281,90 @@ renew_refusing(struct core_lock *lock, struct core_handle h, core_time now,
 	return CORE_ERR_CONFLICT;
 }
 
+/* ---- lock-delay ignored ------------------------------------------------ */
+
+static bool
+delay_never_blocks(core_time delay_until, core_time now)
+{
+	(void)delay_until;
+	(void)now;
+	return false;
+}
+
+/* ---- FORCE freeing whoever holds --------------------------------------- */
+
+static bool
+force_any_fence(struct core_lock *lock, uint64_t fence)
+{
+	(void)fence;
+	if (lock->fence == 0)
+		return false;
+	lock_clear(lock);
+	return true;
+}
+
+/* ---- WATCH firing at once, or never ------------------------------------ */
+
+static bool
+watch_fires_always(uint64_t watched, uint64_t current)
+{
+	(void)watched;
+	(void)current;
+	return true;
+}
+
+static bool
+watch_fires_never(uint64_t watched, uint64_t current)
+{
+	(void)watched;
+	(void)current;
+	return false;
+}
+
 /* ---- the tables ------------------------------------------------------- */
+
+#define RULES_STD_BASE \
+	.fence_next = core_rule_fence_next, \
+	.lease_expired = core_rule_lease_expired, \
+	.decide = core_rule_decide, \
+	.grant = core_rule_grant, \
+	.is_holder = core_rule_is_holder, \
+	.renew = core_rule_renew, \
+	.release = core_rule_release, \
+	.reclaim_if_expired = core_rule_reclaim_if_expired, \
+	.next_waiter = next_waiter_std,
+
+const struct core_rules broken_rules_delay_ignored = {
+	RULES_STD_BASE
+	.delay_blocks = delay_never_blocks,
+	.delay_end = core_rule_delay_end,
+	.force = core_rule_force,
+	.watch_fires = core_rule_watch_fires,
+};
+
+const struct core_rules broken_rules_force_any_fence = {
+	RULES_STD_BASE
+	.delay_blocks = core_rule_delay_blocks,
+	.delay_end = core_rule_delay_end,
+	.force = force_any_fence,
+	.watch_fires = core_rule_watch_fires,
+};
+
+const struct core_rules broken_rules_watch_fires_early = {
+	RULES_STD_BASE
+	.delay_blocks = core_rule_delay_blocks,
+	.delay_end = core_rule_delay_end,
+	.force = core_rule_force,
+	.watch_fires = watch_fires_always,
+};
+
+const struct core_rules broken_rules_watch_never_fires = {
+	RULES_STD_BASE
+	.delay_blocks = core_rule_delay_blocks,
+	.delay_end = core_rule_delay_end,
+	.force = core_rule_force,
+	.watch_fires = watch_fires_never,
+};
 
 const struct core_rules broken_rules_release_ignores_handle = {
 	.fence_next = core_rule_fence_next,
@@ -285,6 +376,7 @@ const struct core_rules broken_rules_release_ignores_handle = {
 	.release = release_ignoring_handle,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_holder_by_fence_only = {
@@ -297,6 +389,7 @@ const struct core_rules broken_rules_holder_by_fence_only = {
 	.release = release_by_fence,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_grant_reuses_fence = {
@@ -309,6 +402,7 @@ const struct core_rules broken_rules_grant_reuses_fence = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_grant_from_own_fence = {
@@ -321,6 +415,7 @@ const struct core_rules broken_rules_grant_from_own_fence = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_queue_is_lifo = {
@@ -333,6 +428,7 @@ const struct core_rules broken_rules_queue_is_lifo = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_tail,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_waiters_never_granted = {
@@ -345,6 +441,7 @@ const struct core_rules broken_rules_waiters_never_granted = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_none,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_lease_ends_early = {
@@ -357,6 +454,7 @@ const struct core_rules broken_rules_lease_ends_early = {
 	.release = core_rule_release,
 	.reclaim_if_expired = reclaim_early,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_lease_ends_late = {
@@ -369,6 +467,7 @@ const struct core_rules broken_rules_lease_ends_late = {
 	.release = core_rule_release,
 	.reclaim_if_expired = reclaim_late,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_never_reclaims = {
@@ -381,6 +480,7 @@ const struct core_rules broken_rules_never_reclaims = {
 	.release = core_rule_release,
 	.reclaim_if_expired = reclaim_never,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_grant_while_held = {
@@ -393,6 +493,7 @@ const struct core_rules broken_rules_grant_while_held = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_renew_ignores_handle = {
@@ -405,6 +506,7 @@ const struct core_rules broken_rules_renew_ignores_handle = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_renew_forgets_lease = {
@@ -417,6 +519,7 @@ const struct core_rules broken_rules_renew_forgets_lease = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };
 
 const struct core_rules broken_rules_renew_refuses_holder = {
@@ -429,4 +532,5 @@ const struct core_rules broken_rules_renew_refuses_holder = {
 	.release = core_rule_release,
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
+	RULES_STD_REST
 };

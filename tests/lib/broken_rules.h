@@ -44,5 +44,14 @@ extern const struct core_rules broken_rules_renew_ignores_handle;
 extern const struct core_rules broken_rules_renew_forgets_lease;
 /* RENEW refuses even the holder. */
 extern const struct core_rules broken_rules_renew_refuses_holder;
+/* A lock in lock-delay is granted all the same. */
+extern const struct core_rules broken_rules_delay_ignored;
+/* FORCE frees whoever holds the lock, whatever fence it is given (a raw
+ * delete, as etcd's and ZooKeeper's admin release are). */
+extern const struct core_rules broken_rules_force_any_fence;
+/* A WATCH fires at once, before anything changed. */
+extern const struct core_rules broken_rules_watch_fires_early;
+/* A WATCH never fires: only its wait ends it. */
+extern const struct core_rules broken_rules_watch_never_fires;
 
 #endif

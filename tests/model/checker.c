@@ -47,6 +47,9 @@ model_property_name(enum model_property p)
 		"LeaseReclamationSafety",
 		"FifoFairness",
 		"NoStarvation",
+		"LockDelay",
+		"ForceExactFence",
+		"WatchOnce",
 		"ShadowAgreement",
 	};
 
@@ -82,6 +85,13 @@ model_coverage_name(enum model_coverage c)
 		"onclose lease released by restart",
 		"expired lease reclaimed by restart",
 		"lost fence minted again",
+		"a TRY or waiter held back by a delay",
+		"a delay ended and a waiter granted",
+		"a free name's delay survived a restart",
+		"FORCE freed its holder",
+		"FORCE of a stale fence refused",
+		"WATCH answered CHANGED",
+		"WATCH timed out",
 	};
 
 	return (unsigned)c < MODEL_COVERAGE ? names[c] : "?";

@@ -19,7 +19,8 @@ model__takeover_disk(struct sys *s)
 	for (n = 0; n < s->sc->nnames; n++)
 		if (s->disk[n].present)
 			core_takeover_record(&s->disk[n].rec, s->now,
-			    MODEL_LEADER_LEASE);
+			    MODEL_LEADER_LEASE,
+			    s->config.max_lock_delay_ms);
 }
 
 uint64_t

@@ -35,6 +35,10 @@ enum model_property {
 	MODEL_LEASE_RECLAMATION_SAFETY,
 	MODEL_FIFO_FAIRNESS,
 	MODEL_NO_STARVATION,
+	MODEL_LOCK_DELAY,          /* nobody is granted a name in lock-delay */
+	MODEL_FORCE_EXACT_FENCE,   /* FORCE frees only the holder it names */
+	MODEL_WATCH_ONCE,          /* answered once, not before the change,
+				      not after the step that makes it */
 	/* Not a property of the service but of the model: the table, its
 	 * replies and the durable records agree with the checker's own
 	 * account of the protocol. */
@@ -74,6 +78,13 @@ enum model_coverage {
 	MODEL_COV_RESTORED_ONCLOSE,      /* released by the restart */
 	MODEL_COV_RESTORED_EXPIRED,      /* reclaimed by the restart */
 	MODEL_COV_FENCE_REMINTED,        /* a lost fence minted again */
+	MODEL_COV_DELAY_HELD_BACK,       /* a TRY or waiter met a delay */
+	MODEL_COV_DELAY_HANDOFF,         /* a delay ended, a waiter granted */
+	MODEL_COV_DELAY_RESTORED,        /* a free name's delay survived */
+	MODEL_COV_FORCED,
+	MODEL_COV_FORCE_STALE,           /* FORCE of a fence no longer held */
+	MODEL_COV_WATCH_FIRED,
+	MODEL_COV_WATCH_TIMEOUT,
 	MODEL_COVERAGE
 };
 
@@ -87,8 +98,13 @@ enum model_op_kind {
 	MODEL_RELEASE,        /* with its own last handle for the name */
 	MODEL_FORGE_RENEW,    /* the holder's fence, a wrong secret */
 	MODEL_FORGE_RELEASE,  /* the holder's fence, a wrong secret */
-	MODEL_DISCONNECT      /* core_disconnect; the client is gone */
+	MODEL_DISCONNECT,     /* core_disconnect; the client is gone */
+	MODEL_FORCE,          /* FORCE with the op's fence */
+	MODEL_WATCH           /* WATCH of the op's fence (or any change), wait */
 };
+
+/* MODEL_WATCH without fence=: the next change. */
+#define MODEL_WATCH_ANY UINT64_MAX
 
 struct model_op {
 	enum model_op_kind kind;
@@ -96,6 +112,8 @@ struct model_op {
 	int64_t lease_ms;
 	int64_t wait_ms;      /* CORE_WAIT_FOREVER, 0 or > 0 */
 	bool onclose;
+	int64_t delay_ms;     /* ACQUIRE's lock-delay */
+	uint64_t fence;       /* FORCE's and WATCH's */
 };
 
 struct model_client {

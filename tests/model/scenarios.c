@@ -19,6 +19,10 @@
 #define FORGE_RENEW(n) { MODEL_FORGE_RENEW, (n), LEASE, 0, false }
 #define FORGE_RELEASE(n) { MODEL_FORGE_RELEASE, (n), 0, 0, false }
 #define DISCONNECT { MODEL_DISCONNECT, 0, 0, 0, false }
+#define ACQ_DELAY(n, wait, delay) \
+	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, (delay), 0 }
+#define FORCE(n, fence) { MODEL_FORCE, (n), 0, 0, false, 0, (fence) }
+#define WATCH(n, fence, wait) { MODEL_WATCH, (n), 0, (wait), false, 0, (fence) }
 
 const struct model_scenario model_scenarios[] = {
 	{
@@ -99,6 +103,26 @@ const struct model_scenario model_scenarios[] = {
 		.ntimes = 4,
 		.times = { 0, 10, 15, 30 },
 		.failovers = 1,
+	},
+	{
+		.name = "operator",
+		.summary = "A holds L with lock-delay 5 until it expires or "
+		    "is forced; B waits (wait 20) and releases; O forces "
+		    "fence 1 then fence 2; W watches for any change (wait 5), then "
+		    "for fence 1 to go (wait 15); one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'A', 1, { ACQ_DELAY(0, FOREVER, 5) } },
+			{ 'B', 2, { ACQ(0, 20, false), RELEASE(0) } },
+			{ 'O', 2, { FORCE(0, 1), FORCE(0, 2) } },
+			{ 'W', 2, { WATCH(0, MODEL_WATCH_ANY, 5),
+			    WATCH(0, 1, 15) } },
+		},
+		.ntimes = 4,
+		.times = { 0, 10, 15, 20 },
+		.crashes = 1,
 	},
 };
 

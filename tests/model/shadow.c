@@ -87,6 +87,11 @@ model_sink(void *ctx, const struct core_reply *r)
 	}
 	l = &s->log[s->nlog++];
 	l->r = *r;
+	/* The status lives only during the call: keep a copy. */
+	if (r->status != NULL) {
+		l->status = *r->status;
+		l->r.status = &l->status;
+	}
 	l->name = NOBODY;
 	for (n = 0; r->name != NULL && n < s->sc->nnames; n++)
 		if (strlen(s->sc->names[n]) == r->name_len &&
@@ -161,6 +166,9 @@ request_done(struct client *m)
 	memset(&m->req_handle, 0, sizeof(m->req_handle));
 	m->req_lease = 0;
 	m->req_onclose = false;
+	m->req_delay = 0;
+	m->req_fence = 0;
+	m->req_watch_any = false;
 	m->queued = false;
 	m->deadline = CORE_NEVER;
 }
@@ -174,6 +182,33 @@ shadow_free(struct shadow *sh)
 	sh->fence = sh->secret = 0;
 	sh->expiry = 0;
 	sh->lease_ms = 0;
+	sh->delay_ms = 0;
+}
+
+/* The newest holder's fence as WATCH compares it: 0 when free. */
+static uint64_t
+shadow_current(const struct shadow *sh)
+{
+	return sh->held ? sh->fence : 0;
+}
+
+/* A hold ended in a way that owes its lock-delay, running to `until`. */
+static void
+delay_begin(struct sys *s, struct shadow *sh, core_time until)
+{
+	if (sh->delay_ms > 0 && until > s->now && until > sh->delay_until)
+		sh->delay_until = until;
+}
+
+/* Every touch of a name (an op on it, a tick, a restore) ends a lock-delay
+ * that has run out. */
+static void
+delay_due(struct sys *s, int n)
+{
+	if (s->sh[n].delay_until != 0 && s->sh[n].delay_until <= s->now) {
+		s->sh[n].delay_until = 0;
+		s->delay_ended = true;
+	}
 }
 
 static void
@@ -271,6 +306,15 @@ on_granted(struct sys *s, const struct logged *l)
 		    sh->qlen);
 		return;
 	}
+	if (sh->delay_until != 0 && s->now < sh->delay_until) {
+		violate(s, MODEL_LOCK_DELAY, "%s granted to %c at %lld, in "
+		    "the lock-delay that ends at %lld", lock_name(s, l->name),
+		    label(s, c), (long long)s->now,
+		    (long long)sh->delay_until);
+		return;
+	}
+	if (m->queued && s->delay_ended)
+		cover(s, MODEL_COV_DELAY_HANDOFF);
 	if (sh->held) {
 		violate(s, MODEL_MUTUAL_EXCLUSION, "%s granted to %c (fence "
 		    "%llu) at %lld while fence %llu is held until %lld",
@@ -295,6 +339,7 @@ on_granted(struct sys *s, const struct logged *l)
 	sh->secret = l->r.secret;
 	sh->expiry = s->now + l->r.lease_ms;
 	sh->lease_ms = l->r.lease_ms;
+	sh->delay_ms = m->req_delay;
 	if (s->falling_back)
 		cover(s, MODEL_COV_FALLBACK_HANDOFF);
 	d = &s->pending[s->npending++];
@@ -432,11 +477,14 @@ on_held(struct sys *s, const struct logged *l)
 		    m->req_kind);
 		return;
 	}
-	if (!s->sh[l->name].held && s->sh[l->name].qlen == 0) {
+	if (!s->sh[l->name].held && s->sh[l->name].qlen == 0 &&
+	    s->sh[l->name].delay_until == 0) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "TRY of the free %s "
 		    "answered HELD", lock_name(s, l->name));
 		return;
 	}
+	if (!s->sh[l->name].held && s->sh[l->name].qlen == 0)
+		cover(s, MODEL_COV_DELAY_HELD_BACK);
 	cover(s, MODEL_COV_TRY_HELD);
 	request_done(m);
 }
@@ -451,6 +499,22 @@ on_timeout(struct sys *s, const struct logged *l)
 	if ((m = answering(s, l, &c)) == NULL)
 		return;
 	sh = &s->sh[l->name];
+	if (m->req_kind == MODEL_WATCH) {
+		if (m->queued ? m->deadline > s->now :
+		    (!m->req_watch_any &&
+		    m->req_fence != shadow_current(sh))) {
+			violate(s, MODEL_WATCH_ONCE, "%c's WATCH of %s timed "
+			    "out at %lld (deadline %lld, fence %llu, watched "
+			    "%llu)", label(s, c), lock_name(s, l->name),
+			    (long long)s->now, (long long)m->deadline,
+			    (unsigned long long)shadow_current(sh),
+			    (unsigned long long)m->req_fence);
+			return;
+		}
+		cover(s, MODEL_COV_WATCH_TIMEOUT);
+		request_done(m);
+		return;
+	}
 	if (m->req_kind != MODEL_ACQUIRE) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "TIMEOUT answers op %d",
 		    m->req_kind);
@@ -465,7 +529,7 @@ on_timeout(struct sys *s, const struct logged *l)
 		}
 		queue_remove(sh, c);
 		cover(s, MODEL_COV_WAIT_TIMEOUT);
-	} else if (!sh->held && sh->qlen == 0) {
+	} else if (!sh->held && sh->qlen == 0 && sh->delay_until == 0) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "wait=0 on the free %s "
 		    "answered TIMEOUT", lock_name(s, l->name));
 		return;
@@ -498,6 +562,7 @@ on_lease_end(struct sys *s, const struct logged *l)
 			cover(s, MODEL_COV_RESTORED_EXPIRED);
 		else if (s->action == ACT_TICK && s->now == sh->expiry)
 			cover(s, MODEL_COV_RECLAIM_AT_EXPIRY);
+		delay_begin(s, sh, sh->expiry + sh->delay_ms);
 	} else {
 		if (!sh->onclose || (!s->restoring && !s->falling_back &&
 		    (s->closing < 0 || sh->holder != s->closing))) {
@@ -509,9 +574,97 @@ on_lease_end(struct sys *s, const struct logged *l)
 		}
 		cover(s, s->restoring ? MODEL_COV_RESTORED_ONCLOSE :
 		    MODEL_COV_ONCLOSE_DISCONNECT);
+		delay_begin(s, sh, s->now + sh->delay_ms);
 	}
 	s->last_end = l->r.kind;
 	shadow_free(sh);
+}
+
+/* FORCE's answers: FORCED only for the live holder with exactly that
+ * fence, NOTHELD for anything else. */
+static void
+on_force(struct sys *s, const struct logged *l)
+{
+	struct shadow *sh = &s->sh[l->name];
+	struct client *m;
+	bool exact;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	if (m->req_kind != MODEL_FORCE) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "reply %d answers op %d",
+		    (int)l->r.kind, m->req_kind);
+		return;
+	}
+	exact = sh->held && sh->fence == m->req_fence && s->now < sh->expiry;
+	if (l->r.kind == CORE_REPLY_NOTHELD) {
+		if (exact) {
+			violate(s, MODEL_SHADOW_AGREEMENT, "FORCE of the "
+			    "holder's fence %llu of %s refused",
+			    (unsigned long long)m->req_fence,
+			    lock_name(s, l->name));
+			return;
+		}
+		cover(s, MODEL_COV_FORCE_STALE);
+		request_done(m);
+		return;
+	}
+	if (!exact) {
+		violate(s, MODEL_FORCE_EXACT_FENCE, "FORCE of fence %llu "
+		    "freed %s, held by fence %llu until %lld at %lld",
+		    (unsigned long long)m->req_fence, lock_name(s, l->name),
+		    (unsigned long long)sh->fence, (long long)sh->expiry,
+		    (long long)s->now);
+		return;
+	}
+	/* The forced holder is told nothing: its fence is what keeps it
+	 * out now, so it no longer counts as holding. */
+	if (sh->holder != NOBODY)
+		s->cl[sh->holder].know[l->name].believes = false;
+	delay_begin(s, sh, s->now + sh->delay_ms);
+	shadow_free(sh);
+	s->last_end = CORE_REPLY_FORCED;
+	cover(s, MODEL_COV_FORCED);
+	request_done(m);
+}
+
+/* A WATCH answered CHANGED: only once the newest holder's fence differs
+ * from the one watched, and reporting that fence. */
+static void
+on_changed(struct sys *s, const struct logged *l)
+{
+	struct shadow *sh = &s->sh[l->name];
+	struct client *m;
+	uint64_t watched;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	if (m->req_kind != MODEL_WATCH) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "CHANGED answers op %d",
+		    m->req_kind);
+		return;
+	}
+	/* A WATCH of the next change watches what it found on arrival. */
+	watched = m->req_watch_any && !m->queued ? shadow_current(sh) :
+	    m->req_fence;
+	if (watched == shadow_current(sh)) {
+		violate(s, MODEL_WATCH_ONCE, "%c's WATCH of %s answered at "
+		    "%lld while fence %llu, the one it watches, is current",
+		    label(s, c), lock_name(s, l->name), (long long)s->now,
+		    (unsigned long long)watched);
+		return;
+	}
+	if (l->r.fence != shadow_current(sh) || l->r.status == NULL ||
+	    l->r.status->fence != l->r.fence) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "CHANGED reports fence "
+		    "%llu, the model %llu", (unsigned long long)l->r.fence,
+		    (unsigned long long)shadow_current(sh));
+		return;
+	}
+	cover(s, MODEL_COV_WATCH_FIRED);
+	request_done(m);
 }
 
 /* Checks and applies the step's replies in the order the core made them. */
@@ -534,7 +687,19 @@ process_log(struct sys *s)
 			on_released(s, l);
 			break;
 		case CORE_REPLY_NOTHELD:
-			on_refused(s, l, MODEL_RELEASE, MODEL_FORGE_RELEASE);
+			if (model__client_of(s, l->r.session) >= 0 &&
+			    s->cl[model__client_of(s, l->r.session)].req_kind ==
+			    MODEL_FORCE)
+				on_force(s, l);
+			else
+				on_refused(s, l, MODEL_RELEASE,
+				    MODEL_FORGE_RELEASE);
+			break;
+		case CORE_REPLY_FORCED:
+			on_force(s, l);
+			break;
+		case CORE_REPLY_CHANGED:
+			on_changed(s, l);
 			break;
 		case CORE_REPLY_CONFLICT:
 			on_refused(s, l, MODEL_RENEW, MODEL_FORGE_RENEW);
@@ -661,7 +826,9 @@ shadow_from_disk(struct sys *s, int n)
 	const struct disk_record *d = &s->disk[n];
 
 	shadow_free(sh);
-	if (d->present) {
+	sh->delay_until = d->present ? d->rec.delay_until : 0;
+	if (d->present && d->rec.fence != 0) {
+		sh->delay_ms = d->rec.delay_ms;
 		sh->held = true;
 		sh->holder = d->holder;
 		sh->onclose = d->rec.onclose_release;
@@ -710,8 +877,10 @@ fail_commit(struct sys *s)
 	s->nlog = 0;
 	s->falling_back = true;
 	for (n = 0; n < s->sc->nnames; n++)
-		if (s->touched[n])
+		if (s->touched[n]) {
 			shadow_from_disk(s, n);
+			delay_due(s, n);
+		}
 	for (n = 0; n < s->sc->nnames; n++)
 		if (s->touched[n])
 			core_table_restore(&s->table, s->sc->names[n],
@@ -760,6 +929,9 @@ restart(struct sys *s, bool committed, bool failover)
 	for (n = 0; n < s->sc->nnames; n++) {
 		s->sh[n].qlen = 0;
 		shadow_from_disk(s, n);
+		if (s->sh[n].delay_until > s->now && !s->sh[n].held)
+			cover(s, MODEL_COV_DELAY_RESTORED);
+		delay_due(s, n);
 	}
 	if (failover)
 		s->failovers++;
@@ -816,18 +988,41 @@ run_op(struct sys *s, int c)
 			lease = 0;
 		m->req_lease = lease;
 		m->req_onclose = op->onclose;
+		m->req_delay = op->delay_ms;
+		m->req_fence = op->fence;
+		m->req_watch_any = op->kind == MODEL_WATCH &&
+		    op->fence == MODEL_WATCH_ANY;
 	}
+	/* The op's implicit reclaim ends a lock-delay that ran out. */
+	if (op->kind != MODEL_DISCONNECT)
+		delay_due(s, op->name);
 	switch (op->kind) {
 	case MODEL_ACQUIRE:
 		args.lease_ms = op->lease_ms;
 		args.wait_ms = op->wait_ms;
 		args.onclose_release = op->onclose;
+		args.delay_ms = op->delay_ms;
+		args.label = NULL;
+		args.label_len = 0;
 		core_acquire(&s->table, &s->sess[c], name, len, &args, tag,
 		    s->now);
 		break;
 	case MODEL_TRY:
-		core_try(&s->table, &s->sess[c], name, len, op->lease_ms,
-		    op->onclose, tag, s->now);
+		memset(&args, 0, sizeof(args));
+		args.lease_ms = op->lease_ms;
+		args.onclose_release = op->onclose;
+		args.delay_ms = op->delay_ms;
+		core_try(&s->table, &s->sess[c], name, len, &args, tag,
+		    s->now);
+		break;
+	case MODEL_FORCE:
+		core_force(&s->table, &s->sess[c], name, len, op->fence, tag,
+		    s->now);
+		break;
+	case MODEL_WATCH:
+		core_watch(&s->table, &s->sess[c], name, len,
+		    op->fence != MODEL_WATCH_ANY, op->fence, op->wait_ms, tag,
+		    s->now);
 		break;
 	case MODEL_RENEW:
 	case MODEL_RELEASE:
@@ -884,6 +1079,14 @@ settle_op(struct sys *s)
 	if (m->req_tag == 0 || m->queued)
 		return;
 	op = &s->sc->clients[s->acting].ops[m->pc - 1];
+	if (op->kind == MODEL_WATCH && op->wait_ms != 0) {
+		m->queued = true;
+		m->deadline = op->wait_ms > 0 ? s->now + op->wait_ms :
+		    CORE_NEVER;
+		if (m->req_watch_any)
+			m->req_fence = shadow_current(&s->sh[op->name]);
+		return;
+	}
 	if (op->kind != MODEL_ACQUIRE) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "%c's op %d was not "
 		    "answered", label(s, s->acting), (int)op->kind);
@@ -896,6 +1099,8 @@ settle_op(struct sys *s)
 	}
 	m->queued = true;
 	m->deadline = op->wait_ms > 0 ? s->now + op->wait_ms : CORE_NEVER;
+	if (!s->sh[op->name].held && s->sh[op->name].qlen == 0)
+		cover(s, MODEL_COV_DELAY_HELD_BACK);
 	s->sh[op->name].queue[s->sh[op->name].qlen++] = (uint8_t)s->acting;
 }
 
@@ -920,6 +1125,19 @@ skip_dead_ops(struct sys *s)
 
 /* ---- agreement -------------------------------------------------------- */
 
+/* The clients whose WATCH of lock n is pending. */
+static int
+watching(const struct sys *s, int n)
+{
+	int c, k = 0;
+
+	for (c = 0; c < s->sc->nclients; c++)
+		if (s->cl[c].req_tag != 0 && s->cl[c].queued &&
+		    s->cl[c].req_kind == MODEL_WATCH && s->cl[c].req_name == n)
+			k++;
+	return k;
+}
+
 /* Does the table's view of lock n agree with the shadow? */
 static bool
 table_agrees(struct sys *s, int n, char *why, size_t whylen)
@@ -938,9 +1156,12 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			    (unsigned long long)e->lock.fence);
 			return false;
 		}
-		if (e != NULL && e->timer.slot != UINT32_MAX) {
-			snprintf(why, whylen, "%s: a free lock has a lease "
-			    "timer", name);
+		if (e != NULL && (sh->delay_until == 0 ?
+		    e->timer.slot != UINT32_MAX :
+		    (e->timer.slot == UINT32_MAX ||
+		    e->timer.when != sh->delay_until))) {
+			snprintf(why, whylen, "%s: a free lock's timer is not "
+			    "at its lock-delay's end", name);
 			return false;
 		}
 	} else {
@@ -967,6 +1188,13 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			    "the expiry", name);
 			return false;
 		}
+	}
+	if ((e != NULL ? e->delay_until : 0) != sh->delay_until) {
+		snprintf(why, whylen, "%s: the table's lock-delay ends at "
+		    "%lld, the model's at %lld", name,
+		    e ? (long long)e->delay_until : 0LL,
+		    (long long)sh->delay_until);
+		return false;
 	}
 	if (e == NULL) {
 		if (sh->qlen != 0) {
@@ -1002,6 +1230,11 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 		    "model %d", name, i, sh->qlen);
 		return false;
 	}
+	if ((int)e->watch_len != watching(s, n)) {
+		snprintf(why, whylen, "%s: the table has %u WATCHes, the "
+		    "model %d", name, e->watch_len, watching(s, n));
+		return false;
+	}
 	return true;
 }
 
@@ -1024,13 +1257,16 @@ check_agreement(struct sys *s)
 			return;
 		}
 		e = core_table_find(&s->table, name, strlen(name));
-		if ((e != NULL) != (sh->held || sh->qlen > 0)) {
+		if ((e != NULL) != (sh->held || sh->qlen > 0 ||
+		    sh->delay_until != 0 || watching(s, n) > 0)) {
 			violate(s, MODEL_SHADOW_AGREEMENT, "%s: idle entry kept "
 			    "or busy entry missing", name);
 			return;
 		}
-		if (d->present != sh->held || (d->present &&
-		    (d->rec.fence != sh->fence ||
+		if (d->present != (sh->held || sh->delay_until != 0) ||
+		    (d->present && (d->rec.delay_until != sh->delay_until ||
+		    d->rec.delay_ms != sh->delay_ms)) ||
+		    (sh->held && (d->rec.fence != sh->fence ||
 		    d->rec.secret != sh->secret ||
 		    d->rec.expiry != sh->expiry ||
 		    d->rec.lease_ms != sh->lease_ms ||
@@ -1064,6 +1300,7 @@ model__step(struct sys *s, uint8_t action)
 	s->hwm_moved = false;
 	s->action = base;
 	s->last_end = -1;
+	s->delay_ended = false;
 	s->cov = 0;
 
 	switch (base) {
@@ -1078,6 +1315,8 @@ model__step(struct sys *s, uint8_t action)
 		restart(s, true, true);
 		break;
 	case ACT_TICK:
+		for (n = 0; n < s->sc->nnames; n++)
+			delay_due(s, n);
 		core_tick(&s->table, s->now);
 		break;
 	default:
@@ -1111,8 +1350,11 @@ model__step(struct sys *s, uint8_t action)
 			fail_commit(s);
 		else {
 			commit(s, !unsent);
-			if (s->stale_op && s->nlog == 1 && s->violated ==
-			    MODEL_OK && (s->records != 0 || s->hwm_moved))
+			/* (Its reclaim may end a lock-delay, which makes
+			 * no reply but changes the record.) */
+			if (s->stale_op && s->nlog == 1 && !s->delay_ended &&
+			    s->violated == MODEL_OK &&
+			    (s->records != 0 || s->hwm_moved))
 				violate(s, MODEL_STALE_TOKEN_REJECTION, "a stale "
 				    "handle produced durable changes");
 			if (unsent && s->violated == MODEL_OK)
@@ -1135,9 +1377,28 @@ model__step(struct sys *s, uint8_t action)
 				    (long long)s->sh[n].expiry);
 				return;
 			}
-	/* NoStarvation, the immediate half: nobody waits for a free lock. */
+	/* WatchOnce, the late half: the step that changed the holder
+	 * answered every WATCH that change fires. */
+	for (n = 0; n < MODEL_CLIENTS && n < s->sc->nclients; n++) {
+		const struct client *m = &s->cl[n];
+
+		if (m->req_tag != 0 && m->queued &&
+		    m->req_kind == MODEL_WATCH && m->req_fence !=
+		    shadow_current(&s->sh[m->req_name])) {
+			violate(s, MODEL_WATCH_ONCE, "%c's WATCH of %s (fence "
+			    "%llu) still waits at %lld after fence %llu came",
+			    label(s, n), s->sc->names[m->req_name],
+			    (unsigned long long)m->req_fence,
+			    (long long)s->now, (unsigned long long)
+			    shadow_current(&s->sh[m->req_name]));
+			return;
+		}
+	}
+	/* NoStarvation, the immediate half: nobody waits for a free lock
+	 * out of its lock-delay. */
 	for (n = 0; n < s->sc->nnames; n++)
-		if (!s->sh[n].held && s->sh[n].qlen > 0) {
+		if (!s->sh[n].held && s->sh[n].qlen > 0 &&
+		    s->sh[n].delay_until == 0) {
 			violate(s, MODEL_NO_STARVATION, "%c waits for %s, "
 			    "which is free", label(s, s->sh[n].queue[0]),
 			    s->sc->names[n]);
@@ -1235,6 +1496,10 @@ model__op_word(enum model_op_kind k)
 		return "forge-release";
 	case MODEL_DISCONNECT:
 		return "disconnect";
+	case MODEL_FORCE:
+		return "force";
+	case MODEL_WATCH:
+		return "watch";
 	}
 	return "?";
 }

@@ -48,6 +48,9 @@ struct client {
 	struct core_handle req_handle;
 	int64_t req_lease;        /* the effective lease */
 	bool req_onclose;
+	int64_t req_delay;        /* ACQUIRE's lock-delay */
+	uint64_t req_fence;       /* FORCE's fence; WATCH's watched fence */
+	bool req_watch_any;       /* a WATCH of the next change */
 	core_time deadline;       /* a queued finite wait ends here */
 	uint64_t left_tag;        /* its last request that left the queue */
 	struct knowledge know[MODEL_NAMES];
@@ -61,6 +64,8 @@ struct shadow {
 	uint64_t fence, secret;
 	core_time expiry;
 	int64_t lease_ms;
+	int64_t delay_ms;         /* the holder's lock-delay */
+	core_time delay_until;    /* the name's lock-delay; 0: none */
 	uint8_t qlen;
 	uint8_t queue[MODEL_CLIENTS];
 	uint64_t max_delivered;   /* the largest fence a client was given */
@@ -83,7 +88,8 @@ struct delivery {
 };
 
 struct logged {
-	struct core_reply r;
+	struct core_reply r;      /* r.status points at status, or NULL */
+	struct core_lock_status status;
 	uint8_t name;
 };
 
@@ -118,6 +124,7 @@ struct sys {
 	bool hwm_moved;
 	uint8_t action;           /* the step's action, without ACT_FLAGS */
 	int last_end;             /* the last lease end in the log, or -1 */
+	bool delay_ended;         /* a lock-delay ran out in this step */
 	uint32_t cov;             /* enum model_coverage bits of the step */
 	uint64_t lost_fence;      /* the largest fence lost in a crash; not
 				     part of the state, only for coverage */

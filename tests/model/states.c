@@ -76,6 +76,9 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, m->req_handle.secret);
 		put64(&x, (uint64_t)m->req_lease);
 		put8(&x, m->req_onclose);
+		put64(&x, (uint64_t)m->req_delay);
+		put64(&x, m->req_fence);
+		put8(&x, m->req_watch_any);
 		put64(&x, (uint64_t)m->deadline);
 		put64(&x, m->left_tag);
 		for (n = 0; n < s->sc->nnames; n++) {
@@ -105,6 +108,8 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, sh->secret);
 		put64(&x, (uint64_t)sh->expiry);
 		put64(&x, (uint64_t)sh->lease_ms);
+		put64(&x, (uint64_t)sh->delay_ms);
+		put64(&x, (uint64_t)sh->delay_until);
 		put8(&x, sh->qlen);
 		put(&x, sh->queue, sh->qlen);
 		put64(&x, sh->max_delivered);
@@ -116,6 +121,8 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, (uint64_t)d->rec.expiry);
 		put64(&x, (uint64_t)d->rec.lease_ms);
 		put8(&x, d->rec.onclose_release);
+		put64(&x, (uint64_t)d->rec.delay_ms);
+		put64(&x, (uint64_t)d->rec.delay_until);
 
 		put8(&x, e != NULL);
 		if (e == NULL)
@@ -127,6 +134,21 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put8(&x, e->owner ? model__client_of(s, e->owner) : NOBODY);
 		put8(&x, e->timer.slot != UINT32_MAX);
 		put64(&x, (uint64_t)e->timer.when);
+		put64(&x, (uint64_t)e->lock.delay_ms);
+		put64(&x, (uint64_t)e->delay_until);
+		put8(&x, e->cause);
+		for (l = e->watchers.next; l != &e->watchers; l = l->next) {
+			const struct core_waiter *w = (const void *)
+			    ((const char *)l -
+			    offsetof(struct core_waiter, queue_link));
+
+			put8(&x, model__client_of(s, w->session));
+			put64(&x, w->tag);
+			put64(&x, w->watch_fence);
+			put8(&x, w->timer.slot != UINT32_MAX);
+			put64(&x, (uint64_t)w->timer.when);
+		}
+		put8(&x, 0xef);
 		for (l = e->queue.next; l != &e->queue; l = l->next) {
 			const struct core_waiter *w = (const void *)
 			    ((const char *)l -
@@ -136,6 +158,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, w->tag);
 			put64(&x, (uint64_t)w->lease_ms);
 			put8(&x, w->onclose_release);
+			put64(&x, (uint64_t)w->delay_ms);
 			put8(&x, w->timer.slot != UINT32_MAX);
 			put64(&x, (uint64_t)w->timer.when);
 		}

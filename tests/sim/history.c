@@ -160,6 +160,8 @@ sim_property_name(enum sim_property p)
 		"ReplyOrder",
 		"Durability",
 		"HolderAccepted",
+		"LockDelay",
+		"WatchChange",
 	};
 
 	return (unsigned)p < SIM_PROPERTIES ? names[p] : "?";
@@ -198,6 +200,10 @@ sim_coverage_name(enum sim_coverage c)
 		"batch in flight failed",
 		"crash while a batch was written",
 		"lease let go, then restored",
+		"force freed a holder",
+		"force of another fence refused",
+		"watch changed",
+		"grant held back by lock-delay",
 	};
 
 	return (unsigned)c < SIM_COVERAGE ? names[c] : "?";

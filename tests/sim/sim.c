@@ -193,7 +193,9 @@ drain(struct world *w)
 	w->hook_failures = 0;
 	for (i = 0; i < w->nclients; i++) {
 		struct client *c = &w->clients[i];
-		if (c->connected && c->buf_len > 0)
+		/* A FORCE or WATCH starts a read of its own: several. */
+		for (round = 0; round < REQ_RING && c->connected &&
+		    c->buf_len > 0; round++)
 			world_client_feed(w, c, c->buf_len);
 	}
 	for (round = 0; round < DRAIN_ROUNDS; round++) {

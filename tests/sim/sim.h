@@ -43,6 +43,13 @@ enum sim_property {
 	/* The converse of StaleTokenRejection: the current holder's RENEW
 	 * or RELEASE is not refused. */
 	SIM_HOLDER_ACCEPTED,
+	/* A name whose lease expired with delay=D is granted to nobody
+	 * until D after that expiry. */
+	SIM_LOCK_DELAY,
+	/* A WATCH is answered once (ReplyOrder), CHANGED only when the
+	 * holder's fence differs from the one watched, and at once when it
+	 * already differs: never ERR TIMEOUT then. */
+	SIM_WATCH_CHANGE,
 	SIM_PROPERTIES
 };
 
@@ -67,6 +74,10 @@ enum sim_variant {
 	SIM_VARIANT_GRANT_WHILE_HELD,
 	SIM_VARIANT_RENEW_REFUSES_HOLDER,
 	SIM_VARIANT_INFLIGHT_UNGATED,      /* replies ignore the batch in flight */
+	SIM_VARIANT_DELAY_IGNORED,         /* lock-delay never blocks */
+	SIM_VARIANT_FORCE_ANY_FENCE,       /* FORCE frees whoever holds */
+	SIM_VARIANT_WATCH_FIRES_EARLY,     /* WATCH fires on no change */
+	SIM_VARIANT_WATCH_NEVER_FIRES,
 	SIM_VARIANTS
 };
 
@@ -104,6 +115,10 @@ enum sim_coverage {
 	SIM_COV_INFLIGHT_FAILED,         /* ... and that batch failed */
 	SIM_COV_CRASH_WHILE_WRITING,
 	SIM_COV_DROP_UNDONE,             /* a lease let go, then restored */
+	SIM_COV_FORCED,                  /* FORCE freed a holder */
+	SIM_COV_FORCE_REFUSED,           /* FORCE of another fence: NOTHELD */
+	SIM_COV_WATCH_CHANGED,
+	SIM_COV_LOCK_DELAY,              /* a grant held back by a delay */
 	SIM_COVERAGE
 };
 

@@ -362,6 +362,37 @@ test_sim_catches_replies_that_ignore_the_batch_in_flight(void **state)
 	    BIT(SIM_MUTUAL_EXCLUSION) | BIT(SIM_DURABILITY));
 }
 
+static void
+test_sim_catches_lock_delay_ignored(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_DELAY_IGNORED, BIT(SIM_LOCK_DELAY));
+}
+
+/* FORCE is judged as a RELEASE with the true handle of the fence it
+ * names: freeing another holder breaks what a stale release would. */
+static void
+test_sim_catches_force_freeing_any_fence(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_FORCE_ANY_FENCE, BIT(SIM_STALE_TOKEN_REJECTION) |
+	    BIT(SIM_MUTUAL_EXCLUSION) | BIT(SIM_LEASE_RECLAMATION_SAFETY));
+}
+
+static void
+test_sim_catches_a_watch_firing_on_no_change(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_WATCH_FIRES_EARLY, BIT(SIM_WATCH_CHANGE));
+}
+
+static void
+test_sim_catches_a_watch_that_never_fires(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_WATCH_NEVER_FIRES, BIT(SIM_WATCH_CHANGE));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -394,6 +425,10 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_sim_catches_renew_refusing_the_holder),
 		cmocka_unit_test(
 		    test_sim_catches_replies_that_ignore_the_batch_in_flight),
+		cmocka_unit_test(test_sim_catches_lock_delay_ignored),
+		cmocka_unit_test(test_sim_catches_force_freeing_any_fence),
+		cmocka_unit_test(test_sim_catches_a_watch_firing_on_no_change),
+		cmocka_unit_test(test_sim_catches_a_watch_that_never_fires),
 	};
 	const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
 

@@ -34,6 +34,14 @@ sim_variant_rules(enum sim_variant v)
 		return &broken_rules_grant_while_held;
 	case SIM_VARIANT_RENEW_REFUSES_HOLDER:
 		return &broken_rules_renew_refuses_holder;
+	case SIM_VARIANT_DELAY_IGNORED:
+		return &broken_rules_delay_ignored;
+	case SIM_VARIANT_FORCE_ANY_FENCE:
+		return &broken_rules_force_any_fence;
+	case SIM_VARIANT_WATCH_FIRES_EARLY:
+		return &broken_rules_watch_fires_early;
+	case SIM_VARIANT_WATCH_NEVER_FIRES:
+		return &broken_rules_watch_never_fires;
 	default:
 		return NULL;
 	}
@@ -59,6 +67,10 @@ sim_variant_name(enum sim_variant v)
 		"grant-while-held",
 		"renew-refuses-holder",
 		"inflight-ungated",
+		"delay-ignored",
+		"force-any-fence",
+		"watch-fires-early",
+		"watch-never-fires",
 	};
 
 	return (unsigned)v < SIM_VARIANTS ? names[v] : "?";

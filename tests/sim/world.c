@@ -205,7 +205,9 @@ store_record(const struct world *w, int name, struct record *r)
 		    memcmp(w->mem.entries[i].name, w->name_text[name],
 		    w->name_len[name]) == 0) {
 			record_decode(&w->mem.entries[i], r);
-			return true;
+			/* A free name in lock-delay has a record but no
+			 * lease: as far as leases go, the store has none. */
+			return r->fence != 0;
 		}
 	return false;
 }
@@ -250,17 +252,54 @@ observe(struct world *w, bool after_tick)
 			    (unsigned long long)w->seen_fence[i],
 			    (unsigned long long)cur, e != NULL ?
 			    (long long)(e->lock.expiry + w->boot_off) : 0LL);
-		if (cur != 0 && cur != w->seen_fence[i])
+		/* LockDelay: a hold seen to end by expiry owes its delay
+		 * from its expiry.  (Judged only when the entry's last change
+		 * is an expiry, the seen hold's lease has run out, and any
+		 * delay the entry runs is this one: another hold may have
+		 * come and gone between two looks, or a failed commit may
+		 * have put back an older one.) */
+		if (w->seen_fence[i] != 0 && w->seen_fence[i] != cur &&
+		    !w->delay_skip[i] &&
+		    e != NULL && e->cause == CORE_END_EXPIRED &&
+		    w->seen_expiry[i] <= w->now &&
+		    w->seen_delay[i] > 0 && (e->delay_until == 0 ||
+		    e->delay_until + w->boot_off == w->seen_expiry[i] +
+		    w->seen_delay[i]) &&
+		    w->seen_expiry[i] + w->seen_delay[i] > w->delay_until[i])
+			w->delay_until[i] = w->seen_expiry[i] +
+			    w->seen_delay[i];
+		if (cur != 0 && cur != w->seen_fence[i]) {
+			sim_time g = e->granted_at + w->boot_off;
+
 			hist_grant_seen(w->hist, i, cur, e->lock.secret, seq,
-			    e->granted_at + w->boot_off);
+			    g);
+			hist_checked(w->hist);
+			if (g < w->delay_until[i])
+				hist_violation(w->hist, SIM_LOCK_DELAY,
+				    "%s fence=%llu granted at t=%lld inside "
+				    "a lock-delay running until t=%lld",
+				    w->name_text[i], (unsigned long long)cur,
+				    (long long)g, (long long)w->delay_until[i]);
+			else if (w->delay_until[i] != 0 &&
+			    g >= w->delay_until[i])
+				hist_cover(w->hist, SIM_COV_LOCK_DELAY);
+			w->seen_expiry[i] = e->lock.expiry + w->boot_off;
+			w->seen_delay[i] = e->lock.delay_ms;
+		} else if (cur != 0) {
+			w->seen_expiry[i] = e->lock.expiry + w->boot_off;
+		}
 		if (w->seen_fence[i] != 0 && w->seen_fence[i] != cur)
 			hist_dropped(w->hist, i, w->seen_fence[i], seq,
 			    w->now, w->svc->batch_seq);
 		w->seen_fence[i] = cur;
+		w->delay_skip[i] = false;
 		if (e == NULL)
 			continue;
 		hist_checked(w->hist);
-		if (cur == 0 && e->queue_len > 0)
+		/* A free name with waiters is starving them, unless a
+		 * lock-delay holds them back (until the tick at its end,
+		 * which clears it). */
+		if (cur == 0 && e->queue_len > 0 && e->delay_until == 0)
 			hist_violation(w->hist, SIM_NO_STARVATION,
 			    "%s is free at t=%lld with %u waiters",
 			    w->name_text[i], (long long)w->now, e->queue_len);
@@ -326,6 +365,10 @@ restores(struct world *w, bool all)
 		 * undone: it is what the store says, and a stored lease that
 		 * has run out meanwhile was let go again at once. */
 		hist_undo_drops(w->hist, i);
+		/* A lock-delay expected from a hold the store never had
+		 * (its grant undone with the batch) is no longer owed. */
+		w->delay_until[i] = 0;
+		w->delay_skip[i] = true;
 		if (!store_record(w, i, &r))
 			continue;
 		hist_restored(w->hist, i, r.fence, r.expiry, seq, w->now);
@@ -495,6 +538,10 @@ world_format_request(const struct world *w, const struct sim_req *r, char *out,
 	q.has_onclose = r->has_onclose;
 	q.onclose = r->onclose_release ? PROTO_ONCLOSE_RELEASE :
 	    PROTO_ONCLOSE_KEEP;
+	q.has_delay = r->has_delay;
+	q.delay_ms = r->delay;
+	q.has_fence = r->has_fence;
+	q.fence = r->fence;
 	return proto_format_request(out, cap, &q);
 }
 
@@ -521,6 +568,17 @@ random_lease(struct world *w, struct sim_req *r)
 		r->lease = 1 + (int64_t)world_random_below(w, (uint64_t)max);
 	else
 		r->lease = max + 1 + (int64_t)world_random_below(w, (uint64_t)max);
+}
+
+/* delay= on some ACQUIREs and TRYs: short enough that queues move. */
+static void
+random_delay(struct world *w, struct sim_req *r)
+{
+	if (!world_random_percent(w, 15))
+		return;
+	r->has_delay = true;
+	r->delay = (int64_t)world_random_below(w,
+	    (uint64_t)w->config.core.max_lease_ms / 2 + 1);
 }
 
 static void
@@ -590,10 +648,12 @@ world_queue_request(struct world *w, struct client *c, bool last)
 		r->wait = p < 50 ? 0 : 1 + (int64_t)world_random_below(w,
 		    2 * (uint64_t)w->config.core.max_lease_ms);
 		random_onclose(w, r);
+		random_delay(w, r);
 	} else if (p < 400) {
 		r->cmd = PROTO_CMD_TRY;
 		random_lease(w, r);
 		random_onclose(w, r);
+		random_delay(w, r);
 	} else if (p < 600) {
 		r->cmd = PROTO_CMD_RENEW;
 		random_lease(w, r);
@@ -608,8 +668,26 @@ world_queue_request(struct world *w, struct client *c, bool last)
 		 * nothing at all, a reply missing for a reason the variant
 		 * is not about.) */
 		r->cmd = PROTO_CMD_STATUS;
-	} else if (p < 960) {
+	} else if (p < 925) {
 		r->cmd = PROTO_CMD_PING;
+	} else if (p < 940) {
+		/* FORCE of a fence somebody was told (or a forgery's). */
+		r->cmd = PROTO_CMD_FORCE;
+		pick_handle(w, c, r);
+		r->has_fence = true;
+		r->fence = r->handle.fence;
+	} else if (p < 960) {
+		/* Always with a wait, so that NoStarvation's drain ends. */
+		r->cmd = PROTO_CMD_WATCH;
+		r->has_wait = true;
+		r->wait = (int64_t)world_random_below(w,
+		    (uint64_t)w->config.core.max_lease_ms + 1);
+		if (world_random_percent(w, 70)) {
+			r->has_fence = true;
+			r->fence = world_random_percent(w, 80) ?
+			    w->seen_fence[r->name] :
+			    world_random_below(w, 4);
+		}
 	} else if (p < 970) {
 		r->cmd = PROTO_CMD_STATS;
 	} else if (p < 973 && last) {
@@ -635,6 +713,47 @@ world_queue_request(struct world *w, struct client *c, bool last)
 	c->tail++;
 }
 
+/* The fence of the name's live holder now (0: none, or its lease has run
+ * out and the command will reclaim it first). */
+static uint64_t
+live_fence(const struct world *w, int name)
+{
+	const struct core_entry *e = core_table_find(&w->svc->table,
+	    w->name_text[name], w->name_len[name]);
+
+	if (e == NULL || e->lock.fence == 0 ||
+	    e->lock.expiry <= w->now - w->boot_off)
+		return 0;
+	return e->lock.fence;
+}
+
+/*
+ * FORCE <name> <fence> must act exactly as a RELEASE with the true handle
+ * of the grant with that fence: it frees that holder if it is the live
+ * one, and nothing else.  So the history judges it as one
+ * (StaleTokenRejection, HolderAccepted, MutualExclusion...), with the
+ * secret of the grant the fence names: a told one's, or the live
+ * holder's when that grant was never told.  A fence no grant had stays
+ * forged, and must be refused.
+ */
+static void
+force_begin(struct world *w, struct sim_req *r)
+{
+	const struct core_entry *e = core_table_find(&w->svc->table,
+	    w->name_text[r->name], w->name_len[r->name]);
+	uint64_t secret = r->handle.secret;
+	unsigned i, n = w->npool < POOL_HANDLES ? w->npool : POOL_HANDLES;
+
+	for (i = 0; i < n; i++)
+		if (w->pool[i].name == r->name &&
+		    w->pool[i].h.fence == r->fence)
+			secret = w->pool[i].h.secret;
+	if (e != NULL && e->lock.fence == r->fence)
+		secret = e->lock.secret;
+	r->op = hist_op_begin(w->hist, HIST_RELEASE, r->name, r->fence,
+	    secret, 0, r->seq, r->t);
+}
+
 /* The request starts executing now: it gets its place in the history. */
 static void
 exec_begin(struct world *w, struct client *c, struct sim_req *r)
@@ -647,6 +766,10 @@ exec_begin(struct world *w, struct client *c, struct sim_req *r)
 		r->op = hist_op_begin(w->hist, r->cmd == PROTO_CMD_RENEW ?
 		    HIST_RENEW : HIST_RELEASE, r->name, r->handle.fence,
 		    r->handle.secret, r->eff, r->seq, r->t);
+	if (r->cmd == PROTO_CMD_FORCE)
+		force_begin(w, r);
+	if (r->cmd == PROTO_CMD_WATCH)
+		r->fence_at_exec = live_fence(w, r->name);
 	if (w->opt->trace) {
 		char line[PROTO_REPLY_MAX];
 		size_t n = world_format_request(w, r, line, sizeof(line));
@@ -663,7 +786,18 @@ world_client_feed(struct world *w, struct client *c, size_t k)
 	uint64_t before = c->conn.next_seq;
 
 	while (i != c->tail && left >= c->req[i % REQ_RING].len - off) {
-		left -= c->req[i % REQ_RING].len - off;
+		const struct sim_req *r = &c->req[i % REQ_RING];
+
+		/* FORCE and WATCH are judged against the table as it is when
+		 * they run: each starts a read of its own, so that nothing
+		 * of the same read runs before it unseen. */
+		if (done > 0 && (r->cmd == PROTO_CMD_FORCE ||
+		    r->cmd == PROTO_CMD_WATCH)) {
+			k -= left;
+			left = 0;
+			break;
+		}
+		left -= r->len - off;
 		off = 0;
 		exec_begin(w, c, &c->req[i % REQ_RING]);
 		i++;
@@ -717,7 +851,8 @@ client_lost(struct world *w, struct client *c, uint64_t seq)
 
 	for (i = c->head; i != c->exec; i++) {
 		struct sim_req *r = &c->req[i % REQ_RING];
-		if (r->cmd == PROTO_CMD_RENEW || r->cmd == PROTO_CMD_RELEASE)
+		if (r->cmd == PROTO_CMD_RENEW || r->cmd == PROTO_CMD_RELEASE ||
+		    r->cmd == PROTO_CMD_FORCE)
 			hist_op_result(w->hist, r->op, HIST_UNKNOWN, r->t,
 			    NULL);
 		else if (r->cmd == PROTO_CMD_ACQUIRE)
@@ -879,12 +1014,63 @@ reply_to_handle_op(struct world *w, struct client *c, struct sim_req *r,
 	} else if (r->cmd == PROTO_CMD_RELEASE &&
 	    rep->kind == PROTO_REPLY_NOTHELD && names_match(w, r, rep)) {
 		out = HIST_REFUSED;
+	} else if (r->cmd == PROTO_CMD_FORCE &&
+	    rep->kind == PROTO_REPLY_RELEASED && names_match(w, r, rep)) {
+		out = HIST_OK;
+		hist_cover(w->hist, SIM_COV_FORCED);
+	} else if (r->cmd == PROTO_CMD_FORCE &&
+	    rep->kind == PROTO_REPLY_NOTHELD && names_match(w, r, rep)) {
+		out = HIST_REFUSED;
+		hist_cover(w->hist, SIM_COV_FORCE_REFUSED);
 	} else {
 		bad_reply(w, c, r, line, len);
 		out = HIST_UNKNOWN;
 	}
 	store_view_of(w, r->name, &stored);
 	hist_op_result(w->hist, r->op, out, r->t, &stored);
+}
+
+/*
+ * WATCH: CHANGED only when the fence differs from the one watched (or, with
+ * none watched, for its name), TIMEOUT only after its wait and never when
+ * the fence already differed as it arrived.
+ */
+static void
+reply_to_watch(struct world *w, struct client *c, struct sim_req *r,
+    const struct proto_reply *rep, const char *line, size_t len)
+{
+	char req[PROTO_REPLY_MAX];
+	size_t n = world_format_request(w, r, req, sizeof(req));
+
+	hist_checked(w->hist);
+	if (rep->kind == PROTO_REPLY_CHANGED && names_match(w, r, rep)) {
+		hist_cover(w->hist, SIM_COV_WATCH_CHANGED);
+		if (r->has_fence && rep->fence == r->fence)
+			hist_violation(w->hist, SIM_WATCH_CHANGE,
+			    "client %d: \"%.*s\" (t=%lld) answered \"%.*s\": "
+			    "no change", c->id, (int)(n > 0 ? n - 1 : 0), req,
+			    (long long)r->t, (int)(len > 1 ? len - 2 : 0),
+			    line);
+		return;
+	}
+	if (is_error(rep, PROTO_ERR_TIMEOUT)) {
+		if (w->now < r->t + r->wait)
+			bad_reply(w, c, r, line, len);
+		else if (r->has_fence && r->fence_at_exec != r->fence)
+			hist_violation(w->hist, SIM_WATCH_CHANGE,
+			    "client %d: \"%.*s\" (t=%lld) timed out though "
+			    "fence=%llu was live as it arrived", c->id,
+			    (int)(n > 0 ? n - 1 : 0), req, (long long)r->t,
+			    (unsigned long long)r->fence_at_exec);
+		return;
+	}
+	if (is_error(rep, PROTO_ERR_UNAVAILABLE)) {
+		w->res->unavailable++;
+		return;
+	}
+	if (is_error(rep, PROTO_ERR_SHUTDOWN) || is_error(rep, PROTO_ERR_LIMIT))
+		return;
+	bad_reply(w, c, r, line, len);
 }
 
 static void
@@ -914,7 +1100,11 @@ client_reply(struct world *w, struct client *c,
 		return;
 	case PROTO_CMD_RENEW:
 	case PROTO_CMD_RELEASE:
+	case PROTO_CMD_FORCE:
 		reply_to_handle_op(w, c, r, rep, line, len);
+		return;
+	case PROTO_CMD_WATCH:
+		reply_to_watch(w, c, r, rep, line, len);
 		return;
 	case PROTO_CMD_STATUS:
 		ok = (rep->kind == PROTO_REPLY_STATUS &&
@@ -1050,6 +1240,9 @@ restart(struct world *w)
 		hist_cover(w->hist, SIM_COV_REBOOT);
 		world_trace(w, "reboot");
 	}
+	/* The expected lock-delays rested on holds a crash may have taken
+	 * back (the restarted table has what the store kept): start over. */
+	memset(w->delay_until, 0, sizeof(w->delay_until));
 	world_open_service(w);
 }
 

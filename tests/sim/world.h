@@ -29,6 +29,11 @@ struct sim_req {
 	uint8_t name;
 	bool has_lease, has_wait, has_onclose, onclose_release;
 	int64_t lease, wait;
+	bool has_delay;             /* ACQUIRE, TRY: delay= */
+	int64_t delay;
+	bool has_fence;             /* WATCH's fence=; FORCE's argument */
+	uint64_t fence;
+	uint64_t fence_at_exec;     /* WATCH: the live holder's then */
 	int64_t eff;                /* the lease the service must grant */
 	struct proto_handle handle;
 	uint32_t len;               /* bytes of its line */
@@ -98,6 +103,14 @@ struct world {
 	size_t name_len[MAX_NAMES];
 	const char *name_text[MAX_NAMES];
 	uint64_t seen_fence[MAX_NAMES];
+	/* The seen holder's lease end and lock-delay (global time, ms),
+	 * and the instant before which an expiry's delay forbids a grant. */
+	sim_time seen_expiry[MAX_NAMES];
+	int64_t seen_delay[MAX_NAMES];
+	sim_time delay_until[MAX_NAMES];
+	/* A failed commit put the name back as the store had it: the next
+	 * look sees the undone hold go, which is no expiry of its own. */
+	bool delay_skip[MAX_NAMES];
 	struct own_handle pool[POOL_HANDLES];
 	unsigned npool;
 	int hook_failures;

@@ -86,8 +86,9 @@ test_format_record_reads_back_and_a_reboot_caps_the_lease(void **state)
 {
 	const uint8_t boot[16] = "boot-one", other[16] =
 	    "boot-two";
-	struct core_record rec = { 9, 0x1122334455667788ULL, 5000, 4000, true,
-	    0xabcdef123456ULL, NULL }, back;
+	struct core_record rec = { .fence = 9,
+	    .secret = 0x1122334455667788ULL, .expiry = 5000, .lease_ms = 4000,
+	    .onclose_release = true, .owner_id = 0xabcdef123456ULL }, back;
 	unsigned char out[FORMAT_RECORD_SIZE];
 
 	(void)state;
@@ -115,6 +116,68 @@ test_format_record_reads_back_and_a_reboot_caps_the_lease(void **state)
 }
 
 static void
+test_format_record_v2_keeps_owner_and_lock_delay(void **state)
+{
+	const uint8_t boot[16] = "boot-one", other[16] = "boot-two";
+	struct core_record rec = { .fence = 7, .secret = 5, .expiry = 5000,
+	    .lease_ms = 4000, .delay_ms = 3000, .delay_until = 0,
+	    .label_len = 11, .label = "web-1:12345" }, back;
+	unsigned char out[FORMAT_RECORD_SIZE];
+
+	(void)state;
+	format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
+	assert_true(format_record_decode(out, sizeof(out), boot, 300000, 2000,
+	    0, &back));
+	assert_true(back.fence == 7 && back.delay_ms == 3000 &&
+	    back.delay_until == 0 && back.label_len == 11 &&
+	    memcmp(back.label, "web-1:12345", 11) == 0);
+	/* A free name in lock-delay: fence 0, the delay's end kept, on the
+	 * boot clock in this boot and on the wall clock after a reboot. */
+	memset(&rec, 0, sizeof(rec));
+	rec.delay_until = 4000;
+	format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
+	assert_true(format_record_decode(out, sizeof(out), boot, 300000, 2000,
+	    0, &back));
+	assert_true(back.fence == 0 && back.delay_until == 4000);
+	assert_true(format_record_decode(out, sizeof(out), other, 300000, 10,
+	    1700000000000LL, &back));
+	assert_true(back.fence == 0 && back.delay_until == 10 + 3000);
+	/* Fence 0 with no delay is no record at all: unreadable. */
+	memset(&rec, 0, sizeof(rec));
+	format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
+	assert_false(format_record_decode(out, sizeof(out), boot, 300000,
+	    2000, 0, &back));
+}
+
+/* A version-1 record, as lockd 0.x wrote it, still loads. */
+static void
+test_format_record_v1_still_loads(void **state)
+{
+	const uint8_t boot[16] = "boot-one";
+	unsigned char v1[FORMAT_RECORD_V1_SIZE];
+	struct core_record back;
+
+	(void)state;
+	memset(v1, 0, sizeof(v1));
+	v1[0] = 1;
+	bytes_put_le64(v1 + 8, 41);
+	bytes_put_le64(v1 + 16, 0x8c1f);
+	bytes_put_le64(v1 + 24, 30000);
+	bytes_put_le64(v1 + 32, 31000);
+	memcpy(v1 + 48, boot, 16);
+	assert_true(format_record_decode(v1, sizeof(v1), boot, 300000, 1000,
+	    0, &back));
+	assert_true(back.fence == 41 && back.secret == 0x8c1f &&
+	    back.expiry == 31000 && back.lease_ms == 30000 &&
+	    back.delay_ms == 0 && back.delay_until == 0 &&
+	    back.label_len == 0);
+	/* A version-1 record with fence 0 was never valid. */
+	bytes_put_le64(v1 + 8, 0);
+	assert_false(format_record_decode(v1, sizeof(v1), boot, 300000, 1000,
+	    0, &back));
+}
+
+static void
 test_format_mark_reads_back_and_refuses_another_size(void **state)
 {
 	struct format_mark mark = { 12, 3456, true }, back;
@@ -139,6 +202,9 @@ main(void)
 		    test_format_journal_header_fails_its_check_on_any_changed_byte),
 		cmocka_unit_test(
 		    test_format_record_reads_back_and_a_reboot_caps_the_lease),
+		cmocka_unit_test(
+		    test_format_record_v2_keeps_owner_and_lock_delay),
+		cmocka_unit_test(test_format_record_v1_still_loads),
 		cmocka_unit_test(
 		    test_format_mark_reads_back_and_refuses_another_size),
 	};

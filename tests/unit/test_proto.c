@@ -90,6 +90,25 @@ struct outcome {
 	const char *message;
 };
 
+/* Copies the bytes a request field points at out of the parsed buffer,
+ * into one of a ring of static copies (an outcome is copied by value, so
+ * they cannot live in it); the last few outcomes stay comparable. */
+static const char *
+keep_field(const char *field, size_t len, const char *buf, size_t buf_len)
+{
+	static char copies[48][PROTO_NAME_MAX + 1];
+	static unsigned next;
+	char *copy = copies[next++ % 48];
+
+	if (field == NULL)
+		return NULL;
+	if (field < buf || len > PROTO_NAME_MAX ||
+	    (size_t)(field - buf) + len > buf_len)
+		fail_msg("a field points outside the input");
+	memcpy(copy, field, len);
+	return copy;
+}
+
 static struct outcome
 parse_at(request_parser parse, const char *buf, size_t len, size_t max_line)
 {
@@ -109,6 +128,9 @@ parse_at(request_parser parse, const char *buf, size_t len, size_t max_line)
 		memcpy(o.name, o.req.name, o.req.name_len);
 		o.req.name = NULL;
 	}
+	o.req.owner = keep_field(o.req.owner, o.req.owner_len, buf, len);
+	o.req.prefix = keep_field(o.req.prefix, o.req.prefix_len, buf, len);
+	o.req.after = keep_field(o.req.after, o.req.after_len, buf, len);
 	return o;
 }
 
@@ -136,6 +158,12 @@ same_message(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
+static bool
+same_bytes(const char *a, size_t a_len, const char *b, size_t b_len)
+{
+	return a_len == b_len && (a_len == 0 || memcmp(a, b, a_len) == 0);
+}
+
 /* Field by field, names by their bytes. */
 static bool
 same_request(const struct proto_request *a, const char *a_name,
@@ -147,7 +175,13 @@ same_request(const struct proto_request *a, const char *a_name,
 	    a->handle.secret == b->handle.secret &&
 	    a->has_lease == b->has_lease && a->lease_ms == b->lease_ms &&
 	    a->has_wait == b->has_wait && a->wait_ms == b->wait_ms &&
-	    a->has_onclose == b->has_onclose && a->onclose == b->onclose;
+	    a->has_onclose == b->has_onclose && a->onclose == b->onclose &&
+	    a->has_delay == b->has_delay && a->delay_ms == b->delay_ms &&
+	    same_bytes(a->owner, a->owner_len, b->owner, b->owner_len) &&
+	    a->has_fence == b->has_fence && a->fence == b->fence &&
+	    same_bytes(a->prefix, a->prefix_len, b->prefix, b->prefix_len) &&
+	    same_bytes(a->after, a->after_len, b->after, b->after_len) &&
+	    a->has_limit == b->has_limit && a->limit == b->limit;
 }
 
 static bool
@@ -892,10 +926,13 @@ test_proto_commands_and_keys_are_case_insensitive(void **state)
 		for (j = 0; j < n; j++)
 			line[j] = (char)(line[j] - 'A' + 'a');
 		line[n] = '\0';
-		if (i <= PROTO_CMD_STATUS)
+		if (i <= PROTO_CMD_STATUS ||
+		    (i >= PROTO_CMD_FORCE && i <= PROTO_CMD_WATCH))
 			strcat(line, " x");
 		if (i == PROTO_CMD_RENEW || i == PROTO_CMD_RELEASE)
 			strcat(line, " " HANDLE_41);
+		if (i == PROTO_CMD_FORCE || i == PROTO_CMD_CHECK)
+			strcat(line, " 41");
 		strcat(line, "\n");
 		assert_int_equal(parse_line(line).result, PROTO_DONE);
 		assert_int_equal(parse_line(line).req.command, i);
@@ -1429,12 +1466,13 @@ test_proto_error_and_command_names_match_the_spec(void **state)
 	    "TOOLONG", "TIMEOUT", "CONFLICT", "LIMIT", "UNAVAILABLE",
 	    "OVERFLOW", "SHUTDOWN", "NOTLEADER" };
 	static const char *const commands[] = { "ACQUIRE", "TRY", "RENEW",
-	    "RELEASE", "STATUS", "PING", "QUIT", "HELP", "STATS" };
+	    "RELEASE", "STATUS", "PING", "QUIT", "HELP", "STATS", "FORCE",
+	    "CHECK", "WATCH", "LIST" };
 	int i;
 
 	(void)state;
 	assert_int_equal(PROTO_ERR_COUNT, 11);
-	assert_int_equal(PROTO_CMD_COUNT, 9);
+	assert_int_equal(PROTO_CMD_COUNT, 13);
 	assert_null(proto_error_name(PROTO_ERR_NONE));
 	for (i = 1; i < PROTO_ERR_COUNT; i++)
 		assert_string_equal(proto_error_name(
@@ -1639,7 +1677,7 @@ static const struct format_case {
 	{ fmt_pong, "PONG\r\n" },
 	{ fmt_bye, "BYE\r\n" },
 	{ fmt_help, "HELP commands: ACQUIRE TRY RENEW RELEASE STATUS PING "
-	    "QUIT HELP STATS\r\n" },
+	    "QUIT HELP STATS FORCE CHECK WATCH LIST\r\n" },
 	{ fmt_error_without_text, "ERR SHUTDOWN\r\n" },
 	{ fmt_stats, "STATS connections=3 locks=10 held=2 waiters=1 "
 	    "granted=100 timeouts=4 released=90 reclaimed=6 "
@@ -1850,7 +1888,9 @@ test_proto_format_request_round_trips_every_combination(void **state)
 	unsigned command, mask, v;
 
 	(void)state;
-	for (command = 0; command < PROTO_CMD_COUNT; command++) {
+	/* The v1 commands and options; protocol v2's are in
+	 * test_proto_format_request_round_trips_v2_commands. */
+	for (command = 0; command <= PROTO_CMD_STATS; command++) {
 		for (mask = 0; mask < 8; mask++) {
 			for (v = 0; v < 12; v++) {
 				memset(&req, 0, sizeof(req));
@@ -1883,6 +1923,160 @@ test_proto_format_request_round_trips_every_combination(void **state)
 			}
 		}
 	}
+}
+
+/* Protocol v2's commands and options format and parse back, each option
+ * only on the commands that take it. */
+static void
+test_proto_format_request_round_trips_v2_commands(void **state)
+{
+	static const uint64_t fences[] = { 1, 41, (uint64_t)INT64_MAX };
+	struct proto_request req;
+	char out[PROTO_REPLY_MAX];
+	unsigned v, mask;
+
+	(void)state;
+	for (v = 0; v < 3; v++) {
+		for (mask = 0; mask < 16; mask++) {
+			/* ACQUIRE and TRY: delay= and owner=. */
+			memset(&req, 0, sizeof(req));
+			req.command = v == 1 ? PROTO_CMD_TRY : PROTO_CMD_ACQUIRE;
+			req.name = "svc/leader";
+			req.name_len = 10;
+			req.has_delay = (mask & 1) != 0;
+			if (req.has_delay)
+				req.delay_ms = (int64_t)fences[v] %
+				    PROTO_DURATION_MAX_MS;
+			if (mask & 2) {
+				req.owner = v == 2 ? long_name_init() : "host:42";
+				req.owner_len = v == 2 ? PROTO_OWNER_MAX : 7;
+			}
+			req.has_lease = (mask & 4) != 0;
+			req.lease_ms = req.has_lease ? 500 : 0;
+			assert_check(check_round_trip(proto_format_request,
+			    &req));
+			/* WATCH: fence= (0 too) and wait=. */
+			memset(&req, 0, sizeof(req));
+			req.command = PROTO_CMD_WATCH;
+			req.name = "w";
+			req.name_len = 1;
+			req.has_fence = (mask & 1) != 0;
+			req.fence = !req.has_fence || mask & 2 ? 0 : fences[v];
+			req.has_wait = (mask & 4) != 0;
+			req.wait_ms = req.has_wait ? 250 : 0;
+			assert_check(check_round_trip(proto_format_request,
+			    &req));
+			/* FORCE and CHECK: the fence is the argument. */
+			memset(&req, 0, sizeof(req));
+			req.command = mask & 1 ? PROTO_CMD_FORCE :
+			    PROTO_CMD_CHECK;
+			req.name = "stuck";
+			req.name_len = 5;
+			req.has_fence = true;
+			req.fence = fences[v];
+			assert_check(check_round_trip(proto_format_request,
+			    &req));
+			req.fence = 0;
+			assert_int_equal(proto_format_request(out,
+			    sizeof(out), &req), 0);
+			/* LIST: prefix=, after=, limit=. */
+			memset(&req, 0, sizeof(req));
+			req.command = PROTO_CMD_LIST;
+			if (mask & 1) {
+				req.prefix = "svc/";
+				req.prefix_len = 4;
+			}
+			if (mask & 2) {
+				req.after = "svc/b";
+				req.after_len = 5;
+			}
+			req.has_limit = (mask & 4) != 0;
+			if (req.has_limit)
+				req.limit = v == 0 ? 1 : v == 1 ? 100 :
+				    PROTO_LIST_LIMIT_MAX;
+			assert_check(check_round_trip(proto_format_request,
+			    &req));
+		}
+	}
+	/* What the parser refuses is not formatted. */
+	memset(&req, 0, sizeof(req));
+	req.command = PROTO_CMD_LIST;
+	req.has_limit = true;
+	req.limit = PROTO_LIST_LIMIT_MAX + 1;
+	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
+	req.limit = 0;
+	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
+	req.has_limit = false;
+	req.has_delay = true;
+	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
+	memset(&req, 0, sizeof(req));
+	req.command = PROTO_CMD_ACQUIRE;
+	req.name = "a";
+	req.name_len = 1;
+	req.owner = "a b";
+	req.owner_len = 3;
+	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
+	req.owner_len = 0;
+	req.has_fence = true;
+	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
+}
+
+/* The new reply lines parse into their fields; a missing required field
+ * or a malformed optional one is refused. */
+static void
+test_proto_v2_replies_parse_into_their_fields(void **state)
+{
+	struct proto_reply r;
+	struct proto_error err;
+	size_t used;
+	static const char *const bad[] = {
+		"LOCK a held=1 fence=2 ttl=3\r\n",
+		"END next=b\r\n",
+		"CURRENT a fence=0 ttl=1\r\n",
+		"STALE a\r\n",
+		"CHANGED a held=0 fence=0 ttl=0 queue=0 owner=\r\n",
+		"HELD a delay=x\r\n",
+	};
+#define PARSE(text) proto_parse_reply(text, strlen(text), 4096, &r, &used, \
+	&err)
+
+	(void)state;
+	assert_int_equal(PARSE("LOCK a/b held=1 fence=7 ttl=900 queue=2 "
+	    "owner=h:1 delay=5 x=y\r\n"), PROTO_DONE);
+	assert_int_equal(r.kind, PROTO_REPLY_LOCK);
+	assert_memory_equal(r.name, "a/b", 3);
+	assert_true(r.held);
+	assert_int_equal(r.fence, 7);
+	assert_int_equal(r.ttl_ms, 900);
+	assert_int_equal(r.queue, 2);
+	assert_int_equal(r.owner_len, 3);
+	assert_memory_equal(r.owner, "h:1", 3);
+	assert_int_equal(r.delay_ms, 5);
+	assert_int_equal(PARSE("END count=3 next=a/b\r\n"), PROTO_DONE);
+	assert_int_equal(r.kind, PROTO_REPLY_END);
+	assert_int_equal(r.count, 3);
+	assert_memory_equal(r.next, "a/b", 3);
+	assert_int_equal(PARSE("END count=0\r\n"), PROTO_DONE);
+	assert_null(r.next);
+	assert_int_equal(PARSE("CHANGED a held=0 fence=0 ttl=0 queue=0 "
+	    "delay=40 cause=forced\r\n"), PROTO_DONE);
+	assert_int_equal(r.kind, PROTO_REPLY_CHANGED);
+	assert_int_equal(r.delay_ms, 40);
+	assert_null(r.owner);
+	assert_memory_equal(r.cause, "forced", 6);
+	assert_int_equal(PARSE("CURRENT a fence=4 ttl=10\r\n"), PROTO_DONE);
+	assert_int_equal(r.kind, PROTO_REPLY_CURRENT);
+	assert_int_equal(r.fence, 4);
+	assert_int_equal(PARSE("STALE a fence=0\r\n"), PROTO_DONE);
+	assert_int_equal(r.kind, PROTO_REPLY_STALE);
+	assert_int_equal(PARSE("HELD a delay=12\r\n"), PROTO_DONE);
+	assert_int_equal(r.delay_ms, 12);
+	assert_int_equal(PARSE("STATUS a held=1 fence=1 ttl=1 queue=0 "
+	    "owner=me\r\n"), PROTO_DONE);
+	assert_memory_equal(r.owner, "me", 2);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(PARSE(bad[i]), PROTO_BAD);
+#undef PARSE
 }
 
 static void
@@ -2356,6 +2550,8 @@ static const struct CMUnitTest proto_tests[] = {
 	    test_proto_format_request_round_trips_every_good_request),
 	cmocka_unit_test(
 	    test_proto_format_request_round_trips_every_combination),
+	cmocka_unit_test(test_proto_format_request_round_trips_v2_commands),
+	cmocka_unit_test(test_proto_v2_replies_parse_into_their_fields),
 	cmocka_unit_test(
 	    test_proto_round_trip_checker_catches_a_formatter_that_drops_wait),
 	cmocka_unit_test(

@@ -184,7 +184,8 @@ static enum core_status
 acquire(struct fixture *f, int s, const char *name, int64_t lease,
     int64_t wait, bool onclose, uint64_t tag, core_time now)
 {
-	struct core_acquire_args args = { lease, wait, onclose };
+	struct core_acquire_args args = { .lease_ms = lease, .wait_ms = wait,
+	    .onclose_release = onclose };
 
 	return core_acquire(&f->table, &f->s[s], name, strlen(name), &args,
 	    tag, now);
@@ -194,8 +195,10 @@ static enum core_status
 try_lock(struct fixture *f, int s, const char *name, int64_t lease,
     uint64_t tag, core_time now)
 {
-	return core_try(&f->table, &f->s[s], name, strlen(name), lease, false,
-	    tag, now);
+	struct core_acquire_args args = { .lease_ms = lease };
+
+	return core_try(&f->table, &f->s[s], name, strlen(name), &args, tag,
+	    now);
 }
 
 static enum core_status
@@ -357,7 +360,7 @@ static void
 test_table_bad_arguments_are_badarg_and_make_no_entry(void **state)
 {
 	struct fixture *f = *state;
-	struct core_acquire_args args = { 10, -1, false };
+	struct core_acquire_args args = { .lease_ms = 10, .wait_ms = -1 };
 	struct core_handle h = { 1, 1 };
 	char long_name[CORE_NAME_MAX + 2];
 	size_t i;

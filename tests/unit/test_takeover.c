@@ -19,16 +19,19 @@
 #include "core/takeover.h"
 
 #define LEADER_LEASE 3000
+#define MAX_DELAY 60000
 
 static void
-broken_keep_expiry(struct core_record *rec, core_time now, int64_t ll)
+broken_keep_expiry(struct core_record *rec, core_time now, int64_t ll,
+    int64_t max_delay)
 {
 	(void)now;
 	(void)ll;
+	(void)max_delay;
 	rec->onclose_release = false;
 }
 
-typedef void (*rule_fn)(struct core_record *, core_time, int64_t);
+typedef void (*rule_fn)(struct core_record *, core_time, int64_t, int64_t);
 
 /*
  * Real time r; the old leader's clock reads r + old_off, the new one's
@@ -67,7 +70,7 @@ violations(rule_fn rule)
 		rec.fence = 9;
 		rec.lease_ms = lease;
 		rec.expiry = renew + old_off + lease;  /* old clock */
-		rule(&rec, takeover + new_off, LEADER_LEASE);
+		rule(&rec, takeover + new_off, LEADER_LEASE, MAX_DELAY);
 		if (rec.expiry - new_off < old_end)
 			bad++;
 	}
@@ -88,6 +91,33 @@ test_takeover_guard_keeping_the_stored_expiry_is_caught(void **state)
 	assert_true(violations(broken_keep_expiry) > 0);
 }
 
+/* A running lock-delay is a clock reading of the old leader: it runs again
+ * from now, for the longest delay there can be plus the leader lease. */
+static void
+test_takeover_restarts_a_running_lock_delay_in_full(void **state)
+{
+	struct core_record rec;
+
+	(void)state;
+	memset(&rec, 0, sizeof(rec));
+	rec.delay_until = 5;      /* a free name in lock-delay */
+	core_takeover_record(&rec, 10000, LEADER_LEASE, MAX_DELAY);
+	assert_int_equal(rec.fence, 0);
+	assert_int_equal(rec.expiry, 0);
+	assert_int_equal(rec.delay_until, 10000 + MAX_DELAY + LEADER_LEASE);
+	rec.fence = 3;            /* a holder while a delay runs */
+	rec.lease_ms = 1000;
+	rec.delay_until = 99999999;
+	core_takeover_record(&rec, 20000, LEADER_LEASE, MAX_DELAY);
+	assert_int_equal(rec.expiry, 20000 + 1000 + LEADER_LEASE);
+	assert_int_equal(rec.delay_until, 20000 + MAX_DELAY + LEADER_LEASE);
+	memset(&rec, 0, sizeof(rec));
+	rec.fence = 4;            /* no delay: none is made up */
+	rec.lease_ms = 1000;
+	core_takeover_record(&rec, 20000, LEADER_LEASE, MAX_DELAY);
+	assert_int_equal(rec.delay_until, 0);
+}
+
 static void
 test_takeover_keeps_the_handle_and_ends_onclose(void **state)
 {
@@ -103,7 +133,7 @@ test_takeover_keeps_the_handle_and_ends_onclose(void **state)
 	rec.onclose_release = true;
 	rec.owner_id = 7;
 	rec.owner = &s;
-	core_takeover_record(&rec, 10000, LEADER_LEASE);
+	core_takeover_record(&rec, 10000, LEADER_LEASE, MAX_DELAY);
 	assert_int_equal(rec.fence, 41);
 	assert_int_equal(rec.secret, 0xabcdef);
 	assert_int_equal(rec.lease_ms, 2000);
@@ -123,6 +153,8 @@ main(void)
 		    test_takeover_guard_keeping_the_stored_expiry_is_caught),
 		cmocka_unit_test(
 		    test_takeover_keeps_the_handle_and_ends_onclose),
+		cmocka_unit_test(
+		    test_takeover_restarts_a_running_lock_delay_in_full),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
