@@ -109,7 +109,8 @@ test_cluster_service_follower_sends_lock_commands_to_the_leader(void **state)
 	    "leader=10.0.0.2:7420 this node does not serve locks\r\n");
 	assert_string_equal(ask(w, "PING\r\n"), "PONG\r\n");
 	r = ask(w, "STATS\r\n");
-	assert_non_null(strstr(r, " fence_hwm=0 role=follower\r\n"));
+	assert_non_null(strstr(r, " fence_hwm=0 "));
+	assert_non_null(strstr(r, " watches=0 role=follower\r\n"));
 	w->svc.cluster.leader[0] = '\0';
 	assert_string_equal(ask(w, "RELEASE a 1-0000000000000001\r\n"),
 	    "ERR NOTLEADER no leader is known\r\n");
