@@ -43,7 +43,9 @@ SYSTEMD_CFLAGS := $(call pc_cflags,libsystemd)
 SYSTEMD_LIBS   := $(call pc_libs,libsystemd,-lsystemd)
 CMOCKA_CFLAGS  := $(call pc_cflags,cmocka)
 CMOCKA_LIBS    := $(call pc_libs,cmocka,-lcmocka)
-DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS)
+OPENSSL_CFLAGS := $(call pc_cflags,libssl libcrypto)
+OPENSSL_LIBS   := $(call pc_libs,libssl libcrypto,-lssl -lcrypto)
+DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS) $(OPENSSL_LIBS)
 
 ALL_CFLAGS = $(STD) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
@@ -93,7 +95,7 @@ $(B)/libproto.a: $(PROTO_OBJ)
 DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 # Every library of the daemon and of the test programs that drive it.
-SYS_CFLAGS := $(UV_CFLAGS) $(LMDB_CFLAGS) $(SYSTEMD_CFLAGS)
+SYS_CFLAGS := $(UV_CFLAGS) $(LMDB_CFLAGS) $(SYSTEMD_CFLAGS) $(OPENSSL_CFLAGS)
 
 $(B)/daemon/%.o: daemon/%.c
 	@mkdir -p $(dir $@)
@@ -438,7 +440,7 @@ FUZZ_SERVICE := build-fuzz/fuzz_service
 FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     daemon/service_commit.c daemon/format.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
-                    tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
+                    daemon/auth.c tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
                     $(PROTO_SRC)
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 25
@@ -452,7 +454,7 @@ $(FUZZ_SERVICE): $(FUZZ_SERVICE_SRC) $(wildcard core/*.h proto/*.h \
     daemon/*.h tests/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
-	    $(FUZZ_SERVICE_SRC) -o $@
+	    $(FUZZ_SERVICE_SRC) -o $@ $(OPENSSL_LIBS)
 
 .PHONY: fuzz fuzz-smoke-all fuzz-guard
 fuzz:

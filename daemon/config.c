@@ -69,6 +69,17 @@ static const struct option options[] = {
 	  "FILE       read settings from FILE (same keys, key = value)" },
 	{ "log-level", NUM(K_LEVEL, log_level),
 	  "LEVEL      error|warn|info|debug (default info)" },
+	{ "auth", STR(auth_file),
+	  "FILE       turn authentication on with FILE's rules "
+	  "(docs/security.md; re-read on SIGHUP)" },
+	{ "tls-cert", STR(tls_cert),
+	  "FILE       TLS on every TCP listener with this certificate "
+	  "(PEM; re-read on SIGHUP)" },
+	{ "tls-key", STR(tls_key),
+	  "FILE       the private key of --tls-cert (PEM)" },
+	{ "tls-client-ca", STR(tls_client_ca),
+	  "FILE       require client certificates signed by this CA; "
+	  "the CN is the principal" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 

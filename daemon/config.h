@@ -50,6 +50,10 @@ struct config {
 	size_t map_size;
 	size_t journal_size;
 	int log_level;
+	char auth_file[4096];      /* --auth: "" = authentication off */
+	char tls_cert[4096];       /* --tls-cert, --tls-key: TLS on TCP */
+	char tls_key[4096];
+	char tls_client_ca[4096];  /* --tls-client-ca: client certs required */
 };
 
 enum config_result { CONFIG_OK, CONFIG_EXIT_OK, CONFIG_ERROR };

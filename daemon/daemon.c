@@ -175,6 +175,11 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		fprintf(stderr, "lockd: %s\n", err);
 		return 2;
 	}
+	if (cfg.auth_file[0] != '\0' && auth_rules_load(&srv.auth,
+	    cfg.auth_file, err, sizeof(err)) != 0) {
+		fprintf(stderr, "lockd: --auth %s\n", err);
+		return 2;
+	}
 	log_threshold = (enum log_level)cfg.log_level;
 	log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
 	    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
@@ -192,6 +197,7 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	if (store == NULL) {
 		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
 		fprintf(stderr, "lockd: %s\n", err);
+		auth_rules_free(&srv.auth);
 		return 1;
 	}
 
@@ -231,6 +237,8 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	    (unsigned long long)service_held_count(&srv.svc),
 	    (unsigned long long)rec.hwm);
 
+	if (cfg.auth_file[0] != '\0')
+		srv.svc.auth = &srv.auth;
 	if (seams != NULL) {
 		srv.svc.hooks = seams->hooks;
 		srv.hooks = seams->server_hooks;
@@ -257,6 +265,7 @@ close_service:
 	service_close(&srv.svc);
 close_store:
 	store->ops->close(store);
+	auth_rules_free(&srv.auth);
 	/* After a failed server_init its handles are still open and this
 	 * returns UV_EBUSY: lockd exits anyway. */
 	uv_loop_close(loop);

@@ -231,6 +231,22 @@ refuse(uv_stream_t *stream, const char *line)
 	uv_try_write(stream, &buf, 1);
 }
 
+/* A Unix socket's peer is who the kernel says it is: "uid:<n>". */
+static void
+set_peer_principal(struct conn *c)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char principal[32];
+	uv_os_fd_t fd;
+
+	if (uv_fileno(&c->h.handle, &fd) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		return;
+	snprintf(principal, sizeof(principal), "uid:%u", (unsigned)cred.uid);
+	service_conn_set_principal(&c->sc, principal);
+}
+
 static void
 on_connection(uv_stream_t *listener, int status)
 {
@@ -274,6 +290,8 @@ on_connection(uv_stream_t *listener, int status)
 	if (listener->type == UV_TCP)
 		uv_tcp_nodelay(&c->h.tcp, 1);
 	service_conn_open(&srv->svc, &c->sc);
+	if (listener->type == UV_NAMED_PIPE)
+		set_peer_principal(c);
 	srv->connections++;
 	uv_read_start(&c->h.stream, on_alloc, on_read);
 }
@@ -448,6 +466,7 @@ maybe_finish(struct server *srv)
 		sigprocmask(SIG_BLOCK, &stop, &old);
 		uv_close((uv_handle_t *)&srv->sigterm, NULL);
 		uv_close((uv_handle_t *)&srv->sigint, NULL);
+		uv_close((uv_handle_t *)&srv->sighup, NULL);
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -479,6 +498,7 @@ on_signal(uv_signal_t *sig, int signum)
 	 * longer keep the loop alive. */
 	uv_unref((uv_handle_t *)&srv->sigterm);
 	uv_unref((uv_handle_t *)&srv->sigint);
+	uv_unref((uv_handle_t *)&srv->sighup);
 	/* Waiters are told ERR SHUTDOWN; pending commits finish; then every
 	 * connection closes as soon as its replies are written. */
 	uv_timer_start(&srv->grace, on_grace_over, SHUTDOWN_GRACE_MS, 0);
@@ -487,6 +507,40 @@ on_signal(uv_signal_t *sig, int signum)
 	/* Idle connections close now; busy ones once their replies are out. */
 	service_for_each_conn(&srv->svc, flush_one, NULL);
 	maybe_finish(srv);
+}
+
+/* ---- reloading -------------------------------------------------------- */
+
+int
+server_reload_auth(struct server *srv)
+{
+	struct auth_rules fresh;
+	char err[512];
+
+	if (srv->cfg->auth_file[0] == '\0')
+		return 0;
+	if (auth_rules_load(&fresh, srv->cfg->auth_file, err,
+	    sizeof(err)) != 0) {
+		log_event(LOG_ERROR, "auth_reload_error", "error=\"%s\" "
+		    "msg=\"kept the old rules\"", err);
+		return -1;
+	}
+	auth_rules_free(&srv->auth);
+	srv->auth = fresh;
+	log_event(LOG_INFO, "auth_reloaded", "file=%s rules=%zu",
+	    srv->cfg->auth_file, srv->auth.count);
+	return 0;
+}
+
+static void
+on_sighup(uv_signal_t *sig, int signum)
+{
+	struct server *srv = sig->data;
+
+	(void)signum;
+	if (srv->stopping)
+		return;
+	server_reload_auth(srv);
 }
 
 /* ---- listeners -------------------------------------------------------- */
@@ -745,6 +799,9 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	srv->sigterm.data = srv->sigint.data = srv;
 	uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&srv->sigint, on_signal, SIGINT);
+	uv_signal_init(loop, &srv->sighup);
+	srv->sighup.data = srv;
+	uv_signal_start(&srv->sighup, on_sighup, SIGHUP);
 
 	if ((passed = notify_listen_fds()) > 0) {
 		warn_ignored(cfg, passed);

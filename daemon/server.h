@@ -48,6 +48,8 @@ struct server {
 	uint64_t pass;              /* loop passes so far (the read budget) */
 	struct core_link paused;    /* connections over their read budget */
 	uv_signal_t sigterm, sigint;
+	uv_signal_t sighup;         /* reloads --auth (and TLS files) */
+	struct auth_rules auth;     /* --auth's rules; svc.auth points here */
 	struct http_server http;    /* --metrics-listen */
 	struct server_hooks hooks;  /* test seams; zero in lockd */
 	uv_work_t commit_req;       /* the batch being written */
@@ -60,6 +62,12 @@ struct server {
 
 /* Starts listening; returns 0 or a libuv error (already logged). */
 int server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg);
+
+/*
+ * Re-reads the --auth file: a file that cannot be read or a line that does
+ * not parse keeps the old rules, and the log says why.  Returns 0 or -1.
+ */
+int server_reload_auth(struct server *srv);
 
 /* Runs until a signal has stopped everything. */
 int server_run(struct server *srv);

@@ -506,6 +506,33 @@ cmd_stats(struct service *svc, struct service_conn *conn,
 	answer(svc, conn, seq, 0, 0, line, n);
 }
 
+static void
+cmd_auth(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	char line[PROTO_REPLY_MAX];
+	const char *principal;
+
+	(void)now;
+	principal = auth_token_principal(svc->auth, req->name, req->name_len);
+	if (principal == NULL) {
+		svc->stats.auth_failures++;
+		if (++conn->auth_failures >= AUTH_MAX_FAILURES) {
+			/* Answered, then closed: guessing costs a connect. */
+			conn->quit = true;
+			answer_error(svc, conn, seq, 0, 0, PROTO_ERR_DENIED,
+			    "too many failed AUTH, closing");
+		} else {
+			answer_error(svc, conn, seq, 0, 0, PROTO_ERR_DENIED,
+			    "bad token");
+		}
+		return;
+	}
+	snprintf(conn->principal, sizeof(conn->principal), "%s", principal);
+	answer(svc, conn, seq, 0, 0, line, proto_format_authed(line,
+	    sizeof(line), conn->principal, strlen(conn->principal)));
+}
+
 typedef void (*command_handler)(struct service *, struct service_conn *,
     const struct proto_request *, uint64_t, core_time);
 
@@ -521,7 +548,55 @@ static const command_handler commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_QUIT] = cmd_quit,
 	[PROTO_CMD_HELP] = cmd_help,
 	[PROTO_CMD_STATS] = cmd_stats,
+	[PROTO_CMD_AUTH] = cmd_auth,
 };
+
+/*
+ * What each command needs with --auth (AUTH_PERM_*), on its name when it
+ * has one, else on some prefix; 0: anybody, authenticated or not.
+ */
+static const unsigned command_perms[PROTO_CMD_COUNT] = {
+	[PROTO_CMD_ACQUIRE] = AUTH_PERM_LOCK,
+	[PROTO_CMD_TRY] = AUTH_PERM_LOCK,
+	[PROTO_CMD_RENEW] = AUTH_PERM_LOCK,
+	[PROTO_CMD_RELEASE] = AUTH_PERM_LOCK,
+	[PROTO_CMD_STATUS] = AUTH_PERM_READ,
+	[PROTO_CMD_STATS] = AUTH_PERM_ADMIN,
+};
+
+bool
+service_may(const struct service *svc, const struct service_conn *conn,
+    unsigned perm, const char *name, size_t len)
+{
+	if (svc->auth == NULL)
+		return true;
+	return auth_may(svc->auth, conn->principal, perm, name, len);
+}
+
+/*
+ * The one permission check, before a command touches anything: NULL when
+ * req may run, else why it is refused (and how).
+ */
+static const char *
+refusal(const struct service *svc, const struct service_conn *conn,
+    const struct proto_request *req, enum proto_error_code *code)
+{
+	unsigned perm = command_perms[req->command];
+
+	*code = PROTO_ERR_DENIED;
+	if (req->command == PROTO_CMD_AUTH && svc->auth == NULL) {
+		*code = PROTO_ERR_BADREQ;
+		return "authentication is off";
+	}
+	if (svc->auth == NULL || perm == 0)
+		return NULL;
+	if (conn->principal[0] == '\0')
+		return "not authenticated";
+	if (req->name_len == 0 ? !auth_may_any(svc->auth, conn->principal,
+	    perm) : !service_may(svc, conn, perm, req->name, req->name_len))
+		return "no permission";
+	return NULL;
+}
 
 /* Runs one request and makes sure it holds its place in the reply order. */
 static void
@@ -529,11 +604,20 @@ execute(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, core_time now)
 {
 	uint64_t seq = ++conn->next_seq;
+	enum proto_error_code code;
+	const char *why;
 
 	svc->stats.requests++;
 	svc->current = conn;
 	svc->current_seq = seq;
 	svc->current_answered = false;
+	if ((why = refusal(svc, conn, req, &code)) != NULL) {
+		if (code == PROTO_ERR_DENIED)
+			svc->stats.denied++;
+		answer_error(svc, conn, seq, 0, 0, code, why);
+		svc->current = NULL;
+		return;
+	}
 	commands[req->command](svc, conn, req, seq, now);
 	if (!svc->current_answered)   /* a waiting ACQUIRE */
 		slot_add(svc, conn, seq, PROTO_REPLY_MAX);
@@ -669,6 +753,16 @@ service_conn_open(struct service *svc, struct service_conn *conn)
 	link_init(&conn->waiting_link);
 	link_append(&svc->conns, &conn->all_link);
 	svc->stats.connections++;
+}
+
+void
+service_conn_set_principal(struct service_conn *conn, const char *principal)
+{
+	size_t len = principal == NULL ? 0 : strlen(principal);
+
+	conn->principal[0] = '\0';
+	if (len > 0 && auth_valid_principal(principal, len))
+		memcpy(conn->principal, principal, len + 1);
 }
 
 void

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "daemon/auth.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "proto/proto.h"
@@ -94,6 +95,11 @@ struct service_conn {
 	bool quit;          /* QUIT or the end of input: execute no more,
 			     * close once every reply is written */
 	bool overflow;      /* output cap exceeded: the server closes it */
+	/* With --auth: who this connection is ("" = nobody yet), from AUTH,
+	 * a client certificate or the Unix peer's uid; and its failed
+	 * AUTHs (AUTH_MAX_FAILURES closes it). */
+	char principal[AUTH_PRINCIPAL_MAX + 1];
+	unsigned auth_failures;
 };
 
 /* Replies decided and counted, then failed with their batch (the client
@@ -112,6 +118,8 @@ struct service_stats {
 	uint64_t commit_records;
 	uint64_t protocol_errors[PROTO_ERR_COUNT];
 	uint64_t output_overflows;
+	uint64_t auth_failures;     /* AUTHs refused */
+	uint64_t denied;            /* commands answered ERR DENIED */
 };
 
 struct service {
@@ -145,6 +153,9 @@ struct service {
 	struct service_stats stats;
 	struct store_stats store_stats;  /* as of the last commit's end */
 	struct metrics metrics;
+	/* --auth's rules, owned by the server (reloaded on SIGHUP); NULL
+	 * when authentication is off. */
+	const struct auth_rules *auth;
 	char error[256];
 };
 
@@ -180,6 +191,21 @@ void service_conn_close(struct service *svc, struct service_conn *conn);
  * is answered ERR TIMEOUT.  The connection closes once every reply is out.
  */
 void service_conn_end_input(struct service *svc, struct service_conn *conn);
+
+/*
+ * Sets who conn is (a client certificate's CN, "uid:<n>"), before its
+ * first request; a principal that cannot be one leaves it nobody.
+ */
+void service_conn_set_principal(struct service_conn *conn,
+    const char *principal);
+
+/*
+ * With --auth: may the principal of conn do perm (AUTH_PERM_*) on
+ * name[0..len)?  Always true when authentication is off.  The one check
+ * of every command, and of each name a multi-line reply (LIST) shows.
+ */
+bool service_may(const struct service *svc, const struct service_conn *conn,
+    unsigned perm, const char *name, size_t len);
 
 /* Parses and executes every complete request in data[0..len). */
 void service_conn_feed(struct service *svc, struct service_conn *conn,

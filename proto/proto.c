@@ -47,6 +47,7 @@ static const struct proto_command_info proto_commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_QUIT] = { "QUIT", 0, 0, "QUIT takes no arguments" },
 	[PROTO_CMD_HELP] = { "HELP", 0, 0, "HELP takes no arguments" },
 	[PROTO_CMD_STATS] = { "STATS", 0, 0, "STATS takes no arguments" },
+	[PROTO_CMD_AUTH] = { "AUTH", 1, 0, "AUTH takes 1 argument" },
 };
 
 static const char *const proto_error_names[PROTO_ERR_COUNT] = {
@@ -60,6 +61,7 @@ static const char *const proto_error_names[PROTO_ERR_COUNT] = {
 	[PROTO_ERR_UNAVAILABLE] = "UNAVAILABLE",
 	[PROTO_ERR_OVERFLOW] = "OVERFLOW",
 	[PROTO_ERR_SHUTDOWN] = "SHUTDOWN",
+	[PROTO_ERR_DENIED] = "DENIED",
 };
 
 /*
@@ -157,6 +159,7 @@ static const struct proto_reply_info {
 	{ "HELP", PROTO_REPLY_HELP, false, 0 },
 	{ "STATS", PROTO_REPLY_STATS, false, 0 },
 	{ "ERR", PROTO_REPLY_ERROR, false, 0 },
+	{ "AUTHED", PROTO_REPLY_AUTHED, true, 0 },
 };
 #define PROTO_REPLY_KIND_COUNT \
     (sizeof(proto_replies) / sizeof(proto_replies[0]))
@@ -1184,6 +1187,19 @@ proto_format_help(char *out, size_t cap)
 		proto_put(&w, " ", 1);
 		proto_put_string(&w, proto_commands[command].name);
 	}
+	return proto_finish_line(&w);
+}
+
+size_t
+proto_format_authed(char *out, size_t cap, const char *principal,
+    size_t principal_len)
+{
+	struct proto_writer w = proto_writer_init(out, cap);
+
+	if (!proto_valid_name(principal, principal_len))
+		return 0;
+	proto_put_string(&w, "AUTHED ");
+	proto_put(&w, principal, principal_len);
 	return proto_finish_line(&w);
 }
 

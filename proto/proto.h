@@ -36,6 +36,7 @@ enum proto_error_code {
 	PROTO_ERR_UNAVAILABLE,
 	PROTO_ERR_OVERFLOW,
 	PROTO_ERR_SHUTDOWN,
+	PROTO_ERR_DENIED,       /* v2: authentication refuses this */
 	PROTO_ERR_COUNT
 };
 
@@ -52,6 +53,7 @@ enum proto_command {
 	PROTO_CMD_QUIT,
 	PROTO_CMD_HELP,
 	PROTO_CMD_STATS,
+	PROTO_CMD_AUTH,         /* v2: AUTH <token>; the token is req->name */
 	PROTO_CMD_COUNT
 };
 
@@ -162,6 +164,9 @@ size_t proto_format_status(char *out, size_t cap, const char *name,
 size_t proto_format_pong(char *out, size_t cap);
 size_t proto_format_bye(char *out, size_t cap);
 size_t proto_format_help(char *out, size_t cap);
+/* "AUTHED <principal>"; the principal is a word like a name. */
+size_t proto_format_authed(char *out, size_t cap, const char *principal,
+    size_t principal_len);
 /* "ERR <CODE> <text>"; text must hold no CR or LF (NULL or "": no text). */
 size_t proto_format_error(char *out, size_t cap, enum proto_error_code code,
     const char *text);
@@ -196,7 +201,8 @@ enum proto_reply_kind {
 	PROTO_REPLY_BYE,
 	PROTO_REPLY_HELP,
 	PROTO_REPLY_STATS,
-	PROTO_REPLY_ERROR
+	PROTO_REPLY_ERROR,
+	PROTO_REPLY_AUTHED        /* v2: AUTHED <principal>, in name */
 };
 
 /*

@@ -5,7 +5,7 @@
 # packages are already installed, so it is cheap to call from make.
 set -eu
 
-build="libuv1-dev liblmdb-dev libsystemd-dev pkg-config gcc make"
+build="libuv1-dev liblmdb-dev libsystemd-dev libssl-dev pkg-config gcc make"
 units="systemd"
 # The Python client: its tests (pytest), its pip install (setuptools,
 # wheel, pip) and its TLS test (socat, openssl).

@@ -892,7 +892,7 @@ test_proto_commands_and_keys_are_case_insensitive(void **state)
 		for (j = 0; j < n; j++)
 			line[j] = (char)(line[j] - 'A' + 'a');
 		line[n] = '\0';
-		if (i <= PROTO_CMD_STATUS)
+		if (i <= PROTO_CMD_STATUS || i == PROTO_CMD_AUTH)
 			strcat(line, " x");
 		if (i == PROTO_CMD_RENEW || i == PROTO_CMD_RELEASE)
 			strcat(line, " " HANDLE_41);
@@ -1427,14 +1427,14 @@ test_proto_error_and_command_names_match_the_spec(void **state)
 {
 	static const char *const codes[] = { NULL, "BADREQ", "BADARG",
 	    "TOOLONG", "TIMEOUT", "CONFLICT", "LIMIT", "UNAVAILABLE",
-	    "OVERFLOW", "SHUTDOWN" };
+	    "OVERFLOW", "SHUTDOWN", "DENIED" };
 	static const char *const commands[] = { "ACQUIRE", "TRY", "RENEW",
-	    "RELEASE", "STATUS", "PING", "QUIT", "HELP", "STATS" };
+	    "RELEASE", "STATUS", "PING", "QUIT", "HELP", "STATS", "AUTH" };
 	int i;
 
 	(void)state;
-	assert_int_equal(PROTO_ERR_COUNT, 10);
-	assert_int_equal(PROTO_CMD_COUNT, 9);
+	assert_int_equal(PROTO_ERR_COUNT, 11);
+	assert_int_equal(PROTO_CMD_COUNT, 10);
 	assert_null(proto_error_name(PROTO_ERR_NONE));
 	for (i = 1; i < PROTO_ERR_COUNT; i++)
 		assert_string_equal(proto_error_name(
@@ -1639,7 +1639,7 @@ static const struct format_case {
 	{ fmt_pong, "PONG\r\n" },
 	{ fmt_bye, "BYE\r\n" },
 	{ fmt_help, "HELP commands: ACQUIRE TRY RENEW RELEASE STATUS PING "
-	    "QUIT HELP STATS\r\n" },
+	    "QUIT HELP STATS AUTH\r\n" },
 	{ fmt_error_without_text, "ERR SHUTDOWN\r\n" },
 	{ fmt_stats, "STATS connections=3 locks=10 held=2 waiters=1 "
 	    "granted=100 timeouts=4 released=90 reclaimed=6 "
@@ -1853,12 +1853,15 @@ test_proto_format_request_round_trips_every_combination(void **state)
 	for (command = 0; command < PROTO_CMD_COUNT; command++) {
 		for (mask = 0; mask < 8; mask++) {
 			for (v = 0; v < 12; v++) {
+				bool named = command <= PROTO_CMD_STATUS ||
+				    command == PROTO_CMD_AUTH;
+
 				memset(&req, 0, sizeof(req));
 				req.command = (enum proto_command)command;
-				if (command <= PROTO_CMD_STATUS && v % 4 == 3) {
+				if (named && v % 4 == 3) {
 					req.name = long_name_init();
 					req.name_len = PROTO_NAME_MAX;
-				} else if (command <= PROTO_CMD_STATUS) {
+				} else if (named) {
 					req.name = names[v % 4];
 					req.name_len = strlen(req.name);
 				}
