@@ -366,7 +366,10 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/test_%.c=$(B)/tests/integ_%)
 $(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(TESTLIB) \
     $(B)/libproto.a | $(B)/lockd $(CRASH_FAULTY)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS) \
+	    $(INTEG_LIBS)
+# The TLS test is a TLS client itself.
+$(B)/tests/integ_tls: INTEG_LIBS := $(OPENSSL_LIBS)
 
 # The examples build the way a user's program does: through pkg-config and
 # nothing else (no -I. to the project's internals).  The client tests run

@@ -80,6 +80,9 @@ static const struct option options[] = {
 	{ "tls-client-ca", STR(tls_client_ca),
 	  "FILE       require client certificates signed by this CA; "
 	  "the CN is the principal" },
+	{ "tls-handshake-timeout", NUM(K_DURATION, tls_handshake_timeout_ms),
+	  "D          close a TLS client that has not finished its handshake "
+	  "(default 10s)" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -458,6 +461,7 @@ defaults(struct config *cfg)
 	cfg->journal_size = STORE_JOURNAL_DEFAULT_SIZE;
 	cfg->unix_mode = CONFIG_DEFAULT_UNIX_MODE;
 	cfg->log_level = LOG_INFO;
+	cfg->tls_handshake_timeout_ms = (int64_t)10 * 1000;
 }
 
 /* Walks argv; with only_config set, applies --config alone. */
@@ -569,6 +573,21 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 	    check_address(name_of(&from, "metrics-listen", true, name,
 	    sizeof(name)), cfg->metrics_listen, err, err_len) != 0)
 		return CONFIG_ERROR;
+	if ((cfg->tls_cert[0] != '\0') != (cfg->tls_key[0] != '\0')) {
+		snprintf(err, err_len, "--tls-cert and --tls-key go together");
+		return CONFIG_ERROR;
+	}
+	if (cfg->tls_client_ca[0] != '\0' && cfg->tls_cert[0] == '\0') {
+		snprintf(err, err_len, "--tls-client-ca needs --tls-cert and "
+		    "--tls-key");
+		return CONFIG_ERROR;
+	}
+	if (cfg->tls_handshake_timeout_ms <= 0) {
+		snprintf(err, err_len, "%s must be positive",
+		    name_of(&from, "tls-handshake-timeout", true, name,
+		    sizeof(name)));
+		return CONFIG_ERROR;
+	}
 	if (cfg->listen[0] == '\0' && cfg->unix_path[0] == '\0') {
 		snprintf(err, err_len, "nothing to listen on");
 		return CONFIG_ERROR;

@@ -54,6 +54,7 @@ struct config {
 	char tls_cert[4096];       /* --tls-cert, --tls-key: TLS on TCP */
 	char tls_key[4096];
 	char tls_client_ca[4096];  /* --tls-client-ca: client certs required */
+	int64_t tls_handshake_timeout_ms;
 };
 
 enum config_result { CONFIG_OK, CONFIG_EXIT_OK, CONFIG_ERROR };

@@ -180,6 +180,12 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		fprintf(stderr, "lockd: --auth %s\n", err);
 		return 2;
 	}
+	srv.cfg = &cfg;
+	if (server_reload_tls(&srv, err, sizeof(err)) != 0) {
+		fprintf(stderr, "lockd: %s\n", err);
+		auth_rules_free(&srv.auth);
+		return 2;
+	}
 	log_threshold = (enum log_level)cfg.log_level;
 	log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
 	    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
@@ -198,6 +204,7 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
 		fprintf(stderr, "lockd: %s\n", err);
 		auth_rules_free(&srv.auth);
+		SSL_CTX_free(srv.tls);
 		return 1;
 	}
 
@@ -266,6 +273,9 @@ close_service:
 close_store:
 	store->ops->close(store);
 	auth_rules_free(&srv.auth);
+	if (srv.tls != NULL)
+		SSL_CTX_free(srv.tls);
+	srv.tls = NULL;
 	/* After a failed server_init its handles are still open and this
 	 * returns UV_EBUSY: lockd exits anyway. */
 	uv_loop_close(loop);

@@ -81,7 +81,8 @@ check_output_cap(struct service *svc, struct service_conn *conn)
 	conn->overflow = true;
 	svc->stats.output_overflows++;
 	svc->metrics.limit_hits[METRICS_LIMIT_OUTPUT]++;
-	log_event(LOG_WARN, "limit", "kind=output conn=%llu bytes=%zu",
+	log_limited(&svc->limit_log, LOG_WARN, "limit",
+	    "kind=output conn=%llu bytes=%zu",
 	    (unsigned long long)conn->session.id,
 	    conn->out.len + conn->slots_bytes);
 	mark_ready(svc, conn);
@@ -305,7 +306,8 @@ on_core_reply(void *ctx, const struct core_reply *r)
 	case CORE_EVENT_RECLAIMED:
 		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		if (log_enabled(LOG_INFO))
-			log_event(LOG_INFO, "reclaim", "name=%s fence=%llu "
+			log_limited(&svc->reclaim_log, LOG_INFO, "reclaim",
+			    "name=%s fence=%llu "
 			    "held_ms=%lld", log_value(shown, r->name,
 			    r->name_len), (unsigned long long)r->fence,
 			    (long long)r->held_ms);
@@ -364,7 +366,8 @@ on_core_reply(void *ctx, const struct core_reply *r)
 	case CORE_REPLY_LIMIT:
 		limit = limit_form(r->limit);
 		svc->metrics.limit_hits[limit->metric]++;
-		log_event(LOG_WARN, "limit", "kind=%s conn=%llu",
+		log_limited(&svc->limit_log, LOG_WARN, "limit",
+		    "kind=%s conn=%llu",
 		    metrics_limit_names[limit->metric],
 		    (unsigned long long)conn_of(r)->session.id);
 		reply_error(svc, r, PROTO_ERR_LIMIT, limit->text);
@@ -517,6 +520,9 @@ cmd_auth(struct service *svc, struct service_conn *conn,
 	principal = auth_token_principal(svc->auth, req->name, req->name_len);
 	if (principal == NULL) {
 		svc->stats.auth_failures++;
+		log_limited(&svc->auth_log, LOG_WARN, "auth_failed",
+		    "conn=%llu failures=%u", (unsigned long long)
+		    conn->session.id, conn->auth_failures + 1);
 		if (++conn->auth_failures >= AUTH_MAX_FAILURES) {
 			/* Answered, then closed: guessing costs a connect. */
 			conn->quit = true;

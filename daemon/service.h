@@ -26,6 +26,7 @@
 
 #include "core/core.h"
 #include "daemon/auth.h"
+#include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/store.h"
 #include "proto/proto.h"
@@ -120,6 +121,9 @@ struct service_stats {
 	uint64_t output_overflows;
 	uint64_t auth_failures;     /* AUTHs refused */
 	uint64_t denied;            /* commands answered ERR DENIED */
+	/* TLS, counted by the server: handshakes done, failed (timeouts
+	 * included), timed out. */
+	uint64_t tls_handshakes, tls_failures, tls_timeouts;
 };
 
 struct service {
@@ -156,6 +160,9 @@ struct service {
 	/* --auth's rules, owned by the server (reloaded on SIGHUP); NULL
 	 * when authentication is off. */
 	const struct auth_rules *auth;
+	/* Log lines a client can provoke at will, each kind limited
+	 * (log.h): reclaimed leases, limit hits, failed AUTHs. */
+	struct log_limit reclaim_log, limit_log, auth_log;
 	char error[256];
 };
 

@@ -312,6 +312,50 @@ test_auth_bad_file_at_start_exits_naming_the_line(void **state)
 	assert_non_null(strstr(r.err, "line 2: permissions"));
 }
 
+/*
+ * A client can fail AUTH at will: the log writes at most LOG_LIMIT_LINES
+ * of those lines a second and counts the rest, so that every failure is
+ * accounted for in lines written plus suppressed=N.
+ */
+static void
+test_auth_failures_flood_the_log_no_faster_than_its_limit(void **state)
+{
+	struct harness_server *s = start_with_auth(rules);
+	static char log[1 << 20];
+	struct harness_conn *c;
+	unsigned long long suppressed = 0, n;
+	const char *p;
+	int i, lines = 0;
+
+	(void)state;
+	for (i = 0; i < 30; i++) {
+		c = harness_connect(s);
+		harness_send(c, "AUTH bad%d\n", i);
+		harness_expect_error(c, "DENIED");
+		harness_close(c);
+	}
+	harness_sleep_ms(1100);   /* the next window */
+	c = harness_connect(s);
+	harness_send(c, "AUTH last\n");
+	harness_expect_error(c, "DENIED");
+	harness_send(c, "PING\n");
+	harness_expect_line(c, "PONG");
+
+	assert_true(harness_read_file(s->log_path, log, sizeof(log)));
+	for (p = log; (p = strstr(p, "event=auth_failed")) != NULL; p++) {
+		const char *eol = strchr(p, '\n'), *sup = strstr(p,
+		    "suppressed=");
+
+		lines++;
+		if (sup != NULL && (eol == NULL || sup < eol) &&
+		    sscanf(sup, "suppressed=%llu", &n) == 1)
+			suppressed += n;
+	}
+	if (lines >= 31 || lines + suppressed != 31)
+		fail_msg("%d auth_failed lines and %llu suppressed for 31 "
+		    "failures", lines, suppressed);
+}
+
 int
 main(void)
 {
@@ -327,6 +371,8 @@ main(void)
 		HARNESS_TEST(
 		    test_auth_sighup_keeps_old_rules_on_a_broken_file_and_takes_a_good_one),
 		HARNESS_TEST(test_auth_bad_file_at_start_exits_naming_the_line),
+		HARNESS_TEST(
+		    test_auth_failures_flood_the_log_no_faster_than_its_limit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
