@@ -193,10 +193,14 @@ tls_read(struct conn *c, const char *data, size_t len)
 	if (rc < 0) {
 		if (!was_ready)
 			c->srv->svc.stats.tls_failures++;
-		log_limited(&c->srv->tls_log, LOG_INFO, was_ready ?
-		    "tls_error" : "tls_handshake_failed",
-		    "conn=%llu error=\"%s\"",
-		    (unsigned long long)c->sc.session.id, why);
+		if (was_ready)
+			log_limited(&c->srv->tls_log, LOG_INFO, "tls_error",
+			    "conn=%llu error=\"%s\"",
+			    (unsigned long long)c->sc.session.id, why);
+		else
+			log_limited(&c->srv->tls_log, LOG_INFO,
+			    "tls_handshake_failed", "conn=%llu error=\"%s\"",
+			    (unsigned long long)c->sc.session.id, why);
 	}
 	if (!c->closing)
 		flush_conn(c);
