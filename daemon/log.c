@@ -26,6 +26,10 @@ log_level_parse(const char *s)
 }
 
 /* One line; suppressed, when not 0, is appended as suppressed=N. */
+static void log_line(enum log_level level, const char *event,
+    uint64_t suppressed, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
 static void
 log_line(enum log_level level, const char *event, uint64_t suppressed,
     const char *fmt, va_list ap)

@@ -586,6 +586,10 @@ check_reply(int c, const char *line, size_t n)
 	case PROTO_CMD_STATS:
 		FUZZ_CHECK(rep.kind == PROTO_REPLY_STATS);
 		break;
+	case PROTO_CMD_AUTH:
+		/* The fuzzer runs without --auth: AUTH is unknown. */
+		FUZZ_CHECK(is_error(&rep, PROTO_ERR_BADREQ));
+		break;
 	default:
 		FUZZ_CHECK(false);
 	}
@@ -904,6 +908,7 @@ queue_request(int c)
 	case PROTO_CMD_ACQUIRE:
 	case PROTO_CMD_TRY:
 	case PROTO_CMD_STATUS:
+	case PROTO_CMD_AUTH:
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", sep,
 		    name);
 		break;
