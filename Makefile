@@ -443,7 +443,7 @@ FUZZ_SERVICE := build-fuzz/fuzz_service
 FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     daemon/service_commit.c daemon/format.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
-                    daemon/auth.c tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
+                    daemon/auth.c daemon/quota.c tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
                     $(PROTO_SRC)
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 25

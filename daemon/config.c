@@ -57,6 +57,13 @@ static const struct option options[] = {
 	  "N          waiting ACQUIREs in all (default 1000000)" },
 	{ "max-waiters-per-connection", NUM(K_U32, max_conn_waiters),
 	  "N          waiting ACQUIREs per connection (default 1024)" },
+	{ "max-connections-per-principal",
+	  NUM(K_U32, max_principal_connections),
+	  "N          connections one principal may have (default 0: any)" },
+	{ "max-held-per-principal", NUM(K_U32, max_principal_held),
+	  "N          locks one principal may hold (default 0: any)" },
+	{ "max-waiters-per-principal", NUM(K_U32, max_principal_waiters),
+	  "N          waiting ACQUIREs of one principal (default 0: any)" },
 	{ "map-size", NUM(K_SIZE, map_size),
 	  "BYTES      LMDB map size, the most the store can hold; must fit "
 	  "--max-held (default 4294967296)" },

@@ -47,6 +47,9 @@ struct config {
 	uint32_t max_held;
 	uint32_t max_waiters;
 	uint32_t max_conn_waiters;
+	/* --max-*-per-principal (quota.h); 0: no limit. */
+	uint32_t max_principal_connections, max_principal_held;
+	uint32_t max_principal_waiters;
 	size_t map_size;
 	size_t journal_size;
 	int log_level;

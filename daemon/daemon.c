@@ -214,6 +214,9 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	scfg.core.max_held = cfg.max_held;
 	scfg.core.max_waiters = cfg.max_waiters;
 	scfg.core.max_waiters_per_session = cfg.max_conn_waiters;
+	scfg.principal.connections = cfg.max_principal_connections;
+	scfg.principal.held = cfg.max_principal_held;
+	scfg.principal.waiters = cfg.max_principal_waiters;
 	scfg.core.secret = random_secret;
 	scfg.core.secret_ctx = &pool;
 	scfg.core.hash_key[0] = random_secret(&pool);

@@ -167,13 +167,16 @@ tls_ready(struct conn *c)
 	c->srv->svc.stats.tls_handshakes++;
 	if (c->srv->cfg->tls_client_ca[0] == '\0')
 		return;
-	if (tls_conn_peer_cn(&c->tls, cn) && auth_valid_principal(cn,
-	    strlen(cn)))
-		service_conn_set_principal(&c->sc, cn);
-	else
+	if (!tls_conn_peer_cn(&c->tls, cn) || !auth_valid_principal(cn,
+	    strlen(cn))) {
 		log_limited(&c->srv->tls_log, LOG_WARN, "tls_bad_cn",
 		    "conn=%llu msg=\"the client certificate's CN cannot be "
 		    "a principal\"", (unsigned long long)c->sc.session.id);
+	} else if (service_conn_set_principal(&c->srv->svc, &c->sc,
+	    cn) != 0) {
+		service_conn_refuse(&c->srv->svc, &c->sc, PROTO_ERR_LIMIT,
+		    "too many connections for this principal");
+	}
 }
 
 /* Ciphertext arrived: advance the handshake or the records, then send
@@ -417,7 +420,9 @@ set_peer_principal(struct conn *c)
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
 		return;
 	snprintf(principal, sizeof(principal), "uid:%u", (unsigned)cred.uid);
-	service_conn_set_principal(&c->sc, principal);
+	if (service_conn_set_principal(&c->srv->svc, &c->sc, principal) != 0)
+		service_conn_refuse(&c->srv->svc, &c->sc, PROTO_ERR_LIMIT,
+		    "too many connections for this principal");
 }
 
 static void

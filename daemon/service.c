@@ -235,6 +235,8 @@ static const struct limit_form {
 	[CORE_LIMIT_WAITERS] = { METRICS_LIMIT_WAITERS, "too many waiters" },
 	[CORE_LIMIT_SESSION_WAITERS] = { METRICS_LIMIT_CONNECTION_WAITERS,
 	    "too many waiters on this connection" },
+	[CORE_LIMIT_GROUP_WAITERS] = { METRICS_LIMIT_PRINCIPAL_WAITERS,
+	    "too many waiters for this principal" },
 };
 
 static const struct limit_form *
@@ -304,6 +306,7 @@ on_core_reply(void *ctx, const struct core_reply *r)
 
 	switch (r->kind) {
 	case CORE_EVENT_RECLAIMED:
+		quota_ungrant(&svc->quota, r->fence);
 		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		if (log_enabled(LOG_INFO))
 			log_limited(&svc->reclaim_log, LOG_INFO, "reclaim",
@@ -313,6 +316,7 @@ on_core_reply(void *ctx, const struct core_reply *r)
 			    (long long)r->held_ms);
 		return;
 	case CORE_EVENT_RELEASED_ONCLOSE:
+		quota_ungrant(&svc->quota, r->fence);
 		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		if (log_enabled(LOG_DEBUG))
 			log_event(LOG_DEBUG, "release_onclose",
@@ -323,6 +327,9 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		struct proto_handle h = { r->fence, r->secret };
 		metrics_observe(&svc->metrics.acquire_wait,
 		    (double)r->waited_ms / 1000);
+		if (quota_grant(&svc->quota, conn_of(r)->quota, r->fence) != 0)
+			log_event(LOG_ERROR, "nomem", "msg=\"a grant is not "
+			    "counted against its principal\"");
 		n = proto_format_granted(line, sizeof(line), r->name,
 		    r->name_len, h, r->lease_ms);
 		reply(svc, r, true, line, n);
@@ -334,6 +341,7 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		reply(svc, r, true, line, n);
 		return;
 	case CORE_REPLY_RELEASED:
+		quota_ungrant(&svc->quota, r->fence);
 		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		n = proto_format_released(line, sizeof(line), r->name,
 		    r->name_len);
@@ -509,6 +517,49 @@ cmd_stats(struct service *svc, struct service_conn *conn,
 	answer(svc, conn, seq, 0, 0, line, n);
 }
 
+/*
+ * Makes principal (may be "") conn's, moving its connection and its
+ * waiters to the principal's counts.  0, or -1 when the principal has
+ * no room for another connection (or memory ran out): nothing changes.
+ */
+static int
+principal_switch(struct service *svc, struct service_conn *conn,
+    const char *principal)
+{
+	struct quota_entry *from = conn->quota, *to = NULL;
+	uint32_t max = svc->quota.limits.connections;
+
+	if (principal[0] != '\0') {
+		if ((to = quota_get(&svc->quota, principal)) == NULL)
+			return -1;
+		if (to != from && max != 0 && to->connections >= max) {
+			svc->metrics.limit_hits[
+			    METRICS_LIMIT_PRINCIPAL_CONNECTIONS]++;
+			log_limited(&svc->limit_log, LOG_WARN, "limit",
+			    "kind=%s conn=%llu max=%u", metrics_limit_names[
+			    METRICS_LIMIT_PRINCIPAL_CONNECTIONS],
+			    (unsigned long long)conn->session.id, max);
+			quota_put(&svc->quota, to);
+			return -1;
+		}
+	}
+	if (from != NULL) {
+		from->connections--;
+		from->waiters -= conn->session.waiter_count;
+	}
+	if (to != NULL) {
+		to->connections++;
+		to->waiters += conn->session.waiter_count;
+	}
+	conn->quota = to;
+	conn->session.group_waiters = to != NULL ? &to->waiters : NULL;
+	conn->session.group_max_waiters = svc->quota.limits.waiters;
+	if (from != to)
+		quota_put(&svc->quota, from);
+	snprintf(conn->principal, sizeof(conn->principal), "%s", principal);
+	return 0;
+}
+
 static void
 cmd_auth(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
@@ -534,7 +585,11 @@ cmd_auth(struct service *svc, struct service_conn *conn,
 		}
 		return;
 	}
-	snprintf(conn->principal, sizeof(conn->principal), "%s", principal);
+	if (principal_switch(svc, conn, principal) != 0) {
+		answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
+		    "too many connections for this principal");
+		return;
+	}
 	answer(svc, conn, seq, 0, 0, line, proto_format_authed(line,
 	    sizeof(line), conn->principal, strlen(conn->principal)));
 }
@@ -604,6 +659,29 @@ refusal(const struct service *svc, const struct service_conn *conn,
 	return NULL;
 }
 
+/*
+ * --max-held-per-principal: an ACQUIRE or TRY from a principal that holds
+ * as many locks as it may is refused before the table sees it (a waiter
+ * queued earlier may still be granted past the limit).
+ */
+static bool
+over_held_quota(struct service *svc, const struct service_conn *conn,
+    const struct proto_request *req)
+{
+	uint32_t max = svc->quota.limits.held;
+
+	if ((req->command != PROTO_CMD_ACQUIRE &&
+	    req->command != PROTO_CMD_TRY) || conn->quota == NULL ||
+	    max == 0 || conn->quota->held < max)
+		return false;
+	svc->metrics.limit_hits[METRICS_LIMIT_PRINCIPAL_HELD]++;
+	log_limited(&svc->limit_log, LOG_WARN, "limit",
+	    "kind=%s conn=%llu max=%u",
+	    metrics_limit_names[METRICS_LIMIT_PRINCIPAL_HELD],
+	    (unsigned long long)conn->session.id, max);
+	return true;
+}
+
 /* Runs one request and makes sure it holds its place in the reply order. */
 static void
 execute(struct service *svc, struct service_conn *conn,
@@ -621,6 +699,12 @@ execute(struct service *svc, struct service_conn *conn,
 		if (code == PROTO_ERR_DENIED)
 			svc->stats.denied++;
 		answer_error(svc, conn, seq, 0, 0, code, why);
+		svc->current = NULL;
+		return;
+	}
+	if (over_held_quota(svc, conn, req)) {
+		answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
+		    "too many held locks for this principal");
 		svc->current = NULL;
 		return;
 	}
@@ -761,14 +845,25 @@ service_conn_open(struct service *svc, struct service_conn *conn)
 	svc->stats.connections++;
 }
 
-void
-service_conn_set_principal(struct service_conn *conn, const char *principal)
+int
+service_conn_set_principal(struct service *svc, struct service_conn *conn,
+    const char *principal)
 {
 	size_t len = principal == NULL ? 0 : strlen(principal);
 
-	conn->principal[0] = '\0';
-	if (len > 0 && auth_valid_principal(principal, len))
-		memcpy(conn->principal, principal, len + 1);
+	if (len == 0 || !auth_valid_principal(principal, len))
+		principal = "";
+	return principal_switch(svc, conn, principal);
+}
+
+void
+service_conn_refuse(struct service *svc, struct service_conn *conn,
+    enum proto_error_code code, const char *text)
+{
+	uint64_t seq = ++conn->next_seq;
+
+	answer_error(svc, conn, seq, 0, 0, code, text);
+	conn->quit = true;
 }
 
 void
@@ -778,6 +873,7 @@ service_conn_close(struct service *svc, struct service_conn *conn)
 
 	core_disconnect(&svc->table, &conn->session,
 	    svc->clock.mono(svc->clock.ctx));
+	principal_switch(svc, conn, "");   /* cannot fail */
 	for (s = conn->slots_head; s != NULL; s = next) {
 		next = s->next;
 		free(s);
@@ -951,6 +1047,7 @@ service_open(struct service *svc, const struct service_config *config,
 	svc->store = store;
 	svc->clock = *clock;
 	svc->batch_seq = 1;
+	quota_init(&svc->quota, &config->principal);
 	metrics_init(&svc->metrics);
 	svc->metrics.start_time = (double)clock->wall(clock->ctx) / 1000;
 	link_init(&svc->conns);
@@ -1016,6 +1113,7 @@ service_close(struct service *svc)
 	core_table_destroy(&svc->table);
 	store_batch_free(&svc->batch);
 	free(svc->inflight_names);
+	quota_free(&svc->quota);
 }
 
 void

@@ -28,6 +28,7 @@
 #include "daemon/auth.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/quota.h"
 #include "daemon/store.h"
 #include "proto/proto.h"
 
@@ -53,6 +54,7 @@ struct service_config {
 	struct core_config core;   /* leases, limits, secrets, hash key */
 	size_t max_line;           /* bytes in a request line */
 	size_t max_output;         /* bytes queued for one client, then cut */
+	struct quota_limits principal;  /* --max-*-per-principal; 0: none */
 };
 
 /* Fault-injection seams for the tests: each, when set, is called at its
@@ -101,6 +103,7 @@ struct service_conn {
 	 * AUTHs (AUTH_MAX_FAILURES closes it). */
 	char principal[AUTH_PRINCIPAL_MAX + 1];
 	unsigned auth_failures;
+	struct quota_entry *quota;  /* the principal's counts; NULL: nobody */
 };
 
 /* Replies decided and counted, then failed with their batch (the client
@@ -163,6 +166,7 @@ struct service {
 	/* Log lines a client can provoke at will, each kind limited
 	 * (log.h): reclaimed leases, limit hits, failed AUTHs. */
 	struct log_limit reclaim_log, limit_log, auth_log;
+	struct quota quota;      /* per-principal counts and limits */
 	char error[256];
 };
 
@@ -202,9 +206,19 @@ void service_conn_end_input(struct service *svc, struct service_conn *conn);
 /*
  * Sets who conn is (a client certificate's CN, "uid:<n>"), before its
  * first request; a principal that cannot be one leaves it nobody.
+ * Returns 0, or -1 when the principal already has
+ * --max-connections-per-principal connections (conn stays nobody; refuse
+ * it with service_conn_refuse).
  */
-void service_conn_set_principal(struct service_conn *conn,
+int service_conn_set_principal(struct service *svc, struct service_conn *conn,
     const char *principal);
+
+/*
+ * Answers conn with one unsolicited "ERR <code> <text>" and closes it
+ * once that is written (as after QUIT); nothing more is executed.
+ */
+void service_conn_refuse(struct service *svc, struct service_conn *conn,
+    enum proto_error_code code, const char *text);
 
 /*
  * With --auth: may the principal of conn do perm (AUTH_PERM_*) on
