@@ -172,6 +172,14 @@ tls_ready(struct conn *c)
 		log_limited(&c->srv->tls_log, LOG_WARN, "tls_bad_cn",
 		    "conn=%llu msg=\"the client certificate's CN cannot be "
 		    "a principal\"", (unsigned long long)c->sc.session.id);
+	} else if (strncmp(cn, "uid:", 4) == 0) {
+		/* "uid:<n>" is what the kernel vouches for on the Unix
+		 * socket; a certificate cannot claim it. */
+		log_limited(&c->srv->tls_log, LOG_WARN, "tls_bad_cn",
+		    "conn=%llu msg=\"a client certificate's CN may not "
+		    "start with uid:\"", (unsigned long long)c->sc.session.id);
+		service_conn_refuse(&c->srv->svc, &c->sc, PROTO_ERR_DENIED,
+		    "a certificate's CN may not be a uid principal");
 	} else if (service_conn_set_principal(&c->srv->svc, &c->sc,
 	    cn) != 0) {
 		service_conn_refuse(&c->srv->svc, &c->sc, PROTO_ERR_LIMIT,
@@ -460,9 +468,12 @@ on_connection(uv_stream_t *listener, int status)
 			    srv->cfg->max_connections);
 		}
 		service_count_refused_connection(&srv->svc, !srv->stopping);
-		refuse(&c->h.stream, srv->stopping ?
-		    "ERR SHUTDOWN server is stopping\r\n" :
-		    "ERR LIMIT too many connections\r\n");
+		/* A TLS client cannot read plain text: it is closed
+		 * without a word (it sees the end of its handshake). */
+		if (listener->type != UV_TCP || srv->tls == NULL)
+			refuse(&c->h.stream, srv->stopping ?
+			    "ERR SHUTDOWN server is stopping\r\n" :
+			    "ERR LIMIT too many connections\r\n");
 		uv_close(&c->h.handle, on_conn_closed);
 		return;
 	}

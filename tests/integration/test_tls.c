@@ -517,6 +517,62 @@ test_tls_bad_files_at_start_exit_naming_the_flag(void **state)
 	assert_non_null(strstr(r.err, "--tls-cert and --tls-key"));
 }
 
+static void
+test_tls_client_over_max_connections_is_closed_without_plain_text(
+    void **state)
+{
+	struct certs c;
+	struct harness_server *s;
+	struct harness_conn *raw;
+	struct tls_client t, late;
+
+	(void)state;
+	make_certs(&c);
+	s = start_tls(&c, "--max-connections", "1", NULL, NULL);
+	assert_true(tls_open(&t, s->port, path(&c, "ca.pem"), NULL, NULL, 0));
+	expect_reply(&t, "PING\n", "PONG");
+	/* One over the limit: no "ERR LIMIT" in plain text, which a TLS
+	 * client would take for a broken record, just the end. */
+	raw = harness_connect(s);
+	harness_send_bytes(raw, "\x16\x03\x01", 3);
+	harness_expect_eof(raw, HARNESS_REPLY_TIMEOUT_MS);
+	assert_false(tls_open(&late, s->port, path(&c, "ca.pem"), NULL, NULL,
+	    0));
+	assert_true(harness_log_contains(s, "kind=connections"));
+	expect_reply(&t, "PING\n", "PONG");
+	tls_close(&t);
+}
+
+static void
+test_tls_certificate_cannot_claim_a_unix_uid_principal(void **state)
+{
+	struct certs c;
+	struct harness_server *s;
+	struct tls_client t;
+	char text[256], cn[32];
+
+	(void)state;
+	make_certs(&c);
+	snprintf(cn, sizeof(cn), "uid:%u", (unsigned)getuid());
+	make_cert(&c, "uidcert", cn, "ca", CLIENT_EXT, 2);
+	snprintf(text, sizeof(text), "%s - lock,read app/\n"
+	    "alice - lock,read app/\n", cn);
+	write_text(&c, "auth", text);
+	s = start_tls(&c, "--tls-client-ca", path(&c, "ca.pem"), "--auth",
+	    path(&c, "auth"));
+	assert_true(tls_open(&t, s->port, path(&c, "ca.pem"),
+	    path(&c, "uidcert.pem"), path(&c, "uidcert.key"), 0));
+	expect_reply(&t, "TRY app/x\n", "ERR DENIED");
+	assert_null(tls_ask(&t, "PING\n"));    /* and closed */
+	tls_close(&t);
+	assert_true(harness_log_contains(s, "event=tls_bad_cn"));
+	/* Nothing was taken, and a proper CN still works. */
+	assert_true(tls_open(&t, s->port, path(&c, "ca.pem"),
+	    path(&c, "alice.pem"), path(&c, "alice.key"), 0));
+	expect_reply(&t, "TRY app/x\n", "GRANTED app/x fence=1 ");
+	tls_close(&t);
+}
+
 int
 main(void)
 {
@@ -532,6 +588,10 @@ main(void)
 		HARNESS_TEST(
 		    test_tls_sighup_loads_a_new_certificate_for_new_connections),
 		HARNESS_TEST(test_tls_bad_files_at_start_exit_naming_the_flag),
+		HARNESS_TEST(
+		    test_tls_client_over_max_connections_is_closed_without_plain_text),
+		HARNESS_TEST(
+		    test_tls_certificate_cannot_claim_a_unix_uid_principal),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
