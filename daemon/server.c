@@ -1073,7 +1073,7 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	}
 	if (cfg->metrics_listen[0] != '\0') {
 		if ((rc = http_listen(&srv->http, loop, cfg->metrics_listen,
-		    &srv->svc)) != 0) {
+		    &srv->svc, &srv->tls)) != 0) {
 			log_event(LOG_ERROR, "listen_error",
 			    "metrics=%s error=\"%s\"", cfg->metrics_listen,
 			    uv_strerror(rc));

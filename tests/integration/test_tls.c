@@ -573,6 +573,106 @@ test_tls_certificate_cannot_claim_a_unix_uid_principal(void **state)
 	tls_close(&t);
 }
 
+/* The metrics port, from the log line "metrics=127.0.0.1:PORT". */
+static int
+metrics_port(const struct harness_server *s)
+{
+	char buf[8192];
+	const char *p;
+
+	assert_true(harness_read_file(s->log_path, buf, sizeof(buf)));
+	p = strstr(buf, "metrics=127.0.0.1:");
+	assert_non_null(p);
+	return atoi(p + strlen("metrics=127.0.0.1:"));
+}
+
+/* GET /metrics over TLS with header (may be ""): the status code, or 0
+ * when the handshake or the response failed.  body gets its start. */
+static int
+scrape(int port, const struct certs *c, const char *cert, const char *key,
+    const char *header, char *body, size_t body_size)
+{
+	struct tls_client t;
+	char req[512], resp[65536];
+	size_t len = 0;
+	int n, code = 0;
+	const char *b;
+
+	if (!tls_open(&t, port, path(c, "ca.pem"), cert, key, 0))
+		return 0;
+	snprintf(req, sizeof(req), "GET /metrics HTTP/1.1\r\nHost: x\r\n"
+	    "%s\r\n", header);
+	if (SSL_write(t.ssl, req, (int)strlen(req)) > 0) {
+		while (len + 1 < sizeof(resp) && (n = SSL_read(t.ssl,
+		    resp + len, (int)(sizeof(resp) - 1 - len))) > 0)
+			len += (size_t)n;
+	}
+	ERR_clear_error();
+	resp[len] = '\0';
+	tls_close(&t);
+	if (sscanf(resp, "HTTP/1.1 %d", &code) != 1)
+		return 0;
+	b = strstr(resp, "\r\n\r\n");
+	snprintf(body, body_size, "%s", b != NULL ? b + 4 : "");
+	return code;
+}
+
+static void
+test_tls_metrics_speak_tls_and_want_an_admin_principal(void **state)
+{
+	struct certs c;
+	struct harness_server *s;
+	static const char plain[] = "GET /metrics HTTP/1.1\r\n\r\n";
+	char body[4096];
+	ssize_t n;
+	int port, fd;
+
+	(void)state;
+	make_certs(&c);
+	make_cert(&c, "scraper", "scraper", "ca", CLIENT_EXT, 2);
+	/* sha256("s3cret") for ops, sha256("t0ken") for app. */
+	write_text(&c, "auth", "ops "
+	    "1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0"
+	    " admin ops/\n"
+	    "app "
+	    "b46c09677343261f0b439a472422225e3a230c9c094d6ab16762e2036b597053"
+	    " lock,read app/\n"
+	    "scraper - admin ops/\n"
+	    "alice - lock app/\n");
+	s = harness_start("--tls-cert", path(&c, "server.pem"), "--tls-key",
+	    path(&c, "server.key"), "--tls-client-ca", path(&c, "ca.pem"),
+	    "--auth", path(&c, "auth"), "--metrics-listen", "127.0.0.1:0",
+	    NULL);
+	port = metrics_port(s);
+	/* alice's certificate gets her through TLS, but she may not STATS. */
+	assert_int_equal(scrape(port, &c, path(&c, "alice.pem"),
+	    path(&c, "alice.key"), "", body, sizeof(body)), 401);
+	assert_non_null(strstr(body, "admin"));
+	assert_int_equal(scrape(port, &c, path(&c, "alice.pem"),
+	    path(&c, "alice.key"), "Authorization: Bearer t0ken\r\n", body,
+	    sizeof(body)), 401);
+	assert_int_equal(scrape(port, &c, path(&c, "alice.pem"),
+	    path(&c, "alice.key"), "Authorization: Bearer s3creT\r\n", body,
+	    sizeof(body)), 401);
+	assert_int_equal(scrape(port, &c, path(&c, "alice.pem"),
+	    path(&c, "alice.key"), "authorization: bearer s3cret\r\n", body,
+	    sizeof(body)), 200);
+	assert_non_null(strstr(body, "# HELP lockd_"));
+	/* A certificate whose principal has admin needs no token. */
+	assert_int_equal(scrape(port, &c, path(&c, "scraper.pem"),
+	    path(&c, "scraper.key"), "", body, sizeof(body)), 200);
+	/* No client certificate: no handshake, as on the lock port. */
+	assert_int_equal(scrape(port, &c, NULL, NULL,
+	    "Authorization: Bearer s3cret\r\n", body, sizeof(body)), 0);
+	/* Plain HTTP gets no HTTP answer (at most a TLS alert). */
+	fd = tcp_connect(port);
+	assert_int_equal(send(fd, plain, strlen(plain), 0),
+	    (ssize_t)strlen(plain));
+	n = recv(fd, body, sizeof(body) - 1, 0);
+	assert_true(n <= 0 || strncmp(body, "HTTP", 4) != 0);
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -592,6 +692,8 @@ main(void)
 		    test_tls_client_over_max_connections_is_closed_without_plain_text),
 		HARNESS_TEST(
 		    test_tls_certificate_cannot_claim_a_unix_uid_principal),
+		HARNESS_TEST(
+		    test_tls_metrics_speak_tls_and_want_an_admin_principal),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
