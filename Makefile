@@ -118,7 +118,7 @@ $(B)/lockd: $(B)/daemon/main.o $(DAEMON_LINK)
 # set through client/liblockd.map.  A lockd.pc for the build tree lets the
 # examples and the sample programs build the way a user's program does.
 CLIENT_SRC       := client/lockd.c client/keepalive.c client/request.c \
-                    client/uv.c
+                    client/uv.c client/endpoint.c
 CLIENT_OBJ       := $(CLIENT_SRC:%.c=$(B)/%.o)
 CLIENT_PIC_OBJ   := $(CLIENT_SRC:%.c=$(B)/pic/%.o) $(PROTO_SRC:%.c=$(B)/pic/%.o)
 CLIENT_VERSION   := $(shell sed -n 's/^\#define LOCKD_VERSION "\(.*\)"/\1/p' daemon/config.h)
@@ -151,13 +151,13 @@ $(B)/liblockd.a: $(B)/client/liblockd-all.o
 $(B)/$(CLIENT_SONAME): $(CLIENT_PIC_OBJ) client/liblockd.map
 	$(CC) $(ALL_LDFLAGS) -pthread -shared -Wl,-soname,$(CLIENT_SONAME) \
 	    -Wl,--version-script=client/liblockd.map -o $@ $(CLIENT_PIC_OBJ) \
-	    $(UV_LIBS)
+	    $(UV_LIBS) $(OPENSSL_LIBS)
 
 $(B)/liblockd.so: $(B)/$(CLIENT_SONAME)
 	ln -sf $(CLIENT_SONAME) $@
 
 $(B)/lockctl: $(B)/client/lockctl.o $(B)/liblockd.a
-	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ $(UV_LIBS)
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ $(UV_LIBS) $(OPENSSL_LIBS)
 
 # lockd.pc for the build tree: headers from client/, the library from $(B),
 # and an rpath so that programs built against it run from the tree.
@@ -389,7 +389,7 @@ $(B)/tests/client_%: $(B)/tests/client/test_%.o $(TESTLIB) $(B)/liblockd.a \
     $(B)/libproto.a | $(B)/lockd $(B)/lockctl $(CLIENT_EXAMPLES)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS) \
-	    $(UV_LIBS)
+	    $(UV_LIBS) $(OPENSSL_LIBS)
 
 # Crash and power-loss tests: make test runs them short; make soak runs the
 # long ones (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).
