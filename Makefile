@@ -498,7 +498,8 @@ test-run: all $(TEST_BIN) $(CRASH_FAULTY)
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
 	    "tests/packaging/check-deb.sh" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
-	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)"
+	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
+	    "tests/docs/cron-tls.sh $(B)"
 
 # --- long runs: soak, abuse, valgrind ---------------------------------------
 .PHONY: crash-test soak abuse soak-abuse valgrind
