@@ -445,6 +445,9 @@ FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
                     daemon/auth.c daemon/quota.c tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
                     $(PROTO_SRC)
+FUZZ_TLS     := build-fuzz/fuzz_tls
+FUZZ_TLS_SRC := tests/fuzz/fuzz_tls.c daemon/tls.c $(filter-out \
+                tests/fuzz/fuzz_service.c tests/lib/rng.c,$(FUZZ_SERVICE_SRC))
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 25
 FUZZ_GUARD_SECONDS ?= 120
@@ -459,20 +462,30 @@ $(FUZZ_SERVICE): $(FUZZ_SERVICE_SRC) $(wildcard core/*.h proto/*.h \
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
 	    $(FUZZ_SERVICE_SRC) -o $@ $(OPENSSL_LIBS)
 
+$(FUZZ_TLS): $(FUZZ_TLS_SRC) $(wildcard core/*.h proto/*.h daemon/*.h \
+    tests/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
+	    $(FUZZ_TLS_SRC) -o $@ $(OPENSSL_LIBS)
+
 .PHONY: fuzz fuzz-smoke-all fuzz-guard
 fuzz:
 	@tools/deps.sh fuzz
-	@$(MAKE) --no-print-directory $(FUZZ_PROTO) $(FUZZ_SERVICE)
+	@$(MAKE) --no-print-directory $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS)
 	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
 	    $(FUZZ_SECONDS) && \
 	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
-	    tests/fuzz/corpus/service $(FUZZ_SECONDS)
+	    tests/fuzz/corpus/service $(FUZZ_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh tls $(FUZZ_TLS) tests/fuzz/corpus/tls \
+	    $(FUZZ_SECONDS)
 
-fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE)
+fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS)
 	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
 	    $(FUZZ_SMOKE_SECONDS) && \
 	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
-	    tests/fuzz/corpus/service $(FUZZ_SMOKE_SECONDS)
+	    tests/fuzz/corpus/service $(FUZZ_SMOKE_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh tls $(FUZZ_TLS) tests/fuzz/corpus/tls \
+	    $(FUZZ_SMOKE_SECONDS)
 
 # The service fuzzer's guard: a broken service must be caught.
 fuzz-guard: $(FUZZ_SERVICE)
