@@ -177,6 +177,20 @@ quota_grant(struct quota *q, struct quota_entry *e, uint64_t fence)
 	return 0;
 }
 
+struct quota_entry *
+quota_holder(const struct quota *q, uint64_t fence)
+{
+	size_t i;
+
+	if (fence == 0 || q->grant_cap == 0)
+		return NULL;
+	for (i = grant_slot(q, fence); q->grant[i].fence != 0;
+	    i = (i + 1) & (q->grant_cap - 1))
+		if (q->grant[i].fence == fence)
+			return q->grant[i].entry;
+	return NULL;
+}
+
 void
 quota_ungrant(struct quota *q, uint64_t fence)
 {

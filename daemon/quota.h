@@ -60,4 +60,7 @@ int quota_grant(struct quota *q, struct quota_entry *e, uint64_t fence);
 /* The grant with this fence ended; a fence not counted is ignored. */
 void quota_ungrant(struct quota *q, uint64_t fence);
 
+/* The principal a counted grant belongs to; NULL: not counted. */
+struct quota_entry *quota_holder(const struct quota *q, uint64_t fence);
+
 #endif

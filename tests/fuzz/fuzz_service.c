@@ -1201,6 +1201,14 @@ check_table(bool after_tick)
 	}
 	FUZZ_CHECK(locks == t->stats.locks);
 	FUZZ_CHECK(held == t->stats.held);
+	/* Per-principal counts: every grant counted is a lease held now. */
+	for (b = 0, i = 0; b < t->bucket_count; b++) {
+		const struct core_entry *e;
+		for (e = t->buckets[b]; e != NULL; e = e->hash_next)
+			if (quota_holder(&fz.svc.quota, e->lock.fence) != NULL)
+				i++;
+	}
+	FUZZ_CHECK(i == fz.svc.quota.grants);
 	FUZZ_CHECK(held <= locks);
 	FUZZ_CHECK(waiters == t->stats.waiters);
 	FUZZ_CHECK(timers == t->heap_len);
