@@ -269,10 +269,10 @@ lockd__endpoint_auth_line(const struct lockd__endpoint *e, char *line,
 	if (e->token == NULL && e->token_file == NULL)
 		return 0;
 	if (e->token != NULL) {
-		if (strlen(e->token) > LOCKD__TOKEN_MAX)
+		if ((len = strlen(e->token)) > LOCKD__TOKEN_MAX)
 			return invalid(errstr, "%s", "the token is longer "
 			    "than 255 bytes");
-		strcpy(token, e->token);
+		memcpy(token, e->token, len + 1);
 	} else if ((rc = read_token_file(e->token_file, token, errstr)) !=
 	    LOCKD_OK) {
 		return rc;
@@ -283,9 +283,7 @@ lockd__endpoint_auth_line(const struct lockd__endpoint *e, char *line,
 		return invalid(errstr, "%s", "the token is empty or holds "
 		    "a blank or a control character");
 	}
-	memcpy(line, "AUTH ", 5);
-	memcpy(line + 5, token, len);
-	memcpy(line + 5 + len, "\r\n", 2);
+	snprintf(line, LOCKD__TOKEN_MAX + 8, "AUTH %s\r\n", token);
 	OPENSSL_cleanse(token, sizeof(token));
 	return (int)(len + 7);
 }

@@ -385,8 +385,7 @@ lockd__authenticate(lockd_context *c, int64_t deadline)
 			return lockd__fail(c, LOCKD_ERR_IO, "write: %s",
 			    strerror(errno));
 		}
-		if ((revents = lockd__wait(c->fd, POLLOUT | POLLIN,
-		    deadline)) <= 0)
+		if (lockd__wait(c->fd, POLLOUT | POLLIN, deadline) <= 0)
 			break;
 	}
 	OPENSSL_cleanse(line, sizeof(line));

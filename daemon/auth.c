@@ -57,7 +57,7 @@ parse_hash(const char *s, size_t len, uint8_t out[AUTH_HASH_BYTES])
 {
 	size_t i;
 
-	if (len != 2 * AUTH_HASH_BYTES)
+	if (len != (size_t)2 * AUTH_HASH_BYTES)
 		return false;
 	for (i = 0; i < AUTH_HASH_BYTES; i++) {
 		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);

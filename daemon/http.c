@@ -191,10 +191,10 @@ bearer_token(const char *p, size_t len, size_t *token_len)
 		if ((size_t)(eol - line) < sizeof(name) - 1 ||
 		    strncasecmp(line, name, sizeof(name) - 1) != 0)
 			continue;
+		/* The blanks stop at the line's LF at the latest. */
 		v = line + sizeof(name) - 1;
-		while (v < eol && (*v == ' ' || *v == '\t'))
-			v++;
-		if (eol - v < 7 || strncasecmp(v, "bearer ", 7) != 0)
+		v += strspn(v, " \t");
+		if ((size_t)(eol - v) < 7 || strncasecmp(v, "bearer ", 7) != 0)
 			return NULL;
 		v += 7;
 		while (v < eol && *v == ' ')
