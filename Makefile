@@ -46,7 +46,9 @@ CMOCKA_LIBS    := $(call pc_libs,cmocka,-lcmocka)
 # Cluster mode: etcd's JSON gateway through libcurl, jansson and OpenSSL.
 ETCD_CFLAGS    := $(call pc_cflags,libcurl jansson libcrypto)
 ETCD_LIBS      := $(call pc_libs,libcurl jansson libcrypto,-lcurl -ljansson -lcrypto)
-DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS) $(ETCD_LIBS)
+OPENSSL_CFLAGS := $(call pc_cflags,libssl libcrypto)
+OPENSSL_LIBS   := $(call pc_libs,libssl libcrypto,-lssl -lcrypto)
+DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS) $(ETCD_LIBS) $(OPENSSL_LIBS)
 
 ALL_CFLAGS = $(STD) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
@@ -96,7 +98,7 @@ $(B)/libproto.a: $(PROTO_OBJ)
 DAEMON_SRC := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/%.o)
 # Every library of the daemon and of the test programs that drive it.
-SYS_CFLAGS := $(UV_CFLAGS) $(LMDB_CFLAGS) $(SYSTEMD_CFLAGS) $(ETCD_CFLAGS)
+SYS_CFLAGS := $(UV_CFLAGS) $(LMDB_CFLAGS) $(SYSTEMD_CFLAGS) $(ETCD_CFLAGS) $(OPENSSL_CFLAGS)
 
 $(B)/daemon/%.o: daemon/%.c
 	@mkdir -p $(dir $@)
@@ -119,7 +121,7 @@ $(B)/lockd: $(B)/daemon/main.o $(DAEMON_LINK)
 # set through client/liblockd.map.  A lockd.pc for the build tree lets the
 # examples and the sample programs build the way a user's program does.
 CLIENT_SRC       := client/lockd.c client/keepalive.c client/request.c \
-                    client/uv.c
+                    client/uv.c client/endpoint.c
 CLIENT_OBJ       := $(CLIENT_SRC:%.c=$(B)/%.o)
 CLIENT_PIC_OBJ   := $(CLIENT_SRC:%.c=$(B)/pic/%.o) $(PROTO_SRC:%.c=$(B)/pic/%.o)
 CLIENT_VERSION   := $(shell sed -n 's/^\#define LOCKD_VERSION "\(.*\)"/\1/p' daemon/config.h)
@@ -152,13 +154,13 @@ $(B)/liblockd.a: $(B)/client/liblockd-all.o
 $(B)/$(CLIENT_SONAME): $(CLIENT_PIC_OBJ) client/liblockd.map
 	$(CC) $(ALL_LDFLAGS) -pthread -shared -Wl,-soname,$(CLIENT_SONAME) \
 	    -Wl,--version-script=client/liblockd.map -o $@ $(CLIENT_PIC_OBJ) \
-	    $(UV_LIBS)
+	    $(UV_LIBS) $(OPENSSL_LIBS)
 
 $(B)/liblockd.so: $(B)/$(CLIENT_SONAME)
 	ln -sf $(CLIENT_SONAME) $@
 
 $(B)/lockctl: $(B)/client/lockctl.o $(B)/liblockd.a
-	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ $(UV_LIBS)
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ $(UV_LIBS) $(OPENSSL_LIBS)
 
 # lockd.pc for the build tree: headers from client/, the library from $(B),
 # and an rpath so that programs built against it run from the tree.
@@ -367,7 +369,10 @@ INTEG_BIN := $(INTEG_SRC:tests/integration/test_%.c=$(B)/tests/integ_%)
 $(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(TESTLIB) \
     $(B)/libproto.a | $(B)/lockd $(CRASH_FAULTY)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS) \
+	    $(INTEG_LIBS)
+# The TLS test is a TLS client itself.
+$(B)/tests/integ_tls: INTEG_LIBS := $(OPENSSL_LIBS)
 
 # The examples build the way a user's program does: through pkg-config and
 # nothing else (no -I. to the project's internals).  The client tests run
@@ -387,7 +392,7 @@ $(B)/tests/client_%: $(B)/tests/client/test_%.o $(TESTLIB) $(B)/liblockd.a \
     $(B)/libproto.a | $(B)/lockd $(B)/lockctl $(CLIENT_EXAMPLES)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $(filter %.o %.a,$^) $(CMOCKA_LIBS) \
-	    $(UV_LIBS)
+	    $(UV_LIBS) $(OPENSSL_LIBS)
 
 # Crash and power-loss tests: make test runs them short; make soak runs the
 # long ones (1,000 kill -9 cycles, 900 power-loss images, 30 s of fencing).
@@ -441,8 +446,11 @@ FUZZ_SERVICE := build-fuzz/fuzz_service
 FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     daemon/service_commit.c daemon/format.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
-                    tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
+                    daemon/auth.c daemon/quota.c tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
                     $(PROTO_SRC)
+FUZZ_TLS     := build-fuzz/fuzz_tls
+FUZZ_TLS_SRC := tests/fuzz/fuzz_tls.c daemon/tls.c $(filter-out \
+                tests/fuzz/fuzz_service.c tests/lib/rng.c,$(FUZZ_SERVICE_SRC))
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 25
 FUZZ_GUARD_SECONDS ?= 120
@@ -455,22 +463,32 @@ $(FUZZ_SERVICE): $(FUZZ_SERVICE_SRC) $(wildcard core/*.h proto/*.h \
     daemon/*.h tests/lib/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
-	    $(FUZZ_SERVICE_SRC) -o $@
+	    $(FUZZ_SERVICE_SRC) -o $@ $(OPENSSL_LIBS)
+
+$(FUZZ_TLS): $(FUZZ_TLS_SRC) $(wildcard core/*.h proto/*.h daemon/*.h \
+    tests/lib/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
+	    $(FUZZ_TLS_SRC) -o $@ $(OPENSSL_LIBS)
 
 .PHONY: fuzz fuzz-smoke-all fuzz-guard
 fuzz:
 	@tools/deps.sh fuzz
-	@$(MAKE) --no-print-directory $(FUZZ_PROTO) $(FUZZ_SERVICE)
+	@$(MAKE) --no-print-directory $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS)
 	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
 	    $(FUZZ_SECONDS) && \
 	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
-	    tests/fuzz/corpus/service $(FUZZ_SECONDS)
+	    tests/fuzz/corpus/service $(FUZZ_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh tls $(FUZZ_TLS) tests/fuzz/corpus/tls \
+	    $(FUZZ_SECONDS)
 
-fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE)
+fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS)
 	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
 	    $(FUZZ_SMOKE_SECONDS) && \
 	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
-	    tests/fuzz/corpus/service $(FUZZ_SMOKE_SECONDS)
+	    tests/fuzz/corpus/service $(FUZZ_SMOKE_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh tls $(FUZZ_TLS) tests/fuzz/corpus/tls \
+	    $(FUZZ_SMOKE_SECONDS)
 
 # The service fuzzer's guard: a broken service must be caught.
 fuzz-guard: $(FUZZ_SERVICE)
@@ -496,7 +514,8 @@ test-run: all $(TEST_BIN) $(CRASH_FAULTY)
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
 	    "tests/packaging/check-deb.sh" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
-	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)"
+	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
+	    "tests/docs/cron-tls.sh $(B)"
 
 # --- long runs: soak, abuse, valgrind ---------------------------------------
 .PHONY: crash-test soak abuse soak-abuse valgrind

@@ -32,10 +32,13 @@
 /* When neither the options nor the lease say how long a first try may take. */
 #define LOCKD__KEEPALIVE_FIRST_DEFAULT_MS 30000
 
+/* The strings of lockd_options (host, unix_path, url, the TLS files,
+ * the server name, token and token_file). */
+#define LOCKD__KEEPALIVE_STRINGS 9
+
 struct lockd_keepalive {
-	lockd_options options;     /* strings below are our own copies */
-	char *host;
-	char *unix_path;
+	lockd_options options;     /* its strings are our own copies: */
+	char *copies[LOCKD__KEEPALIVE_STRINGS];
 	lockd_keepalive_fn *on_lost;
 	void *arg;
 
@@ -246,13 +249,40 @@ lockd__pipe(int fds[2])
 static void
 lockd__keepalive_free(lockd_keepalive *k)
 {
+	size_t i;
+
 	lockd_free(k->ctx);
 	lockd__close_pair(k->lost_pipe);
 	lockd__close_pair(k->wake_pipe);
 	pthread_mutex_destroy(&k->mutex);
-	free(k->host);
-	free(k->unix_path);
+	for (i = 0; i < LOCKD__KEEPALIVE_STRINGS; i++) {
+		if (k->copies[i] != NULL)
+			memset(k->copies[i], 0, strlen(k->copies[i]));
+		free(k->copies[i]);
+	}
 	free(k);
+}
+
+/* Copies the options' strings: the caller's may go away. */
+static bool
+lockd__keepalive_copy(struct lockd_keepalive *k)
+{
+	lockd_options *o = &k->options;
+	const char **field[LOCKD__KEEPALIVE_STRINGS] = {
+		&o->host, &o->unix_path, &o->url, &o->tls_ca_file,
+		&o->tls_cert_file, &o->tls_key_file, &o->tls_server_name,
+		&o->token, &o->token_file
+	};
+	size_t i;
+
+	for (i = 0; i < LOCKD__KEEPALIVE_STRINGS; i++) {
+		if (*field[i] == NULL)
+			continue;
+		if ((k->copies[i] = strdup(*field[i])) == NULL)
+			return false;
+		*field[i] = k->copies[i];
+	}
+	return true;
 }
 
 lockd_keepalive *
@@ -271,15 +301,10 @@ lockd_keepalive_start(const lockd_options *options, const lockd_lease *lease,
 	pthread_mutex_init(&k->mutex, NULL);
 	atomic_init(&k->lost, 0);
 	k->options = options != NULL ? *options : defaults;
-	if ((k->options.host != NULL &&
-	    (k->host = strdup(k->options.host)) == NULL) ||
-	    (k->options.unix_path != NULL &&
-	    (k->unix_path = strdup(k->options.unix_path)) == NULL)) {
+	if (!lockd__keepalive_copy(k)) {
 		lockd__keepalive_free(k);
 		return NULL;
 	}
-	k->options.host = k->host;
-	k->options.unix_path = k->unix_path;
 	k->on_lost = on_lost;
 	k->arg = arg;
 

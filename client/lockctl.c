@@ -68,7 +68,8 @@
 #define WAIT_SECONDS_DIGITS 9
 
 static const char usage_text[] =
-"usage: lockctl [-H HOST] [-p PORT | -U SOCKET] [-t TIMEOUT] COMMAND ...\n"
+"usage: lockctl [-H HOST|URL] [-p PORT | -U SOCKET] [-t TIMEOUT] [TLS, TOKEN]\n"
+"               COMMAND ...\n"
 "\n"
 "  acquire [-w WAIT] [-l LEASE] [--owner LABEL] [--delay D] NAME\n"
 "                                      wait for NAME (forever by default)\n"
@@ -106,11 +107,22 @@ static const char usage_text[] =
 "      --delay D                lock-delay should the lease end badly\n"
 "  -X, --distinct-exit-codes    a -w that ran out exits 75, not the -E code\n"
 "\n"
+"Connecting:\n"
+"  -H lockd://HOST[:PORT]       plain TCP (as -H HOST -p PORT)\n"
+"  -H lockds://HOST[:PORT]      TLS; the server's certificate must name HOST\n"
+"  -H lockd:///PATH             a Unix socket (as -U PATH)\n"
+"      --tls                    TLS with -H HOST\n"
+"      --ca FILE                trust this CA (PEM; default: the system's)\n"
+"      --cert FILE --key FILE   a client certificate (PEM)\n"
+"      --server-name NAME       the name the certificate must carry\n"
+"      --token-file FILE        AUTH with the token on FILE's first line;\n"
+"                               else $LOCKD_TOKEN, if set (never in argv)\n"
+"\n"
 "Durations: 1500 (ms), 1500ms, 30s, 5m, 1h (but run -w 10 is 10 s, as with\n"
 "flock).  TIMEOUT bounds connecting and each reply (default 10s).\n"
 "Exit codes: 0 done, 1 busy (or run's -E code; force: not that fence;\n"
-"leader: nobody holds it), 64 usage, 69 lockd\n"
-"unreachable, 70 refused, 75 wait timed out (acquire; run -X), 79 lease lost;\n"
+"leader: nobody holds it), 64 usage, 69 lockd unreachable, 70 refused\n"
+"(a refused token too), 75 wait timed out (acquire; run -X), 79 lease lost;\n"
 "run exits with COMMAND's status (128+N when killed by signal N).\n";
 
 /* A usage error: one line saying why, one saying where to look. */
@@ -173,17 +185,25 @@ parse_int(const char *s, long min, long max, long *out)
 }
 
 static lockd_context *
-open_context(const lockd_options *options)
+open_context(const lockd_options *options, int *code)
 {
 	lockd_context *c = lockd_connect(options);
 
+	*code = EXIT_UNREACHABLE;
 	if (c == NULL) {
 		fprintf(stderr, "lockctl: out of memory\n");
 		return NULL;
 	}
 	if (c->err != 0) {
-		fprintf(stderr, "lockctl: cannot reach lockd: %s\n",
-		    c->errstr);
+		if (lockd_error_is_fatal(c->err)) {
+			fprintf(stderr, "lockctl: cannot reach lockd: %s\n",
+			    c->errstr);
+		} else {
+			/* Bad options, or reached but the token refused. */
+			fprintf(stderr, "lockctl: %s\n", c->errstr);
+			*code = c->err == LOCKD_ERR_INVALID ? EXIT_USAGE :
+			    EXIT_FAILED;
+		}
 		lockd_free(c);
 		return NULL;
 	}
@@ -586,6 +606,12 @@ cmd_ping(lockd_context *c, const struct words *w)
  */
 
 #define OPT_VERBOSE 256
+#define OPT_CA 257
+#define OPT_CERT 258
+#define OPT_KEY 259
+#define OPT_SERVER_NAME 260
+#define OPT_TOKEN_FILE 261
+#define OPT_TLS 262
 
 static const char short_options[] = "+H:p:U:t:hnw:E:l:xosuFX";
 
@@ -609,6 +635,12 @@ static const struct option long_options[] = {
 	{ "distinct-exit-codes", no_argument, NULL, 'X' },
 	{ "owner", required_argument, NULL, OPT_OWNER },
 	{ "delay", required_argument, NULL, OPT_DELAY },
+	{ "tls", no_argument, NULL, OPT_TLS },
+	{ "ca", required_argument, NULL, OPT_CA },
+	{ "cert", required_argument, NULL, OPT_CERT },
+	{ "key", required_argument, NULL, OPT_KEY },
+	{ "server-name", required_argument, NULL, OPT_SERVER_NAME },
+	{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -663,6 +695,28 @@ parse_wait(const char *s, int64_t *ms)
 	return lockd_parse_duration(s, ms) == LOCKD_OK;
 }
 
+/*
+ * Checks the connecting options against each other and takes the token
+ * from $LOCKD_TOKEN when no --token-file is given.  0, or EXIT_USAGE
+ * after saying why.
+ */
+static int
+finish_options(struct cli *cli)
+{
+	const char *token = getenv("LOCKD_TOKEN");
+
+	if (cli->options.unix_path != NULL &&
+	    (cli->options.host != NULL || cli->options.port != 0))
+		return usage("-U excludes -H and -p");
+	if (cli->options.url != NULL &&
+	    (cli->options.unix_path != NULL || cli->options.port != 0))
+		return usage("-H URL excludes -U and -p");
+	if (cli->options.token_file == NULL && token != NULL &&
+	    token[0] != '\0')
+		cli->options.token = token;
+	return 0;
+}
+
 /* Reads options from argv[optind]; false (after saying why) on an error. */
 static bool
 parse_options(int argc, char **argv, struct cli *cli)
@@ -674,7 +728,29 @@ parse_options(int argc, char **argv, struct cli *cli)
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'H':
-			cli->options.host = optarg;
+			/* A lockd:// or lockds:// URL, or a host. */
+			if (strstr(optarg, "://") != NULL)
+				cli->options.url = optarg;
+			else
+				cli->options.host = optarg;
+			continue;
+		case OPT_TLS:
+			cli->options.tls = 1;
+			continue;
+		case OPT_CA:
+			cli->options.tls_ca_file = optarg;
+			continue;
+		case OPT_CERT:
+			cli->options.tls_cert_file = optarg;
+			continue;
+		case OPT_KEY:
+			cli->options.tls_key_file = optarg;
+			continue;
+		case OPT_SERVER_NAME:
+			cli->options.tls_server_name = optarg;
+			continue;
+		case OPT_TOKEN_FILE:
+			cli->options.token_file = optarg;
 			continue;
 		case 'p':
 			if (!parse_int(optarg, 1, 65535, &port)) {
@@ -1513,15 +1589,14 @@ cmd_run(struct cli *cli, int argc, char **argv)
 			return usage("run: COMMAND needed");
 		command = argv + optind;
 	}
-	if (cli->options.unix_path != NULL &&
-	    (cli->options.host != NULL || cli->options.port != 0))
-		return usage("-U excludes -H and -p");
+	if ((rc = finish_options(cli)) != 0)
+		return rc;
 	cli->options.connect_timeout_ms = cli->timeout_ms;
 	cli->options.command_timeout_ms = cli->timeout_ms;
 	r.options = cli->options;
 	r.watchdog_fd = -1;
-	if ((r.ctx = open_context(&r.options)) == NULL)
-		return EXIT_UNREACHABLE;
+	if ((r.ctx = open_context(&r.options, &rc)) == NULL)
+		return rc;
 	rc = run_locked(&r, cli, command);
 	lockd_free(r.ctx);
 	return rc;
@@ -1580,9 +1655,8 @@ main(int argc, char **argv)
 		    "only\n", cli.run_option < 128 ? cli.run_option : '-');
 		return usage(NULL);
 	}
-	if (cli.options.unix_path != NULL &&
-	    (cli.options.host != NULL || cli.options.port != 0))
-		return usage("-U excludes -H and -p");
+	if ((rc = finish_options(&cli)) != 0)
+		return rc;
 	cli.options.connect_timeout_ms = cli.timeout_ms;
 	cli.options.command_timeout_ms = cli.timeout_ms;
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -1597,8 +1671,8 @@ main(int argc, char **argv)
 		    cmd->synopsis);
 		return EXIT_USAGE;
 	}
-	if ((c = open_context(&cli.options)) == NULL)
-		return EXIT_UNREACHABLE;
+	if ((c = open_context(&cli.options, &rc)) == NULL)
+		return rc;
 	rc = cmd->run(c, &w);
 	lockd_free(c);
 	if (fflush(stdout) != 0 && rc == 0)

@@ -6,9 +6,14 @@
  * replies due are request.c's, shared with the libuv client (uv.c); this
  * file is the blocking transport around them: sockets with deadlines and
  * poll().  It touches nothing global: no signal handler, no static state.
+ * With TLS, OpenSSL runs over the same non-blocking socket: its WANT_READ
+ * and WANT_WRITE are waited for like EAGAIN, and whatever plaintext it
+ * has decrypted is moved into `in` at once, so that a poll() on the
+ * socket never waits for bytes OpenSSL already holds.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -23,6 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "client/endpoint.h"
 #include "client/lockd.h"
 #include "client/request.h"
 #include "proto/proto.h"
@@ -31,9 +40,9 @@
 #define LOCKD__WRITE_SLICE 16384
 
 struct lockd__state {
-	char *host;
-	char *unix_path;
-	int port;
+	struct lockd__endpoint at;  /* where, TLS and the token */
+	bool unusable;        /* the options were bad: every call fails */
+	SSL *ssl;             /* TLS on this connection; NULL: plain */
 	int64_t connect_timeout_ms;
 	int64_t command_timeout_ms;
 
@@ -88,6 +97,7 @@ lockd_strerror(int code)
 	case LOCKD_ERR_UNAVAILABLE: return "UNAVAILABLE";
 	case LOCKD_ERR_OVERFLOW: return "OVERFLOW";
 	case LOCKD_ERR_SHUTDOWN: return "SHUTDOWN";
+	case LOCKD_ERR_DENIED: return "DENIED";
 	default: return "?";
 	}
 }
@@ -119,6 +129,10 @@ lockd__reset_stream(lockd_context *c)
 {
 	struct lockd__state *s = c->state;
 
+	if (s->ssl != NULL) {
+		SSL_free(s->ssl);
+		s->ssl = NULL;
+	}
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -156,7 +170,7 @@ lockd__succeed(lockd_context *c, int result)
 static bool
 lockd__dead(const lockd_context *c)
 {
-	return lockd_error_is_fatal(c->err);
+	return lockd_error_is_fatal(c->err) || c->state->unusable;
 }
 
 /* Milliseconds left until deadline (-1: none), for poll(); 0 when past. */
@@ -244,15 +258,15 @@ lockd__open_unix(lockd_context *c, int64_t deadline)
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
-	if (strlen(s->unix_path) >= sizeof(sun.sun_path))
+	if (strlen(s->at.unix_path) >= sizeof(sun.sun_path))
 		return lockd__fail(c, LOCKD_ERR_IO, "unix socket path too long");
-	memcpy(sun.sun_path, s->unix_path, strlen(s->unix_path));
+	memcpy(sun.sun_path, s->at.unix_path, strlen(s->at.unix_path));
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return lockd__fail(c, LOCKD_ERR_IO, "socket: %s",
 		    strerror(errno));
 	rc = lockd__connect_fd(c, c->fd, (struct sockaddr *)&sun, sizeof(sun),
-	    deadline, s->unix_path);
+	    deadline, s->at.unix_path);
 	return rc;
 }
 
@@ -267,11 +281,12 @@ lockd__open_tcp(lockd_context *c, int64_t deadline)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%d", s->port);
-	snprintf(where, sizeof(where), "%s:%d", s->host, s->port);
-	rc = getaddrinfo(s->host, port, &hints, &list);
+	snprintf(port, sizeof(port), "%d", s->at.port);
+	snprintf(where, sizeof(where), "%s:%d", s->at.host, s->at.port);
+	rc = getaddrinfo(s->at.host, port, &hints, &list);
 	if (rc != 0)
-		return lockd__fail(c, LOCKD_ERR_IO, "resolve %s: %s", s->host,
+		return lockd__fail(c, LOCKD_ERR_IO, "resolve %s: %s",
+		    s->at.host,
 		    rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
 	rc = LOCKD_ERR_IO;
 	for (ai = list; ai != NULL; ai = ai->ai_next) {
@@ -297,6 +312,115 @@ lockd__open_tcp(lockd_context *c, int64_t deadline)
 	return rc;
 }
 
+/* The TLS handshake over the connected socket, by deadline. */
+static int
+lockd__tls_handshake(lockd_context *c, int64_t deadline)
+{
+	struct lockd__state *s = c->state;
+	char why[96];
+	int rc, revents;
+
+	if ((s->ssl = SSL_new(s->at.tls_ctx)) == NULL ||
+	    SSL_set_fd(s->ssl, c->fd) != 1 ||
+	    !lockd__endpoint_tls_name(&s->at, s->ssl)) {
+		ERR_clear_error();
+		return lockd__fail(c, LOCKD_ERR_OOM, "cannot set up TLS");
+	}
+	for (;;) {
+		ERR_clear_error();
+		if ((rc = SSL_connect(s->ssl)) == 1)
+			return 0;
+		switch (SSL_get_error(s->ssl, rc)) {
+		case SSL_ERROR_WANT_READ:
+			revents = lockd__wait(c->fd, POLLIN, deadline);
+			break;
+		case SSL_ERROR_WANT_WRITE:
+			revents = lockd__wait(c->fd, POLLOUT, deadline);
+			break;
+		default:
+			lockd__tls_why(s->ssl, why, sizeof(why));
+			return lockd__fail(c, LOCKD_ERR_IO, "TLS with %s:%d: %s",
+			    s->at.host, s->at.port, why);
+		}
+		if (revents == 0)
+			return lockd__fail(c, LOCKD_ERR_TIMEOUT,
+			    "TLS with %s:%d: timed out", s->at.host,
+			    s->at.port);
+		if (revents < 0)
+			return lockd__fail(c, LOCKD_ERR_IO, "poll: %s",
+			    strerror(errno));
+	}
+}
+
+static ssize_t lockd__send(lockd_context *c, const void *p, size_t len);
+static ssize_t lockd__recv(lockd_context *c, void *p, size_t len);
+
+/*
+ * AUTH with the token, before any request: the reply is read here, so
+ * the pipeline starts empty.  A refusal keeps the connection (nobody's)
+ * and returns the server's error.
+ */
+static int
+lockd__authenticate(lockd_context *c, int64_t deadline)
+{
+	char line[LOCKD__TOKEN_MAX + 8], reply[PROTO_REPLY_MAX + 2];
+	size_t len = 0, done = 0, used;
+	ssize_t n;
+	int rc, revents;
+
+	char why[LOCKD_ERRSTR_SIZE];
+
+	if ((rc = lockd__endpoint_auth_line(&c->state->at, line, why)) <= 0) {
+		if (rc < 0)
+			return lockd__fail(c, rc, "%s", why);
+		return 0;
+	}
+	while (done < (size_t)rc) {
+		n = lockd__send(c, line + done, (size_t)rc - done);
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR) {
+			OPENSSL_cleanse(line, sizeof(line));
+			return lockd__fail(c, LOCKD_ERR_IO, "write: %s",
+			    strerror(errno));
+		}
+		if (lockd__wait(c->fd, POLLOUT | POLLIN, deadline) <= 0)
+			break;
+	}
+	OPENSSL_cleanse(line, sizeof(line));
+	if (done < (size_t)rc)
+		return lockd__fail(c, LOCKD_ERR_TIMEOUT, "AUTH: timed out");
+	for (;;) {
+		rc = lockd__auth_reply(reply, len, &used, why);
+		if (rc != LOCKD_AGAIN)
+			return rc == LOCKD_OK ? 0 : lockd__fail(c, rc, "%s",
+			    why);
+		if (len == sizeof(reply))
+			return lockd__fail(c, LOCKD_ERR_PROTOCOL,
+			    "garbled reply to AUTH");
+		n = lockd__recv(c, reply + len, sizeof(reply) - len);
+		if (n > 0) {
+			len += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return lockd__fail(c, LOCKD_ERR_EOF,
+			    "server closed the connection after AUTH");
+		if (errno != EAGAIN && errno != EINTR)
+			return lockd__fail(c, LOCKD_ERR_IO, "read: %s",
+			    strerror(errno));
+		revents = lockd__wait(c->fd, POLLIN, deadline);
+		if (revents == 0)
+			return lockd__fail(c, LOCKD_ERR_TIMEOUT,
+			    "AUTH: no reply in time");
+		if (revents < 0)
+			return lockd__fail(c, LOCKD_ERR_IO, "poll: %s",
+			    strerror(errno));
+	}
+}
+
 static int
 lockd__open(lockd_context *c)
 {
@@ -306,8 +430,12 @@ lockd__open(lockd_context *c)
 
 	c->err = 0;
 	c->errstr[0] = '\0';
-	rc = s->unix_path != NULL ? lockd__open_unix(c, deadline) :
+	rc = s->at.unix_path != NULL ? lockd__open_unix(c, deadline) :
 	    lockd__open_tcp(c, deadline);
+	if (rc == 0 && s->at.tls)
+		rc = lockd__tls_handshake(c, deadline);
+	if (rc == 0)
+		rc = lockd__authenticate(c, deadline);
 	return rc == 0 ? lockd__succeed(c, LOCKD_OK) : rc;
 }
 
@@ -318,6 +446,7 @@ lockd_connect(const lockd_options *options)
 	const lockd_options *o = options != NULL ? options : &defaults;
 	lockd_context *c;
 	struct lockd__state *s;
+	int rc;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
@@ -326,21 +455,20 @@ lockd_connect(const lockd_options *options)
 		goto fail;
 	c->state = s;
 	lockd__queue_init(&s->pending, sizeof(struct lockd__pending));
-	s->host = strdup(o->host != NULL ? o->host : LOCKD_DEFAULT_HOST);
-	if (s->host == NULL)
+	rc = lockd__endpoint_init(&s->at, o, c->errstr);
+	if (rc == LOCKD_ERR_OOM)
 		goto fail;
-	if (o->unix_path != NULL &&
-	    (s->unix_path = strdup(o->unix_path)) == NULL)
-		goto fail;
-	s->port = o->port > 0 ? o->port : LOCKD_DEFAULT_PORT;
 	s->connect_timeout_ms = o->connect_timeout_ms > 0 ?
 	    o->connect_timeout_ms : 0;
 	s->command_timeout_ms = o->command_timeout_ms > 0 ?
 	    o->command_timeout_ms : 0;
-	if (o->port < 0 || o->port > 65535)
-		lockd__fail(c, LOCKD_ERR_IO, "bad port %d", o->port);
-	else
+	if (rc == LOCKD_ERR_INVALID) {
+		/* Every call says what was wrong. */
+		c->err = rc;
+		s->unusable = true;
+	} else {
 		lockd__open(c);
+	}
 	return c;
 fail:
 	lockd_free(c);
@@ -350,6 +478,8 @@ fail:
 int
 lockd_reconnect(lockd_context *c)
 {
+	if (c->state->unusable)
+		return c->err;
 	lockd__reset_stream(c);
 	return lockd__open(c);
 }
@@ -361,11 +491,12 @@ lockd_free(lockd_context *c)
 
 	if (c == NULL)
 		return;
+	if ((s = c->state) != NULL && s->ssl != NULL)
+		SSL_free(s->ssl);
 	if (c->fd >= 0)
 		close(c->fd);
-	if ((s = c->state) != NULL) {
-		free(s->host);
-		free(s->unix_path);
+	if (s != NULL) {
+		lockd__endpoint_free(&s->at);
 		free(s->out);
 		free(s->in);
 		lockd__queue_free(&s->pending);
@@ -551,34 +682,105 @@ lockd__count_lines(struct lockd__state *s, const char *p, size_t n)
 	}
 }
 
+/*
+ * The transport: send() and recv() on the socket, or SSL_write() and
+ * SSL_read() over it.  n > 0 bytes moved, 0 the end of the stream, -1
+ * with errno (EAGAIN: nothing now, EPROTO: TLS failed, why in tls_why).
+ */
+static ssize_t
+lockd__tls_result(lockd_context *c, int n)
+{
+	switch (SSL_get_error(c->state->ssl, n)) {
+	case SSL_ERROR_WANT_READ:
+	case SSL_ERROR_WANT_WRITE:
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		ERR_clear_error();
+		if (errno == 0)
+			return 0;
+		return -1;
+	default:
+		ERR_clear_error();
+		errno = EPROTO;
+		return -1;
+	}
+}
+
+static ssize_t
+lockd__send(lockd_context *c, const void *p, size_t len)
+{
+	int n;
+
+	if (c->state->ssl == NULL)
+		return send(c->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	ERR_clear_error();
+	errno = 0;
+	n = SSL_write(c->state->ssl, p, len > INT_MAX ? INT_MAX : (int)len);
+	return n > 0 ? n : lockd__tls_result(c, n);
+}
+
+static ssize_t
+lockd__recv(lockd_context *c, void *p, size_t len)
+{
+	int n;
+
+	if (c->state->ssl == NULL)
+		return recv(c->fd, p, len, MSG_DONTWAIT);
+	ERR_clear_error();
+	errno = 0;
+	n = SSL_read(c->state->ssl, p, len > INT_MAX ? INT_MAX : (int)len);
+	return n > 0 ? n : lockd__tls_result(c, n);
+}
+
+/* Makes room for LOCKD__READ_CHUNK more bytes in `in`; false: no memory. */
+static bool
+lockd__reserve_in(struct lockd__state *s)
+{
+	size_t cap;
+	char *p;
+
+	if (s->in_cap - s->in_len >= LOCKD__READ_CHUNK)
+		return true;
+	cap = s->in_cap == 0 ? (size_t)2 * LOCKD__READ_CHUNK : s->in_cap * 2;
+	if ((p = realloc(s->in, cap)) == NULL)
+		return false;
+	s->in = p;
+	s->in_cap = cap;
+	return true;
+}
+
 /* Reads what the socket holds: 1 read some, 0 nothing now, <0 fatal. */
 static int
 lockd__read_some(lockd_context *c)
 {
 	struct lockd__state *s = c->state;
+	bool got = false;
 	ssize_t n;
-	char *p;
-	size_t cap;
 
 	if (s->in_pos > 0) {
 		memmove(s->in, s->in + s->in_pos, s->in_len - s->in_pos);
 		s->in_len -= s->in_pos;
 		s->in_pos = 0;
 	}
-	if (s->in_cap - s->in_len < LOCKD__READ_CHUNK) {
-		cap = s->in_cap == 0 ? (size_t)2 * LOCKD__READ_CHUNK : s->in_cap * 2;
-		if ((p = realloc(s->in, cap)) == NULL)
-			return lockd__fail(c, LOCKD_ERR_OOM,
-			    "out of memory for replies");
-		s->in = p;
-		s->in_cap = cap;
-	}
+	if (!lockd__reserve_in(s))
+		return lockd__fail(c, LOCKD_ERR_OOM, "out of memory for replies");
 	for (;;) {
-		n = recv(c->fd, s->in + s->in_len, s->in_cap - s->in_len,
-		    MSG_DONTWAIT);
+		n = lockd__recv(c, s->in + s->in_len, s->in_cap - s->in_len);
 		if (n > 0) {
 			lockd__count_lines(s, s->in + s->in_len, (size_t)n);
 			s->in_len += (size_t)n;
+			got = true;
+			/* What OpenSSL holds decrypted comes along now:
+			 * poll() cannot see it. */
+			if (s->ssl != NULL && SSL_pending(s->ssl) > 0) {
+				if (!lockd__reserve_in(s))
+					return lockd__fail(c, LOCKD_ERR_OOM,
+					    "out of memory for replies");
+				continue;
+			}
 			return 1;
 		}
 		if (n == 0)
@@ -587,9 +789,9 @@ lockd__read_some(lockd_context *c)
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return 0;
+			return got ? 1 : 0;
 		return lockd__fail(c, LOCKD_ERR_IO, "read: %s",
-		    strerror(errno));
+		    errno == EPROTO ? "TLS error" : strerror(errno));
 	}
 }
 
@@ -653,8 +855,7 @@ lockd__flush_until(lockd_context *c, int64_t deadline)
 		/* Read the clock first: the server may act on the bytes
 		 * before send() returns, and a lease runs from then. */
 		before = lockd_now_ms();
-		n = send(c->fd, s->out + s->out_pos, len,
-		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = lockd__send(c, s->out + s->out_pos, len);
 		if (n > 0) {
 			s->out_pos += (size_t)n;
 			s->written += (uint64_t)n;

@@ -74,17 +74,48 @@ extern "C" {
 #define LOCKD_ERR_UNAVAILABLE (-16)   /* the store failed; nothing changed */
 #define LOCKD_ERR_OVERFLOW (-17)
 #define LOCKD_ERR_SHUTDOWN (-18)      /* the server is stopping */
+#define LOCKD_ERR_DENIED (-19)        /* --auth: no permission, or AUTH
+					 refused (a bad token) */
 
 /* ACQUIRE's and TRY's onclose option. */
 #define LOCKD_ONCLOSE_KEEP 0      /* the lease outlives the connection */
 #define LOCKD_ONCLOSE_RELEASE 1   /* closing the connection releases it */
 
+/*
+ * Where and how to connect.  Zero it, then set what you need.
+ *
+ * url, when set, stands for host, port, unix_path and tls:
+ * "lockd://HOST[:PORT]" (plain TCP), "lockds://HOST[:PORT]" (TLS) or
+ * "lockd:///PATH" (a Unix socket); an IPv6 HOST goes in brackets, the
+ * port defaults to LOCKD_DEFAULT_PORT.  A URL that does not parse makes
+ * lockd_connect's context fail with LOCKD_ERR_INVALID.
+ *
+ * TLS (TCP only) is on with a lockds:// url, tls, or any tls_* file.  The
+ * server's certificate must chain to tls_ca_file (NULL: the system's
+ * CAs) and name tls_server_name (NULL: the host, a DNS name or an IP
+ * address).  tls_cert_file and tls_key_file (PEM) present a client
+ * certificate, for a lockd with --tls-client-ca.
+ *
+ * token, or else the first line of token_file (read at every connect, so
+ * that a rotated file is picked up), is sent as AUTH right after every
+ * connect.  A refused token leaves the connection open but nobody's:
+ * c->err is LOCKD_ERR_DENIED, and each command is refused the same way.
+ * Keep tokens out of argv, where ps shows them.
+ */
 typedef struct lockd_options {
 	const char *host;            /* NULL: LOCKD_DEFAULT_HOST */
 	int port;                    /* 0: LOCKD_DEFAULT_PORT */
 	const char *unix_path;       /* set: a Unix socket instead of TCP */
 	int64_t connect_timeout_ms;  /* 0: no timeout of our own */
 	int64_t command_timeout_ms;  /* 0: wait for replies forever */
+	const char *url;             /* lockd://, lockds:// or lockd:/// */
+	int tls;                     /* nonzero: TLS */
+	const char *tls_ca_file;     /* PEM CAs to trust; NULL: the system's */
+	const char *tls_cert_file;   /* PEM client certificate (chain) */
+	const char *tls_key_file;    /* PEM key of tls_cert_file */
+	const char *tls_server_name; /* name to verify; NULL: the host */
+	const char *token;           /* AUTH with this at every connect */
+	const char *token_file;      /* or with this file's first line */
 } lockd_options;
 
 struct lockd__state;

@@ -66,7 +66,10 @@ typedef void lockd_uv_lost_cb(lockd_uv_keepalive *keepalive, int err,
  * struct as lockd_connect's, copied) and returns the client at once;
  * cb (may be NULL) is called when the connection is made or has failed.
  * Requests may be issued before that: they are sent once connected, or
- * fail with the connection's error.  NULL: out of memory or a bad port.
+ * fail with the connection's error.  NULL: out of memory, a bad port or
+ * URL, or options this client does not have yet: TLS (lockds://, tls,
+ * tls_*) and tokens (token, token_file) are the blocking client's only
+ * (lockd_connect), refused here rather than sent in the clear.
  * A client whose connection failed must still be closed.
  */
 lockd_uv_client *lockd_uv_connect(uv_loop_t *loop,

@@ -44,6 +44,7 @@ lockd__server_error(enum proto_error_code code)
 	case PROTO_ERR_UNAVAILABLE: return LOCKD_ERR_UNAVAILABLE;
 	case PROTO_ERR_OVERFLOW: return LOCKD_ERR_OVERFLOW;
 	case PROTO_ERR_SHUTDOWN: return LOCKD_ERR_SHUTDOWN;
+	case PROTO_ERR_DENIED: return LOCKD_ERR_DENIED;
 	default: return LOCKD_ERR_PROTOCOL;
 	}
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "client/lockd_uv.h"
+#include "client/endpoint.h"
 #include "client/request.h"
 
 #define LOCKD__UV_READ_CHUNK 4096
@@ -545,24 +546,34 @@ lockd_uv_connect(uv_loop_t *loop, const lockd_options *options,
 {
 	static const lockd_options defaults;
 	const lockd_options *o = options != NULL ? options : &defaults;
+	struct lockd__endpoint at;
+	char errstr[LOCKD_ERRSTR_SIZE];
 	lockd_uv_client *c;
 
-	if (loop == NULL || o->port < 0 || o->port > 65535)
+	if (loop == NULL)
 		return NULL;
-	if ((c = calloc(1, sizeof(*c))) == NULL)
+	/* The URL is resolved here; TLS and tokens are the blocking
+	 * client's only, so far: refused rather than sent in the clear. */
+	if (lockd__endpoint_init(&at, o, errstr) != LOCKD_OK || at.tls ||
+	    at.token != NULL || at.token_file != NULL ||
+	    (c = calloc(1, sizeof(*c))) == NULL) {
+		lockd__endpoint_free(&at);
 		return NULL;
+	}
 	c->options = *o;
-	c->host = strdup(o->host != NULL ? o->host : LOCKD_DEFAULT_HOST);
-	if (c->host == NULL || (o->unix_path != NULL &&
-	    (c->unix_path = strdup(o->unix_path)) == NULL)) {
-		free(c->host);
+	c->host = at.host != NULL ? at.host : strdup(LOCKD_DEFAULT_HOST);
+	c->unix_path = at.unix_path;
+	c->options.port = at.port;
+	at.host = at.unix_path = NULL;
+	lockd__endpoint_free(&at);
+	if (c->host == NULL) {
+		free(c->unix_path);
 		free(c);
 		return NULL;
 	}
 	c->options.host = c->host;
 	c->options.unix_path = c->unix_path;
-	if (c->options.port == 0)
-		c->options.port = LOCKD_DEFAULT_PORT;
+	c->options.url = NULL;
 	if (c->options.command_timeout_ms < 0)
 		c->options.command_timeout_ms = 0;
 	c->loop = loop;

@@ -197,6 +197,10 @@ struct core_session {
 	struct core_link waiters;    /* its waiters, in no particular order */
 	struct core_link onclose;    /* entries it holds with onclose=release */
 	uint32_t waiter_count;
+	/* Waiters counted with other sessions' (one principal's, say), and
+	 * capped at group_max_waiters (0: no cap); NULL: in no group. */
+	uint32_t *group_waiters;
+	uint32_t group_max_waiters;
 };
 
 void core_session_init(struct core_session *session, uint64_t id);
@@ -225,7 +229,8 @@ enum core_limit_kind {
 	CORE_LIMIT_NONE = 0,
 	CORE_LIMIT_HELD,
 	CORE_LIMIT_WAITERS,
-	CORE_LIMIT_SESSION_WAITERS
+	CORE_LIMIT_SESSION_WAITERS,
+	CORE_LIMIT_GROUP_WAITERS
 };
 
 /*

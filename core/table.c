@@ -38,6 +38,8 @@ core_session_init(struct core_session *session, uint64_t id)
 	link_init(&session->waiters);
 	link_init(&session->onclose);
 	session->waiter_count = 0;
+	session->group_waiters = NULL;
+	session->group_max_waiters = 0;
 }
 
 /* ---- configuration ---------------------------------------------------- */
@@ -162,6 +164,9 @@ core_table_destroy(struct core_table *table)
 				link_remove(&w->queue_link);
 				link_remove(&w->session_link);
 				w->session->waiter_count--;
+				if (!w->watch &&
+				    w->session->group_waiters != NULL)
+					(*w->session->group_waiters)--;
 				waiter_free(table, w);
 			}
 			if (e->owner != NULL)
@@ -628,6 +633,8 @@ waiter_remove(struct core_table *table, struct core_waiter *w)
 		table->stats.waiters--;
 	}
 	w->session->waiter_count--;
+	if (!w->watch && w->session->group_waiters != NULL)
+		(*w->session->group_waiters)--;
 	entry_touch(table, w->entry);
 	waiter_free(table, w);
 }
@@ -836,6 +843,11 @@ core_acquire(struct core_table *table, struct core_session *session,
 	}
 	if (!waiter_room(table, session, tag, e))
 		return CORE_ERR_LIMIT;
+	if (session->group_waiters != NULL && session->group_max_waiters != 0 &&
+	    *session->group_waiters >= session->group_max_waiters) {
+		reply_limit(table, session, tag, e, CORE_LIMIT_GROUP_WAITERS);
+		return CORE_ERR_LIMIT;
+	}
 	if (!heap_reserve(table, 1) ||
 	    (w = table->config.realloc(NULL, sizeof(*w))) == NULL) {
 		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
@@ -858,6 +870,8 @@ core_acquire(struct core_table *table, struct core_session *session,
 	link_append(&session->waiters, &w->session_link);
 	e->queue_len++;
 	session->waiter_count++;
+	if (session->group_waiters != NULL)
+		(*session->group_waiters)++;
 	table->stats.waiters++;
 	if (args->wait_ms > 0)
 		timer_set(table, &w->timer, now > CORE_NEVER - args->wait_ms ?

@@ -60,6 +60,13 @@ static const struct option options[] = {
 	  "N          waiting ACQUIREs in all (default 1000000)" },
 	{ "max-waiters-per-connection", NUM(K_U32, max_conn_waiters),
 	  "N          waiting ACQUIREs per connection (default 1024)" },
+	{ "max-connections-per-principal",
+	  NUM(K_U32, max_principal_connections),
+	  "N          connections one principal may have (default 0: any)" },
+	{ "max-held-per-principal", NUM(K_U32, max_principal_held),
+	  "N          locks one principal may hold (default 0: any)" },
+	{ "max-waiters-per-principal", NUM(K_U32, max_principal_waiters),
+	  "N          waiting ACQUIREs of one principal (default 0: any)" },
 	{ "map-size", NUM(K_SIZE, map_size),
 	  "BYTES      LMDB map size, the most the store can hold; must fit "
 	  "--max-held (default 4294967296)" },
@@ -81,6 +88,20 @@ static const struct option options[] = {
 	{ "advertise", STR(advertise),
 	  "HOST:PORT  cluster mode: this node's address in NOTLEADER hints "
 	  "(default the --listen address)" },
+	{ "auth", STR(auth_file),
+	  "FILE       turn authentication on with FILE's rules "
+	  "(docs/security.md; re-read on SIGHUP)" },
+	{ "tls-cert", STR(tls_cert),
+	  "FILE       TLS on every TCP listener with this certificate "
+	  "(PEM; re-read on SIGHUP)" },
+	{ "tls-key", STR(tls_key),
+	  "FILE       the private key of --tls-cert (PEM)" },
+	{ "tls-client-ca", STR(tls_client_ca),
+	  "FILE       require client certificates signed by this CA; "
+	  "the CN is the principal" },
+	{ "tls-handshake-timeout", NUM(K_DURATION, tls_handshake_timeout_ms),
+	  "D          close a TLS client that has not finished its handshake "
+	  "(default 10s)" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -462,6 +483,7 @@ defaults(struct config *cfg)
 	cfg->journal_size = STORE_JOURNAL_DEFAULT_SIZE;
 	cfg->unix_mode = CONFIG_DEFAULT_UNIX_MODE;
 	cfg->log_level = LOG_INFO;
+	cfg->tls_handshake_timeout_ms = (int64_t)10 * 1000;
 }
 
 /* Walks argv; with only_config set, applies --config alone. */
@@ -589,6 +611,21 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 			    true, name, sizeof(name)));
 			return CONFIG_ERROR;
 		}
+	}
+	if ((cfg->tls_cert[0] != '\0') != (cfg->tls_key[0] != '\0')) {
+		snprintf(err, err_len, "--tls-cert and --tls-key go together");
+		return CONFIG_ERROR;
+	}
+	if (cfg->tls_client_ca[0] != '\0' && cfg->tls_cert[0] == '\0') {
+		snprintf(err, err_len, "--tls-client-ca needs --tls-cert and "
+		    "--tls-key");
+		return CONFIG_ERROR;
+	}
+	if (cfg->tls_handshake_timeout_ms <= 0) {
+		snprintf(err, err_len, "%s must be positive",
+		    name_of(&from, "tls-handshake-timeout", true, name,
+		    sizeof(name)));
+		return CONFIG_ERROR;
 	}
 	if (cfg->listen[0] == '\0' && cfg->unix_path[0] == '\0') {
 		snprintf(err, err_len, "nothing to listen on");

@@ -49,6 +49,9 @@ struct config {
 	uint32_t max_held;
 	uint32_t max_waiters;
 	uint32_t max_conn_waiters;
+	/* --max-*-per-principal (quota.h); 0: no limit. */
+	uint32_t max_principal_connections, max_principal_held;
+	uint32_t max_principal_waiters;
 	size_t map_size;
 	size_t journal_size;
 	int log_level;
@@ -56,6 +59,11 @@ struct config {
 	char etcd[2048];
 	char cluster[80];          /* default CONFIG_DEFAULT_CLUSTER */
 	char advertise[300];       /* HOST:PORT; "" = the listen address */
+	char auth_file[4096];      /* --auth: "" = authentication off */
+	char tls_cert[4096];       /* --tls-cert, --tls-key: TLS on TCP */
+	char tls_key[4096];
+	char tls_client_ca[4096];  /* --tls-client-ca: client certs required */
+	int64_t tls_handshake_timeout_ms;
 };
 
 enum config_result { CONFIG_OK, CONFIG_EXIT_OK, CONFIG_ERROR };

@@ -205,6 +205,17 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		fprintf(stderr, "lockd: %s\n", err);
 		return 2;
 	}
+	if (cfg.auth_file[0] != '\0' && auth_rules_load(&srv.auth,
+	    cfg.auth_file, err, sizeof(err)) != 0) {
+		fprintf(stderr, "lockd: --auth %s\n", err);
+		return 2;
+	}
+	srv.cfg = &cfg;
+	if (server_reload_tls(&srv, err, sizeof(err)) != 0) {
+		fprintf(stderr, "lockd: %s\n", err);
+		auth_rules_free(&srv.auth);
+		return 2;
+	}
 	log_threshold = (enum log_level)cfg.log_level;
 	log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
 	    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
@@ -237,6 +248,8 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	if (store == NULL) {
 		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
 		fprintf(stderr, "lockd: %s\n", err);
+		auth_rules_free(&srv.auth);
+		SSL_CTX_free(srv.tls);
 		return 1;
 	}
 
@@ -247,6 +260,9 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	scfg.core.max_held = cfg.max_held;
 	scfg.core.max_waiters = cfg.max_waiters;
 	scfg.core.max_waiters_per_session = cfg.max_conn_waiters;
+	scfg.principal.connections = cfg.max_principal_connections;
+	scfg.principal.held = cfg.max_principal_held;
+	scfg.principal.waiters = cfg.max_principal_waiters;
 	scfg.core.secret = random_secret;
 	scfg.core.secret_ctx = &pool;
 	scfg.core.hash_key[0] = random_secret(&pool);
@@ -277,6 +293,8 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	    (unsigned long long)service_held_count(&srv.svc),
 	    (unsigned long long)rec.hwm);
 
+	if (cfg.auth_file[0] != '\0')
+		srv.svc.auth = &srv.auth;
 	if (seams != NULL) {
 		srv.svc.hooks = seams->hooks;
 		srv.hooks = seams->server_hooks;
@@ -310,6 +328,10 @@ close_service:
 close_store:
 	store->ops->close(store);
 	etcd_close(etcd);
+	auth_rules_free(&srv.auth);
+	if (srv.tls != NULL)
+		SSL_CTX_free(srv.tls);
+	srv.tls = NULL;
 	/* After a failed server_init its handles are still open and this
 	 * returns UV_EBUSY: lockd exits anyway. */
 	uv_loop_close(loop);

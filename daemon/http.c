@@ -8,18 +8,27 @@
  * HTTP_MAX_REQUEST or one not complete within HTTP_TIMEOUT_MS is answered
  * 400 (or dropped) and closed.  Nothing here touches the lock table but
  * to read its counters.
+ *
+ * With TLS the bytes go through a tls_conn (tls.h) as on the lock port;
+ * every write is its own buffer, and the connection closes once the
+ * response and its close_notify are written.  With --auth, /metrics asks
+ * for a principal that may STATS (401 otherwise).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <uv.h>
 
 #include "core/list.h"
+#include "daemon/auth.h"
 #include "daemon/config.h"
 #include "daemon/http.h"
 #include "daemon/log.h"
+#include "daemon/tls.h"
 
 #define HTTP_MAX_REQUEST 8192
+#define HTTP_UNAUTHORIZED_TEXT "a token of a principal with admin is needed\n"
 #define HTTP_TIMEOUT_MS 10000
 /* A scraper or two, not a crowd: a short accept queue. */
 #define HTTP_LISTEN_BACKLOG 128
@@ -35,6 +44,19 @@ struct http_conn {
 	char *out;
 	bool answered;
 	int closing;               /* handles still to close */
+	bool is_tls;
+	struct tls_conn tls;
+	char net[4096];            /* ciphertext as read */
+	int writes;                /* TLS writes in flight */
+	bool close_when_written;
+	bool too_large;            /* the plaintext overran in[] */
+};
+
+/* One TLS write: the ciphertext follows the struct. */
+struct http_write {
+	uv_write_t req;
+	struct http_conn *conn;
+	char data[];
 };
 
 static void
@@ -43,6 +65,8 @@ on_handle_closed(uv_handle_t *h)
 	struct http_conn *c = h->data;
 
 	if (--c->closing == 0) {
+		if (c->is_tls)
+			tls_conn_free(&c->tls);
 		free(c->out);
 		free(c);
 	}
@@ -67,24 +91,77 @@ on_written(uv_write_t *req, int status)
 }
 
 static void
-respond(struct http_conn *c, int code, const char *reason,
-    const char *type, const char *body, size_t body_len)
+on_tls_written(uv_write_t *req, int status)
 {
-	char head[256];
+	struct http_write *w = container_of(req, struct http_write, req);
+	struct http_conn *c = w->conn;
+
+	free(w);
+	c->writes--;
+	if (status < 0 || (c->close_when_written && c->writes == 0))
+		http_close(c);
+}
+
+/* Writes what OpenSSL has to send (handshake, records, an alert). */
+static void
+tls_flush(struct http_conn *c)
+{
+	size_t n = tls_conn_pending(&c->tls);
+	struct http_write *w;
+	uv_buf_t buf;
+
+	if (n > 0 && !c->closing) {
+		if ((w = malloc(sizeof(*w) + n)) == NULL) {
+			http_close(c);
+			return;
+		}
+		w->conn = c;
+		n = tls_conn_take(&c->tls, w->data, n);
+		buf = uv_buf_init(w->data, (unsigned int)n);
+		if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1,
+		    on_tls_written) != 0) {
+			free(w);
+			http_close(c);
+			return;
+		}
+		c->writes++;
+	}
+	if (c->close_when_written && c->writes == 0)
+		http_close(c);
+}
+
+static void
+respond(struct http_conn *c, int code, const char *reason,
+    const char *type, const char *extra_headers, const char *body,
+    size_t body_len)
+{
+	char head[512];
 	uv_buf_t buf;
 	int n;
 
 	c->answered = true;
-	uv_read_stop((uv_stream_t *)&c->tcp);
+	if (!c->is_tls)
+		uv_read_stop((uv_stream_t *)&c->tcp);
 	n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: %s\r\nContent-Length: %zu\r\n"
-	    "Connection: close\r\n\r\n", code, reason, type, body_len);
+	    "Content-Type: %s\r\nContent-Length: %zu\r\n%s"
+	    "Connection: close\r\n\r\n", code, reason, type, body_len,
+	    extra_headers);
 	if ((c->out = malloc((size_t)n + body_len)) == NULL) {
 		http_close(c);
 		return;
 	}
 	memcpy(c->out, head, (size_t)n);
 	memcpy(c->out + n, body, body_len);
+	if (c->is_tls) {
+		c->close_when_written = true;
+		if (tls_conn_send(&c->tls, c->out, (size_t)n + body_len) != 0) {
+			http_close(c);
+			return;
+		}
+		tls_conn_shutdown(&c->tls);
+		tls_flush(c);
+		return;
+	}
 	buf = uv_buf_init(c->out, (unsigned int)((size_t)n + body_len));
 	c->write_req.data = c;
 	if (uv_write(&c->write_req, (uv_stream_t *)&c->tcp, &buf, 1,
@@ -96,7 +173,7 @@ static void
 respond_text(struct http_conn *c, int code, const char *reason,
     const char *text)
 {
-	respond(c, code, reason, "text/plain; charset=utf-8", text,
+	respond(c, code, reason, "text/plain; charset=utf-8", "", text,
 	    strlen(text));
 }
 
@@ -109,6 +186,69 @@ path_is(const char *target, size_t len, const char *path)
 
 	return len >= n && memcmp(target, path, n) == 0 &&
 	    (len == n || target[n] == '?');
+}
+
+/*
+ * The token of an "Authorization: Bearer <token>" header in the head
+ * p[0..len), or NULL; *token_len gets its length.
+ */
+static const char *
+bearer_token(const char *p, size_t len, size_t *token_len)
+{
+	static const char name[] = "authorization:";
+	const char *end = p + len, *line, *eol, *v;
+
+	for (line = p; line < end; line = eol + 1) {
+		if ((eol = memchr(line, '\n', (size_t)(end - line))) == NULL)
+			return NULL;
+		if ((size_t)(eol - line) < sizeof(name) - 1 ||
+		    strncasecmp(line, name, sizeof(name) - 1) != 0)
+			continue;
+		/* The blanks stop at the line's LF at the latest. */
+		v = line + sizeof(name) - 1;
+		v += strspn(v, " \t");
+		if ((size_t)(eol - v) < 7 || strncasecmp(v, "bearer ", 7) != 0)
+			return NULL;
+		v += 7;
+		while (v < eol && *v == ' ')
+			v++;
+		*token_len = (size_t)(eol - v);
+		while (*token_len > 0 && (v[*token_len - 1] == '\r' ||
+		    v[*token_len - 1] == ' ' || v[*token_len - 1] == '\t'))
+			(*token_len)--;
+		return *token_len > 0 ? v : NULL;
+	}
+	return NULL;
+}
+
+/*
+ * With --auth: may this scrape read the counters?  Yes for a principal
+ * with admin on some prefix (what STATS needs), from a bearer token or
+ * else the client certificate.
+ */
+static bool
+scrape_allowed(struct http_conn *c, const char *head, size_t len)
+{
+	const struct auth_rules *rules = c->http->svc->auth;
+	const char *token, *principal = NULL;
+	char cn[TLS_CN_MAX + 1];
+	size_t token_len;
+
+	if (rules == NULL)
+		return true;
+	if ((token = bearer_token(head, len, &token_len)) != NULL) {
+		if ((principal = auth_token_principal(rules, token,
+		    token_len)) == NULL)
+			c->http->svc->stats.auth_failures++;
+	} else if (c->is_tls && tls_conn_peer_cn(&c->tls, cn) &&
+	    strncmp(cn, "uid:", 4) != 0) {
+		principal = cn;
+	}
+	if (principal != NULL && auth_may_any(rules, principal,
+	    AUTH_PERM_ADMIN))
+		return true;
+	c->http->svc->stats.denied++;
+	return false;
 }
 
 /* Looks at a complete request head: request line, then headers. */
@@ -159,13 +299,19 @@ handle(struct http_conn *c, size_t head_len)
 		    "not found; try /metrics, /healthz or /readyz\n");
 		return;
 	}
+	if (!scrape_allowed(c, p, head_len)) {
+		respond(c, 401, "Unauthorized", "text/plain; charset=utf-8",
+		    "WWW-Authenticate: Bearer realm=\"lockd\"\r\n",
+		    HTTP_UNAUTHORIZED_TEXT, strlen(HTTP_UNAUTHORIZED_TEXT));
+		return;
+	}
 	service_render_metrics(c->http->svc, &t);
 	if (t.failed) {
 		free(t.data);
 		respond_text(c, 500, "Internal Server Error", "out of memory\n");
 		return;
 	}
-	respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8",
+	respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", "",
 	    t.data, p[0] == 'H' ? 0 : t.len);
 	free(t.data);
 }
@@ -176,22 +322,32 @@ on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 	struct http_conn *c = h->data;
 
 	(void)hint;
-	*buf = uv_buf_init(c->in + c->in_len,
-	    (unsigned int)(sizeof(c->in) - c->in_len));
+	if (c->is_tls)
+		*buf = uv_buf_init(c->net, sizeof(c->net));
+	else
+		*buf = uv_buf_init(c->in + c->in_len,
+		    (unsigned int)(sizeof(c->in) - c->in_len));
 }
 
 static void
-on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+on_plain(void *ctx, const char *p, size_t n)
 {
-	struct http_conn *c = stream->data;
+	struct http_conn *c = ctx;
+
+	if (n > sizeof(c->in) - c->in_len) {
+		n = sizeof(c->in) - c->in_len;
+		c->too_large = true;
+	}
+	memcpy(c->in + c->in_len, p, n);
+	c->in_len += n;
+}
+
+/* A request head is complete, or too large: answer it. */
+static void
+examine(struct http_conn *c)
+{
 	const char *end;
 
-	(void)buf;
-	if (nread < 0) {
-		http_close(c);
-		return;
-	}
-	c->in_len += (size_t)nread;
 	end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
 	if (end != NULL) {
 		handle(c, (size_t)(end - c->in) + 4);
@@ -201,8 +357,37 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		handle(c, (size_t)(end - c->in) + 2);
 		return;
 	}
-	if (c->in_len == sizeof(c->in))
+	if (c->in_len == sizeof(c->in) || c->too_large)
 		respond_text(c, 400, "Bad Request", "request too large\n");
+}
+
+static void
+on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	struct http_conn *c = stream->data;
+	const char *why;
+
+	if (nread < 0) {
+		http_close(c);
+		return;
+	}
+	if (!c->is_tls) {
+		(void)buf;
+		c->in_len += (size_t)nread;
+		examine(c);
+		return;
+	}
+	if (tls_conn_receive(&c->tls, buf->base, (size_t)nread, &why) < 0 ||
+	    tls_conn_read(&c->tls, on_plain, c, &why) < 0) {
+		/* An alert, if OpenSSL has one, then the end. */
+		c->close_when_written = true;
+		tls_flush(c);
+		return;
+	}
+	if (!c->answered && c->in_len > 0)
+		examine(c);
+	if (!c->answered)
+		tls_flush(c);
 }
 
 static void
@@ -231,13 +416,20 @@ on_connection(uv_stream_t *listener, int status)
 		http_close(c);
 		return;
 	}
+	if (http->tls != NULL && *http->tls != NULL) {
+		if (tls_conn_init(&c->tls, *http->tls) != 0) {
+			http_close(c);
+			return;
+		}
+		c->is_tls = true;
+	}
 	uv_timer_start(&c->timer, on_timeout, HTTP_TIMEOUT_MS, 0);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
 int
 http_listen(struct http_server *http, uv_loop_t *loop, const char *hostport,
-    struct service *svc)
+    struct service *svc, SSL_CTX *const *tls)
 {
 	struct sockaddr_storage addr;
 	char shown[300], host[256], err[300];
@@ -245,6 +437,7 @@ http_listen(struct http_server *http, uv_loop_t *loop, const char *hostport,
 	int rc, port, len = sizeof(addr);
 
 	http->svc = svc;
+	http->tls = tls;
 	link_init(&http->conns);
 	if (config_resolve(hostport, &addr, &alen, err, sizeof(err)) != 0 ||
 	    config_split_hostport(hostport, host, sizeof(host), &port) != 0)
@@ -265,7 +458,8 @@ http_listen(struct http_server *http, uv_loop_t *loop, const char *hostport,
 	snprintf(shown, sizeof(shown), strchr(host, ':') ? "[%s]:%d" :
 	    "%s:%d", host, http->port);
 	log_event(LOG_INFO, "listen", "metrics=%s msg=\"metrics on "
-	    "http://%s/metrics\"", shown, shown);
+	    "%s://%s/metrics\"", shown, tls != NULL && *tls != NULL ?
+	    "https" : "http", shown);
 	return 0;
 }
 

@@ -3,6 +3,7 @@
  */
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -24,17 +25,20 @@ log_level_parse(const char *s)
 	return -1;
 }
 
-void
-log_event(enum log_level level, const char *event, const char *fmt, ...)
+/* One line; suppressed, when not 0, is appended as suppressed=N. */
+static void log_line(enum log_level level, const char *event,
+    uint64_t suppressed, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+static void
+log_line(enum log_level level, const char *event, uint64_t suppressed,
+    const char *fmt, va_list ap)
 {
 	char line[2048], stamp[32];
 	struct timespec ts;
 	struct tm tm;
-	va_list ap;
 	int n;
 
-	if (level > log_threshold)
-		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
@@ -44,13 +48,56 @@ log_event(enum log_level level, const char *event, const char *fmt, ...)
 		return;
 	if (fmt != NULL && fmt[0] != '\0') {
 		line[n++] = ' ';
-		va_start(ap, fmt);
 		vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-		va_end(ap);
 	}
 	/* One write per line, so lines from a crash stay whole. */
-	fprintf(stderr, "%s\n", line);
+	if (suppressed > 0)
+		fprintf(stderr, "%s suppressed=%llu\n", line,
+		    (unsigned long long)suppressed);
+	else
+		fprintf(stderr, "%s\n", line);
 	fflush(stderr);
+}
+
+void
+log_event(enum log_level level, const char *event, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (level > log_threshold)
+		return;
+	va_start(ap, fmt);
+	log_line(level, event, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_limited(struct log_limit *limit, enum log_level level, const char *event,
+    const char *fmt, ...)
+{
+	struct timespec ts;
+	unsigned long long now;
+	va_list ap;
+
+	if (level > log_threshold)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (unsigned long long)ts.tv_sec * 1000 +
+	    (unsigned long long)ts.tv_nsec / 1000000;
+	if (limit->window_start == 0 ||
+	    now - limit->window_start >= LOG_LIMIT_WINDOW_MS) {
+		limit->window_start = now;
+		limit->lines = 0;
+	}
+	if (limit->lines >= LOG_LIMIT_LINES) {
+		limit->suppressed++;
+		return;
+	}
+	limit->lines++;
+	va_start(ap, fmt);
+	log_line(level, event, limit->suppressed, fmt, ap);
+	va_end(ap);
+	limit->suppressed = 0;
 }
 
 const char *

@@ -23,6 +23,23 @@ int log_level_parse(const char *s);
 void log_event(enum log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/*
+ * A log line a client can provoke at will (a failed handshake, a failed
+ * AUTH, a reclaimed lease) goes through a limit: at most LOG_LIMIT_LINES
+ * of one kind per LOG_LIMIT_WINDOW_MS; the rest are counted, and the next
+ * line written says how many were not (suppressed=N).
+ */
+#define LOG_LIMIT_LINES 10
+#define LOG_LIMIT_WINDOW_MS 1000
+struct log_limit {
+	unsigned long long window_start;   /* ms, monotonic; 0: none yet */
+	unsigned lines;                    /* written in this window */
+	unsigned long long suppressed;     /* not written since the last */
+};
+void log_limited(struct log_limit *limit, enum log_level level,
+    const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* True when events of this level are written. */
 #define log_enabled(level) ((level) <= log_threshold)
 

@@ -18,7 +18,8 @@ static const double record_bounds[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256,
     512, 1024, 4096 };
 
 const char *const metrics_limit_names[METRICS_LIMIT_COUNT] = {
-	"connections", "held", "waiters", "connection_waiters", "output"
+	"connections", "held", "waiters", "connection_waiters", "output",
+	"principal_connections", "principal_held", "principal_waiters"
 };
 
 /* The text of one scrape starts this large (most fit) and doubles. */

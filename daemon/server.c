@@ -55,9 +55,15 @@ struct conn {
 	size_t pass_bytes;        /* read in that pass */
 	struct core_link paused_link;  /* in srv->paused: over its budget */
 	bool closing;
+	bool is_tls;              /* a TCP connection with --tls-cert */
+	struct tls_conn tls;
+	struct core_link handshake_link;  /* in srv->handshaking until ready */
+	uint64_t handshake_deadline;      /* uv_now() ms */
 };
 
 static void flush_conn(struct conn *c);
+static void on_written(uv_write_t *req, int status);
+static void tls_read(struct conn *c, const char *data, size_t len);
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void end_of_pass(struct server *srv);
 static void maybe_finish(struct server *srv);
@@ -72,6 +78,8 @@ on_conn_closed(uv_handle_t *h)
 	struct conn *c = (struct conn *)h;
 
 	free(c->writing);
+	if (c->is_tls)
+		tls_conn_free(&c->tls);
 	free(c);
 }
 
@@ -84,6 +92,7 @@ conn_close(struct conn *c)
 		return;
 	c->closing = true;
 	link_remove(&c->paused_link);
+	link_remove(&c->handshake_link);
 	/* The service lets go at once: waiters leave their queues and
 	 * onclose leases are released now, not when libuv gets round to it. */
 	service_conn_close(&srv->svc, &c->sc);
@@ -135,6 +144,173 @@ read_budget_renew(struct server *srv)
 	}
 }
 
+/* ---- TLS -------------------------------------------------------------- */
+
+static void
+tls_plain(void *ctx, const char *p, size_t n)
+{
+	struct conn *c = ctx;
+
+	if (c->closing || c->sc.quit || c->sc.overflow)
+		return;
+	service_conn_feed(&c->srv->svc, &c->sc, p, n);
+}
+
+/* A handshake finished: the connection leaves the timed list, and a
+ * client certificate (--tls-client-ca) names its principal. */
+static void
+tls_ready(struct conn *c)
+{
+	char cn[TLS_CN_MAX + 1];
+
+	link_remove(&c->handshake_link);
+	c->srv->svc.stats.tls_handshakes++;
+	if (c->srv->cfg->tls_client_ca[0] == '\0')
+		return;
+	if (!tls_conn_peer_cn(&c->tls, cn) || !auth_valid_principal(cn,
+	    strlen(cn))) {
+		log_limited(&c->srv->tls_log, LOG_WARN, "tls_bad_cn",
+		    "conn=%llu msg=\"the client certificate's CN cannot be "
+		    "a principal\"", (unsigned long long)c->sc.session.id);
+	} else if (strncmp(cn, "uid:", 4) == 0) {
+		/* "uid:<n>" is what the kernel vouches for on the Unix
+		 * socket; a certificate cannot claim it. */
+		log_limited(&c->srv->tls_log, LOG_WARN, "tls_bad_cn",
+		    "conn=%llu msg=\"a client certificate's CN may not "
+		    "start with uid:\"", (unsigned long long)c->sc.session.id);
+		service_conn_refuse(&c->srv->svc, &c->sc, PROTO_ERR_DENIED,
+		    "a certificate's CN may not be a uid principal");
+	} else if (service_conn_set_principal(&c->srv->svc, &c->sc,
+	    cn) != 0) {
+		service_conn_refuse(&c->srv->svc, &c->sc, PROTO_ERR_LIMIT,
+		    "too many connections for this principal");
+	}
+}
+
+/* Ciphertext arrived: advance the handshake or the records, then send
+ * what OpenSSL has to say (handshake messages, an alert). */
+static void
+tls_read(struct conn *c, const char *data, size_t len)
+{
+	const char *why;
+	bool was_ready = c->tls.ready;
+	int rc;
+
+	rc = tls_conn_receive(&c->tls, data, len, &why);
+	if (rc == 1)
+		tls_ready(c);   /* the principal first, then its requests */
+	if (rc >= 0)
+		rc = tls_conn_read(&c->tls, tls_plain, c, &why);
+	if (rc < 0) {
+		if (!was_ready)
+			c->srv->svc.stats.tls_failures++;
+		if (was_ready)
+			log_limited(&c->srv->tls_log, LOG_INFO, "tls_error",
+			    "conn=%llu error=\"%s\"",
+			    (unsigned long long)c->sc.session.id, why);
+		else
+			log_limited(&c->srv->tls_log, LOG_INFO,
+			    "tls_handshake_failed", "conn=%llu error=\"%s\"",
+			    (unsigned long long)c->sc.session.id, why);
+	}
+	if (!c->closing)
+		flush_conn(c);
+}
+
+/* Closes every connection whose handshake is overdue, then waits for the
+ * next one's deadline. */
+static void
+on_handshake_timer(uv_timer_t *t)
+{
+	struct server *srv = t->data;
+	uint64_t now = uv_now(srv->loop);
+	struct conn *c;
+
+	while (!link_empty(&srv->handshaking)) {
+		c = container_of(srv->handshaking.next, struct conn,
+		    handshake_link);
+		if (c->handshake_deadline > now) {
+			uv_timer_start(t, on_handshake_timer,
+			    c->handshake_deadline - now, 0);
+			return;
+		}
+		srv->svc.stats.tls_timeouts++;
+		srv->svc.stats.tls_failures++;
+		log_limited(&srv->tls_log, LOG_INFO, "tls_handshake_timeout",
+		    "conn=%llu timeout_ms=%lld",
+		    (unsigned long long)c->sc.session.id,
+		    (long long)srv->cfg->tls_handshake_timeout_ms);
+		conn_close(c);
+	}
+}
+
+static int
+tls_accept(struct conn *c)
+{
+	struct server *srv = c->srv;
+
+	if (tls_conn_init(&c->tls, srv->tls) != 0)
+		return -1;
+	c->is_tls = true;
+	c->handshake_deadline = uv_now(srv->loop) +
+	    (uint64_t)srv->cfg->tls_handshake_timeout_ms;
+	if (link_empty(&srv->handshaking))
+		uv_timer_start(&srv->handshake_timer, on_handshake_timer,
+		    (uint64_t)srv->cfg->tls_handshake_timeout_ms, 0);
+	link_append(&srv->handshaking, &c->handshake_link);
+	return 0;
+}
+
+/* Writes the ciphertext OpenSSL has for c; the same single write in
+ * flight as for plain connections. */
+static void
+tls_flush(struct conn *c)
+{
+	struct service_buf *out = &c->sc.out;
+	size_t pending, n;
+	uv_buf_t buf;
+	int w;
+
+	if (c->tls.ready && out->len > 0) {
+		if (tls_conn_send(&c->tls, out->data, out->len) != 0) {
+			conn_close(c);
+			return;
+		}
+		service_conn_written(&c->sc, out->len);
+	}
+	if ((c->tls.failed || ((c->sc.quit || c->srv->stopping) &&
+	    c->sc.slots_head == NULL)) && c->tls.ready)
+		tls_conn_shutdown(&c->tls);
+	if ((pending = tls_conn_pending(&c->tls)) > 0) {
+		if ((c->writing = malloc(pending)) == NULL) {
+			conn_close(c);
+			return;
+		}
+		n = tls_conn_take(&c->tls, c->writing, pending);
+		buf = uv_buf_init(c->writing, (unsigned int)n);
+		w = uv_try_write(&c->h.stream, &buf, 1);
+		if (w == (int)n) {
+			free(c->writing);
+			c->writing = NULL;
+		} else if (w >= 0 || w == UV_EAGAIN) {
+			if (w > 0)
+				buf = uv_buf_init(c->writing + w,
+				    (unsigned int)(n - (size_t)w));
+			c->write_req.data = c;
+			if (uv_write(&c->write_req, &c->h.stream, &buf, 1,
+			    on_written) != 0)
+				conn_close(c);
+			return;
+		} else {
+			conn_close(c);
+			return;
+		}
+	}
+	if (c->tls.failed ||
+	    ((c->sc.quit || c->srv->stopping) && c->sc.slots_head == NULL))
+		conn_close(c);
+}
+
 static void
 on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
@@ -155,6 +331,10 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		return;
 	}
 	read_budget_spend(c, (size_t)nread);
+	if (c->is_tls) {
+		tls_read(c, buf->base, (size_t)nread);
+		return;
+	}
 	/* After QUIT or an overflow the input is dropped, but read on:
 	 * only a read sees the client close, and its waiters must leave
 	 * their queues then. */
@@ -196,6 +376,10 @@ flush_conn(struct conn *c)
 	}
 	if (c->writing != NULL)
 		return;
+	if (c->is_tls) {
+		tls_flush(c);
+		return;
+	}
 	if (out->len > 0) {
 		buf = uv_buf_init(out->data, (unsigned int)out->len);
 		n = uv_try_write(&c->h.stream, &buf, 1);
@@ -231,6 +415,24 @@ refuse(uv_stream_t *stream, const char *line)
 	uv_try_write(stream, &buf, 1);
 }
 
+/* A Unix socket's peer is who the kernel says it is: "uid:<n>". */
+static void
+set_peer_principal(struct conn *c)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char principal[32];
+	uv_os_fd_t fd;
+
+	if (uv_fileno(&c->h.handle, &fd) != 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		return;
+	snprintf(principal, sizeof(principal), "uid:%u", (unsigned)cred.uid);
+	if (service_conn_set_principal(&c->srv->svc, &c->sc, principal) != 0)
+		service_conn_refuse(&c->srv->svc, &c->sc, PROTO_ERR_LIMIT,
+		    "too many connections for this principal");
+}
+
 static void
 on_connection(uv_stream_t *listener, int status)
 {
@@ -261,19 +463,31 @@ on_connection(uv_stream_t *listener, int status)
 	}
 	if (srv->stopping || srv->connections >= srv->cfg->max_connections) {
 		if (!srv->stopping) {
-			log_event(LOG_WARN, "limit", "kind=connections max=%u",
+			log_limited(&srv->svc.limit_log, LOG_WARN, "limit",
+			    "kind=connections max=%u",
 			    srv->cfg->max_connections);
 		}
 		service_count_refused_connection(&srv->svc, !srv->stopping);
-		refuse(&c->h.stream, srv->stopping ?
-		    "ERR SHUTDOWN server is stopping\r\n" :
-		    "ERR LIMIT too many connections\r\n");
+		/* A TLS client cannot read plain text: it is closed
+		 * without a word (it sees the end of its handshake). */
+		if (listener->type != UV_TCP || srv->tls == NULL)
+			refuse(&c->h.stream, srv->stopping ?
+			    "ERR SHUTDOWN server is stopping\r\n" :
+			    "ERR LIMIT too many connections\r\n");
 		uv_close(&c->h.handle, on_conn_closed);
 		return;
 	}
 	if (listener->type == UV_TCP)
 		uv_tcp_nodelay(&c->h.tcp, 1);
+	link_init(&c->handshake_link);
+	if (listener->type == UV_TCP && srv->tls != NULL &&
+	    tls_accept(c) != 0) {
+		uv_close(&c->h.handle, on_conn_closed);
+		return;
+	}
 	service_conn_open(&srv->svc, &c->sc);
+	if (listener->type == UV_NAMED_PIPE)
+		set_peer_principal(c);
 	srv->connections++;
 	uv_read_start(&c->h.stream, on_alloc, on_read);
 }
@@ -459,6 +673,7 @@ maybe_finish(struct server *srv)
 	uv_close((uv_handle_t *)&srv->timer, NULL);
 	uv_close((uv_handle_t *)&srv->check, NULL);
 	uv_close((uv_handle_t *)&srv->grace, NULL);
+	uv_close((uv_handle_t *)&srv->handshake_timer, NULL);
 	/* Closing the handlers gives SIGTERM and SIGINT their default action
 	 * back: one more during the last steps (a second `kill`) would kill
 	 * lockd with status 143.  They are blocked while the handlers close
@@ -472,6 +687,7 @@ maybe_finish(struct server *srv)
 		sigprocmask(SIG_BLOCK, &stop, &old);
 		uv_close((uv_handle_t *)&srv->sigterm, NULL);
 		uv_close((uv_handle_t *)&srv->sigint, NULL);
+		uv_close((uv_handle_t *)&srv->sighup, NULL);
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -503,6 +719,7 @@ on_signal(uv_signal_t *sig, int signum)
 	 * longer keep the loop alive. */
 	uv_unref((uv_handle_t *)&srv->sigterm);
 	uv_unref((uv_handle_t *)&srv->sigint);
+	uv_unref((uv_handle_t *)&srv->sighup);
 	/* Waiters are told ERR SHUTDOWN; pending commits finish; then every
 	 * connection closes as soon as its replies are written. */
 	uv_timer_start(&srv->grace, on_grace_over, SHUTDOWN_GRACE_MS, 0);
@@ -511,6 +728,66 @@ on_signal(uv_signal_t *sig, int signum)
 	/* Idle connections close now; busy ones once their replies are out. */
 	service_for_each_conn(&srv->svc, flush_one, NULL);
 	maybe_finish(srv);
+}
+
+/* ---- reloading -------------------------------------------------------- */
+
+int
+server_reload_auth(struct server *srv)
+{
+	struct auth_rules fresh;
+	char err[512];
+
+	if (srv->cfg->auth_file[0] == '\0')
+		return 0;
+	if (auth_rules_load(&fresh, srv->cfg->auth_file, err,
+	    sizeof(err)) != 0) {
+		log_event(LOG_ERROR, "auth_reload_error", "error=\"%s\" "
+		    "msg=\"kept the old rules\"", err);
+		return -1;
+	}
+	auth_rules_free(&srv->auth);
+	srv->auth = fresh;
+	log_event(LOG_INFO, "auth_reloaded", "file=%s rules=%zu",
+	    srv->cfg->auth_file, srv->auth.count);
+	return 0;
+}
+
+int
+server_reload_tls(struct server *srv, char *err, size_t err_len)
+{
+	const struct config *cfg = srv->cfg;
+	SSL_CTX *fresh;
+
+	if (cfg->tls_cert[0] == '\0')
+		return 0;
+	fresh = tls_context_new(cfg->tls_cert, cfg->tls_key,
+	    cfg->tls_client_ca, err, err_len);
+	if (fresh == NULL)
+		return -1;
+	/* Open connections hold their own reference to the old one. */
+	if (srv->tls != NULL)
+		SSL_CTX_free(srv->tls);
+	srv->tls = fresh;
+	return 0;
+}
+
+static void
+on_sighup(uv_signal_t *sig, int signum)
+{
+	struct server *srv = sig->data;
+	char err[512];
+
+	(void)signum;
+	if (srv->stopping)
+		return;
+	server_reload_auth(srv);
+	if (server_reload_tls(srv, err, sizeof(err)) != 0)
+		log_event(LOG_ERROR, "tls_reload_error", "error=\"%s\" "
+		    "msg=\"kept the old certificate and key\"", err);
+	else if (srv->tls != NULL)
+		log_event(LOG_INFO, "tls_reloaded", "cert=%s",
+		    srv->cfg->tls_cert);
 }
 
 /* ---- listeners -------------------------------------------------------- */
@@ -549,6 +826,27 @@ log_bound(struct server *srv, uv_tcp_t *tcp)
 	    shown, shown);
 }
 
+/* With --auth, tokens on a plain TCP listener beyond loopback can be
+ * read by anyone on the path. */
+static void
+warn_plain(struct server *srv, const struct sockaddr *addr)
+{
+	bool loopback;
+
+	if (srv->cfg->auth_file[0] == '\0' || srv->tls != NULL)
+		return;
+	if (addr->sa_family == AF_INET6)
+		loopback = memcmp(&((const struct sockaddr_in6 *)addr)->
+		    sin6_addr, &in6addr_loopback, sizeof(in6addr_loopback)) == 0;
+	else
+		loopback = (ntohl(((const struct sockaddr_in *)addr)->
+		    sin_addr.s_addr) >> 24) == 127;
+	if (!loopback)
+		log_event(LOG_WARN, "auth_plain", "listen=%s msg=\"--auth on "
+		    "a TCP listener that is neither TLS nor loopback: tokens "
+		    "travel in clear\"", srv->cfg->listen);
+}
+
 static int
 listen_tcp(struct server *srv, const char *hostport)
 {
@@ -572,6 +870,7 @@ listen_tcp(struct server *srv, const char *hostport)
 	    on_connection)) != 0)
 		return rc;
 	log_bound(srv, &l->h.tcp);
+	warn_plain(srv, (struct sockaddr *)&addr);
 	return 0;
 }
 
@@ -769,6 +1068,12 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	srv->sigterm.data = srv->sigint.data = srv;
 	uv_signal_start(&srv->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&srv->sigint, on_signal, SIGINT);
+	link_init(&srv->handshaking);
+	uv_timer_init(loop, &srv->handshake_timer);
+	srv->handshake_timer.data = srv;
+	uv_signal_init(loop, &srv->sighup);
+	srv->sighup.data = srv;
+	uv_signal_start(&srv->sighup, on_sighup, SIGHUP);
 
 	if ((passed = notify_listen_fds()) > 0) {
 		warn_ignored(cfg, passed);
@@ -792,7 +1097,7 @@ server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg)
 	}
 	if (cfg->metrics_listen[0] != '\0') {
 		if ((rc = http_listen(&srv->http, loop, cfg->metrics_listen,
-		    &srv->svc)) != 0) {
+		    &srv->svc, &srv->tls)) != 0) {
 			log_event(LOG_ERROR, "listen_error",
 			    "metrics=%s error=\"%s\"", cfg->metrics_listen,
 			    uv_strerror(rc));

@@ -11,7 +11,9 @@
 
 #include "daemon/config.h"
 #include "daemon/http.h"
+#include "daemon/log.h"
 #include "daemon/service.h"
+#include "daemon/tls.h"
 
 #define SERVER_MAX_LISTENERS 8
 
@@ -48,6 +50,12 @@ struct server {
 	uint64_t pass;              /* loop passes so far (the read budget) */
 	struct core_link paused;    /* connections over their read budget */
 	uv_signal_t sigterm, sigint;
+	uv_signal_t sighup;         /* reloads --auth (and TLS files) */
+	struct auth_rules auth;     /* --auth's rules; svc.auth points here */
+	SSL_CTX *tls;               /* --tls-cert: TCP connections speak TLS */
+	struct core_link handshaking;  /* TLS connections, oldest first */
+	uv_timer_t handshake_timer; /* the oldest one's deadline */
+	struct log_limit tls_log;   /* handshake failures and timeouts */
 	struct http_server http;    /* --metrics-listen */
 	struct server_hooks hooks;  /* test seams; zero in lockd */
 	uv_work_t commit_req;       /* the batch being written */
@@ -68,6 +76,19 @@ struct server {
 
 /* Starts listening; returns 0 or a libuv error (already logged). */
 int server_init(struct server *srv, uv_loop_t *loop, const struct config *cfg);
+
+/*
+ * Re-reads the --auth file: a file that cannot be read or a line that does
+ * not parse keeps the old rules, and the log says why.  Returns 0 or -1.
+ */
+int server_reload_auth(struct server *srv);
+
+/*
+ * Loads (or on SIGHUP re-reads) --tls-cert, --tls-key and --tls-client-ca:
+ * new connections get the new context, open ones keep theirs; on an error
+ * the old one stays.  Returns 0 or -1 with err set.
+ */
+int server_reload_tls(struct server *srv, char *err, size_t err_len);
 
 /* Runs until a signal has stopped everything. */
 int server_run(struct server *srv);

@@ -82,7 +82,8 @@ check_output_cap(struct service *svc, struct service_conn *conn)
 	conn->overflow = true;
 	svc->stats.output_overflows++;
 	svc->metrics.limit_hits[METRICS_LIMIT_OUTPUT]++;
-	log_event(LOG_WARN, "limit", "kind=output conn=%llu bytes=%zu",
+	log_limited(&svc->limit_log, LOG_WARN, "limit",
+	    "kind=output conn=%llu bytes=%zu",
 	    (unsigned long long)conn->session.id,
 	    conn->out.len + conn->slots_bytes);
 	mark_ready(svc, conn);
@@ -235,6 +236,8 @@ static const struct limit_form {
 	[CORE_LIMIT_WAITERS] = { METRICS_LIMIT_WAITERS, "too many waiters" },
 	[CORE_LIMIT_SESSION_WAITERS] = { METRICS_LIMIT_CONNECTION_WAITERS,
 	    "too many waiters on this connection" },
+	[CORE_LIMIT_GROUP_WAITERS] = { METRICS_LIMIT_PRINCIPAL_WAITERS,
+	    "too many waiters for this principal" },
 };
 
 static const struct limit_form *
@@ -360,14 +363,17 @@ on_core_reply(void *ctx, const struct core_reply *r)
 
 	switch (r->kind) {
 	case CORE_EVENT_RECLAIMED:
+		quota_ungrant(&svc->quota, r->fence);
 		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		if (log_enabled(LOG_INFO))
-			log_event(LOG_INFO, "reclaim", "name=%s fence=%llu "
+			log_limited(&svc->reclaim_log, LOG_INFO, "reclaim",
+			    "name=%s fence=%llu "
 			    "held_ms=%lld", log_value(shown, r->name,
 			    r->name_len), (unsigned long long)r->fence,
 			    (long long)r->held_ms);
 		return;
 	case CORE_EVENT_RELEASED_ONCLOSE:
+		quota_ungrant(&svc->quota, r->fence);
 		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		if (log_enabled(LOG_DEBUG))
 			log_event(LOG_DEBUG, "release_onclose",
@@ -378,6 +384,9 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		struct proto_handle h = { r->fence, r->secret };
 		metrics_observe(&svc->metrics.acquire_wait,
 		    (double)r->waited_ms / 1000);
+		if (quota_grant(&svc->quota, conn_of(r)->quota, r->fence) != 0)
+			log_event(LOG_ERROR, "nomem", "msg=\"a grant is not "
+			    "counted against its principal\"");
 		n = proto_format_granted(line, sizeof(line), r->name,
 		    r->name_len, h, r->lease_ms);
 		reply(svc, r, true, line, n);
@@ -389,6 +398,7 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		reply(svc, r, true, line, n);
 		return;
 	case CORE_REPLY_RELEASED:
+		quota_ungrant(&svc->quota, r->fence);
 		metrics_observe(&svc->metrics.hold, (double)r->held_ms / 1000);
 		n = proto_format_released(line, sizeof(line), r->name,
 		    r->name_len);
@@ -411,6 +421,7 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		return;
 	case CORE_REPLY_FORCED:
 		/* Durable before the reply, like a grant. */
+		quota_ungrant(&svc->quota, r->fence);
 		log_event(LOG_WARN, "force", "name=%s fence=%llu",
 		    log_value(shown, r->name, r->name_len),
 		    (unsigned long long)r->fence);
@@ -455,7 +466,8 @@ on_core_reply(void *ctx, const struct core_reply *r)
 	case CORE_REPLY_LIMIT:
 		limit = limit_form(r->limit);
 		svc->metrics.limit_hits[limit->metric]++;
-		log_event(LOG_WARN, "limit", "kind=%s conn=%llu",
+		log_limited(&svc->limit_log, LOG_WARN, "limit",
+		    "kind=%s conn=%llu",
 		    metrics_limit_names[limit->metric],
 		    (unsigned long long)conn_of(r)->session.id);
 		reply_error(svc, r, PROTO_ERR_LIMIT, limit->text);
@@ -637,8 +649,10 @@ cmd_list(struct service *svc, struct service_conn *conn,
 	for (e = core_list_first(&svc->table, prefix, req->prefix_len,
 	    req->after, req->after_len); e != NULL;
 	    e = core_list_next(&svc->table, e, prefix, req->prefix_len)) {
-		if (!core_list_status(&svc->table, e, now, &st))
-			continue;
+		if (!core_list_status(&svc->table, e, now, &st) ||
+		    !service_may(svc, conn, AUTH_PERM_READ, e->name,
+		    e->name_len))
+			continue;   /* gone, or not this principal's to read */
 		if (count == limit || (count > 0 &&
 		    text.len + (size_t)2 * PROTO_REPLY_MAX > room)) {
 			more = true;
@@ -728,6 +742,83 @@ cmd_stats(struct service *svc, struct service_conn *conn,
 	answer(svc, conn, seq, 0, 0, line, n);
 }
 
+/*
+ * Makes principal (may be "") conn's, moving its connection and its
+ * waiters to the principal's counts.  0, or -1 when the principal has
+ * no room for another connection (or memory ran out): nothing changes.
+ */
+static int
+principal_switch(struct service *svc, struct service_conn *conn,
+    const char *principal)
+{
+	struct quota_entry *from = conn->quota, *to = NULL;
+	uint32_t max = svc->quota.limits.connections;
+
+	if (principal[0] != '\0') {
+		if ((to = quota_get(&svc->quota, principal)) == NULL)
+			return -1;
+		if (to != from && max != 0 && to->connections >= max) {
+			svc->metrics.limit_hits[
+			    METRICS_LIMIT_PRINCIPAL_CONNECTIONS]++;
+			log_limited(&svc->limit_log, LOG_WARN, "limit",
+			    "kind=%s conn=%llu max=%u", metrics_limit_names[
+			    METRICS_LIMIT_PRINCIPAL_CONNECTIONS],
+			    (unsigned long long)conn->session.id, max);
+			quota_put(&svc->quota, to);
+			return -1;
+		}
+	}
+	if (from != NULL) {
+		from->connections--;
+		from->waiters -= conn->session.waiter_count;
+	}
+	if (to != NULL) {
+		to->connections++;
+		to->waiters += conn->session.waiter_count;
+	}
+	conn->quota = to;
+	conn->session.group_waiters = to != NULL ? &to->waiters : NULL;
+	conn->session.group_max_waiters = svc->quota.limits.waiters;
+	if (from != to)
+		quota_put(&svc->quota, from);
+	snprintf(conn->principal, sizeof(conn->principal), "%s", principal);
+	return 0;
+}
+
+static void
+cmd_auth(struct service *svc, struct service_conn *conn,
+    const struct proto_request *req, uint64_t seq, core_time now)
+{
+	char line[PROTO_REPLY_MAX];
+	const char *principal;
+
+	(void)now;
+	principal = auth_token_principal(svc->auth, req->name, req->name_len);
+	if (principal == NULL) {
+		svc->stats.auth_failures++;
+		log_limited(&svc->auth_log, LOG_WARN, "auth_failed",
+		    "conn=%llu failures=%u", (unsigned long long)
+		    conn->session.id, conn->auth_failures + 1);
+		if (++conn->auth_failures >= AUTH_MAX_FAILURES) {
+			/* Answered, then closed: guessing costs a connect. */
+			conn->quit = true;
+			answer_error(svc, conn, seq, 0, 0, PROTO_ERR_DENIED,
+			    "too many failed AUTH, closing");
+		} else {
+			answer_error(svc, conn, seq, 0, 0, PROTO_ERR_DENIED,
+			    "bad token");
+		}
+		return;
+	}
+	if (principal_switch(svc, conn, principal) != 0) {
+		answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
+		    "too many connections for this principal");
+		return;
+	}
+	answer(svc, conn, seq, 0, 0, line, proto_format_authed(line,
+	    sizeof(line), conn->principal, strlen(conn->principal)));
+}
+
 typedef void (*command_handler)(struct service *, struct service_conn *,
     const struct proto_request *, uint64_t, core_time);
 
@@ -747,6 +838,7 @@ static const command_handler commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_CHECK] = cmd_check,
 	[PROTO_CMD_WATCH] = cmd_watch,
 	[PROTO_CMD_LIST] = cmd_list,
+	[PROTO_CMD_AUTH] = cmd_auth,
 };
 
 /*
@@ -757,7 +849,82 @@ static bool
 answered_by_any_node(enum proto_command command)
 {
 	return command == PROTO_CMD_PING || command == PROTO_CMD_HELP ||
-	    command == PROTO_CMD_QUIT || command == PROTO_CMD_STATS;
+	    command == PROTO_CMD_QUIT || command == PROTO_CMD_STATS ||
+	    command == PROTO_CMD_AUTH;
+}
+
+/*
+ * What each command needs with --auth (AUTH_PERM_*), on its name when it
+ * has one, else on some prefix; 0: anybody, authenticated or not.
+ */
+static const unsigned command_perms[PROTO_CMD_COUNT] = {
+	[PROTO_CMD_ACQUIRE] = AUTH_PERM_LOCK,
+	[PROTO_CMD_TRY] = AUTH_PERM_LOCK,
+	[PROTO_CMD_RENEW] = AUTH_PERM_LOCK,
+	[PROTO_CMD_RELEASE] = AUTH_PERM_LOCK,
+	[PROTO_CMD_STATUS] = AUTH_PERM_READ,
+	[PROTO_CMD_STATS] = AUTH_PERM_ADMIN,
+	[PROTO_CMD_FORCE] = AUTH_PERM_ADMIN,
+	[PROTO_CMD_CHECK] = AUTH_PERM_READ,
+	[PROTO_CMD_WATCH] = AUTH_PERM_READ,
+	[PROTO_CMD_LIST] = AUTH_PERM_READ,
+};
+
+bool
+service_may(const struct service *svc, const struct service_conn *conn,
+    unsigned perm, const char *name, size_t len)
+{
+	if (svc->auth == NULL)
+		return true;
+	return auth_may(svc->auth, conn->principal, perm, name, len);
+}
+
+/*
+ * The one permission check, before a command touches anything: NULL when
+ * req may run, else why it is refused (and how).
+ */
+static const char *
+refusal(const struct service *svc, const struct service_conn *conn,
+    const struct proto_request *req, enum proto_error_code *code)
+{
+	unsigned perm = command_perms[req->command];
+
+	*code = PROTO_ERR_DENIED;
+	if (req->command == PROTO_CMD_AUTH && svc->auth == NULL) {
+		*code = PROTO_ERR_BADREQ;
+		return "authentication is off";
+	}
+	if (svc->auth == NULL || perm == 0)
+		return NULL;
+	if (conn->principal[0] == '\0')
+		return "not authenticated";
+	if (req->name_len == 0 ? !auth_may_any(svc->auth, conn->principal,
+	    perm) : !service_may(svc, conn, perm, req->name, req->name_len))
+		return "no permission";
+	return NULL;
+}
+
+/*
+ * --max-held-per-principal: an ACQUIRE or TRY from a principal that holds
+ * as many locks as it may is refused before the table sees it (a waiter
+ * queued earlier may still be granted past the limit).
+ */
+static bool
+over_held_quota(struct service *svc, const struct service_conn *conn,
+    const struct proto_request *req)
+{
+	uint32_t max = svc->quota.limits.held;
+
+	if ((req->command != PROTO_CMD_ACQUIRE &&
+	    req->command != PROTO_CMD_TRY) || conn->quota == NULL ||
+	    max == 0 || conn->quota->held < max)
+		return false;
+	svc->metrics.limit_hits[METRICS_LIMIT_PRINCIPAL_HELD]++;
+	log_limited(&svc->limit_log, LOG_WARN, "limit",
+	    "kind=%s conn=%llu max=%u",
+	    metrics_limit_names[METRICS_LIMIT_PRINCIPAL_HELD],
+	    (unsigned long long)conn->session.id, max);
+	return true;
 }
 
 /* Runs one request and makes sure it holds its place in the reply order. */
@@ -766,11 +933,20 @@ execute(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, core_time now)
 {
 	uint64_t seq = ++conn->next_seq;
+	enum proto_error_code code;
+	const char *why;
 
 	svc->stats.requests++;
 	svc->current = conn;
 	svc->current_seq = seq;
 	svc->current_answered = false;
+	if ((why = refusal(svc, conn, req, &code)) != NULL) {
+		if (code == PROTO_ERR_DENIED)
+			svc->stats.denied++;
+		answer_error(svc, conn, seq, 0, 0, code, why);
+		svc->current = NULL;
+		return;
+	}
 	/* A leader whose lease could have run out serves nothing, even
 	 * before its timer has told it (a paused process reads first). */
 	if (svc->cluster.enabled && !answered_by_any_node(req->command) &&
@@ -788,6 +964,12 @@ execute(struct service *svc, struct service_conn *conn,
 		} else
 			answer_error(svc, conn, seq, 0, 0,
 			    PROTO_ERR_NOTLEADER, "no leader is known");
+		svc->current = NULL;
+		return;
+	}
+	if (over_held_quota(svc, conn, req)) {
+		answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
+		    "too many held locks for this principal");
 		svc->current = NULL;
 		return;
 	}
@@ -928,6 +1110,27 @@ service_conn_open(struct service *svc, struct service_conn *conn)
 	svc->stats.connections++;
 }
 
+int
+service_conn_set_principal(struct service *svc, struct service_conn *conn,
+    const char *principal)
+{
+	size_t len = principal == NULL ? 0 : strlen(principal);
+
+	if (len == 0 || !auth_valid_principal(principal, len))
+		principal = "";
+	return principal_switch(svc, conn, principal);
+}
+
+void
+service_conn_refuse(struct service *svc, struct service_conn *conn,
+    enum proto_error_code code, const char *text)
+{
+	uint64_t seq = ++conn->next_seq;
+
+	answer_error(svc, conn, seq, 0, 0, code, text);
+	conn->quit = true;
+}
+
 void
 service_conn_close(struct service *svc, struct service_conn *conn)
 {
@@ -935,6 +1138,7 @@ service_conn_close(struct service *svc, struct service_conn *conn)
 
 	core_disconnect(&svc->table, &conn->session,
 	    svc->clock.mono(svc->clock.ctx));
+	principal_switch(svc, conn, "");   /* cannot fail */
 	for (s = conn->slots_head; s != NULL; s = next) {
 		next = s->next;
 		free(s);
@@ -1122,6 +1326,7 @@ service_open(struct service *svc, const struct service_config *config,
 	svc->store = store;
 	svc->clock = *clock;
 	svc->batch_seq = 1;
+	quota_init(&svc->quota, &config->principal);
 	metrics_init(&svc->metrics);
 	svc->metrics.start_time = (double)clock->wall(clock->ctx) / 1000;
 	link_init(&svc->conns);
@@ -1189,6 +1394,7 @@ service_close(struct service *svc)
 	core_table_destroy(&svc->table);
 	store_batch_free(&svc->batch);
 	free(svc->inflight_names);
+	quota_free(&svc->quota);
 }
 
 void

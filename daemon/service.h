@@ -25,7 +25,10 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "daemon/auth.h"
+#include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/quota.h"
 #include "daemon/store.h"
 #include "proto/proto.h"
 
@@ -54,6 +57,7 @@ struct service_config {
 	/* Cluster mode: a new leader's load applies the take-over rule
 	 * (core/takeover.h) with this leader lease; 0 on a single node. */
 	int64_t takeover_lease_ms;
+	struct quota_limits principal;  /* --max-*-per-principal; 0: none */
 };
 
 /* Fault-injection seams for the tests: each, when set, is called at its
@@ -97,6 +101,12 @@ struct service_conn {
 	bool quit;          /* QUIT or the end of input: execute no more,
 			     * close once every reply is written */
 	bool overflow;      /* output cap exceeded: the server closes it */
+	/* With --auth: who this connection is ("" = nobody yet), from AUTH,
+	 * a client certificate or the Unix peer's uid; and its failed
+	 * AUTHs (AUTH_MAX_FAILURES closes it). */
+	char principal[AUTH_PRINCIPAL_MAX + 1];
+	unsigned auth_failures;
+	struct quota_entry *quota;  /* the principal's counts; NULL: nobody */
 };
 
 /* Replies decided and counted, then failed with their batch (the client
@@ -115,6 +125,11 @@ struct service_stats {
 	uint64_t commit_records;
 	uint64_t protocol_errors[PROTO_ERR_COUNT];
 	uint64_t output_overflows;
+	uint64_t auth_failures;     /* AUTHs refused */
+	uint64_t denied;            /* commands answered ERR DENIED */
+	/* TLS, counted by the server: handshakes done, failed (timeouts
+	 * included), timed out. */
+	uint64_t tls_handshakes, tls_failures, tls_timeouts;
 };
 
 /*
@@ -167,6 +182,13 @@ struct service {
 	struct service_stats stats;
 	struct store_stats store_stats;  /* as of the last commit's end */
 	struct metrics metrics;
+	/* --auth's rules, owned by the server (reloaded on SIGHUP); NULL
+	 * when authentication is off. */
+	const struct auth_rules *auth;
+	/* Log lines a client can provoke at will, each kind limited
+	 * (log.h): reclaimed leases, limit hits, failed AUTHs. */
+	struct log_limit reclaim_log, limit_log, auth_log;
+	struct quota quota;      /* per-principal counts and limits */
 	char error[256];
 	/* Recovery is done and locks are served (/readyz). */
 	bool serving;
@@ -204,6 +226,31 @@ void service_conn_close(struct service *svc, struct service_conn *conn);
  * is answered ERR TIMEOUT.  The connection closes once every reply is out.
  */
 void service_conn_end_input(struct service *svc, struct service_conn *conn);
+
+/*
+ * Sets who conn is (a client certificate's CN, "uid:<n>"), before its
+ * first request; a principal that cannot be one leaves it nobody.
+ * Returns 0, or -1 when the principal already has
+ * --max-connections-per-principal connections (conn stays nobody; refuse
+ * it with service_conn_refuse).
+ */
+int service_conn_set_principal(struct service *svc, struct service_conn *conn,
+    const char *principal);
+
+/*
+ * Answers conn with one unsolicited "ERR <code> <text>" and closes it
+ * once that is written (as after QUIT); nothing more is executed.
+ */
+void service_conn_refuse(struct service *svc, struct service_conn *conn,
+    enum proto_error_code code, const char *text);
+
+/*
+ * With --auth: may the principal of conn do perm (AUTH_PERM_*) on
+ * name[0..len)?  Always true when authentication is off.  The one check
+ * of every command, and of each name a multi-line reply (LIST) shows.
+ */
+bool service_may(const struct service *svc, const struct service_conn *conn,
+    unsigned perm, const char *name, size_t len);
 
 /* Parses and executes every complete request in data[0..len). */
 void service_conn_feed(struct service *svc, struct service_conn *conn,

@@ -265,7 +265,9 @@ fall_back(struct service *svc, const struct store_batch *batch, core_time now,
 	while (store_batch_next(batch, &pos, &op)) {
 		unsigned char val[STORE_VALUE_MAX];
 		char shown[LOG_VALUE_MAX + 1];
+		const struct core_entry *e;
 		struct core_record rec;
+		uint64_t fence;
 		size_t len = 0;
 		int rc;
 
@@ -287,8 +289,15 @@ fall_back(struct service *svc, const struct store_batch *batch, core_time now,
 		}
 		if (rc == 1 && rec.onclose_release)
 			rec.owner = session_of(svc, rec.owner_id);
+		e = core_table_find(&svc->table, op.name, op.name_len);
+		fence = e != NULL ? e->lock.fence : 0;
 		core_table_restore(&svc->table, op.name, op.name_len,
 		    rc == 1 ? &rec : NULL, now);
+		/* A grant the store does not have is gone, without an
+		 * event: its principal no longer holds it. */
+		e = core_table_find(&svc->table, op.name, op.name_len);
+		if (e == NULL || e->lock.fence != fence)
+			quota_ungrant(&svc->quota, fence);
 	}
 }
 

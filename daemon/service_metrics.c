@@ -115,6 +115,20 @@ service_render_metrics(struct service *svc, struct metrics_text *t)
 		metrics_printf(t, "lockd_protocol_errors_total{code=\"%s\"} "
 		    "%llu\n", proto_error_name((enum proto_error_code)i),
 		    (unsigned long long)svc->stats.protocol_errors[i]);
+	counter(t, "lockd_auth_failures_total",
+	    "AUTH commands refused: no line holds the token's hash.",
+	    svc->stats.auth_failures);
+	counter(t, "lockd_auth_denied_total",
+	    "Commands answered ERR DENIED (not authenticated, or no "
+	    "permission for the name).", svc->stats.denied);
+	counter(t, "lockd_tls_handshakes_total",
+	    "TLS handshakes completed.", svc->stats.tls_handshakes);
+	counter(t, "lockd_tls_handshake_failures_total",
+	    "TLS handshakes that failed or timed out (the connection was "
+	    "closed).", svc->stats.tls_failures);
+	counter(t, "lockd_tls_handshake_timeouts_total",
+	    "TLS handshakes not finished within --tls-handshake-timeout.",
+	    svc->stats.tls_timeouts);
 	counter(t, "lockd_requests_total", "Requests executed.",
 	    svc->stats.requests);
 	counter(t, "lockd_connections_total", "Connections accepted.",

@@ -80,6 +80,9 @@ static const struct proto_command_info proto_commands[PROTO_CMD_COUNT] = {
 	    PROTO_OPTION_PREFIX | PROTO_OPTION_AFTER | PROTO_OPTION_LIMIT,
 	    false,
 	    "LIST takes no arguments, only options" },
+	[PROTO_CMD_AUTH] = { "AUTH", 1,
+	    0, false,
+	    "AUTH takes 1 argument" },
 };
 
 static const char *const proto_error_names[PROTO_ERR_COUNT] = {
@@ -94,6 +97,7 @@ static const char *const proto_error_names[PROTO_ERR_COUNT] = {
 	[PROTO_ERR_OVERFLOW] = "OVERFLOW",
 	[PROTO_ERR_SHUTDOWN] = "SHUTDOWN",
 	[PROTO_ERR_NOTLEADER] = "NOTLEADER",
+	[PROTO_ERR_DENIED] = "DENIED",
 };
 
 /*
@@ -238,6 +242,7 @@ static const struct proto_reply_info {
 	{ "HELP", PROTO_REPLY_HELP, false, 0, 0 },
 	{ "STATS", PROTO_REPLY_STATS, false, 0, 0 },
 	{ "ERR", PROTO_REPLY_ERROR, false, 0, 0 },
+	{ "AUTHED", PROTO_REPLY_AUTHED, true, 0, 0 },
 };
 #define PROTO_REPLY_KIND_COUNT \
     (sizeof(proto_replies) / sizeof(proto_replies[0]))
@@ -1347,6 +1352,19 @@ proto_format_help(char *out, size_t cap)
 		proto_put(&w, " ", 1);
 		proto_put_string(&w, proto_commands[command].name);
 	}
+	return proto_finish_line(&w);
+}
+
+size_t
+proto_format_authed(char *out, size_t cap, const char *principal,
+    size_t principal_len)
+{
+	struct proto_writer w = proto_writer_init(out, cap);
+
+	if (!proto_valid_name(principal, principal_len))
+		return 0;
+	proto_put_string(&w, "AUTHED ");
+	proto_put(&w, principal, principal_len);
 	return proto_finish_line(&w);
 }
 

@@ -37,6 +37,7 @@ enum proto_error_code {
 	PROTO_ERR_OVERFLOW,
 	PROTO_ERR_SHUTDOWN,
 	PROTO_ERR_NOTLEADER,      /* protocol v2, cluster mode */
+	PROTO_ERR_DENIED,       /* v2: authentication refuses this */
 	PROTO_ERR_COUNT
 };
 
@@ -57,6 +58,7 @@ enum proto_command {
 	PROTO_CMD_CHECK,         /* CHECK <name> <fence> */
 	PROTO_CMD_WATCH,         /* WATCH <name> [fence=] [wait=] */
 	PROTO_CMD_LIST,          /* LIST [prefix=] [after=] [limit=] */
+	PROTO_CMD_AUTH,         /* v2: AUTH <token>; the token is req->name */
 	PROTO_CMD_COUNT
 };
 
@@ -184,6 +186,9 @@ size_t proto_format_status(char *out, size_t cap, const char *name,
 size_t proto_format_pong(char *out, size_t cap);
 size_t proto_format_bye(char *out, size_t cap);
 size_t proto_format_help(char *out, size_t cap);
+/* "AUTHED <principal>"; the principal is a word like a name. */
+size_t proto_format_authed(char *out, size_t cap, const char *principal,
+    size_t principal_len);
 /* "ERR <CODE> <text>"; text must hold no CR or LF (NULL or "": no text). */
 size_t proto_format_error(char *out, size_t cap, enum proto_error_code code,
     const char *text);
@@ -225,7 +230,8 @@ enum proto_reply_kind {
 	PROTO_REPLY_END,           /* LIST's last line */
 	PROTO_REPLY_CHANGED,       /* WATCH */
 	PROTO_REPLY_CURRENT,       /* CHECK: the fence is a live holder's */
-	PROTO_REPLY_STALE          /* CHECK: it is not */
+	PROTO_REPLY_STALE,         /* CHECK: it is not */
+	PROTO_REPLY_AUTHED        /* v2: AUTHED <principal>, in name */
 };
 
 /*

@@ -109,11 +109,13 @@ fi
 # Calls may span lines; the event name must be a literal, or the check
 # could not see it.
 cat daemon/*.c | tr '\n\t' '  ' > "$tmp/code"
-calls=$(grep -o 'log_event *(' "$tmp/code" | wc -l)
-grep -o -E 'log_event *\( *LOG_[A-Z]+, *"[a-z_]+"' "$tmp/code" |
+# log_limited (rate-limited lines) takes its limit first.
+calls=$(grep -o -E 'log_(event|limited) *\(' "$tmp/code" | wc -l)
+literals='log_event *\( *LOG_[A-Z]+, *"[a-z_]+"|log_limited *\( *[^,()]+, *LOG_[A-Z]+, *"[a-z_]+"'
+grep -o -E "$literals" "$tmp/code" |
     sed -E 's/.*LOG_([A-Z]+), *"([a-z_]+)"/\2 \1/' |
     tr '[:upper:]' '[:lower:]' | sort -u > "$tmp/events"
-literal=$(grep -o -E 'log_event *\( *LOG_[A-Z]+, *"[a-z_]+"' "$tmp/code" | wc -l)
+literal=$(grep -o -E "$literals" "$tmp/code" | wc -l)
 # The table: "| `a`, `b` | level | when |" rows under "## Logs".
 sed -n '/^## Logs/,/^## [^L]/p' docs/operations.md |
     grep -E '^\| `' | while IFS='|' read -r _ names level _; do
@@ -123,9 +125,9 @@ sed -n '/^## Logs/,/^## [^L]/p' docs/operations.md |
 	    sed "s/\$/ $level/"
 done | sort -u > "$tmp/table"
 : > "$tmp/logerr"
-# One less call than matches: log.c defines log_event( itself.
-[ "$literal" -eq $((calls - 1)) ] ||
-    echo "$((calls - 1 - literal)) log_event call(s) do not name their event as LOG_X, \"literal\"" >> "$tmp/logerr"
+# Two fewer calls than matches: log.c defines log_event( and log_limited(.
+[ "$literal" -eq $((calls - 2)) ] ||
+    echo "$((calls - 2 - literal)) log_event or log_limited call(s) do not name their event as LOG_X, \"literal\"" >> "$tmp/logerr"
 while read -r name level; do
 	if ! grep -q "^$name " "$tmp/table"; then
 		echo "event $name ($level) is not in the log table" >> "$tmp/logerr"

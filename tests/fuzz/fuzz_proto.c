@@ -142,7 +142,8 @@ fuzz_requests(const char *buf, size_t size, size_t max_line, size_t step)
 					    req.name_len, buf + pos,
 					    consumed));
 					FUZZ_CHECK((req.name_len == 0) ==
-					    (req.command >= PROTO_CMD_PING));
+					    (req.command >= PROTO_CMD_PING &&
+					    req.command != PROTO_CMD_AUTH));
 					fuzz_request_round_trip(&req);
 				}
 				pos += consumed;
@@ -277,6 +278,10 @@ fuzz_reply_round_trip(const struct proto_reply *r)
 	case PROTO_REPLY_STATS:
 		fuzz_stats_round_trip(r);
 		return;
+	case PROTO_REPLY_AUTHED:
+		n = proto_format_authed(line, sizeof(line), r->name,
+		    r->name_len);
+		break;
 	default:
 		FUZZ_CHECK(false);
 	}

@@ -70,6 +70,7 @@
 
 #include "core/heap.h"
 #include "core/list.h"
+#include "daemon/auth.h"
 #include "daemon/log.h"
 #include "daemon/service.h"
 #include "proto/proto.h"
@@ -109,6 +110,10 @@ struct fuzz_req {
 	bool expect_held;
 	uint64_t expect_fence;
 	int64_t expect_ttl_min;
+	/* --auth: the permission check must refuse it (ERR DENIED, nothing
+	 * changed); an AUTH whose token matched (AUTHED). */
+	bool denied;
+	bool authed;
 };
 #define FUZZ_BAD PROTO_CMD_COUNT
 
@@ -117,6 +122,8 @@ struct fuzz_conn {
 	bool open;
 	uint32_t gen;                /* which opening of this slot */
 	bool stopped;                /* QUIT parsed, or cut off: no more */
+	int principal;               /* --auth: 0 nobody, else FUZZ_P_* */
+	unsigned auth_failures;
 	bool input_ended;            /* half-closed: waiters cancelled */
 	/* Bytes queued by the client, not yet fed. */
 	char *outbox;
@@ -174,6 +181,7 @@ struct fuzz {
 	bool hook_fails;
 	bool stopping;               /* a clean stop is answering SHUTDOWN */
 	bool limits;                 /* any held/waiter limit configured */
+	bool auth;                   /* --auth on, with fuzz_rules */
 	bool near_overflow;
 	uint64_t stamp;
 	int variant;                 /* enum fuzz_variant */
@@ -532,6 +540,12 @@ check_reply(int c, const char *line, size_t n)
 	if (named && req->kind != FUZZ_BAD)
 		FUZZ_CHECK(same_name(rep.name, rep.name_len, req->name,
 		    req->name_len));
+	if (req->denied) {
+		/* Refused before it touched anything. */
+		FUZZ_CHECK(is_error(&rep, PROTO_ERR_DENIED));
+		return;
+	}
+	FUZZ_CHECK(!is_error(&rep, PROTO_ERR_DENIED));
 	switch (req->kind) {
 	case FUZZ_BAD:
 		FUZZ_CHECK(is_error(&rep, req->bad));
@@ -624,10 +638,86 @@ check_reply(int c, const char *line, size_t n)
 	case PROTO_CMD_LIST:
 		FUZZ_CHECK(rep.kind == PROTO_REPLY_END ||
 		    is_error(&rep, PROTO_ERR_UNAVAILABLE));
+	case PROTO_CMD_AUTH:
+		/* Without --auth, AUTH is unknown. */
+		if (fz.auth)
+			FUZZ_CHECK(req->authed &&
+			    rep.kind == PROTO_REPLY_AUTHED);
+		else
+			FUZZ_CHECK(is_error(&rep, PROTO_ERR_BADREQ));
 		break;
 	default:
 		FUZZ_CHECK(false);
 	}
+}
+
+/* ---- --auth: the model of the permission check -------------------------- */
+
+/*
+ * The rules fuzz_service runs with when a configuration byte turns --auth
+ * on: the tokens are two of fuzz_names, so that AUTH with a name is
+ * sometimes right; p1 may do everything on "lock/", p2 lock and read on
+ * "a" (which "a" itself starts with).  The model below says, from these
+ * lines alone, what the service must answer.
+ */
+enum { FUZZ_P_NONE, FUZZ_P1, FUZZ_P2 };
+/* sha256("a"), sha256("b"). */
+static const char fuzz_auth_text[] =
+    "p1 ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
+    " lock,read,admin lock/\n"
+    "p2 3e23e8160039594a33894f6564e1b1348bbd7a0088d42c4acb73eeaed59c009d"
+    " lock,read a\n";
+static struct auth_rules fuzz_rules;
+
+static bool
+fuzz_may(int principal, unsigned perm, const char *name, size_t len)
+{
+	if (principal == FUZZ_P1)
+		return len == 0 ? true : len >= 5 &&
+		    memcmp(name, "lock/", 5) == 0;
+	if (principal == FUZZ_P2)
+		return perm != AUTH_PERM_ADMIN && len >= 1 && name[0] == 'a';
+	return false;
+}
+
+/* What --auth must do with preq on fc, recorded in req. */
+static void
+judge(struct fuzz_conn *fc, const struct proto_request *preq,
+    struct fuzz_req *req)
+{
+	unsigned perm = 0;
+
+	switch (preq->command) {
+	case PROTO_CMD_AUTH:
+		if (preq->name_len == 1 && (preq->name[0] == 'a' ||
+		    preq->name[0] == 'b')) {
+			fc->principal = preq->name[0] == 'a' ? FUZZ_P1 :
+			    FUZZ_P2;
+			req->authed = true;
+		} else {
+			req->denied = true;
+			/* The third failure is answered, then the end. */
+			if (++fc->auth_failures >= AUTH_MAX_FAILURES)
+				fc->stopped = true;
+		}
+		return;
+	case PROTO_CMD_ACQUIRE:
+	case PROTO_CMD_TRY:
+	case PROTO_CMD_RENEW:
+	case PROTO_CMD_RELEASE:
+		perm = AUTH_PERM_LOCK;
+		break;
+	case PROTO_CMD_STATUS:
+		perm = AUTH_PERM_READ;
+		break;
+	case PROTO_CMD_STATS:
+		perm = AUTH_PERM_ADMIN;
+		break;
+	default:
+		return;
+	}
+	req->denied = !fuzz_may(fc->principal, perm, preq->name,
+	    preq->name_len);
 }
 
 /* ---- the client's side of a connection -------------------------------- */
@@ -665,6 +755,8 @@ executed(int c, const struct proto_request *preq,
 	    preq->onclose == PROTO_ONCLOSE_RELEASE;
 	req->has_fence = preq->has_fence;
 	req->fence = preq->fence;
+	if (fz.auth)
+		judge(fc, preq, req);
 	switch (preq->command) {
 	case PROTO_CMD_RELEASE:
 	case PROTO_CMD_RENEW:
@@ -763,6 +855,8 @@ conn_open(int c)
 	fc->open = true;
 	fc->gen++;
 	fc->stopped = false;
+	fc->principal = 0;
+	fc->auth_failures = 0;
 	fc->input_ended = false;
 	fc->discarding = false;
 	fc->ob_len = fc->m_len = fc->rx_len = 0;
@@ -951,6 +1045,7 @@ queue_request(int c)
 	case PROTO_CMD_ACQUIRE:
 	case PROTO_CMD_TRY:
 	case PROTO_CMD_STATUS:
+	case PROTO_CMD_AUTH:
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s", sep,
 		    name);
 		break;
@@ -1071,6 +1166,7 @@ service_up(void)
 		    &fz.clock, &rec) == 0);
 	}
 	fz.svc.hooks.before_commit = fuzz_before_commit;
+	fz.svc.auth = fz.auth ? &fuzz_rules : NULL;
 	fz.up = true;
 	fz.stopping = false;
 	/* Recovery commits what it changed. */
@@ -1204,6 +1300,14 @@ check_table(bool after_tick)
 	}
 	FUZZ_CHECK(locks == t->stats.locks);
 	FUZZ_CHECK(held == t->stats.held);
+	/* Per-principal counts: every grant counted is a lease held now. */
+	for (b = 0, i = 0; b < t->bucket_count; b++) {
+		const struct core_entry *e;
+		for (e = t->buckets[b]; e != NULL; e = e->hash_next)
+			if (quota_holder(&fz.svc.quota, e->lock.fence) != NULL)
+				i++;
+	}
+	FUZZ_CHECK(i == fz.svc.quota.grants);
 	FUZZ_CHECK(held <= locks);
 	FUZZ_CHECK(waiters == t->stats.waiters);
 	FUZZ_CHECK(timers == t->heap_len);
@@ -1250,6 +1354,10 @@ configure(void)
 	fz.limits = fz.config.core.max_held != 0 ||
 	    fz.config.core.max_waiters != 0 ||
 	    fz.config.core.max_waiters_per_session != 0;
+	fz.auth = ((b1 >> 6) & 3) == 1;
+	if (fz.auth && fuzz_rules.count == 0)   /* parsed once, kept */
+		FUZZ_CHECK(auth_rules_parse(&fuzz_rules, fuzz_auth_text,
+		    strlen(fuzz_auth_text), NULL, 0) == 0);
 	fz.config.core.hash_key[0] = 0x0706050403020100ULL;
 	fz.config.core.hash_key[1] = 0x0f0e0d0c0b0a0908ULL ^ b1;
 	fz.config.core.secret = fuzz_secret;

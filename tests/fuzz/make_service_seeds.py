@@ -8,7 +8,7 @@ checked in, so this is only needed when the encoding changes.
 """
 import os
 
-ACQUIRE, TRY, RENEW, RELEASE, STATUS, PING, QUIT, HELP, STATS = range(9)
+ACQUIRE, TRY, RENEW, RELEASE, STATUS, PING, QUIT, HELP, STATS, AUTH = range(10)
 
 
 def op(code, c=0, extra=0):
@@ -103,6 +103,16 @@ seeds = {
     'half-close': cfg + opn(0) + opn(1) + req(0, TRY, 2) + req(0, PING)
     + feed(0) + half_close(0) + pass_() + req(1, ACQUIRE, 2, wait=6)
     + feed(1) + half_close(1) + pass_(),
+    # --auth on (b1 = 0x40): tokens "a" (p1: all on lock/) and "b" (p2:
+    # lock, read on "a"); names 0 "a", 1 "b", 2 "lock/c", 3 "\u00e9t\u00e9".
+    'auth': bytes([0x0b, 0x40, 0x00]) + opn(0) + opn(1) + opn(2)
+    + req(0, AUTH, 0) + req(0, ACQUIRE, 2, lease=5) + req(0, TRY, 0)
+    + req(0, STATS) + feed(0) + pass_()
+    + req(1, STATUS, 0) + req(1, AUTH, 1) + req(1, TRY, 0) + req(1, STATS)
+    + req(1, TRY, 2) + feed(1) + pass_()
+    + req(2, AUTH, 3) + req(2, AUTH, 2) + req(2, AUTH, 4) + req(2, PING)
+    + feed(2) + pass_() + req(0, RELEASE, 2) + feed(0) + pass_()
+    + advbig(40) + pass_(),
 }
 
 out = 'tests/fuzz/corpus/service'

@@ -927,7 +927,7 @@ test_proto_commands_and_keys_are_case_insensitive(void **state)
 			line[j] = (char)(line[j] - 'A' + 'a');
 		line[n] = '\0';
 		if (i <= PROTO_CMD_STATUS ||
-		    (i >= PROTO_CMD_FORCE && i <= PROTO_CMD_WATCH))
+		    (i >= PROTO_CMD_FORCE && i <= PROTO_CMD_WATCH) || i == PROTO_CMD_AUTH)
 			strcat(line, " x");
 		if (i == PROTO_CMD_RENEW || i == PROTO_CMD_RELEASE)
 			strcat(line, " " HANDLE_41);
@@ -1464,15 +1464,15 @@ test_proto_error_and_command_names_match_the_spec(void **state)
 {
 	static const char *const codes[] = { NULL, "BADREQ", "BADARG",
 	    "TOOLONG", "TIMEOUT", "CONFLICT", "LIMIT", "UNAVAILABLE",
-	    "OVERFLOW", "SHUTDOWN", "NOTLEADER" };
+	    "OVERFLOW", "SHUTDOWN", "NOTLEADER", "DENIED" };
 	static const char *const commands[] = { "ACQUIRE", "TRY", "RENEW",
 	    "RELEASE", "STATUS", "PING", "QUIT", "HELP", "STATS", "FORCE",
-	    "CHECK", "WATCH", "LIST" };
+	    "CHECK", "WATCH", "LIST", "AUTH" };
 	int i;
 
 	(void)state;
 	assert_int_equal(PROTO_ERR_COUNT, 11);
-	assert_int_equal(PROTO_CMD_COUNT, 13);
+	assert_int_equal(PROTO_CMD_COUNT, 14);
 	assert_null(proto_error_name(PROTO_ERR_NONE));
 	for (i = 1; i < PROTO_ERR_COUNT; i++)
 		assert_string_equal(proto_error_name(
@@ -1677,7 +1677,7 @@ static const struct format_case {
 	{ fmt_pong, "PONG\r\n" },
 	{ fmt_bye, "BYE\r\n" },
 	{ fmt_help, "HELP commands: ACQUIRE TRY RENEW RELEASE STATUS PING "
-	    "QUIT HELP STATS FORCE CHECK WATCH LIST\r\n" },
+	    "QUIT HELP STATS FORCE CHECK WATCH LIST AUTH\r\n" },
 	{ fmt_error_without_text, "ERR SHUTDOWN\r\n" },
 	{ fmt_stats, "STATS connections=3 locks=10 held=2 waiters=1 "
 	    "granted=100 timeouts=4 released=90 reclaimed=6 "
@@ -1888,17 +1888,22 @@ test_proto_format_request_round_trips_every_combination(void **state)
 	unsigned command, mask, v;
 
 	(void)state;
-	/* The v1 commands and options; protocol v2's are in
-	 * test_proto_format_request_round_trips_v2_commands. */
-	for (command = 0; command <= PROTO_CMD_STATS; command++) {
+	/* The v1 commands and options, and AUTH; the operator's commands
+	 * are in test_proto_format_request_round_trips_v2_commands. */
+	for (command = 0; command < PROTO_CMD_COUNT; command++) {
+		if (command > PROTO_CMD_STATS && command != PROTO_CMD_AUTH)
+			continue;
 		for (mask = 0; mask < 8; mask++) {
 			for (v = 0; v < 12; v++) {
+				bool named = command <= PROTO_CMD_STATUS ||
+				    command == PROTO_CMD_AUTH;
+
 				memset(&req, 0, sizeof(req));
 				req.command = (enum proto_command)command;
-				if (command <= PROTO_CMD_STATUS && v % 4 == 3) {
+				if (named && v % 4 == 3) {
 					req.name = long_name_init();
 					req.name_len = PROTO_NAME_MAX;
-				} else if (command <= PROTO_CMD_STATUS) {
+				} else if (named) {
 					req.name = names[v % 4];
 					req.name_len = strlen(req.name);
 				}
