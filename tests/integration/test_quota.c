@@ -38,7 +38,7 @@ start_quota(const char *flag, const char *value)
 
 	snprintf(text, sizeof(text),
 	    "alice " HASH_S3CRET " lock,read app/\n"
-	    "bob " HASH_T0KEN " lock,read app/\n"
+	    "bob " HASH_T0KEN " lock,read,admin app/\n"
 	    "uid:%u - lock app/\n", (unsigned)getuid());
 	snprintf(path, sizeof(path), "%s/auth", s->dir);
 	if ((f = fopen(path, "w")) == NULL)
@@ -141,6 +141,25 @@ test_quota_expired_and_onclose_leases_give_the_share_back(void **state)
 	assert_true(i < CLOSE_SEEN_TRIES);
 }
 
+/* FORCE ends alice's hold as an expiry would: her share is free again. */
+static void
+test_quota_a_forced_lease_gives_the_share_back(void **state)
+{
+	struct harness_server *s = start_quota("--max-held-per-principal",
+	    "1");
+	struct harness_conn *a = connect_as(s, "s3cret", "alice");
+	struct harness_conn *b = connect_as(s, "t0ken", "bob");
+	struct harness_grant g;
+
+	(void)state;
+	harness_try(a, "app/stuck", 0, &g);
+	harness_send(a, "TRY app/other\n");
+	expect_limit(a, "held locks");
+	harness_send(b, "FORCE app/stuck %llu\n", (unsigned long long)g.fence);
+	harness_expect_line(b, "RELEASED app/stuck");
+	harness_try(a, "app/other", 0, &g);
+}
+
 static void
 test_quota_waiters_are_counted_per_principal(void **state)
 {
@@ -229,6 +248,7 @@ main(void)
 		HARNESS_TEST(test_quota_held_locks_are_counted_per_principal),
 		HARNESS_TEST(
 		    test_quota_expired_and_onclose_leases_give_the_share_back),
+		HARNESS_TEST(test_quota_a_forced_lease_gives_the_share_back),
 		HARNESS_TEST(test_quota_waiters_are_counted_per_principal),
 		HARNESS_TEST(test_quota_connections_are_counted_per_principal),
 	};
