@@ -142,6 +142,7 @@ slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
 	s->batch = 0;
 	s->depends = 0;
 	s->resolved = false;
+	s->forced = false;
 	s->len = 0;
 	s->cap = (uint32_t)cap;
 	if (conn->slots_tail != NULL)
@@ -196,6 +197,7 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 	s->batch = batch;
 	s->depends = depends;
 	s->resolved = true;
+	s->forced = svc->replying_forced;
 	service__advance(svc, conn);
 }
 
@@ -427,7 +429,9 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		    (unsigned long long)r->fence);
 		n = proto_format_released(line, sizeof(line), r->name,
 		    r->name_len);
+		svc->replying_forced = true;
 		reply(svc, r, true, line, n);
+		svc->replying_forced = false;
 		return;
 	case CORE_REPLY_CHANGED: {
 		const struct core_lock_status *st = r->status;
@@ -1412,7 +1416,7 @@ service_counters(const struct service *svc, struct service_counters *out)
 	out->renewed = c->renewed - u->renewed;
 	out->conflicts = c->conflicts - u->conflicts;
 	out->released_onclose = c->released_onclose;
-	out->forced = c->forced;
+	out->forced = c->forced - u->forced;
 	out->delayed = c->delayed;
 	out->watches = c->watches;
 	out->limit_hits = 0;

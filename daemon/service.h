@@ -113,6 +113,7 @@ struct service_conn {
  * was told ERR UNAVAILABLE instead): taken back from the core's counts. */
 struct service_untold {
 	uint64_t granted, renewed, released, unavailable, timeouts, conflicts;
+	uint64_t forced;
 };
 
 struct service_stats {
@@ -179,6 +180,9 @@ struct service {
 	struct service_conn *current;
 	uint64_t current_seq;
 	bool current_answered;
+	/* The reply being delivered is a FORCE's RELEASED, so that a failed
+	 * commit takes it back from forced, not released. */
+	bool replying_forced;
 	struct service_stats stats;
 	struct store_stats store_stats;  /* as of the last commit's end */
 	struct metrics metrics;

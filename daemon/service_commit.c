@@ -163,7 +163,7 @@ collect_record(void *ctx, const char *name, size_t name_len,
 /* A reply that was counted when it was decided will not be sent: its
  * count is taken back, so that the counters count what clients were told. */
 static void
-untell(struct service *svc, const char *text, size_t len)
+untell(struct service *svc, const char *text, size_t len, bool forced)
 {
 	struct service_untold *u = &svc->stats.untold;
 	struct proto_reply rep;
@@ -181,7 +181,12 @@ untell(struct service *svc, const char *text, size_t len)
 		u->renewed++;
 		break;
 	case PROTO_REPLY_RELEASED:
-		u->released++;
+		/* A FORCE's RELEASED counted a forced hold, not a
+		 * release. */
+		if (forced)
+			u->forced++;
+		else
+			u->released++;
 		break;
 	case PROTO_REPLY_HELD:
 		u->unavailable++;
@@ -220,7 +225,7 @@ fail_replies(struct service *svc, uint64_t batch)
 			if (!s->resolved ||
 			    (s->batch != batch && s->depends != batch))
 				continue;
-			untell(svc, s->text, s->len);
+			untell(svc, s->text, s->len, s->forced);
 			s->len = (uint32_t)proto_format_error(s->text,
 			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
 			s->batch = 0;

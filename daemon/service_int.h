@@ -23,6 +23,7 @@ struct service_slot {
 	uint64_t batch;          /* must be durable first; 0: none */
 	uint64_t depends;        /* the batch in flight it rests on; 0: none */
 	bool resolved;           /* the text is there */
+	bool forced;             /* a FORCE's RELEASED (for the counters) */
 	uint32_t len;            /* LIST's reply may pass 64 KiB */
 	uint32_t cap;
 	char text[];             /* cap bytes */

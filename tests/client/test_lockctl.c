@@ -838,9 +838,23 @@ test_lockctl_run_with_owner_elects_a_leader(void **state)
 	pid_t pid;
 
 	(void)state;
-	pid = spawn_lockctl(NULL, NULL, "run", "-w", "forever", "--owner",
-	    "10.0.0.7:8080", "ctl/leader", "--", "sleep", "30", NULL);
+	const char *started = path_of("leader.started");
+	char script[HARNESS_PATH_MAX + 64];
+
+	/* The command marks that it runs: only then is lockctl's SIGTERM
+	 * handling in place (as in the signal tests above). */
+	snprintf(script, sizeof(script), "echo started > %s && exec sleep 30",
+	    started);
+	pid = spawn_lockctl(NULL, path_of("leader.err"), "run", "-w",
+	    "forever", "--owner", "10.0.0.7:8080", "ctl/leader", "--", "sh",
+	    "-c", script, NULL);
 	assert_true(pid > 0);
+	if (!harness_wait_for_file(started, HARNESS_REPLY_TIMEOUT_MS)) {
+		char text[OUT_SIZE] = "";
+
+		harness_read_file(path_of("leader.err"), text, sizeof(text));
+		fail_msg("the command did not start: %s", text);
+	}
 	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
 	while (lockctl("leader", "ctl/leader", NULL) != 0 &&
 	    harness_now_ms() < deadline)

@@ -379,6 +379,28 @@ test_service_forced_delayed_and_watches_are_counted(void **state)
 	world_free(w);
 }
 
+/* A FORCE whose commit fails is told ERR UNAVAILABLE: it is counted
+ * neither as forced nor as released, and the holder keeps its lock. */
+static void
+test_service_failed_force_is_not_counted(void **state)
+{
+	struct world *w = world_new(0);
+
+	(void)state;
+	feed(w, 0, "ACQUIRE f lease=10s\r\n");
+	take(w, 0);
+	w->store.fail_commits = 1;
+	service_conn_feed(&w->svc, &w->conns[0], "FORCE f 1\r\n", 11);
+	assert_int_not_equal(service_commit(&w->svc), 0);
+	assert_memory_equal(take(w, 0), "ERR UNAVAILABLE ", 16);
+	assert_int_equal(stat_of(w, "forced"), 0);
+	assert_int_equal(stat_of(w, "released"), 0);
+	assert_metric(w, "lockd_lock_forced_total 0");
+	feed(w, 0, "STATUS f\r\n");
+	assert_memory_equal(take(w, 0), "STATUS f held=1 fence=1 ", 24);
+	world_free(w);
+}
+
 int
 main(void)
 {
@@ -398,6 +420,7 @@ main(void)
 		    test_service_owner_and_lock_delay_are_recovered),
 		cmocka_unit_test(
 		    test_service_forced_delayed_and_watches_are_counted),
+		cmocka_unit_test(test_service_failed_force_is_not_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
