@@ -1471,7 +1471,7 @@ test_proto_error_and_command_names_match_the_spec(void **state)
 	int i;
 
 	(void)state;
-	assert_int_equal(PROTO_ERR_COUNT, 11);
+	assert_int_equal(PROTO_ERR_COUNT, 12);
 	assert_int_equal(PROTO_CMD_COUNT, 14);
 	assert_null(proto_error_name(PROTO_ERR_NONE));
 	for (i = 1; i < PROTO_ERR_COUNT; i++)
