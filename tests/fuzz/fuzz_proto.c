@@ -282,6 +282,15 @@ fuzz_reply_round_trip(const struct proto_reply *r)
 		n = proto_format_authed(line, sizeof(line), r->name,
 		    r->name_len);
 		break;
+	case PROTO_REPLY_LOCK:
+	case PROTO_REPLY_END:
+	case PROTO_REPLY_CHANGED:
+	case PROTO_REPLY_CURRENT:
+	case PROTO_REPLY_STALE:
+		/* The operator's replies: lockd formats them as STATUS
+		 * lines (test_proto's round trips); parsing them without a
+		 * crash or a read out of the input is what is checked. */
+		return;
 	default:
 		FUZZ_CHECK(false);
 	}

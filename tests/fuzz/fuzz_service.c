@@ -114,6 +114,7 @@ struct fuzz_req {
 	 * changed); an AUTH whose token matched (AUTHED). */
 	bool denied;
 	bool authed;
+	int principal;            /* --auth: whose request it was */
 };
 #define FUZZ_BAD PROTO_CMD_COUNT
 
@@ -508,6 +509,9 @@ allowed_failure(const struct proto_reply *rep, bool may_limit)
 }
 
 /* Checks one reply line against the request it answers. */
+static bool fuzz_may(int principal, unsigned perm, const char *name,
+    size_t len);
+
 static void
 check_reply(int c, const char *line, size_t n)
 {
@@ -529,6 +533,9 @@ check_reply(int c, const char *line, size_t n)
 	    rep.kind == PROTO_REPLY_LOCK) {
 		FUZZ_CHECK(rep.held || (rep.fence == 0 && rep.ttl_ms == 0));
 		FUZZ_CHECK(rep.held || rep.queue > 0 || rep.delay_ms > 0);
+		/* With --auth, only names the principal may read. */
+		FUZZ_CHECK(!fz.auth || fuzz_may(fc->reqs[fc->head].principal,
+		    AUTH_PERM_READ, rep.name, rep.name_len));
 		return;
 	}
 	req = &fc->reqs[fc->head++];
@@ -638,6 +645,7 @@ check_reply(int c, const char *line, size_t n)
 	case PROTO_CMD_LIST:
 		FUZZ_CHECK(rep.kind == PROTO_REPLY_END ||
 		    is_error(&rep, PROTO_ERR_UNAVAILABLE));
+		break;
 	case PROTO_CMD_AUTH:
 		/* Without --auth, AUTH is unknown. */
 		if (fz.auth)
@@ -675,8 +683,9 @@ fuzz_may(int principal, unsigned perm, const char *name, size_t len)
 	if (principal == FUZZ_P1)
 		return len == 0 ? true : len >= 5 &&
 		    memcmp(name, "lock/", 5) == 0;
-	if (principal == FUZZ_P2)
-		return perm != AUTH_PERM_ADMIN && len >= 1 && name[0] == 'a';
+	if (principal == FUZZ_P2)   /* len 0: on some prefix */
+		return perm != AUTH_PERM_ADMIN && (len == 0 ||
+		    name[0] == 'a');
 	return false;
 }
 
@@ -687,6 +696,7 @@ judge(struct fuzz_conn *fc, const struct proto_request *preq,
 {
 	unsigned perm = 0;
 
+	req->principal = fc->principal;
 	switch (preq->command) {
 	case PROTO_CMD_AUTH:
 		if (preq->name_len == 1 && (preq->name[0] == 'a' ||
@@ -708,9 +718,13 @@ judge(struct fuzz_conn *fc, const struct proto_request *preq,
 		perm = AUTH_PERM_LOCK;
 		break;
 	case PROTO_CMD_STATUS:
+	case PROTO_CMD_CHECK:
+	case PROTO_CMD_WATCH:
+	case PROTO_CMD_LIST:       /* no name: read on some prefix */
 		perm = AUTH_PERM_READ;
 		break;
-	case PROTO_CMD_STATS:
+	case PROTO_CMD_STATS:      /* no name: admin on some prefix */
+	case PROTO_CMD_FORCE:
 		perm = AUTH_PERM_ADMIN;
 		break;
 	default:

@@ -221,6 +221,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	clock.wall = fuzz_wall;
 	memcpy(clock.boot_id, "fuzz-tls-boot-01", 16);
 	store_mem_init(&mem);
+	memset(&svc, 0, sizeof(svc));   /* svc.cluster outlives service_open */
 	FUZZ_CHECK(service_open(&svc, &cfg, &mem.base, &clock, NULL) == 0);
 	svc.auth = &rules;
 	service_conn_open(&svc, &conn);
