@@ -605,13 +605,13 @@ cmd_ping(lockd_context *c, const struct words *w)
  * they like; run's options given to another command are a usage error.
  */
 
-#define OPT_VERBOSE 256
-#define OPT_CA 257
-#define OPT_CERT 258
-#define OPT_KEY 259
-#define OPT_SERVER_NAME 260
-#define OPT_TOKEN_FILE 261
-#define OPT_TLS 262
+#define OPT_VERBOSE 256   /* 257..259: word_options above */
+#define OPT_CA 270
+#define OPT_CERT 271
+#define OPT_KEY 272
+#define OPT_SERVER_NAME 273
+#define OPT_TOKEN_FILE 274
+#define OPT_TLS 275
 
 static const char short_options[] = "+H:p:U:t:hnw:E:l:xosuFX";
 
