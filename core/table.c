@@ -815,6 +815,50 @@ waiter_room(struct core_table *table, struct core_session *session,
 	return true;
 }
 
+/*
+ * Queues a new waiter of session on e - an ACQUIRE on its queue, or a
+ * WATCH on its watchers - counted where waiter_remove uncounts it, with
+ * its wait_ms timer (none for CORE_WAIT_FOREVER); the caller fills in
+ * what its request asks for.  Without memory: NOMEM is replied, NULL.
+ */
+static struct core_waiter *
+waiter_add(struct core_table *table, struct core_session *session,
+    uint64_t tag, struct core_entry *e, bool watch, int64_t wait_ms,
+    core_time now)
+{
+	struct core_waiter *w;
+
+	if (!heap_reserve(table, 1) ||
+	    (w = table->config.realloc(NULL, sizeof(*w))) == NULL) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+		return NULL;
+	}
+	memset(w, 0, sizeof(*w));
+	w->entry = e;
+	w->session = session;
+	w->tag = tag;
+	w->watch = watch;
+	w->enqueued_at = now;
+	w->timer.slot = CORE__HEAP_OUT;
+	w->timer.kind = TIMER_WAIT;
+	link_append(watch ? &e->watchers : &e->queue, &w->queue_link);
+	link_append(&session->waiters, &w->session_link);
+	session->waiter_count++;
+	if (watch) {
+		e->watch_len++;
+		table->stats.watches++;
+	} else {
+		e->queue_len++;
+		table->stats.waiters++;
+		if (session->group_waiters != NULL)
+			(*session->group_waiters)++;
+	}
+	if (wait_ms > 0)
+		timer_set(table, &w->timer, now > CORE_NEVER - wait_ms ?
+		    CORE_NEVER - 1 : now + wait_ms);
+	return w;
+}
+
 enum core_status
 core_acquire(struct core_table *table, struct core_session *session,
     const char *name, size_t name_len, const struct core_acquire_args *args,
@@ -848,34 +892,15 @@ core_acquire(struct core_table *table, struct core_session *session,
 		reply_limit(table, session, tag, e, CORE_LIMIT_GROUP_WAITERS);
 		return CORE_ERR_LIMIT;
 	}
-	if (!heap_reserve(table, 1) ||
-	    (w = table->config.realloc(NULL, sizeof(*w))) == NULL) {
-		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+	if ((w = waiter_add(table, session, tag, e, false, args->wait_ms,
+	    now)) == NULL)
 		return CORE_ERR_NOMEM;
-	}
-	memset(w, 0, sizeof(*w));
-	w->entry = e;
-	w->session = session;
-	w->tag = tag;
 	w->lease_ms = lease;
 	w->onclose_release = opt.onclose_release;
 	w->delay_ms = opt.delay_ms;
 	w->label_len = opt.label_len;
 	if (opt.label_len > 0)
 		memcpy(w->label, opt.label, opt.label_len);
-	w->enqueued_at = now;
-	w->timer.slot = CORE__HEAP_OUT;
-	w->timer.kind = TIMER_WAIT;
-	link_append(&e->queue, &w->queue_link);
-	link_append(&session->waiters, &w->session_link);
-	e->queue_len++;
-	session->waiter_count++;
-	if (session->group_waiters != NULL)
-		(*session->group_waiters)++;
-	table->stats.waiters++;
-	if (args->wait_ms > 0)
-		timer_set(table, &w->timer, now > CORE_NEVER - args->wait_ms ?
-		    CORE_NEVER - 1 : now + args->wait_ms);
 	return CORE_OK;
 }
 
@@ -1052,28 +1077,10 @@ core_watch(struct core_table *table, struct core_session *session,
 	}
 	if (!waiter_room(table, session, tag, e))
 		return CORE_ERR_LIMIT;
-	if (!heap_reserve(table, 1) ||
-	    (w = table->config.realloc(NULL, sizeof(*w))) == NULL) {
-		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+	if ((w = waiter_add(table, session, tag, e, true, wait_ms, now)) ==
+	    NULL)
 		return CORE_ERR_NOMEM;
-	}
-	memset(w, 0, sizeof(*w));
-	w->entry = e;
-	w->session = session;
-	w->tag = tag;
-	w->watch = true;
 	w->watch_fence = watched;
-	w->enqueued_at = now;
-	w->timer.slot = CORE__HEAP_OUT;
-	w->timer.kind = TIMER_WAIT;
-	link_append(&e->watchers, &w->queue_link);
-	link_append(&session->waiters, &w->session_link);
-	e->watch_len++;
-	session->waiter_count++;
-	table->stats.watches++;
-	if (wait_ms > 0)
-		timer_set(table, &w->timer, now > CORE_NEVER - wait_ms ?
-		    CORE_NEVER - 1 : now + wait_ms);
 	return CORE_OK;
 }
 
