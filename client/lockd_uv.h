@@ -3,9 +3,10 @@
  *
  * The same requests, replies and results as lockd.h's blocking context
  * (the code that formats requests and matches replies is shared), moved by
- * libuv instead of poll(): a TCP or Unix stream on the caller's loop,
- * host names resolved with uv_getaddrinfo (numeric addresses directly), the
- * connect and command timeouts on a uv timer.  Every call returns at once;
+ * libuv instead of poll(): a TCP or Unix stream on the caller's loop (TLS
+ * through OpenSSL memory BIOs on that stream), host names resolved with
+ * uv_getaddrinfo (numeric addresses directly), the connect and command
+ * timeouts on a uv timer.  Every call returns at once;
  * its result comes to a callback, on the loop's thread.
  *
  * libuv's rules apply.  A call that fails returns a negative LOCKD_ERR_*
@@ -66,11 +67,26 @@ typedef void lockd_uv_lost_cb(lockd_uv_keepalive *keepalive, int err,
  * struct as lockd_connect's, copied) and returns the client at once;
  * cb (may be NULL) is called when the connection is made or has failed.
  * Requests may be issued before that: they are sent once connected, or
- * fail with the connection's error.  NULL: out of memory, a bad port or
- * URL, or options this client does not have yet: TLS (lockds://, tls,
- * tls_*) and tokens (token, token_file) are the blocking client's only
- * (lockd_connect), refused here rather than sent in the clear.
- * A client whose connection failed must still be closed.
+ * fail with the connection's error.  NULL: out of memory, or options
+ * lockd_connect would refuse with LOCKD_ERR_INVALID (a bad port or URL,
+ * a CA, certificate or key file that does not load); lockd_connect with
+ * the same options says why.  A client whose connection failed must
+ * still be closed.
+ *
+ * The options are lockd_connect's, URLs, TLS and tokens included, and
+ * keep no pointer into the caller's strings.  With TLS, the handshake runs
+ * on the loop through OpenSSL memory BIOs (the loop never waits for it)
+ * and verifies the server's certificate and name as lockd_connect does;
+ * with a token (or token_file, read at every connect, this client's
+ * keep-alive connection's too), AUTH is sent before any request.  Until
+ * AUTH is answered the client is connecting: connect_timeout_ms bounds
+ * the TCP connect, the handshake and AUTH together, and requests wait.
+ * A handshake that fails, or a refused AUTH, kills the client with
+ * LOCKD_ERR_IO ("TLS with HOST:PORT: certificate: ...") or the server's
+ * error (LOCKD_ERR_DENIED for a bad token), given to cb and to every
+ * request due.  A server that wants a client certificate and gets none
+ * ends the connection after the client's side of a TLS 1.3 handshake is
+ * done: the first request gets LOCKD_ERR_IO or LOCKD_ERR_EOF.
  */
 lockd_uv_client *lockd_uv_connect(uv_loop_t *loop,
     const lockd_options *options, lockd_uv_connect_cb *cb, void *arg);

@@ -13,6 +13,14 @@
  * one of its callbacks runs.  A connection handle lives in its own
  * allocation, freed in its close callback, so a client can drop a broken
  * connection (or a failed attempt at one address) and make another.
+ *
+ * TLS runs through OpenSSL memory BIOs, as the daemon's (daemon/tls.c):
+ * what the stream reads is written into the SSL's input BIO, and what
+ * OpenSSL writes to its output BIO goes out in the next uv_write, so the
+ * handshake never blocks the loop; it is bounded by the connect timeout
+ * with the TCP connect and AUTH.  The TLS context, the server name to
+ * verify and the token are endpoint.c's, the blocking client's.  Until
+ * AUTH is answered the client is still connecting; requests wait.
  */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -20,9 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/err.h>
+
 #include "client/lockd_uv.h"
 #include "client/endpoint.h"
 #include "client/request.h"
+#include "proto/proto.h"
 
 #define LOCKD__UV_READ_CHUNK 4096
 
@@ -38,6 +49,13 @@ enum lockd__uv_state {
 	LOCKD__UV_DEAD
 };
 
+/* What connecting waits for. */
+enum lockd__uv_phase {
+	LOCKD__UV_PHASE_CONNECT,   /* the stream, an address at a time */
+	LOCKD__UV_PHASE_TLS,       /* the handshake */
+	LOCKD__UV_PHASE_AUTH       /* AUTH's reply */
+};
+
 struct lockd__uv_conn {
 	union {
 		uv_handle_t handle;
@@ -48,6 +66,7 @@ struct lockd__uv_conn {
 	uv_connect_t connect;
 	uv_write_t write;
 	lockd_uv_client *client;
+	SSL *ssl;              /* TLS over this stream; NULL: plain */
 	bool dropped;          /* closing; its callbacks are to be ignored */
 	bool writing;
 };
@@ -61,12 +80,16 @@ struct lockd__uv_request {
 
 struct lockd_uv_client {
 	uv_loop_t *loop;
-	lockd_options options;      /* host and unix_path: our copies */
-	char *host;
+	lockd_options options;      /* the timeouts; no pointers kept */
+	struct lockd__endpoint at;  /* where, TLS and the token */
+	char *host;                 /* at's: NULL with unix_path */
 	char *unix_path;
 	char where[300];
 
 	enum lockd__uv_state state;
+	enum lockd__uv_phase phase;
+	char auth_line[LOCKD__TOKEN_MAX + 8];
+	size_t auth_len;            /* AUTH to send first; 0: none (left) */
 	bool started;               /* connecting has begun */
 	bool closing;
 	int err;
@@ -91,8 +114,9 @@ struct lockd_uv_client {
 	char *wbuf;                 /* the write in flight */
 	size_t wbuf_cap;
 	uint64_t appended, written;
-	char *in;                   /* read, not yet parsed */
+	char *in;                   /* read (decrypted), not yet parsed */
 	size_t in_len, in_cap;
+	char *raw;                  /* TLS: records read, for the SSL */
 
 	struct lockd__queue queue;  /* of struct lockd__uv_request */
 	size_t sent;                /* queued requests handed to a write */
@@ -141,8 +165,9 @@ lockd__uv_unref(lockd_uv_client *c)
 	free(c->out);
 	free(c->wbuf);
 	free(c->in);
-	free(c->host);
-	free(c->unix_path);
+	free(c->raw);
+	OPENSSL_cleanse(c->auth_line, sizeof(c->auth_line));
+	lockd__endpoint_free(&c->at);
 	if (cb != NULL)
 		cb(c, arg);
 	free(c);
@@ -154,6 +179,8 @@ lockd__uv_conn_closed(uv_handle_t *h)
 	struct lockd__uv_conn *conn = h->data;
 	lockd_uv_client *c = conn->client;
 
+	if (conn->ssl != NULL)
+		SSL_free(conn->ssl);
 	free(conn);
 	lockd__uv_unref(c);
 }
@@ -241,25 +268,44 @@ lockd__uv_new_conn(lockd_uv_client *c)
 	return conn;
 }
 
+/* Room for a chunk more in c->in; false when out of memory. */
+static bool
+lockd__uv_in_room(lockd_uv_client *c)
+{
+	size_t cap;
+	char *p;
+
+	if (c->in_cap - c->in_len >= LOCKD__UV_READ_CHUNK)
+		return true;
+	cap = c->in_cap == 0 ? (size_t)2 * LOCKD__UV_READ_CHUNK :
+	    c->in_cap * 2;
+	if ((p = realloc(c->in, cap)) == NULL)
+		return false;
+	c->in = p;
+	c->in_cap = cap;
+	return true;
+}
+
+/* Plain bytes are read straight into c->in, TLS records into c->raw. */
 static void
 lockd__uv_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	struct lockd__uv_conn *conn = h->data;
 	lockd_uv_client *c = conn->client;
-	size_t cap;
-	char *p;
 
 	(void)suggested;
 	buf->base = NULL;
 	buf->len = 0;
-	if (c->in_cap - c->in_len < LOCKD__UV_READ_CHUNK) {
-		cap = c->in_cap == 0 ? (size_t)2 * LOCKD__UV_READ_CHUNK :
-		    c->in_cap * 2;
-		if ((p = realloc(c->in, cap)) == NULL)
+	if (conn->ssl != NULL) {
+		if (c->raw == NULL &&
+		    (c->raw = malloc(LOCKD__UV_READ_CHUNK)) == NULL)
 			return;     /* libuv reports UV_ENOBUFS */
-		c->in = p;
-		c->in_cap = cap;
+		buf->base = c->raw;
+		buf->len = LOCKD__UV_READ_CHUNK;
+		return;
 	}
+	if (!lockd__uv_in_room(c))
+		return;
 	buf->base = c->in + c->in_len;
 	buf->len = c->in_cap - c->in_len;
 }
@@ -307,15 +353,181 @@ lockd__uv_deliver(lockd_uv_client *c)
 	lockd__uv_flush(c);     /* the window may have opened */
 }
 
+/*
+ * Connected: the stream is there; TLS, then AUTH, then requests.
+ */
+
+static void
+lockd__uv_ready(lockd_uv_client *c)
+{
+	c->state = LOCKD__UV_READY;
+	if (c->addrs != NULL) {
+		uv_freeaddrinfo(c->addrs);
+		c->addrs = c->next_addr = NULL;
+	}
+	if (c->connect_cb != NULL)
+		c->connect_cb(c, LOCKD_OK, c->connect_arg);
+	if (c->state != LOCKD__UV_READY || c->closing)
+		return;
+	lockd__uv_arm(c);
+	lockd__uv_flush(c);
+	if (c->in_len > 0)      /* a reply before any request: refused */
+		lockd__uv_deliver(c);
+}
+
+/* AUTH with the token (read from its file now), before any request. */
+static void
+lockd__uv_authenticate(lockd_uv_client *c)
+{
+	char why[LOCKD_ERRSTR_SIZE];
+	int rc;
+
+	if ((rc = lockd__endpoint_auth_line(&c->at, c->auth_line, why)) < 0) {
+		lockd__uv_fail(c, rc, "%s", why);
+		return;
+	}
+	if (rc == 0) {
+		lockd__uv_ready(c);
+		return;
+	}
+	c->auth_len = (size_t)rc;
+	c->phase = LOCKD__UV_PHASE_AUTH;
+	lockd__uv_flush(c);
+}
+
+/* AUTH's reply in c->in: AUTHED makes the client ready. */
+static void
+lockd__uv_auth_reply(lockd_uv_client *c)
+{
+	char why[LOCKD_ERRSTR_SIZE];
+	size_t used;
+	int rc;
+
+	rc = lockd__auth_reply(c->in, c->in_len, &used, why);
+	if (rc == LOCKD_AGAIN) {
+		if (c->in_len > PROTO_REPLY_MAX)
+			lockd__uv_fail(c, LOCKD_ERR_PROTOCOL,
+			    "garbled reply to AUTH");
+		return;
+	}
+	if (rc != LOCKD_OK) {
+		lockd__uv_fail(c, rc, "%s", why);
+		return;
+	}
+	memmove(c->in, c->in + used, c->in_len - used);
+	c->in_len -= used;
+	lockd__uv_ready(c);
+}
+
+/* Steps the handshake on; done, it goes on to AUTH. */
+static void
+lockd__uv_handshake(lockd_uv_client *c)
+{
+	SSL *ssl = c->conn->ssl;
+	char why[96];
+	int rc;
+
+	ERR_clear_error();
+	rc = SSL_do_handshake(ssl);
+	if (rc != 1) {
+		switch (SSL_get_error(ssl, rc)) {
+		case SSL_ERROR_WANT_READ:
+		case SSL_ERROR_WANT_WRITE:
+			lockd__uv_flush(c);
+			return;
+		default:
+			lockd__tls_why(ssl, why, sizeof(why));
+			lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: %s",
+			    c->where, why);
+			return;
+		}
+	}
+	lockd__uv_flush(c);     /* the last flight of the handshake */
+	if (c->state == LOCKD__UV_CONNECTING)
+		lockd__uv_authenticate(c);
+}
+
+/* An SSL over memory BIOs on the connected stream, verifying the name. */
+static void
+lockd__uv_start_tls(lockd_uv_client *c)
+{
+	struct lockd__uv_conn *conn = c->conn;
+	BIO *in = NULL, *out = NULL;
+
+	if ((conn->ssl = SSL_new(c->at.tls_ctx)) == NULL ||
+	    (in = BIO_new(BIO_s_mem())) == NULL ||
+	    (out = BIO_new(BIO_s_mem())) == NULL) {
+		BIO_free(in);
+		ERR_clear_error();
+		lockd__uv_fail(c, LOCKD_ERR_OOM, "cannot set up TLS");
+		return;
+	}
+	/* An empty input BIO means "wait for more", not end of file. */
+	BIO_set_mem_eof_return(in, -1);
+	SSL_set_bio(conn->ssl, in, out);   /* the SSL owns both */
+	SSL_set_connect_state(conn->ssl);
+	if (!lockd__endpoint_tls_name(&c->at, conn->ssl)) {
+		ERR_clear_error();
+		lockd__uv_fail(c, LOCKD_ERR_OOM, "cannot set up TLS");
+		return;
+	}
+	c->phase = LOCKD__UV_PHASE_TLS;
+	lockd__uv_handshake(c);
+}
+
+/* The plaintext OpenSSL has for us, appended to c->in; false: failed. */
+static bool
+lockd__uv_decrypt(lockd_uv_client *c)
+{
+	SSL *ssl = c->conn->ssl;
+	char why[96];
+	int n;
+
+	for (;;) {
+		if (!lockd__uv_in_room(c)) {
+			lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
+			return false;
+		}
+		ERR_clear_error();
+		n = SSL_read(ssl, c->in + c->in_len,
+		    (int)(c->in_cap - c->in_len));
+		if (n > 0) {
+			c->in_len += (size_t)n;
+			continue;
+		}
+		switch (SSL_get_error(ssl, n)) {
+		case SSL_ERROR_WANT_READ:
+		case SSL_ERROR_WANT_WRITE:
+			return true;
+		case SSL_ERROR_ZERO_RETURN:
+			lockd__uv_fail(c, LOCKD_ERR_EOF,
+			    "server closed the connection");
+			return false;
+		default:
+			lockd__tls_why(ssl, why, sizeof(why));
+			lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: %s",
+			    c->where, why);
+			return false;
+		}
+	}
+}
+
 static void
 lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct lockd__uv_conn *conn = stream->data;
 	lockd_uv_client *c = conn->client;
+	char why[96];
 
 	(void)buf;
 	if (conn->dropped || nread == 0)
 		return;
+	if (nread == UV_EOF && c->phase == LOCKD__UV_PHASE_TLS) {
+		lockd__tls_why(conn->ssl, why, sizeof(why));
+		lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: %s",
+		    c->where, why);
+		return;
+	}
 	if (nread == UV_EOF) {
 		lockd__uv_fail(c, LOCKD_ERR_EOF, "server closed the connection");
 		return;
@@ -325,8 +537,29 @@ lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		    LOCKD_ERR_IO, "read: %s", uv_strerror((int)nread));
 		return;
 	}
-	c->in_len += (size_t)nread;
-	lockd__uv_deliver(c);
+	if (conn->ssl == NULL) {
+		c->in_len += (size_t)nread;
+	} else {
+		if (BIO_write(SSL_get_rbio(conn->ssl), c->raw, (int)nread) !=
+		    (int)nread) {
+			lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
+			return;
+		}
+		if (c->phase == LOCKD__UV_PHASE_TLS &&
+		    c->state == LOCKD__UV_CONNECTING) {
+			lockd__uv_handshake(c);
+			if (c->state == LOCKD__UV_DEAD || c->closing)
+				return;
+		}
+		if (!lockd__uv_decrypt(c))
+			return;
+		lockd__uv_flush(c);     /* what reading made OpenSSL say */
+	}
+	if (c->state == LOCKD__UV_CONNECTING &&
+	    c->phase == LOCKD__UV_PHASE_AUTH)
+		lockd__uv_auth_reply(c);
+	else if (c->state == LOCKD__UV_READY)
+		lockd__uv_deliver(c);
 }
 
 static void
@@ -354,17 +587,10 @@ lockd__uv_connected(uv_connect_t *req, int status)
 		lockd__uv_fail(c, LOCKD_ERR_IO, "read: %s", uv_strerror(rc));
 		return;
 	}
-	c->state = LOCKD__UV_READY;
-	if (c->addrs != NULL) {
-		uv_freeaddrinfo(c->addrs);
-		c->addrs = c->next_addr = NULL;
-	}
-	if (c->connect_cb != NULL)
-		c->connect_cb(c, LOCKD_OK, c->connect_arg);
-	if (c->state != LOCKD__UV_READY || c->closing)
-		return;
-	lockd__uv_arm(c);
-	lockd__uv_flush(c);
+	if (c->at.tls)
+		lockd__uv_start_tls(c);
+	else
+		lockd__uv_authenticate(c);
 }
 
 /* Connects to one address; false when it cannot even start. */
@@ -458,11 +684,10 @@ lockd__uv_start_connect(lockd_uv_client *c)
 		    lockd__uv_connected);
 		return;
 	}
-	snprintf(c->where, sizeof(c->where), "%s:%d", c->host,
-	    c->options.port);
-	if (uv_ip4_addr(c->host, c->options.port,
+	snprintf(c->where, sizeof(c->where), "%s:%d", c->host, c->at.port);
+	if (uv_ip4_addr(c->host, c->at.port,
 	    (struct sockaddr_in *)&ss) == 0 ||
-	    uv_ip6_addr(c->host, c->options.port,
+	    uv_ip6_addr(c->host, c->at.port,
 	    (struct sockaddr_in6 *)&ss) == 0) {
 		if (!lockd__uv_connect_addr(c, (struct sockaddr *)&ss))
 			lockd__uv_fail(c, LOCKD_ERR_IO, "%s", c->errstr);
@@ -471,7 +696,7 @@ lockd__uv_start_connect(lockd_uv_client *c)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%d", c->options.port);
+	snprintf(port, sizeof(port), "%d", c->at.port);
 	c->resolve.data = c;
 	if ((rc = uv_getaddrinfo(c->loop, &c->resolve, lockd__uv_resolved,
 	    c->host, port, &hints)) < 0) {
@@ -504,8 +729,10 @@ lockd__uv_timeout(uv_timer_t *t)
 	} else if (c->state == LOCKD__UV_CONNECTING &&
 	    c->connect_deadline >= 0 &&
 	    now >= c->connect_deadline)
-		lockd__uv_fail(c, LOCKD_ERR_TIMEOUT, "connect to %.80s: timed out",
-		    c->where);
+		lockd__uv_fail(c, LOCKD_ERR_TIMEOUT, "%s %.80s: timed out",
+		    c->phase == LOCKD__UV_PHASE_CONNECT ? "connect to" :
+		    c->phase == LOCKD__UV_PHASE_TLS ? "TLS with" :
+		    "AUTH with", c->where);
 	else if (c->state == LOCKD__UV_READY && c->head_timed &&
 	    c->head_deadline >= 0 && now >= c->head_deadline)
 		lockd__uv_fail(c, LOCKD_ERR_TIMEOUT,
@@ -540,46 +767,35 @@ lockd__uv_arm(lockd_uv_client *c)
 	    (uint64_t)(deadline > now ? deadline - now : 0), 0);
 }
 
-lockd_uv_client *
-lockd_uv_connect(uv_loop_t *loop, const lockd_options *options,
-    lockd_uv_connect_cb *cb, void *arg)
+/*
+ * A client on loop to at (taken: freed here on failure), with options'
+ * timeouts; NULL when out of memory.
+ */
+static lockd_uv_client *
+lockd__uv_open(uv_loop_t *loop, const lockd_options *o,
+    struct lockd__endpoint *at, lockd_uv_connect_cb *cb, void *arg)
 {
-	static const lockd_options defaults;
-	const lockd_options *o = options != NULL ? options : &defaults;
-	struct lockd__endpoint at;
-	char errstr[LOCKD_ERRSTR_SIZE];
 	lockd_uv_client *c;
 
-	if (loop == NULL)
-		return NULL;
-	/* The URL is resolved here; TLS and tokens are the blocking
-	 * client's only, so far: refused rather than sent in the clear. */
-	if (lockd__endpoint_init(&at, o, errstr) != LOCKD_OK || at.tls ||
-	    at.token != NULL || at.token_file != NULL ||
-	    (c = calloc(1, sizeof(*c))) == NULL) {
-		lockd__endpoint_free(&at);
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		lockd__endpoint_free(at);
 		return NULL;
 	}
-	c->options = *o;
-	c->host = at.host != NULL ? at.host : strdup(LOCKD_DEFAULT_HOST);
-	c->unix_path = at.unix_path;
-	c->options.port = at.port;
-	at.host = at.unix_path = NULL;
-	lockd__endpoint_free(&at);
-	if (c->host == NULL) {
-		free(c->unix_path);
-		free(c);
-		return NULL;
-	}
-	c->options.host = c->host;
-	c->options.unix_path = c->unix_path;
-	c->options.url = NULL;
-	if (c->options.command_timeout_ms < 0)
-		c->options.command_timeout_ms = 0;
+	c->at = *at;
+	memset(at, 0, sizeof(*at));
+	c->host = c->at.host;
+	c->unix_path = c->at.unix_path;
+	/* Only the timeouts are read from here on: the caller's strings
+	 * need not outlive this call. */
+	memset(&c->options, 0, sizeof(c->options));
+	c->options.connect_timeout_ms = o->connect_timeout_ms;
+	c->options.command_timeout_ms = o->command_timeout_ms > 0 ?
+	    o->command_timeout_ms : 0;
 	c->loop = loop;
 	c->connect_cb = cb;
 	c->connect_arg = arg;
 	c->state = LOCKD__UV_CONNECTING;
+	c->phase = LOCKD__UV_PHASE_CONNECT;
 	lockd__queue_init(&c->queue, sizeof(struct lockd__uv_request));
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
@@ -588,6 +804,26 @@ lockd_uv_connect(uv_loop_t *loop, const lockd_options *options,
 	    lockd_now_ms() + o->connect_timeout_ms : -1;
 	lockd__uv_arm(c);
 	return c;
+}
+
+lockd_uv_client *
+lockd_uv_connect(uv_loop_t *loop, const lockd_options *options,
+    lockd_uv_connect_cb *cb, void *arg)
+{
+	static const lockd_options defaults;
+	const lockd_options *o = options != NULL ? options : &defaults;
+	struct lockd__endpoint at;
+	char errstr[LOCKD_ERRSTR_SIZE];
+
+	if (loop == NULL)
+		return NULL;
+	/* The URL is resolved, the TLS context made and the CA and client
+	 * certificate loaded here, once for every connection. */
+	if (lockd__endpoint_init(&at, o, errstr) != LOCKD_OK) {
+		lockd__endpoint_free(&at);
+		return NULL;
+	}
+	return lockd__uv_open(loop, o, &at, cb, arg);
 }
 
 /*
@@ -602,6 +838,9 @@ lockd__uv_written(uv_write_t *req, int status)
 	lockd_uv_client *c = conn->client;
 
 	conn->writing = false;
+	/* What went out while connecting may have been a plain AUTH. */
+	if (c->state == LOCKD__UV_CONNECTING && c->wbuf != NULL)
+		OPENSSL_cleanse(c->wbuf, c->wbuf_cap);
 	if (conn->dropped)
 		return;
 	if (status < 0) {
@@ -612,50 +851,117 @@ lockd__uv_written(uv_write_t *req, int status)
 	lockd__uv_flush(c);
 }
 
+/* Room for cap bytes in c->wbuf; false (and failed) when out of memory. */
+static bool
+lockd__uv_wbuf_room(lockd_uv_client *c, size_t cap)
+{
+	char *w;
+
+	if (c->wbuf_cap >= cap)
+		return true;
+	if ((w = realloc(c->wbuf, cap)) == NULL) {
+		lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
+		return false;
+	}
+	c->wbuf = w;
+	c->wbuf_cap = cap;
+	return true;
+}
+
+/*
+ * Plaintext to go out: with TLS encrypted into the output BIO (which takes
+ * everything), else copied to c->wbuf at *n.  false: failed.
+ */
+static bool
+lockd__uv_stage(lockd_uv_client *c, const char *p, size_t len, size_t *n)
+{
+	SSL *ssl = c->conn->ssl;
+	size_t done = 0;
+	int rc;
+
+	if (ssl == NULL) {
+		if (!lockd__uv_wbuf_room(c, *n + len))
+			return false;
+		memcpy(c->wbuf + *n, p, len);
+		*n += len;
+		return true;
+	}
+	while (done < len) {
+		ERR_clear_error();
+		rc = SSL_write(ssl, p + done, (int)(len - done > 65536 ?
+		    65536 : len - done));
+		if (rc <= 0) {
+			ERR_clear_error();
+			lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: "
+			    "cannot encrypt", c->where);
+			return false;
+		}
+		done += (size_t)rc;
+	}
+	return true;
+}
+
+/*
+ * One write at a time: AUTH's line first, then the requests appended (at
+ * most LOCKD__MAX_IN_FLIGHT ahead of their replies) once ready; with TLS
+ * whatever OpenSSL has to send, the handshake's records included.
+ */
 static void
 lockd__uv_flush(lockd_uv_client *c)
 {
 	struct lockd__uv_conn *conn = c->conn;
 	struct lockd__pending *p;
 	uint64_t limit;
-	size_t n;
+	size_t n = 0, m;
 	int64_t now;
 	uv_buf_t buf;
-	char *w;
 	int rc;
 
-	if (c->state != LOCKD__UV_READY || c->closing || conn == NULL ||
-	    conn->writing || c->out_len == 0)
+	if (c->state == LOCKD__UV_DEAD || c->closing || conn == NULL ||
+	    conn->writing)
 		return;
-	limit = lockd__send_limit(&c->queue, 0, c->appended);
-	if (limit <= c->written)
-		return;
-	n = (size_t)(limit - c->written);
-	if (n > c->out_len)
-		n = c->out_len;
-	if (c->wbuf_cap < n) {
-		if ((w = realloc(c->wbuf, n)) == NULL) {
-			lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
+	if (c->auth_len > 0) {
+		rc = lockd__uv_stage(c, c->auth_line, c->auth_len, &n);
+		OPENSSL_cleanse(c->auth_line, sizeof(c->auth_line));
+		c->auth_len = 0;
+		if (!rc)
 			return;
+	}
+	limit = lockd__send_limit(&c->queue, 0, c->appended);
+	if (c->state == LOCKD__UV_READY && c->out_len > 0 &&
+	    limit > c->written) {
+		m = (size_t)(limit - c->written);
+		if (m > c->out_len)
+			m = c->out_len;
+		if (!lockd__uv_stage(c, c->out, m, &n))
+			return;
+		memmove(c->out, c->out + m, c->out_len - m);
+		c->out_len -= m;
+		c->written += m;
+		/* The server may act on the bytes at once: a lease runs
+		 * from now. */
+		now = lockd_now_ms();
+		while (c->sent < c->queue.count &&
+		    (p = lockd__queue_at(&c->queue, c->sent))->end <=
+		    c->written) {
+			p->sent_ms = now;
+			c->sent++;
 		}
-		c->wbuf = w;
-		c->wbuf_cap = n;
 	}
-	memcpy(c->wbuf, c->out, n);
-	memmove(c->out, c->out + n, c->out_len - n);
-	c->out_len -= n;
-	c->written += n;
-	/* The server may act on the bytes at once: a lease runs from now. */
-	now = lockd_now_ms();
-	while (c->sent < c->queue.count &&
-	    (p = lockd__queue_at(&c->queue, c->sent))->end <= c->written) {
-		p->sent_ms = now;
-		c->sent++;
+	if (conn->ssl != NULL && (m = BIO_ctrl_pending(
+	    SSL_get_wbio(conn->ssl))) > 0) {
+		if (!lockd__uv_wbuf_room(c, m))
+			return;
+		rc = BIO_read(SSL_get_wbio(conn->ssl), c->wbuf, (int)m);
+		n = rc > 0 ? (size_t)rc : 0;
 	}
+	if (n == 0)
+		return;
 	buf = uv_buf_init(c->wbuf, (unsigned)n);
 	conn->writing = true;
-	if ((rc = uv_write(&conn->write, &conn->h.stream, &buf, 1,
-	    lockd__uv_written)) < 0) {
+	rc = uv_write(&conn->write, &conn->h.stream, &buf, 1,
+	    lockd__uv_written);
+	if (rc < 0) {
 		conn->writing = false;
 		lockd__uv_fail(c, LOCKD_ERR_IO, "write: %s", uv_strerror(rc));
 		return;
@@ -822,6 +1128,14 @@ lockd_uv_errstr(const lockd_uv_client *c)
 
 static void lockd__uv_keepalive_fire(uv_timer_t *t);
 
+/* *d = a copy of s (NULL stays NULL); false when out of memory. */
+static bool
+lockd__uv_strdup(char **d, const char *s)
+{
+	*d = NULL;
+	return s == NULL || (*d = strdup(s)) != NULL;
+}
+
 static void
 lockd__uv_renewer_closed(lockd_uv_client *renewer, void *arg)
 {
@@ -829,16 +1143,41 @@ lockd__uv_renewer_closed(lockd_uv_client *renewer, void *arg)
 	lockd__uv_unref(arg);
 }
 
+/* A copy of e (the TLS context shared); false when out of memory. */
+static bool
+lockd__uv_endpoint_dup(struct lockd__endpoint *d,
+    const struct lockd__endpoint *e)
+{
+	*d = *e;
+	d->host = d->unix_path = d->server_name = d->token = NULL;
+	d->token_file = NULL;
+	d->tls_ctx = NULL;
+	if (e->tls_ctx != NULL && SSL_CTX_up_ref(e->tls_ctx) == 1)
+		d->tls_ctx = e->tls_ctx;
+	return (e->tls_ctx == NULL || d->tls_ctx != NULL) &&
+	    lockd__uv_strdup(&d->host, e->host) &&
+	    lockd__uv_strdup(&d->unix_path, e->unix_path) &&
+	    lockd__uv_strdup(&d->server_name, e->server_name) &&
+	    lockd__uv_strdup(&d->token, e->token) &&
+	    lockd__uv_strdup(&d->token_file, e->token_file);
+}
+
 /* The client's keep-alive connection, made anew when it broke. */
 static lockd_uv_client *
 lockd__uv_renewer(lockd_uv_client *c)
 {
+	struct lockd__endpoint at;
+
 	if (c->renewer != NULL && c->renewer->state == LOCKD__UV_DEAD) {
 		lockd_uv_close(c->renewer, lockd__uv_renewer_closed, c);
 		c->renewer = NULL;
 	}
 	if (c->renewer == NULL) {
-		c->renewer = lockd_uv_connect(c->loop, &c->options, NULL, NULL);
+		if (lockd__uv_endpoint_dup(&at, &c->at))
+			c->renewer = lockd__uv_open(c->loop, &c->options, &at,
+			    NULL, NULL);
+		else
+			lockd__endpoint_free(&at);
 		if (c->renewer != NULL)
 			c->refs++;
 	}

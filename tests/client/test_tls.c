@@ -343,30 +343,6 @@ test_client_tls_keepalive_renews_over_tls(void **state)
 	lockd_free(c);
 }
 
-static void
-test_client_tls_uv_client_refuses_tls_and_tokens(void **state)
-{
-	uv_loop_t loop;
-	lockd_options o;
-	lockd_uv_client *u;
-
-	(void)state;
-	uv_loop_init(&loop);
-	memset(&o, 0, sizeof(o));
-	o.url = "lockds://127.0.0.1:1";
-	assert_null(lockd_uv_connect(&loop, &o, NULL, NULL));
-	o.url = NULL;
-	o.token = "s3cret";
-	assert_null(lockd_uv_connect(&loop, &o, NULL, NULL));
-	o.token = NULL;
-	o.url = "lockd://127.0.0.1:1";
-	u = lockd_uv_connect(&loop, &o, NULL, NULL);
-	assert_non_null(u);
-	lockd_uv_close(u, NULL, NULL);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
-}
-
 static int
 lockctl(char *out, char *err, const char *first, ...)
 {
@@ -442,7 +418,6 @@ main(void)
 		HARNESS_TEST(
 		    test_client_tls_pipelined_replies_cross_record_boundaries),
 		HARNESS_TEST(test_client_tls_keepalive_renews_over_tls),
-		HARNESS_TEST(test_client_tls_uv_client_refuses_tls_and_tokens),
 		HARNESS_TEST(
 		    test_client_tls_lockctl_takes_url_ca_and_token_from_env_or_file),
 	};

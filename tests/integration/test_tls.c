@@ -30,94 +30,38 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "tests/lib/certs.h"
 #include "tests/lib/harness.h"
 
-#define OPENSSL_BIN "/usr/bin/openssl"
-
-struct certs {
-	char dir[HARNESS_DIR_MAX];
-};
+/* The certificates are tests/lib/certs.c's; the short names read better
+ * in the tests below. */
+#define certs harness_certs
+#define SERVER_EXT HARNESS_CERTS_SERVER_EXT
+#define CLIENT_EXT HARNESS_CERTS_CLIENT_EXT
 
 static void
-openssl(const struct certs *c, const char *args)
+make_certs(struct certs *c)
 {
-	char cmd[2048], out[512], err[2048];
-	char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	harness_certs_make(c);
+}
 
-	snprintf(cmd, sizeof(cmd), "cd %s && " OPENSSL_BIN " %s", c->dir,
-	    args);
-	if (harness_run(argv, 30000, out, sizeof(out), err, sizeof(err)) != 0)
-		fail_msg("openssl %s failed: %s", args, err);
+static void
+make_cert(const struct certs *c, const char *name, const char *cn,
+    const char *ca, const char *ext, int days)
+{
+	harness_certs_make_cert(c, name, cn, ca, ext, days);
 }
 
 static void
 write_text(const struct certs *c, const char *file, const char *text)
 {
-	char path[HARNESS_PATH_MAX];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", c->dir, file);
-	if ((f = fopen(path, "w")) == NULL)
-		fail_msg("cannot write %s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
-#define EC "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-
-/* A certificate for CN, signed by ca, valid for days (-1: expired). */
-static void
-make_cert(const struct certs *c, const char *name, const char *cn,
-    const char *ca, const char *ext, int days)
-{
-	char args[1024];
-
-	write_text(c, "ext", ext);
-	snprintf(args, sizeof(args), "req " EC " -keyout %s.key -out %s.csr "
-	    "-subj /CN=%s", name, name, cn);
-	openssl(c, args);
-	snprintf(args, sizeof(args), "x509 -req -in %s.csr -CA %s.pem "
-	    "-CAkey %s.key -CAcreateserial -out %s.pem -days %d "
-	    "-extfile ext", name, ca, ca, name, days);
-	openssl(c, args);
-}
-
-static void
-make_ca(const struct certs *c, const char *name)
-{
-	char args[512];
-
-	snprintf(args, sizeof(args), "req -x509 " EC " -keyout %s.key "
-	    "-out %s.pem -days 2 -subj /CN=%s", name, name, name);
-	openssl(c, args);
-}
-
-#define SERVER_EXT "subjectAltName=IP:127.0.0.1\n"
-#define CLIENT_EXT "extendedKeyUsage=clientAuth\n"
-
-/* ca, server (by ca), alice (client by ca), expired (by ca), and
- * other-ca with mallory (client by other-ca). */
-static void
-make_certs(struct certs *c)
-{
-	snprintf(c->dir, sizeof(c->dir), "%s", harness_tempdir());
-	make_ca(c, "ca");
-	make_ca(c, "otherca");
-	make_cert(c, "server", "server", "ca", SERVER_EXT, 2);
-	make_cert(c, "alice", "alice", "ca", CLIENT_EXT, 2);
-	make_cert(c, "expired", "alice", "ca", CLIENT_EXT, -1);
-	make_cert(c, "mallory", "alice", "otherca", CLIENT_EXT, 2);
+	harness_certs_write(c, file, text);
 }
 
 static const char *
 path(const struct certs *c, const char *file)
 {
-	static char p[8][HARNESS_PATH_MAX];
-	static int next;
-	char *out = p[next++ % 8];
-
-	snprintf(out, HARNESS_PATH_MAX, "%s/%s", c->dir, file);
-	return out;
+	return harness_certs_path(c, file);
 }
 
 /* ---- a blocking TLS client ---------------------------------------------- */
