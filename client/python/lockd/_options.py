@@ -51,9 +51,21 @@ class Options:
                 if tls_cert_file:
                     ctx.load_cert_chain(tls_cert_file, tls_key_file)
             self.ssl_context = ctx
-        # Read once, here: a token file is not re-read on reconnect.
-        self.token = (_proto.read_token(token_file)
-                      if token_file is not None or use_env_token else None)
+        # The file is read at every connect, as liblockd's, so that a
+        # rotated token is picked up without a restart; read here once
+        # too, so that a missing or bad file fails at once.
+        self.token_file = token_file
+        self._env_token = (_proto.read_token()
+                           if token_file is None and use_env_token else None)
+        if token_file is not None:
+            _proto.read_token(token_file)
+
+    @property
+    def token(self):
+        """The token to send as AUTH now, or None."""
+        if self.token_file is not None:
+            return _proto.read_token(self.token_file)
+        return self._env_token
 
     def server_hostname(self, ep):
         return self.tls_server_name or ep[0]
@@ -61,5 +73,6 @@ class Options:
     def __repr__(self):
         eps = ",".join(_proto.endpoint_text(e) for e in self.endpoints)
         tls = self.ssl_context is not None
-        token = "set" if self.token else None
+        token = ("file" if self.token_file is not None else
+                 "set" if self._env_token else None)
         return f"Options(endpoints={eps!r}, tls={tls}, token={token})"

@@ -136,8 +136,9 @@ def read_token(token_file=None, env=None):
     LOCKD_TOKEN environment variable, else None.  Never from argv."""
     env = os.environ if env is None else env
     if token_file is not None:
+        # Its first line, as liblockd reads it.
         with open(token_file, encoding="utf-8") as f:
-            token = f.read().strip()
+            token = f.readline().strip()
         source = token_file
     else:
         token = env.get("LOCKD_TOKEN")

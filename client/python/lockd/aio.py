@@ -177,9 +177,10 @@ class AsyncClient:
         else:
             raise LockdConnectionError(
                 "cannot connect to lockd: " + "; ".join(errors))
-        if self.options.token:
+        token = self.options.token    # the file as it is now
+        if token:
             result = await self._wait(conn, conn.send(
-                _proto.req_auth(self.options.token)), None)
+                _proto.req_auth(token)), None)
             if isinstance(result, BadRequestError):
                 self.principal = None   # lockd without --auth
             elif isinstance(result, ServerError):

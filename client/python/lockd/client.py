@@ -54,9 +54,11 @@ class Client:
     ``tls_key_file``, or your own ``ssl_context``) wraps TCP connections
     in TLS 1.2 or later, checking the server's certificate against the
     CA file (else the system's CAs) and ``tls_server_name`` (else the
-    host).  A token is read from ``token_file``, else from the
-    LOCKD_TOKEN environment variable (unless ``use_env_token=False``),
-    and sent as ``AUTH <token>`` first on every connection.
+    host).  A token is read from ``token_file`` (its first line, read
+    again at every connect, so that a rotated file is picked up), else
+    from the LOCKD_TOKEN environment variable (unless
+    ``use_env_token=False``), and sent as ``AUTH <token>`` first on every
+    connection.
 
     A Client may be shared by threads: calls take turns.
     """
@@ -95,8 +97,9 @@ class Client:
             else:
                 raise LockdConnectionError(
                     "cannot connect to lockd: " + "; ".join(errors))
-            if self.options.token:
-                self._authenticate(deadline)
+            token = self.options.token    # the file as it is now
+            if token:
+                self._authenticate(token, deadline)
 
     def _open(self, ep, deadline):
         timeout = _earliest(self.options.connect_timeout, _left(deadline))
@@ -125,8 +128,8 @@ class Client:
         self._sock = sock
         self._rbuf.clear()
 
-    def _authenticate(self, deadline):
-        req = _proto.req_auth(self.options.token)
+    def _authenticate(self, token, deadline):
+        req = _proto.req_auth(token)
         result = self._exchange(req, deadline)
         if isinstance(result, BadRequestError):
             # lockd runs without --auth: AUTH is an unknown command there,
