@@ -332,8 +332,14 @@ def test_a_rotated_token_file_is_read_at_the_next_connect(make_lockd, certs,
         f"app {hashlib.sha256(new.encode()).hexdigest()} lock,read app/\n")
     f.write_text(new + "\n")
     server.proc.send_signal(signal.SIGHUP)
-    assert wait_for(lambda: lockd.Client(
-        port=server.port, token_file=str(f), **TIMEOUTS).ping(), 5, 0.1)
+
+    def reloaded():
+        try:
+            return lockd.Client(port=server.port, token_file=str(f),
+                                **TIMEOUTS).ping()
+        except lockd.DeniedError:       # the old rules, still
+            return False
+    assert wait_for(reloaded, 5, 0.1)
     c.close()
     assert c.status("app/rotate").held and c.principal == "app"
 
