@@ -7,7 +7,7 @@ Durations are seconds (int or float) or the protocol's strings ("30s",
 """
 
 from ._options import Options
-from ._proto import Lease, Status, duration_ms, now
+from ._proto import Check, Lease, LockList, Status, duration_ms, now
 from .aio import AsyncClient, AsyncKeepAlive, AsyncLockContext
 from .client import Client, KeepAlive, LockContext, Pipeline
 from .errors import *  # noqa: F401,F403
@@ -17,4 +17,5 @@ __version__ = "0.1.0"
 
 __all__ = ["Client", "AsyncClient", "Pipeline", "KeepAlive",
            "AsyncKeepAlive", "LockContext", "AsyncLockContext", "Lease",
-           "Status", "Options", "duration_ms", "now"] + _errors_all
+           "Status", "Check", "LockList", "Options", "duration_ms",
+           "now"] + _errors_all

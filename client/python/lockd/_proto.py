@@ -200,6 +200,12 @@ class Status:
         except (KeyError, ValueError) as e:
             raise ProtocolError(f"STATUS reply without {e}") from None
         self.owner = fields.get("owner")
+        # Protocol v2's appended fields, when they apply.
+        self.holders = int(fields.get("holders", int(self.held)))
+        self.limit = int(fields.get("limit", 1))
+        self.mode = fields.get("mode", "exclusive")
+        self.delay_ms = int(fields.get("delay", 0))
+        self.cause = fields.get("cause")   # WATCH's CHANGED only
 
     def __repr__(self):
         return (f"Status(name={self.name!r}, held={self.held},"
@@ -207,10 +213,54 @@ class Status:
                 f" queue={self.queue})")
 
 
+class Check:
+    """A CHECK reply: ``current`` when a live holder has the fence asked
+    about (``ttl_ms`` then left of its lease), else the newest holder's
+    ``fence`` (0 when free)."""
+
+    def __init__(self, name, current, fence, ttl_ms=0):
+        self.name = name
+        self.current = current
+        self.fence = fence
+        self.ttl_ms = ttl_ms
+
+    def __bool__(self):
+        return self.current
+
+    def __repr__(self):
+        return (f"Check(name={self.name!r}, current={self.current},"
+                f" fence={self.fence}, ttl_ms={self.ttl_ms})")
+
+
+class LockList:
+    """A LIST reply: ``locks`` (a Status each, in name order) and
+    ``next``, the name to pass as ``after=`` for the next page, or None
+    when this page is the last."""
+
+    def __init__(self, locks, next_name):
+        self.locks = locks
+        self.next = next_name
+
+    def __iter__(self):
+        return iter(self.locks)
+
+    def __len__(self):
+        return len(self.locks)
+
+    def __repr__(self):
+        return f"LockList({len(self.locks)} locks, next={self.next!r})"
+
+
+# parse_reply's answer to a line of a reply that goes on (LIST's LOCK
+# lines): read the next line for the same request.
+MORE = object()
+
+
 class Request:
     """One request on the wire and what its reply must look like."""
 
-    __slots__ = ("kind", "name", "line", "wait_ms", "sent", "lease")
+    __slots__ = ("kind", "name", "line", "wait_ms", "sent", "lease",
+                 "items")
 
     def __init__(self, kind, name, line, wait_ms=0, lease=None):
         self.kind = kind
@@ -219,6 +269,7 @@ class Request:
         self.wait_ms = wait_ms      # None: may wait forever
         self.sent = 0.0
         self.lease = lease          # RENEW: the Lease to update
+        self.items = []             # LIST: the LOCK lines read so far
 
 
 def repeatable(req):
@@ -227,7 +278,15 @@ def repeatable(req):
     ACQUIRE with a rid (protocol v2: the repeat finds the same grant)."""
     if req.kind == "ACQUIRE":
         return b" rid=" in req.line
-    return req.kind in ("RENEW", "RELEASE", "STATUS", "PING", "STATS")
+    return req.kind in ("RENEW", "RELEASE", "STATUS", "PING", "STATS",
+                        "LIST", "CHECK", "WATCH", "FORCE")
+
+
+def may_wait(req):
+    """ACQUIRE and WATCH wait on the server: their reply is given their
+    wait on top of the command timeout, and none when they may wait
+    forever (wait_ms None)."""
+    return req.kind in ("ACQUIRE", "WATCH")
 
 
 def _onclose(onclose):
@@ -245,26 +304,29 @@ def _options(**kw):
 
 
 def req_acquire(name, lease=None, wait=None, onclose="keep", owner=None,
-                rid=None):
+                rid=None, delay=None):
     name = check_name(name)
     lease_ms = duration_ms(lease, "lease")
     wait_ms = duration_ms(wait, "wait")
+    delay_ms = duration_ms(delay, "delay")
     if owner is not None:
         check_word(owner, "owner", 64)
     if rid is not None:
         check_word(rid, "rid", 64)
     line = (f"ACQUIRE {name}" + _options(lease=lease_ms, wait=wait_ms)
-            + _onclose(onclose) + _options(owner=owner, rid=rid) + "\n")
+            + _onclose(onclose)
+            + _options(owner=owner, rid=rid, delay=delay_ms) + "\n")
     return Request("ACQUIRE", name, line, wait_ms)
 
 
-def req_try(name, lease=None, onclose="keep", owner=None):
+def req_try(name, lease=None, onclose="keep", owner=None, delay=None):
     name = check_name(name)
     lease_ms = duration_ms(lease, "lease")
+    delay_ms = duration_ms(delay, "delay")
     if owner is not None:
         check_word(owner, "owner", 64)
     line = (f"TRY {name}" + _options(lease=lease_ms) + _onclose(onclose)
-            + _options(owner=owner) + "\n")
+            + _options(owner=owner, delay=delay_ms) + "\n")
     return Request("TRY", name, line)
 
 
@@ -292,6 +354,52 @@ def req_status(name):
 
 def req_ping():
     return Request("PING", None, "PING\n")
+
+
+def _fence(fence, lowest=1):
+    if isinstance(fence, bool) or not isinstance(fence, int):
+        raise TypeError("a fence is an int")
+    if not lowest <= fence < 2 ** 63:
+        raise ValueError(f"a fence is {lowest} to 2**63-1, not {fence}")
+    return fence
+
+
+LIST_LIMIT_MAX = 1000
+
+
+def req_list(prefix=None, after=None, limit=None):
+    if prefix is not None and prefix != "":
+        check_word(prefix, "prefix", NAME_MAX)
+    else:
+        prefix = None
+    if after is not None:
+        check_name(after)
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError("limit is an int")
+        if not 1 <= limit <= LIST_LIMIT_MAX:
+            raise ValueError(f"limit is 1 to {LIST_LIMIT_MAX}, not {limit}")
+    return Request("LIST", None, "LIST" + _options(
+        prefix=prefix, after=after, limit=limit) + "\n")
+
+
+def req_force(name, fence):
+    name = check_name(name)
+    return Request("FORCE", name, f"FORCE {name} {_fence(fence)}\n")
+
+
+def req_check(name, fence):
+    name = check_name(name)
+    return Request("CHECK", name, f"CHECK {name} {_fence(fence)}\n")
+
+
+def req_watch(name, fence=None, wait=None):
+    name = check_name(name)
+    if fence is not None:
+        _fence(fence, 0)
+    wait_ms = duration_ms(wait, "wait")
+    return Request("WATCH", name, f"WATCH {name}"
+                   + _options(fence=fence, wait=wait_ms) + "\n", wait_ms)
 
 
 def req_stats():
@@ -326,8 +434,10 @@ def parse_reply(req, raw):
     reply that does not answer req.
 
     Results: ACQUIRE a Lease; TRY a Lease or None (HELD); RENEW the Lease,
-    updated; RELEASE True (RELEASED) or False (NOTHELD, a stale handle);
-    STATUS a Status; PING True; STATS a dict; AUTH the principal.
+    updated; RELEASE and FORCE True (RELEASED) or False (NOTHELD, a stale
+    handle or fence); STATUS a Status; WATCH a Status with its cause;
+    CHECK a Check; LIST MORE for each LOCK line, then a LockList at END;
+    PING True; STATS a dict; AUTH the principal.
     """
     line = raw.decode("utf-8", "surrogateescape")
     words = line.split()
@@ -339,7 +449,9 @@ def parse_reply(req, raw):
     expect = {"ACQUIRE": ("GRANTED",), "TRY": ("GRANTED", "HELD"),
               "RENEW": ("RENEWED",), "RELEASE": ("RELEASED", "NOTHELD"),
               "STATUS": ("STATUS",), "PING": ("PONG",), "STATS": ("STATS",),
-              "AUTH": ("AUTHED",)}[req.kind]
+              "AUTH": ("AUTHED",), "LIST": ("LOCK", "END"),
+              "FORCE": ("RELEASED", "NOTHELD"), "CHECK": ("CURRENT", "STALE"),
+              "WATCH": ("CHANGED",)}[req.kind]
     if word not in expect:
         raise ProtocolError(f"{req.kind} answered {line!r}")
     if req.name is not None and (len(words) < 2 or words[1] != req.name):
@@ -358,6 +470,24 @@ def parse_reply(req, raw):
         lease.lease_ms = _int(f, "lease", line)
         lease.deadline = req.sent + lease.lease_ms / 1000.0
         return lease
+    if word == "LOCK":
+        if len(words) < 2:
+            raise ProtocolError(f"LIST answered {line!r}")
+        req.items.append(Status(words[1], _fields(words[2:])))
+        return MORE
+    if word == "END":
+        f = _fields(words[1:])
+        if _int(f, "count", line) != len(req.items):
+            raise ProtocolError(f"LIST: {len(req.items)} LOCK lines, "
+                                f"then {line!r}")
+        items, req.items = req.items, []
+        return LockList(items, f.get("next"))
+    if word == "CURRENT" or word == "STALE":
+        f = _fields(words[2:])
+        return Check(req.name, word == "CURRENT", _int(f, "fence", line),
+                     int(f.get("ttl", 0)))
+    if word == "CHANGED":
+        return Status(req.name, _fields(words[2:]))
     if word == "HELD":
         return None
     if word == "RELEASED":

@@ -63,8 +63,11 @@ class _Connection:
                     raw = raw[:-1]
                 if not self.due:
                     raise ProtocolError(f"a reply nobody asked for: {raw!r}")
-                req, fut = self.due.popleft()
+                req, fut = self.due[0]
                 result = _proto.parse_reply(req, raw)
+                if result is _proto.MORE:    # LIST: its next line
+                    continue
+                self.due.popleft()
                 if not fut.done():
                     fut.set_result(result)
                 elif isinstance(result, _proto.Lease) and \
@@ -205,7 +208,7 @@ class AsyncClient:
 
     def _timeout(self, req):
         t = self.options.command_timeout
-        if t is None or (req.kind == "ACQUIRE" and req.wait_ms is None):
+        if t is None or (_proto.may_wait(req) and req.wait_ms is None):
             return None
         return t + (req.wait_ms or 0) / 1000.0
 
@@ -269,13 +272,14 @@ class AsyncClient:
 
     # ---- commands: as Client's ------------------------------------------
     async def acquire(self, name, lease=None, wait=None, onclose="keep", *,
-                      owner=None, rid=None):
-        return await self._call(_proto.req_acquire(name, lease, wait,
-                                                   onclose, owner, rid))
+                      owner=None, rid=None, delay=None):
+        return await self._call(_proto.req_acquire(
+            name, lease, wait, onclose, owner, rid, delay))
 
     async def try_acquire(self, name, lease=None, onclose="keep", *,
-                          owner=None):
-        return await self._call(_proto.req_try(name, lease, onclose, owner))
+                          owner=None, delay=None):
+        return await self._call(_proto.req_try(name, lease, onclose, owner,
+                                               delay))
 
     async def renew(self, lease, length=None):
         return await self._call(_proto.req_renew(lease, length))
@@ -291,6 +295,21 @@ class AsyncClient:
 
     async def stats(self):
         return await self._call(_proto.req_stats())
+
+    async def list(self, prefix=None, after=None, limit=None):
+        return await self._call(_proto.req_list(prefix, after, limit))
+
+    async def force(self, name, fence):
+        return await self._call(_proto.req_force(name, fence))
+
+    async def check(self, name, fence):
+        return await self._call(_proto.req_check(name, fence))
+
+    async def watch(self, name, fence=None, wait=None):
+        """As Client.watch; concurrent calls on this client wait behind
+        a pending WATCH (it holds back later replies): use a client of
+        its own."""
+        return await self._call(_proto.req_watch(name, fence, wait))
 
     def keepalive(self, lease, on_lost=None):
         """Starts an AsyncKeepAlive task for lease; ``await ka.stop()``."""

@@ -207,7 +207,7 @@ class Client:
 
     def _reply_deadline(self, req):
         t = self.options.command_timeout
-        if t is None or (req.kind == "ACQUIRE" and req.wait_ms is None):
+        if t is None or (_proto.may_wait(req) and req.wait_ms is None):
             return None
         return _proto.now() + t + (req.wait_ms or 0) / 1000.0
 
@@ -215,8 +215,15 @@ class Client:
         req.sent = _proto.now()
         deadline = _earliest(self._reply_deadline(req), deadline)
         self._send(req.line, deadline)
+        return self._reply(req, deadline)
+
+    def _reply(self, req, deadline):
+        """req's result, from as many lines as its reply has (LIST's)."""
         try:
-            return _proto.parse_reply(req, self._readline(deadline))
+            result = _proto.MORE
+            while result is _proto.MORE:
+                result = _proto.parse_reply(req, self._readline(deadline))
+            return result
         except ProtocolError as e:
             self._fail(e)
 
@@ -266,7 +273,7 @@ class Client:
 
     # ---- commands ------------------------------------------------------
     def acquire(self, name, lease=None, wait=None, onclose="keep", *,
-                owner=None, rid=None):
+                owner=None, rid=None, delay=None):
         """Queues for the lock and returns its Lease when granted.
 
         ``lease``: None for the server's default (30 s; longer ones are
@@ -274,13 +281,19 @@ class Client:
         granted, 0 to fail at once, else at most that long; when it runs
         out, WaitTimeoutError.  Durations: seconds, or "1500ms", "30s".
         ``onclose="release"`` ends the lease when this connection closes.
+        ``owner``: a public label (STATUS, LIST and WATCH show it).
+        ``delay``: lock-delay, the time nobody gets the lock after this
+        lease ends badly (expiry, onclose, FORCE; never RELEASE).
         """
         return self._call(_proto.req_acquire(name, lease, wait, onclose,
-                                             owner, rid))
+                                             owner, rid, delay))
 
-    def try_acquire(self, name, lease=None, onclose="keep", *, owner=None):
-        """Never queues: the Lease, or None when the lock is taken."""
-        return self._call(_proto.req_try(name, lease, onclose, owner))
+    def try_acquire(self, name, lease=None, onclose="keep", *, owner=None,
+                    delay=None):
+        """Never queues: the Lease, or None when the lock is taken (or in
+        its lock-delay)."""
+        return self._call(_proto.req_try(name, lease, onclose, owner,
+                                         delay))
 
     def renew(self, lease, length=None):
         """Extends lease to now + length (default: its current length)
@@ -302,6 +315,44 @@ class Client:
     def stats(self):
         """lockd's STATS line as a dict (numbers as int)."""
         return self._call(_proto.req_stats())
+
+    def list(self, prefix=None, after=None, limit=None):
+        """One page of the locks that exist (held, waited for, or in
+        lock-delay), in name order: a LockList of Status, whose ``next``
+        is the ``after`` of the next page (None: the last page).
+        ``limit``: 1 to 1000 (default 100)."""
+        return self._call(_proto.req_list(prefix, after, limit))
+
+    def list_all(self, prefix=None):
+        """Every lock whose name starts with prefix, a page at a time."""
+        after = None
+        while True:
+            page = self.list(prefix, after, _proto.LIST_LIMIT_MAX)
+            yield from page
+            if page.next is None:
+                return
+            after = page.next
+
+    def force(self, name, fence):
+        """Ends the lease of name's holder with this fence as if it
+        expired (lock-delay applies): True, or False when no live holder
+        has it (a newer holder is never touched).  Needs admin."""
+        return self._call(_proto.req_force(name, fence))
+
+    def check(self, name, fence):
+        """Asks whether fence is a live holder's: a Check, true when
+        current, else with the newest holder's fence."""
+        return self._call(_proto.req_check(name, fence))
+
+    def watch(self, name, fence=None, wait=None):
+        """Waits until the newest holder's fence differs from fence (at
+        once if it does), or, without fence, for the next change of the
+        holders, and returns the lock's Status with its ``cause``
+        (granted, released, expired, closed, forced or none).  ``wait``
+        runs out with WaitTimeoutError; None waits as long as it takes.
+        A pending WATCH holds back this client's other calls: watch from
+        a Client of its own."""
+        return self._call(_proto.req_watch(name, fence, wait))
 
     def pipeline(self):
         return Pipeline(self)
@@ -342,12 +393,13 @@ class Pipeline:
         return self
 
     def acquire(self, name, lease=None, wait=None, onclose="keep", *,
-                owner=None, rid=None):
+                owner=None, rid=None, delay=None):
         return self._add(_proto.req_acquire(name, lease, wait, onclose,
-                                            owner, rid))
+                                            owner, rid, delay))
 
-    def try_acquire(self, name, lease=None, onclose="keep", *, owner=None):
-        return self._add(_proto.req_try(name, lease, onclose, owner))
+    def try_acquire(self, name, lease=None, onclose="keep", *, owner=None,
+                    delay=None):
+        return self._add(_proto.req_try(name, lease, onclose, owner, delay))
 
     def renew(self, lease, length=None):
         return self._add(_proto.req_renew(lease, length))
@@ -363,6 +415,15 @@ class Pipeline:
 
     def stats(self):
         return self._add(_proto.req_stats())
+
+    def list(self, prefix=None, after=None, limit=None):
+        return self._add(_proto.req_list(prefix, after, limit))
+
+    def force(self, name, fence):
+        return self._add(_proto.req_force(name, fence))
+
+    def check(self, name, fence):
+        return self._add(_proto.req_check(name, fence))
 
     def __len__(self):
         return len(self._requests)
@@ -390,11 +451,7 @@ class Pipeline:
                     c._send(b"".join(r.line for r in batch),
                             c._reply_deadline(batch[-1]))
                 req = due.popleft()
-                try:
-                    results.append(_proto.parse_reply(
-                        req, c._readline(c._reply_deadline(req))))
-                except ProtocolError as e:
-                    c._fail(e)
+                results.append(c._reply(req, c._reply_deadline(req)))
         return results
 
 
