@@ -5,9 +5,9 @@
  * every reconnect) and from $LOCKD_TOKEN, a refused token, pipelining
  * through TLS records, and the keep-alive helper over TLS.
  *
- * Certificates are made with the openssl command in a temp dir: a CA, a
- * server certificate for 127.0.0.1 and localhost, a client certificate,
- * and another CA that signed nothing lockd trusts.
+ * Certificates come from tests/lib/certs.c (the openssl command, in a
+ * temp dir): a CA, a server certificate for 127.0.0.1 and localhost, a
+ * client certificate, and another CA that signed nothing lockd trusts.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +22,7 @@
 
 #include "client/lockd.h"
 #include "client/lockd_uv.h"
+#include "tests/lib/certs.h"
 #include "tests/lib/harness.h"
 
 #define RUN_TIMEOUT_MS 10000
@@ -49,17 +50,6 @@ file(const char *name)
 }
 
 static void
-shell(const char *script)
-{
-	char cmd[4096], out[512], err[4096];
-	char *argv[] = { "/bin/sh", "-ec", cmd, NULL };
-
-	snprintf(cmd, sizeof(cmd), "cd %s\n%s", dir, script);
-	if (harness_run(argv, 60000, out, sizeof(out), err, sizeof(err)) != 0)
-		fail_msg("%s failed: %s", script, err);
-}
-
-static void
 write_file(const char *name, const char *text)
 {
 	FILE *f = fopen(file(name), "w");
@@ -69,29 +59,15 @@ write_file(const char *name, const char *text)
 	fclose(f);
 }
 
-#define EC "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
-
+/* tests/lib/certs.c's set: ca, otherca, server (127.0.0.1 and
+ * localhost), alice (a client) and more; then the auth rules. */
 static void
 make_certs(void)
 {
-	snprintf(dir, sizeof(dir), "%s", harness_tempdir());
-	shell("o=/usr/bin/openssl\n"
-	    "$o req -x509 " EC " -keyout ca.key -out ca.pem -days 2 "
-	    "-subj /CN=ca 2>/dev/null\n"
-	    "$o req -x509 " EC " -keyout other.key -out other.pem -days 2 "
-	    "-subj /CN=other 2>/dev/null\n"
-	    "$o req " EC " -keyout server.key -out server.csr "
-	    "-subj /CN=server 2>/dev/null\n"
-	    "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > s.ext\n"
-	    "$o x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
-	    "-CAcreateserial -out server.pem -days 2 -extfile s.ext "
-	    "2>/dev/null\n"
-	    "$o req " EC " -keyout alice.key -out alice.csr "
-	    "-subj /CN=alice 2>/dev/null\n"
-	    "printf 'extendedKeyUsage=clientAuth\\n' > c.ext\n"
-	    "$o x509 -req -in alice.csr -CA ca.pem -CAkey ca.key "
-	    "-CAcreateserial -out alice.pem -days 2 -extfile c.ext "
-	    "2>/dev/null\n");
+	struct harness_certs certs;
+
+	harness_certs_make(&certs);
+	snprintf(dir, sizeof(dir), "%s", certs.dir);
 	write_file("auth", "ops " HASH_S3CRET " lock,read,admin ops/\n"
 	    "app " HASH_T0KEN " lock,read app/\n"
 	    "alice - lock,read alice/\n");
@@ -185,7 +161,7 @@ test_client_tls_refuses_a_server_it_cannot_verify(void **state)
 	s = start(false);
 	url_of(s, "lockds", "127.0.0.1", url, sizeof(url));
 	o = tls_options(url);
-	o.tls_ca_file = file("other.pem");
+	o.tls_ca_file = file("otherca.pem");
 	c = lockd_connect(&o);
 	assert_int_equal(c->err, LOCKD_ERR_IO);
 	assert_non_null(strstr(c->errstr, "certificate"));
@@ -391,7 +367,7 @@ test_client_tls_lockctl_takes_url_ca_and_token_from_env_or_file(
 	assert_non_null(strstr(err, "DENIED"));
 	/* A CA that did not sign the server: unreachable, and why. */
 	assert_int_equal(lockctl(out, err, "-H", url, "--ca",
-	    file("other.pem"), "ping", NULL), 69);
+	    file("otherca.pem"), "ping", NULL), 69);
 	assert_non_null(strstr(err, "certificate"));
 	assert_int_equal(lockctl(out, err, "-H", "lockdz://x", "ping", NULL),
 	    64);
