@@ -548,7 +548,12 @@ lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		if (c->phase == LOCKD__UV_PHASE_TLS &&
 		    c->state == LOCKD__UV_CONNECTING) {
 			lockd__uv_handshake(c);
-			if (c->state == LOCKD__UV_DEAD || c->closing)
+			/* Failed, closed, or waiting for more of the
+			 * handshake: SSL_read must not go on with it
+			 * behind our back. */
+			if (c->state == LOCKD__UV_DEAD || c->closing ||
+			    (c->state == LOCKD__UV_CONNECTING &&
+			    c->phase == LOCKD__UV_PHASE_TLS))
 				return;
 		}
 		if (!lockd__uv_decrypt(c))

@@ -4,7 +4,8 @@
  * lockd:// URLs, the CA and the server's name checked, a token from the
  * options and from a file, a refused token, a client certificate as the
  * principal, pipelining and the keep-alive over TLS, and a server that
- * stalls the handshake, timed out while the loop's other timers fire.
+ * stalls the handshake (or AUTH), timed out while the loop's other timers
+ * fire.
  *
  * Certificates come from tests/lib/certs.c (the openssl command).  Every
  * loop is bounded: run_until() runs the loop until a flag is set or a time
@@ -521,6 +522,28 @@ test_uv_tls_a_stalled_handshake_times_out_and_the_loop_runs_on(
 	/* The ClientHello went out, and the loop kept running after. */
 	assert_int_equal(st.first, 0x16);
 	assert_true(st.ticks >= STALL_TICKS);
+	close_uv(st.client);
+	if (st.conn >= 0)
+		close(st.conn);
+	/* Plain, with a token: AUTH goes out, no reply comes. */
+	snprintf(url, sizeof(url), "lockd://127.0.0.1:%d",
+	    ntohs(a.sin_port));
+	memset(&o, 0, sizeof(o));
+	o.url = url;
+	o.token = "s3cret";
+	o.connect_timeout_ms = STALL_TIMEOUT_MS;
+	st.conn = -1;
+	st.first = 0;
+	st.connect_done = false;
+	uv_timer_init(&loop, &tick);
+	tick.data = &st;
+	uv_timer_start(&tick, stall_tick, 10, 10);
+	st.client = lockd_uv_connect(&loop, &o, stall_connected, &st);
+	assert_true(run_until(&st.connect_done, TIMEOUT_MS));
+	uv_close((uv_handle_t *)&tick, NULL);
+	assert_int_equal(lockd_uv_err(st.client), LOCKD_ERR_TIMEOUT);
+	assert_non_null(strstr(lockd_uv_errstr(st.client), "AUTH with"));
+	assert_int_equal(st.first, 'A');
 	close_uv(st.client);
 	if (st.conn >= 0)
 		close(st.conn);
