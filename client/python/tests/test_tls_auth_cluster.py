@@ -291,6 +291,24 @@ def test_notleader_is_followed_to_the_leader(cluster):
     asyncio.run(asyncio.wait_for(main(), 30))
 
 
+def test_notleader_without_a_leader_moves_to_the_next_endpoint(cluster):
+    leader, follower = cluster
+    c = lockd.Client(endpoints=[f"127.0.0.1:{follower.port}",
+                                f"127.0.0.1:{leader.port}"], **TIMEOUTS)
+    assert c.ping() and c.endpoint == ("127.0.0.1", follower.port)
+    # What a node answers while no leader is known (an election on), in
+    # lockd's words; lockd cannot be made to say it on cue, so the reply
+    # is handed to the client's rule here, and the next call goes on.
+    err = lockd.errors.error_from_reply("ERR NOTLEADER no leader is known")
+    assert err.leader is None
+    assert c._follow(err, 0)
+    lease = c.acquire("cluster/next", lease="1m")
+    assert c.endpoint == ("127.0.0.1", leader.port) and c.release(lease)
+    c.close()
+    # One endpoint only: nowhere else to go, the error is the caller's.
+    assert not lockd.Client(port=leader.port)._follow(err, 0)
+
+
 def test_a_dead_leader_is_left_for_the_new_one(cluster):
     leader, follower = cluster
     c = lockd.Client(endpoints=[f"127.0.0.1:{leader.port}",
