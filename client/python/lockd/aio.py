@@ -375,7 +375,9 @@ class AsyncKeepAlive:
             try:
                 await asyncio.wait_for(
                     self._client._call(_proto.req_renew(lease)), left)
-            except (UnavailableError, LimitError) as e:
+            except (UnavailableError, LimitError, NotLeaderError) as e:
+                # Not a refusal: the node cannot answer for the lease now
+                # (a leader is being elected); retried.
                 self.last_error = e
             except ServerError as e:
                 await self._lose(f"renewal refused: {e}")

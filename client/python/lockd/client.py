@@ -461,8 +461,9 @@ class KeepAlive:
     restart of lockd is ridden out: it reconnects).
 
     The lease is lost as soon as a renewal is refused (CONFLICT and the
-    like; UNAVAILABLE and LIMIT are retried), or when no renewal has
-    succeeded by a tenth of the lease before the lease could end.  Then
+    like; UNAVAILABLE, LIMIT and NOTLEADER are retried), or when no
+    renewal has succeeded by a tenth of the lease before the lease could
+    end.  Then
     ``lease.lost_error`` is set (``lease.lost`` turns True,
     ``lease.check()`` raises it) and ``on_lost(lease, error)`` is called
     once, on the keep-alive's thread: keep it short.  ``stop()`` stops
@@ -525,7 +526,9 @@ class KeepAlive:
                 return
             try:
                 self._client._call(_proto.req_renew(lease), lost_at)
-            except (UnavailableError, LimitError) as e:
+            except (UnavailableError, LimitError, NotLeaderError) as e:
+                # Not a refusal: the node cannot answer for the lease now
+                # (a leader is being elected); retried.
                 why = e
             except ServerError as e:
                 self._lose(f"renewal refused: {e}")

@@ -371,3 +371,56 @@ def test_a_rotated_token_file_is_read_at_the_next_connect(make_lockd, certs,
         assert await a.ping()
         await a.close()
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_a_kept_alive_lease_rides_out_a_leader_failover(cluster):
+    leader, follower = cluster
+    eps = [f"127.0.0.1:{leader.port}", f"127.0.0.1:{follower.port}"]
+    c = lockd.Client(endpoints=eps, **TIMEOUTS)
+    lost = []
+    with c.lock("cluster/kept", lease="6s",
+                on_lost=lambda lease, e: lost.append(e)) as lease:
+        first_end = time.monotonic() + 6
+        leader.kill()
+        # The new leader answers NOTLEADER, then serves: a renewal there
+        # carries the lease past the end it had when the leader died.
+        watcher = lockd.Client(port=follower.port, **TIMEOUTS)
+
+        def renewed_there():
+            try:
+                st = watcher.status("cluster/kept")
+            except (lockd.NotLeaderError, lockd.UnavailableError):
+                return False
+            return st.held and time.monotonic() + st.ttl_ms / 1000 > \
+                first_end + 1
+        assert wait_for(renewed_there, 20, 0.2)
+        assert not lost and not lease.lost
+        assert watcher.status("cluster/kept").fence == lease.fence
+        watcher.close()
+    c.close()
+
+
+def test_an_asyncio_kept_alive_lease_rides_out_a_leader_failover(cluster):
+    leader, follower = cluster
+    eps = [f"127.0.0.1:{leader.port}", f"127.0.0.1:{follower.port}"]
+
+    async def main():
+        async with lockd.AsyncClient(endpoints=eps, **TIMEOUTS) as a, \
+                lockd.AsyncClient(port=follower.port, **TIMEOUTS) as w:
+            async with a.lock("cluster/async-kept", lease="6s") as lease:
+                first_end = time.monotonic() + 6
+                leader.kill()
+                end = time.monotonic() + 20
+                while time.monotonic() < end:
+                    try:
+                        st = await w.status("cluster/async-kept")
+                        if st.held and time.monotonic() + \
+                                st.ttl_ms / 1000 > first_end + 1:
+                            break
+                    except (lockd.NotLeaderError, lockd.UnavailableError):
+                        pass
+                    await asyncio.sleep(0.2)
+                else:
+                    pytest.fail("the lease was not renewed on the new leader")
+                assert not lease.lost and st.fence == lease.fence
+    asyncio.run(asyncio.wait_for(main(), 40))
