@@ -187,7 +187,7 @@ struct service {
 	struct store_stats store_stats;  /* as of the last commit's end */
 	struct metrics metrics;
 	/* --auth's rules, owned by the server (reloaded on SIGHUP); NULL
-	 * when authentication is off. */
+	 * when authentication is off.  Kept across service_open. */
 	const struct auth_rules *auth;
 	/* Log lines a client can provoke at will, each kind limited
 	 * (log.h): reclaimed leases, limit hits, failed AUTHs. */
