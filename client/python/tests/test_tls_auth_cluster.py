@@ -252,15 +252,21 @@ def role(server):
         return None
 
 
+def start_cluster(make_lockd, etcd, *extra, role_of=None):
+    """Two nodes of a cluster of its own name: (leader, follower)."""
+    role_of = role_of or role
+    name = f"py{free_port()}"
+    nodes = [make_lockd("--etcd", etcd, "--cluster", name, *extra)
+             for _ in "ab"]
+    assert wait_for(lambda: sorted(role_of(n) or "" for n in nodes) ==
+                    ["follower", "leader"], 15, 0.1)
+    leader = next(n for n in nodes if role_of(n) == "leader")
+    return leader, next(n for n in nodes if n is not leader)
+
+
 @pytest.fixture
 def cluster(make_lockd, etcd):
-    """Two nodes of a cluster of its own name: (leader, follower)."""
-    name = f"py{free_port()}"
-    nodes = [make_lockd("--etcd", etcd, "--cluster", name) for _ in "ab"]
-    assert wait_for(lambda: sorted(role(n) or "" for n in nodes) ==
-                    ["follower", "leader"], 15, 0.1)
-    leader = next(n for n in nodes if role(n) == "leader")
-    return leader, next(n for n in nodes if n is not leader)
+    return start_cluster(make_lockd, etcd)
 
 
 def test_notleader_is_followed_to_the_leader(cluster):
@@ -289,6 +295,34 @@ def test_notleader_is_followed_to_the_leader(cluster):
         assert await a.release(lease)
         await a.close()
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_notleader_is_followed_over_tls_with_a_token(make_lockd, etcd,
+                                                    certs):
+    # Every node with TLS and --auth: following the hint is a new
+    # handshake, checked against the CA, and a new AUTH.
+    f = certs / "ops.token"
+    f.write_text("s3cret\n")
+    tls = {"tls_ca_file": str(certs / "ca.pem"), "token_file": str(f),
+           **TIMEOUTS}
+
+    def tls_role(server):
+        try:
+            return lockd.Client(port=server.port, **tls).stats().get("role")
+        except lockd.LockdError:
+            return None
+    leader, follower = start_cluster(
+        make_lockd, etcd, "--tls-cert", str(certs / "server.pem"),
+        "--tls-key", str(certs / "server.key"), "--auth",
+        str(certs / "auth"), role_of=tls_role)
+    c = lockd.Client(endpoints=[f"127.0.0.1:{follower.port}"], **tls)
+    with c.lock("ops/cluster", lease="1m") as lease:
+        assert c.endpoint == ("127.0.0.1", leader.port)
+        assert c.principal == "ops"
+        assert c.check("ops/cluster", lease.fence)
+    with pytest.raises(lockd.DeniedError):
+        c.try_acquire("app/cluster")
+    c.close()
 
 
 def test_notleader_without_a_leader_moves_to_the_next_endpoint(cluster):
