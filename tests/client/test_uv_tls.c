@@ -240,7 +240,7 @@ test_uv_tls_takes_renews_and_releases_over_tls_with_a_token(void **state)
 static void
 test_uv_tls_refuses_a_server_it_cannot_verify(void **state)
 {
-	struct harness_server *s;
+	struct harness_server *s, *plain;
 	struct result r;
 	lockd_uv_client *c;
 	lockd_options o;
@@ -274,6 +274,14 @@ test_uv_tls_refuses_a_server_it_cannot_verify(void **state)
 	assert_int_equal(connect_with(&o, &c), LOCKD_OK);
 	RUN(r, lockd_uv_ping(c, on_reply, &r));
 	assert_true(lockd_error_is_fatal(r.result));
+	close_uv(c);
+	/* lockds:// to a plain lockd: its answer to the ClientHello is no
+	 * TLS record. */
+	plain = harness_start(NULL);
+	snprintf(url, sizeof(url), "lockds://127.0.0.1:%d", plain->port);
+	o = tls_options(url);
+	assert_int_equal(connect_with(&o, &c), LOCKD_ERR_IO);
+	assert_non_null(strstr(lockd_uv_errstr(c), "TLS with"));
 	close_uv(c);
 	/* What lockd_connect refuses, lockd_uv_connect refuses. */
 	o = tls_options("lockds:///tmp/lockd.sock");
