@@ -336,6 +336,25 @@ classify(CURL *easy, CURLcode code, const char *curl_error,
 	return http >= 400 && http < 500 ? ETCD_REFUSED : ETCD_UNKNOWN;
 }
 
+/*
+ * etcd with --client-cert-auth drops a TLS 1.3 client without a
+ * certificate after curl thinks the handshake done: curl then reports a
+ * failed send or receive, or a socket gone.  Says what is likely.
+ */
+static void
+tls_hint(const struct etcd *etcd, CURLcode code, char *err, size_t err_len)
+{
+	size_t len = strlen(err);
+
+	if (!etcd->tls || etcd->cert_file[0] != '\0')
+		return;
+	if (code == CURLE_SSL_CONNECT_ERROR || code == CURLE_SEND_ERROR ||
+	    code == CURLE_RECV_ERROR || strstr(err, "getpeername") != NULL)
+		snprintf(err + len, err_len - len, " (etcd dropped the TLS "
+		    "connection: does it want a client certificate? "
+		    "--etcd-cert, --etcd-key)");
+}
+
 static void
 request_free(struct request *r)
 {
@@ -621,6 +640,7 @@ request_finish(struct request *r, CURLcode code)
 
 	result = classify(r->easy, code, r->curl_error, &r->reply, &reply,
 	    err, sizeof(err));
+	tls_hint(etcd, code, err, sizeof(err));
 	if (code != CURLE_OK && etcd->current == r->url)
 		etcd->current = (etcd->current + 1) % etcd->nurls;
 	/* Out of the lists before the callback, which may close the client. */
@@ -721,6 +741,7 @@ sync_once(struct etcd *etcd, CURL *easy, const char *path, const char *text,
 		*code = curl_easy_perform(easy);
 		result = classify(easy, *code, curl_error, &buf, reply, err,
 		    err_len);
+		tls_hint(etcd, *code, err, err_len);
 	}
 	free(buf.data);
 	curl_slist_free_all(headers);
