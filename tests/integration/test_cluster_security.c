@@ -334,6 +334,26 @@ test_cluster_security_wrong_ca_is_refused(void **state)
 	    password[PW_C]), "SSL certificate problem");
 }
 
+/*
+ * The server certificate names 127.0.0.1 alone: the same member reached
+ * as localhost must be refused, for its name.
+ */
+static void
+test_cluster_security_server_name_is_checked(void **state)
+{
+	struct harness_server *s = harness_server_new();
+	char url[96];
+
+	(void)state;
+	snprintf(url, sizeof(url), "https://localhost:%d",
+	    etcd.members[0].client_port);
+	harness_server_start(s, "--etcd", url, "--cluster", "c",
+	    "--etcd-ca", etcd.ca, "--etcd-cert", etcd.client_cert,
+	    "--etcd-key", etcd.client_key, "--etcd-user", "node-c",
+	    "--etcd-password-file", password[PW_C], NULL);
+	expect_refused(s, "certificate subject name");
+}
+
 static void
 test_cluster_security_client_certificate_is_required(void **state)
 {
@@ -418,6 +438,7 @@ main(void)
 		    test_cluster_security_tls_and_auth_grant_renew_release_and_fail_over),
 		HARNESS_TEST(test_cluster_security_token_expiry_is_survived),
 		HARNESS_TEST(test_cluster_security_wrong_ca_is_refused),
+		HARNESS_TEST(test_cluster_security_server_name_is_checked),
 		HARNESS_TEST(
 		    test_cluster_security_client_certificate_is_required),
 		HARNESS_TEST(
