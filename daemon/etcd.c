@@ -492,12 +492,19 @@ take_token(struct etcd *etcd, enum etcd_result result, json_t *reply,
 static int request_send(struct request *r);
 static void auth_start(struct etcd *etcd);
 
-/* Ends a request that never went out, as if etcd had refused it. */
+/*
+ * Ends a request that never went out for want of a token.  Nothing was
+ * done, yet it counts as ETCD_UNKNOWN, as does a request etcd refuses for
+ * the user's credentials: a caller that met ETCD_REFUSED would read etcd
+ * to see where it stands, and cannot with these credentials; with
+ * ETCD_UNKNOWN the store gives up on the batch and the node starts over
+ * from etcd once it can (store_etcd.c, leader.c).
+ */
 static void
 request_refuse(struct request *r, const char *why)
 {
 	link_remove(&r->link);
-	r->done(r->ctx, ETCD_REFUSED, NULL, why);
+	r->done(r->ctx, ETCD_UNKNOWN, NULL, why);
 	request_free(r);
 }
 
@@ -661,8 +668,10 @@ request_finish(struct request *r, CURLcode code)
 			}
 			if (request_send(r) == 0)
 				return;
-		} else if (result == ETCD_REFUSED && auth_trouble(err)) {
+		} else if (result == ETCD_REFUSED && (auth_trouble(err) ||
+		    token_trouble(err))) {
 			auth_refused(etcd, err);
+			result = ETCD_UNKNOWN;   /* as request_refuse says */
 		} else if (result == ETCD_OK) {
 			auth_ok(etcd);
 		}
@@ -808,7 +817,7 @@ etcd_request_sync(struct etcd *etcd, const char *path, json_t *body,
 
 		if (needs_token(etcd) && sync_authenticate(etcd, easy,
 		    timeout_ms, err, err_len) != 0) {
-			result = ETCD_REFUSED;
+			result = ETCD_UNKNOWN;   /* as request_refuse says */
 			break;
 		}
 		result = sync_once(etcd, easy, path, text, false, timeout_ms,
@@ -825,9 +834,11 @@ etcd_request_sync(struct etcd *etcd, const char *path, json_t *body,
 			continue;
 		}
 		if (etcd->user[0] != '\0' && result == ETCD_REFUSED &&
-		    auth_trouble(err))
+		    (auth_trouble(err) || token_trouble(err))) {
 			auth_refused(etcd, err);
-		else if (etcd->user[0] != '\0' && result == ETCD_OK)
+			result = ETCD_UNKNOWN;
+			break;
+		} else if (etcd->user[0] != '\0' && result == ETCD_OK)
 			auth_ok(etcd);
 		if (code == CURLE_OK)
 			break;

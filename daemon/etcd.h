@@ -32,7 +32,11 @@
  * What a request came to.  ETCD_OK: HTTP 200 and a JSON object.
  * ETCD_REFUSED: etcd answered and refused (HTTP 4xx): nothing was done.
  * ETCD_UNKNOWN: no answer, or etcd's own "request timed out" (HTTP 5xx):
- * a write may or may not have been applied.
+ * a write may or may not have been applied.  Also a request that etcd
+ * refused for lockd's credentials, or that could not go out for want of
+ * a token (etcd_auth_error says why): nothing was done, but nothing can
+ * be read either, so the caller must not count on reading where it
+ * stands.
  */
 enum etcd_result { ETCD_OK = 0, ETCD_REFUSED = -1, ETCD_UNKNOWN = -2 };
 

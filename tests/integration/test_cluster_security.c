@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -397,6 +398,72 @@ test_cluster_security_role_on_another_prefix_is_refused(void **state)
 	    "readwrite on the cluster's prefix");
 }
 
+/*
+ * The leader's password is changed in etcd (which drops its token): its
+ * next commit cannot authenticate.  It must grant nothing, step down
+ * rather than stop (before this was handled it aborted on the read after
+ * the refused commit), and answer ERR UNAVAILABLE; with the new password
+ * in its file and a SIGHUP it leads again with nothing lost.  Runs last:
+ * node-c's password stays changed.
+ */
+static void
+test_cluster_security_password_changed_then_reloaded_on_sighup(
+    void **state)
+{
+	struct harness_server *n[1];
+	struct harness_conn *c;
+	const char *line;
+	char copy[256];
+	int64_t deadline;
+	int unavailable = 0;
+
+	(void)state;
+	n[0] = node("c", etcd.ca, true, "node-c", password[PW_C]);
+	assert_int_equal(find_leader(n, 1), 0);
+	c = harness_connect(n[0]);
+	harness_send(c, "ACQUIRE kept wait=0 lease=60s\r\n");
+	harness_expect_prefix(c, "GRANTED kept fence=1 ");
+
+	assert_int_equal(etcd_cluster_change_password(&etcd, "node-c",
+	    "the new secret of node-c"), 0);
+	deadline = harness_now_ms() + 10000;
+	while (harness_now_ms() < deadline && unavailable < 3) {
+		if (c->eof) {
+			harness_close(c);
+			c = harness_connect(n[0]);
+		}
+		if (harness_try_send(c, "ACQUIRE other wait=0\r\n", 22,
+		    1000) != 22 || (line = harness_read_line(c, 8000)) ==
+		    NULL)
+			continue;   /* closed as it stepped down */
+		snprintf(copy, sizeof(copy), "%s", line);
+		if (strncmp(copy, "GRANTED", 7) == 0)
+			fail_msg("granted with a password etcd no longer "
+			    "takes: %s", copy);
+		if (strncmp(copy, "ERR UNAVAILABLE", 15) == 0 &&
+		    role_of(n[0]) == 0)
+			unavailable++;
+		harness_sleep_ms(100);
+	}
+	if (harness_wait(n[0]->pid, 0) >= 0) {
+		print_log(n[0]);
+		fail_msg("lockd exited when etcd refused its password");
+	}
+	assert_int_equal(unavailable, 3);
+	assert_true(harness_log_contains(n[0], "authentication failed"));
+
+	assert_int_equal(write_file(password[PW_C],
+	    "the new secret of node-c\n"), 0);
+	kill(n[0]->pid, SIGHUP);
+	assert_int_equal(find_leader(n, 1), 0);
+	assert_true(harness_log_contains(n[0],
+	    "event=etcd_password_reloaded"));
+	c = harness_connect(n[0]);
+	harness_send(c, "STATUS kept\r\nACQUIRE other wait=0\r\n");
+	harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
+	harness_expect_prefix(c, "GRANTED other fence=2 ");
+}
+
 static void
 test_cluster_security_bad_settings_stop_the_start(void **state)
 {
@@ -445,6 +512,8 @@ main(void)
 		    test_cluster_security_wrong_password_is_refused_at_a_bounded_rate),
 		HARNESS_TEST(
 		    test_cluster_security_role_on_another_prefix_is_refused),
+		HARNESS_TEST(
+		    test_cluster_security_password_changed_then_reloaded_on_sighup),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -251,17 +251,14 @@ etcd_cluster_add_user(struct etcd_cluster *c, const char *user,
 	return auth_call(c, "/v3/auth/user/grant", body, NULL, 0);
 }
 
-int
-etcd_cluster_enable_auth(struct etcd_cluster *c)
+/* A fresh token of root's (the last one may have expired). */
+static int
+root_authenticate(struct etcd_cluster *c)
 {
 	char reply[2048], *t, *q;
 
-	if (auth_call(c, "/v3/auth/user/add", "{\"name\":\"root\","
-	    "\"password\":\"root-test\"}", NULL, 0) != 0 ||
-	    auth_call(c, "/v3/auth/user/grant", "{\"user\":\"root\","
-	    "\"role\":\"root\"}", NULL, 0) != 0 ||
-	    auth_call(c, "/v3/auth/enable", "{}", NULL, 0) != 0 ||
-	    auth_call(c, "/v3/auth/authenticate", "{\"name\":\"root\","
+	c->root_token[0] = '\0';
+	if (auth_call(c, "/v3/auth/authenticate", "{\"name\":\"root\","
 	    "\"password\":\"root-test\"}", reply, sizeof(reply)) != 0)
 		return -1;
 	if ((t = strstr(reply, "\"token\":\"")) == NULL ||
@@ -271,6 +268,31 @@ etcd_cluster_enable_auth(struct etcd_cluster *c)
 	memcpy(c->root_token, t + 9, (size_t)(q - t - 9));
 	c->root_token[q - t - 9] = '\0';
 	return 0;
+}
+
+int
+etcd_cluster_enable_auth(struct etcd_cluster *c)
+{
+	if (auth_call(c, "/v3/auth/user/add", "{\"name\":\"root\","
+	    "\"password\":\"root-test\"}", NULL, 0) != 0 ||
+	    auth_call(c, "/v3/auth/user/grant", "{\"user\":\"root\","
+	    "\"role\":\"root\"}", NULL, 0) != 0 ||
+	    auth_call(c, "/v3/auth/enable", "{}", NULL, 0) != 0)
+		return -1;
+	return root_authenticate(c);
+}
+
+int
+etcd_cluster_change_password(struct etcd_cluster *c, const char *user,
+    const char *password)
+{
+	char body[512];
+
+	if (root_authenticate(c) != 0)
+		return -1;
+	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"password\":"
+	    "\"%s\"}", user, password);
+	return auth_call(c, "/v3/auth/user/changepw", body, NULL, 0);
 }
 
 /* Makes the certificates with the openssl command (EC keys: quick). */

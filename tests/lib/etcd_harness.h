@@ -75,5 +75,8 @@ int etcd_cluster_add_user(struct etcd_cluster *c, const char *user,
     const char *password, const char *prefix);
 /* Adds root (root role) and turns auth on; keeps root's token. */
 int etcd_cluster_enable_auth(struct etcd_cluster *c);
+/* As root: a new password for user (etcd drops its tokens). */
+int etcd_cluster_change_password(struct etcd_cluster *c, const char *user,
+    const char *password);
 
 #endif
