@@ -492,6 +492,18 @@ take_token(struct etcd *etcd, enum etcd_result result, json_t *reply,
 static int request_send(struct request *r);
 static void auth_start(struct etcd *etcd);
 
+/* The body of /v3/auth/authenticate (the caller frees it), or NULL. */
+static char *
+credentials_json(const struct etcd *etcd)
+{
+	json_t *obj = json_pack("{s:s,s:s}", "name", etcd->user, "password",
+	    etcd->password);
+	char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+
+	json_decref(obj);
+	return text;
+}
+
 /*
  * Ends a request that never went out for want of a token.  Nothing was
  * done, yet it counts as ETCD_UNKNOWN, as does a request etcd refuses for
@@ -584,8 +596,7 @@ auth_start(struct etcd *etcd)
 	r->timeout_ms = ETCD_CONNECT_TIMEOUT_MS * 2;
 	link_init(&r->link);
 	snprintf(r->path, sizeof(r->path), "/v3/auth/authenticate");
-	r->body = json_dumps(json_pack("{s:s,s:s}", "name", etcd->user,
-	    "password", etcd->password), JSON_COMPACT);
+	r->body = credentials_json(etcd);
 	etcd->authenticating = true;
 	log_event(LOG_DEBUG, "etcd_authenticate", "user=%s", etcd->user);
 	if (r->body == NULL || request_send(r) != 0) {
@@ -777,8 +788,7 @@ sync_authenticate(struct etcd *etcd, CURL *easy, long timeout_ms, char *err,
 		    etcd->auth_error : "etcd authentication failed just now");
 		return -1;
 	}
-	text = json_dumps(json_pack("{s:s,s:s}", "name", etcd->user,
-	    "password", etcd->password), JSON_COMPACT);
+	text = credentials_json(etcd);
 	log_event(LOG_DEBUG, "etcd_authenticate", "user=%s", etcd->user);
 	if (text == NULL) {
 		snprintf(err, err_len, "out of memory");
