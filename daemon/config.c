@@ -107,7 +107,8 @@ static const struct option options[] = {
 	  "FILE       cluster mode: the CA of etcd's server certificates "
 	  "(https:// URLs; default the system's CAs)" },
 	{ "etcd-cert", STR(etcd_cert),
-	  "FILE       cluster mode: a client certificate for etcd (PEM)" },
+	  "FILE       cluster mode: a client certificate for etcd (PEM; "
+	  "re-read on SIGHUP, as --etcd-ca)" },
 	{ "etcd-key", STR(etcd_key),
 	  "FILE       cluster mode: the private key of --etcd-cert (PEM)" },
 	{ "etcd-user", STR(etcd_user),

@@ -68,6 +68,7 @@ struct etcd {
 	struct core_link waiting;     /* requests waiting for a token */
 	uv_timer_t auth_timer;        /* the next authentication, held back */
 	uv_signal_t sighup;           /* re-reads the password file */
+	uint64_t reloaded_at;         /* ms (uv_hrtime) of the last SIGHUP */
 	bool secured;                 /* auth_timer and sighup are open */
 };
 
@@ -222,17 +223,32 @@ easy_setup(CURL *easy, const char *url, const char *path, const char *body,
 	return 0;
 }
 
+static uint64_t now_ms(void);
+
 /*
  * TLS for https:// endpoints: the peer and its name (or IP) are always
  * verified, against ca_file or else the system's CAs; the CA file is read
  * for every new connection (no cache), as curl reads the client
  * certificate and key, so a replaced file counts from the next connection.
+ * After a SIGHUP no connection older than it is used again: the next
+ * request connects anew, with the files as they are now.
  */
 static int
 easy_secure(const struct etcd *etcd, CURL *easy)
 {
 	if (!etcd->tls)
 		return 0;
+#if LIBCURL_VERSION_NUM >= 0x075000
+	if (etcd->reloaded_at != 0) {
+		/* curl counts a connection's age in whole seconds. */
+		uint64_t since = (now_ms() - etcd->reloaded_at) / 1000;
+		(void)curl_easy_setopt(easy, CURLOPT_MAXLIFETIME_CONN,
+		    (long)(since > 0 ? since : 1));
+		if (since == 0)
+			(void)curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT,
+			    1L);
+	}
+#endif
 	if (curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
 	    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK ||
 	    curl_easy_setopt(easy, CURLOPT_SSLVERSION,
@@ -1081,6 +1097,9 @@ on_sighup(uv_signal_t *sig, int signum)
 	char password[ETCD_PASSWORD_MAX], err[600];
 
 	(void)signum;
+	/* New connections from now on: they read the CA, certificate and
+	 * key files again (easy_secure). */
+	etcd->reloaded_at = now_ms();
 	if (etcd->password_file[0] == '\0')
 		return;
 	if (etcd_password_read(etcd->password_file, password,
@@ -1095,6 +1114,10 @@ on_sighup(uv_signal_t *sig, int signum)
 		etcd->auth_failed_at = 0;
 		log_event(LOG_INFO, "etcd_password_reloaded", "user=%s",
 		    etcd->user);
+		if (!link_empty(&etcd->waiting)) {
+			uv_timer_stop(&etcd->auth_timer);
+			auth_start(etcd);
+		}
 	}
 	memset(password, 0, sizeof(password));
 }

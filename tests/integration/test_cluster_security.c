@@ -470,6 +470,79 @@ test_cluster_security_password_changed_then_reloaded_on_sighup(
 	    NULL), 0);
 }
 
+/* Copies the file from to to (renamed into place, as an operator
+ * would). */
+static void
+copy_file(const char *from, const char *to)
+{
+	static char text[16384];
+	char tmp[HARNESS_PATH_MAX];
+
+	assert_true(harness_read_file(from, text, sizeof(text)));
+	snprintf(tmp, sizeof(tmp), "%s.new", to);
+	assert_int_equal(write_file(tmp, text), 0);
+	assert_int_equal(rename(tmp, to), 0);
+}
+
+/*
+ * The CA file is replaced, then SIGHUP: lockd's next connections to
+ * etcd check etcd against the new file, though the ones it had still
+ * worked.  A wrong CA so swapped in takes the node off etcd (it steps
+ * down; ERR UNAVAILABLE; the log names the certificate problem); the
+ * right one back and another SIGHUP, and it leads again.
+ */
+static void
+test_cluster_security_sighup_reconnects_with_the_new_ca_file(void **state)
+{
+	char *dir = (char *)harness_tempdir();
+	struct harness_server *n[1];
+	struct harness_conn *c;
+	char ca[HARNESS_PATH_MAX];
+	const char *line;
+	int64_t deadline;
+	int unavailable = 0;
+
+	(void)state;
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	copy_file(etcd.ca, ca);
+	n[0] = node("b", ca, true, "node-b", password[PW_B]);
+	assert_int_equal(find_leader(n, 1), 0);
+	c = harness_connect(n[0]);
+	harness_send(c, "ACQUIRE rotated wait=0 lease=60s\r\n");
+	harness_expect_prefix(c, "GRANTED rotated ");
+	harness_close(c);
+
+	copy_file(etcd.wrong_ca, ca);
+	kill(n[0]->pid, SIGHUP);
+	deadline = harness_now_ms() + 8000;
+	while (harness_now_ms() < deadline && unavailable < 3) {
+		c = harness_connect(n[0]);
+		if (harness_try_send(c, "ACQUIRE other wait=0\r\n", 22,
+		    1000) == 22 && (line = harness_read_line(c, 8000)) !=
+		    NULL) {
+			if (strncmp(line, "GRANTED", 7) == 0)
+				fail_msg("granted over a connection the new "
+				    "CA file refuses");
+			if (strncmp(line, "ERR UNAVAILABLE", 15) == 0)
+				unavailable++;
+		}
+		harness_close(c);
+		harness_sleep_ms(200);
+	}
+	if (unavailable < 3) {
+		print_log(n[0]);
+		fail_msg("still served after SIGHUP with a wrong CA file");
+	}
+	assert_true(harness_log_contains(n[0], "SSL certificate problem"));
+
+	copy_file(etcd.ca, ca);
+	kill(n[0]->pid, SIGHUP);
+	assert_int_equal(find_leader(n, 1), 0);
+	c = harness_connect(n[0]);
+	harness_send(c, "STATUS rotated\r\n");
+	harness_expect_prefix(c, "STATUS rotated held=1 ");
+}
+
 static void
 test_cluster_security_bad_settings_stop_the_start(void **state)
 {
@@ -518,6 +591,8 @@ main(void)
 		    test_cluster_security_wrong_password_is_refused_at_a_bounded_rate),
 		HARNESS_TEST(
 		    test_cluster_security_role_on_another_prefix_is_refused),
+		HARNESS_TEST(
+		    test_cluster_security_sighup_reconnects_with_the_new_ca_file),
 		HARNESS_TEST(
 		    test_cluster_security_password_changed_then_reloaded_on_sighup),
 	};
