@@ -336,7 +336,8 @@ classify(CURL *easy, CURLcode code, const char *curl_error,
 	why = json_string_value(json_object_get(body, "error"));
 	if (why == NULL)
 		why = json_string_value(json_object_get(body, "message"));
-	if (why == NULL && body == NULL && http != 200 && reply->len > 0) {
+	if (why == NULL && body == NULL && http != 200 &&
+	    reply->data != NULL && reply->len > 0) {
 		/* A plain-text refusal: its first line says why (etcd's
 		 * gateway refuses a client certificate with a CommonName
 		 * so). */
@@ -540,7 +541,7 @@ request_refuse(struct request *r, const char *why)
 static void
 release_waiting(struct etcd *etcd, const char *why)
 {
-	struct core_link list;
+	struct core_link list, *l, *next;
 
 	/* Callbacks may add requests: they wait for the next turn. */
 	link_init(&list);
@@ -559,8 +560,10 @@ release_waiting(struct etcd *etcd, const char *why)
 		else if (request_send(r) != 0)
 			request_refuse(r, "cannot send the request to etcd");
 	}
-	while (!link_empty(&list))
-		request_free(container_of(list.next, struct request, link));
+	for (l = list.next; l != &list; l = next) {
+		next = l->next;
+		request_free(container_of(l, struct request, link));
+	}
 }
 
 static void
@@ -1236,9 +1239,10 @@ etcd_detach(struct etcd *etcd)
 		next = l->next;
 		request_free(container_of(l, struct request, link));
 	}
-	while (!link_empty(&etcd->waiting))
-		request_free(container_of(etcd->waiting.next, struct request,
-		    link));
+	for (l = etcd->waiting.next; l != &etcd->waiting; l = next) {
+		next = l->next;
+		request_free(container_of(l, struct request, link));
+	}
 	if (etcd->secured) {
 		uv_timer_stop(&etcd->auth_timer);
 		uv_signal_stop(&etcd->sighup);
