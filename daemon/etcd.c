@@ -879,6 +879,15 @@ etcd_request_sync(struct etcd *etcd, const char *path, json_t *body,
 
 /* ---- libuv drives curl ------------------------------------------------ */
 
+/* The secrets do not outlive the client in freed memory. */
+static void
+client_free(struct etcd *etcd)
+{
+	explicit_bzero(etcd->password, sizeof(etcd->password));
+	explicit_bzero(etcd->token, sizeof(etcd->token));
+	free(etcd);
+}
+
 static void
 handle_closed(uv_handle_t *h)
 {
@@ -887,7 +896,7 @@ handle_closed(uv_handle_t *h)
 	if (h->type == UV_POLL)
 		free(h);
 	if (--etcd->handles == 0 && etcd->freeing)
-		free(etcd);
+		client_free(etcd);
 }
 
 static void
@@ -1122,7 +1131,7 @@ on_sighup(uv_signal_t *sig, int signum)
 			auth_start(etcd);
 		}
 	}
-	memset(password, 0, sizeof(password));
+	explicit_bzero(password, sizeof(password));
 }
 
 static bool
@@ -1273,5 +1282,5 @@ etcd_close(struct etcd *etcd)
 	etcd_detach(etcd);
 	etcd->freeing = true;
 	if (etcd->handles == 0)
-		free(etcd);
+		client_free(etcd);
 }
