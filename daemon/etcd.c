@@ -1140,10 +1140,24 @@ given(const char *s)
 	return s != NULL && s[0] != '\0';
 }
 
+/* Does the URL name this machine (127.0.0.0/8, ::1, localhost)? */
+static bool
+url_is_loopback(const char *url)
+{
+	const char *host = strstr(url, "://");
+
+	host = host != NULL ? host + 3 : url;
+	return strncmp(host, "127.", 4) == 0 ||
+	    strncmp(host, "[::1]", 5) == 0 ||
+	    strncmp(host, "localhost", 9) == 0;
+}
+
 int
 etcd_secure(struct etcd *etcd, const struct etcd_security *sec, char *err,
     size_t err_len)
 {
+	int i;
+
 	if ((given(sec->ca_file) || given(sec->cert_file)) && !etcd->tls) {
 		snprintf(err, err_len, "--etcd-ca and --etcd-cert need "
 		    "https:// URLs in --etcd");
@@ -1181,6 +1195,14 @@ etcd_secure(struct etcd *etcd, const struct etcd_security *sec, char *err,
 		snprintf(etcd->user, sizeof(etcd->user), "%s", sec->user);
 		snprintf(etcd->password_file, sizeof(etcd->password_file),
 		    "%s", sec->password_file);
+		for (i = 0; i < etcd->nurls && !etcd->tls; i++)
+			if (!url_is_loopback(etcd->urls[i])) {
+				log_event(LOG_WARN, "etcd_auth_plain", "url=%s "
+				    "msg=\"the etcd password and token cross "
+				    "the network in clear: use https://\"",
+				    etcd->urls[i]);
+				break;
+			}
 	}
 	if (etcd->loop != NULL && !etcd->secured) {
 		uv_timer_init(etcd->loop, &etcd->auth_timer);

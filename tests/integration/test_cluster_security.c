@@ -575,11 +575,37 @@ test_cluster_security_bad_settings_stop_the_start(void **state)
 	assert_non_null(strstr(r.err, "go together"));
 }
 
+/*
+ * A password over plain http:// beyond loopback is warned of; over
+ * loopback it is not.  (192.0.2.1 is TEST-NET-1: nothing answers.)
+ */
+static void
+test_cluster_security_password_in_clear_is_warned_of(void **state)
+{
+	struct harness_server *far = harness_server_new();
+	struct harness_server *near = harness_server_new();
+	char url[64];
+
+	(void)state;
+	harness_server_start(far, "--etcd", "http://192.0.2.1:2379",
+	    "--etcd-user", "node-a", "--etcd-password-file", password[PW_A],
+	    NULL);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d",
+	    harness_closed_port());
+	harness_server_start(near, "--etcd", url, "--etcd-user", "node-a",
+	    "--etcd-password-file", password[PW_A], NULL);
+	assert_true(harness_log_contains(far, "event=etcd_auth_plain "
+	    "url=http://192.0.2.1:2379"));
+	assert_false(harness_log_contains(near, "event=etcd_auth_plain"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		HARNESS_TEST(test_cluster_security_bad_settings_stop_the_start),
+		HARNESS_TEST(
+		    test_cluster_security_password_in_clear_is_warned_of),
 		HARNESS_TEST(
 		    test_cluster_security_tls_and_auth_grant_renew_release_and_fail_over),
 		HARNESS_TEST(test_cluster_security_token_expiry_is_survived),
