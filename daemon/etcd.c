@@ -70,6 +70,7 @@ struct etcd {
 	uv_signal_t sighup;           /* re-reads the password file */
 	uint64_t reloaded_at;         /* ms (uv_hrtime) of the last SIGHUP */
 	bool secured;                 /* auth_timer and sighup are open */
+	bool answered;                /* etcd has answered a request */
 };
 
 struct request {
@@ -356,14 +357,17 @@ classify(CURL *easy, CURLcode code, const char *curl_error,
 /*
  * etcd with --client-cert-auth drops a TLS 1.3 client without a
  * certificate after curl thinks the handshake done: curl then reports a
- * failed send or receive, or a socket gone.  Says what is likely.
+ * failed send or receive, or a socket gone.  Until etcd has answered
+ * once, says what is likely.
  */
 static void
-tls_hint(const struct etcd *etcd, CURLcode code, char *err, size_t err_len)
+tls_hint(struct etcd *etcd, CURLcode code, char *err, size_t err_len)
 {
 	size_t len = strlen(err);
 
-	if (!etcd->tls || etcd->cert_file[0] != '\0')
+	if (code == CURLE_OK)
+		etcd->answered = true;
+	if (!etcd->tls || etcd->cert_file[0] != '\0' || etcd->answered)
 		return;
 	if (code == CURLE_SSL_CONNECT_ERROR || code == CURLE_SEND_ERROR ||
 	    code == CURLE_RECV_ERROR || strstr(err, "getpeername") != NULL)
@@ -447,6 +451,17 @@ auth_refused(struct etcd *etcd, const char *error)
 	    etcd->user, error, strstr(error, "permission denied") != NULL ?
 	    " (its role needs readwrite on the cluster's prefix, "
 	    "/lockd/<cluster>/)" : "");
+	auth_failed(etcd, why);
+}
+
+/* etcd has auth on, and this client has no user to give. */
+static void
+no_user(struct etcd *etcd, const char *error)
+{
+	char why[600];
+
+	snprintf(why, sizeof(why), "etcd has authentication on: give "
+	    "--etcd-user and --etcd-password-file (%.200s)", error);
 	auth_failed(etcd, why);
 }
 
@@ -698,6 +713,7 @@ request_finish(struct request *r, CURLcode code)
 			}
 			if (request_send(r) == 0)
 				return;
+			result = ETCD_UNKNOWN;   /* as request_refuse says */
 		} else if (result == ETCD_REFUSED && (auth_trouble(err) ||
 		    token_trouble(err))) {
 			auth_refused(etcd, err);
@@ -705,6 +721,12 @@ request_finish(struct request *r, CURLcode code)
 		} else if (result == ETCD_OK) {
 			auth_ok(etcd);
 		}
+	} else if (!r->is_auth && result == ETCD_REFUSED &&
+	    (auth_trouble(err) || token_trouble(err))) {
+		no_user(etcd, err);
+		result = ETCD_UNKNOWN;
+	} else if (!r->is_auth && result == ETCD_OK) {
+		auth_ok(etcd);
 	}
 	r->done(r->ctx, result, reply, err);
 	json_decref(reply);
@@ -867,7 +889,12 @@ etcd_request_sync(struct etcd *etcd, const char *path, json_t *body,
 			auth_refused(etcd, err);
 			result = ETCD_UNKNOWN;
 			break;
-		} else if (etcd->user[0] != '\0' && result == ETCD_OK)
+		} else if (result == ETCD_REFUSED && (auth_trouble(err) ||
+		    token_trouble(err))) {
+			no_user(etcd, err);
+			result = ETCD_UNKNOWN;
+			break;
+		} else if (result == ETCD_OK)
 			auth_ok(etcd);
 		if (code == CURLE_OK)
 			break;

@@ -394,6 +394,18 @@ test_cluster_security_wrong_password_is_refused_at_a_bounded_rate(
 }
 
 static void
+test_cluster_security_no_user_is_refused(void **state)
+{
+	struct harness_server *s = harness_server_new();
+
+	(void)state;
+	harness_server_start(s, "--etcd", etcd.urls, "--cluster", "c",
+	    "--etcd-ca", etcd.ca, "--etcd-cert", etcd.client_cert,
+	    "--etcd-key", etcd.client_key, NULL);
+	expect_refused(s, "give --etcd-user and --etcd-password-file");
+}
+
+static void
 test_cluster_security_role_on_another_prefix_is_refused(void **state)
 {
 	(void)state;
@@ -615,6 +627,7 @@ main(void)
 		    test_cluster_security_client_certificate_is_required),
 		HARNESS_TEST(
 		    test_cluster_security_wrong_password_is_refused_at_a_bounded_rate),
+		HARNESS_TEST(test_cluster_security_no_user_is_refused),
 		HARNESS_TEST(
 		    test_cluster_security_role_on_another_prefix_is_refused),
 		HARNESS_TEST(
