@@ -363,12 +363,15 @@ classify(CURL *easy, CURLcode code, const char *curl_error,
 static void
 tls_hint(struct etcd *etcd, CURLcode code, char *err, size_t err_len)
 {
-	size_t len = strlen(err);
+	size_t len;
 
+	/* err is written only when the transfer failed. */
 	if (code == CURLE_OK)
 		etcd->answered = true;
-	if (!etcd->tls || etcd->cert_file[0] != '\0' || etcd->answered)
+	if (code == CURLE_OK || !etcd->tls || etcd->cert_file[0] != '\0' ||
+	    etcd->answered)
 		return;
+	len = strlen(err);
 	if (code == CURLE_SSL_CONNECT_ERROR || code == CURLE_SEND_ERROR ||
 	    code == CURLE_RECV_ERROR || strstr(err, "getpeername") != NULL)
 		snprintf(err + len, err_len - len, " (etcd dropped the TLS "
@@ -687,7 +690,7 @@ request_finish(struct request *r, CURLcode code)
 {
 	struct etcd *etcd = r->etcd;
 	enum etcd_result result;
-	char err[512];
+	char err[512] = "";
 	json_t *reply;
 
 	result = classify(r->easy, code, r->curl_error, &r->reply, &reply,
