@@ -540,8 +540,16 @@ etcd_cluster_start_secure(struct etcd_cluster *c, int n,
 		used += (size_t)snprintf(c->urls + used, sizeof(c->urls) - used,
 		    "%s%s", i ? "," : "", m->client_url);
 	}
-	if (c->options.tls && make_certificates(c) != 0)
-		goto fail;
+	if (c->options.tls) {
+		char *probe[] = { "curl", "--version", NULL };
+		if (run_capture(probe, NULL, 0, 5000) != 0) {
+			fprintf(stderr, "a secured etcd needs the curl command "
+			    "(apt-get install curl)\n");
+			goto fail;
+		}
+		if (make_certificates(c) != 0)
+			goto fail;
+	}
 	for (i = 0; i < n; i++)
 		if (spawn_member(c, i, "new") != 0)
 			goto fail;
