@@ -11,8 +11,10 @@
  * /v3/auth/authenticate in the Authorization header of every request.  A
  * request that needs a token while there is none waits in `waiting` for
  * the one authentication in flight; one that etcd refuses for its token
- * (expired, or issued by another member: etcd 3.4's simple tokens live in
- * the member that issued them) is sent once more with a fresh token.
+ * (expired: etcd 3.4's simple tokens end after --auth-token-ttl without
+ * a request, each member counting from the last request it saw, so a
+ * token busy at one member may have expired at the next one tried) is
+ * sent once more with a fresh token.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -411,8 +413,8 @@ needs_token(const struct etcd *etcd)
 }
 
 /*
- * A refusal that a fresh token mends: the token expired or was never this
- * member's ("invalid auth token"), the auth store moved on under it
+ * A refusal that a fresh token mends: the token expired at the member
+ * asked ("invalid auth token"), the auth store moved on under it
  * ("revision of auth store is old"), or none was sent while etcd wants
  * one ("user name is empty").  etcd checks all three before it proposes
  * anything, so the request did nothing and may go again.
