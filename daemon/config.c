@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "daemon/etcd.h"
 #include "daemon/log.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
@@ -102,6 +103,19 @@ static const struct option options[] = {
 	{ "tls-handshake-timeout", NUM(K_DURATION, tls_handshake_timeout_ms),
 	  "D          close a TLS client that has not finished its handshake "
 	  "(default 10s)" },
+	{ "etcd-ca", STR(etcd_ca),
+	  "FILE       cluster mode: the CA of etcd's server certificates "
+	  "(https:// URLs; default the system's CAs)" },
+	{ "etcd-cert", STR(etcd_cert),
+	  "FILE       cluster mode: a client certificate for etcd (PEM; "
+	  "re-read on SIGHUP, as --etcd-ca)" },
+	{ "etcd-key", STR(etcd_key),
+	  "FILE       cluster mode: the private key of --etcd-cert (PEM)" },
+	{ "etcd-user", STR(etcd_user),
+	  "NAME       cluster mode: authenticate to etcd as this user" },
+	{ "etcd-password-file", STR(etcd_password_file),
+	  "FILE       cluster mode: the file with --etcd-user's password "
+	  "(re-read on SIGHUP)" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -536,6 +550,45 @@ parse_args(struct config *cfg, int argc, char **argv, bool only_config,
 	return CONFIG_OK;
 }
 
+/* The flags of the connection to etcd go with --etcd and with each other. */
+static int
+check_etcd_security(const struct config *cfg, char *err, size_t err_len)
+{
+	bool tls = false;
+
+	if (cfg->etcd[0] == '\0') {
+		if (cfg->etcd_ca[0] != '\0' || cfg->etcd_cert[0] != '\0' ||
+		    cfg->etcd_key[0] != '\0' || cfg->etcd_user[0] != '\0' ||
+		    cfg->etcd_password_file[0] != '\0') {
+			snprintf(err, err_len, "--etcd-ca, --etcd-cert, "
+			    "--etcd-key, --etcd-user and --etcd-password-file "
+			    "need --etcd");
+			return -1;
+		}
+		return 0;
+	}
+	if (etcd_urls_check(cfg->etcd, &tls, err, err_len) != 0)
+		return -1;
+	if (!tls && (cfg->etcd_ca[0] != '\0' || cfg->etcd_cert[0] != '\0')) {
+		snprintf(err, err_len, "--etcd-ca and --etcd-cert need "
+		    "https:// URLs in --etcd");
+		return -1;
+	}
+	if ((cfg->etcd_cert[0] != '\0') != (cfg->etcd_key[0] != '\0')) {
+		snprintf(err, err_len, "--etcd-cert and --etcd-key go "
+		    "together");
+		return -1;
+	}
+	if ((cfg->etcd_user[0] != '\0') !=
+	    (cfg->etcd_password_file[0] != '\0')) {
+		snprintf(err, err_len, "--etcd-user and --etcd-password-file "
+		    "go together (the password is never given on the command "
+		    "line)");
+		return -1;
+	}
+	return 0;
+}
+
 enum config_result
 config_load(struct config *cfg, int argc, char **argv, char *err,
     size_t err_len)
@@ -627,6 +680,8 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 		    sizeof(name)));
 		return CONFIG_ERROR;
 	}
+	if (check_etcd_security(cfg, err, err_len) != 0)
+		return CONFIG_ERROR;
 	if (cfg->listen[0] == '\0' && cfg->unix_path[0] == '\0') {
 		snprintf(err, err_len, "nothing to listen on");
 		return CONFIG_ERROR;

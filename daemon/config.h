@@ -64,6 +64,11 @@ struct config {
 	char tls_key[4096];
 	char tls_client_ca[4096];  /* --tls-client-ca: client certs required */
 	int64_t tls_handshake_timeout_ms;
+	/* Cluster mode's connection to etcd (docs/security.md): TLS files
+	 * for https:// URLs, and etcd's user with a file for the password. */
+	char etcd_ca[4096], etcd_cert[4096], etcd_key[4096];
+	char etcd_user[128];
+	char etcd_password_file[4096];
 };
 
 enum config_result { CONFIG_OK, CONFIG_EXIT_OK, CONFIG_ERROR };

@@ -230,9 +230,17 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	if (cfg.etcd[0] != '\0') {
 		/* Cluster mode: a node starts as a standby over an empty
 		 * store; leadership loads the state when it wins. */
+		struct etcd_security sec = { cfg.etcd_ca, cfg.etcd_cert,
+		    cfg.etcd_key, cfg.etcd_user, cfg.etcd_password_file };
 		if ((etcd = etcd_open(loop, cfg.etcd, err, sizeof(err))) ==
 		    NULL) {
 			fprintf(stderr, "lockd: %s\n", err);
+			return 2;
+		}
+		if (etcd_secure(etcd, &sec, err, sizeof(err)) != 0) {
+			fprintf(stderr, "lockd: %s\n", err);
+			etcd_close(etcd);
+			uv_run(loop, UV_RUN_NOWAIT);
 			return 2;
 		}
 		store = store_etcd_open(etcd, cfg.cluster,

@@ -5,16 +5,31 @@
  * the way curl's own multi-uv example does.  JSON is jansson's, base64 is
  * OpenSSL's.  It knows nothing of locks: the etcd store and leadership
  * build their requests and read the replies.
+ *
+ * With etcd_secure it speaks TLS (curl's OpenSSL, the peer always
+ * verified) and etcd's user/password auth: a token from
+ * /v3/auth/authenticate in the Authorization header of every request.  A
+ * request that needs a token while there is none waits in `waiting` for
+ * the one authentication in flight; one that etcd refuses for its token
+ * (expired: etcd 3.4's simple tokens end after --auth-token-ttl without
+ * a request, each member counting from the last request it saw, so a
+ * token busy at one member may have expired at the next one tried) is
+ * sent once more with a fresh token.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
 #include "core/list.h"
 #include "daemon/etcd.h"
+#include "daemon/log.h"
 
 /* The largest reply kept: a page of the load is a few hundred KB. */
 #define ETCD_REPLY_MAX (64u << 20)
@@ -39,6 +54,25 @@ struct etcd {
 	int handles;              /* libuv handles not yet closed */
 	bool closing;             /* off the loop: synchronous calls only */
 	bool freeing;             /* freed once its handles are closed */
+	/* TLS (etcd_secure): files, "" for none. */
+	bool tls;
+	char ca_file[4096], cert_file[4096], key_file[4096];
+	/* etcd's auth: user "" = none. */
+	char user[ETCD_USER_MAX];
+	char password_file[4096];
+	char password[ETCD_PASSWORD_MAX];
+	char token[ETCD_TOKEN_MAX];   /* "" = none yet */
+	uint64_t token_generation;    /* counts the tokens had */
+	bool auth_off;                /* etcd said auth is not enabled */
+	bool authenticating;          /* an authentication is in flight */
+	uint64_t auth_failed_at;      /* ms (uv_hrtime) of the last failure */
+	char auth_error[512];         /* "" = all is well */
+	struct core_link waiting;     /* requests waiting for a token */
+	uv_timer_t auth_timer;        /* the next authentication, held back */
+	uv_signal_t sighup;           /* re-reads the password file */
+	uint64_t reloaded_at;         /* ms (uv_hrtime) of the last SIGHUP */
+	bool secured;                 /* auth_timer and sighup are open */
+	bool answered;                /* etcd has answered a request */
 };
 
 struct request {
@@ -49,6 +83,11 @@ struct request {
 	char *body;
 	struct buffer reply;
 	int url;                  /* the endpoint it went to */
+	char path[64];
+	long timeout_ms;
+	bool is_auth;             /* the authentication itself */
+	bool retried;             /* sent again once for its token */
+	uint64_t token_generation;  /* of the token it was sent with */
 	etcd_done_fn done;
 	void *ctx;
 	char curl_error[CURL_ERROR_SIZE];
@@ -187,6 +226,52 @@ easy_setup(CURL *easy, const char *url, const char *path, const char *body,
 	return 0;
 }
 
+static uint64_t now_ms(void);
+
+/*
+ * TLS for https:// endpoints: the peer and its name (or IP) are always
+ * verified, against ca_file or else the system's CAs; the CA file is read
+ * for every new connection (no cache), as curl reads the client
+ * certificate and key, so a replaced file counts from the next connection.
+ * After a SIGHUP no connection older than it is used again: the next
+ * request connects anew, with the files as they are now.
+ */
+static int
+easy_secure(const struct etcd *etcd, CURL *easy)
+{
+	if (!etcd->tls)
+		return 0;
+#if LIBCURL_VERSION_NUM >= 0x075000
+	if (etcd->reloaded_at != 0) {
+		/* curl counts a connection's age in whole seconds. */
+		uint64_t since = (now_ms() - etcd->reloaded_at) / 1000;
+		(void)curl_easy_setopt(easy, CURLOPT_MAXLIFETIME_CONN,
+		    (long)(since > 0 ? since : 1));
+		if (since == 0)
+			(void)curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT,
+			    1L);
+	}
+#endif
+	if (curl_easy_setopt(easy, CURLOPT_SSL_VERIFYPEER, 1L) != CURLE_OK ||
+	    curl_easy_setopt(easy, CURLOPT_SSL_VERIFYHOST, 2L) != CURLE_OK ||
+	    curl_easy_setopt(easy, CURLOPT_SSLVERSION,
+	    (long)CURL_SSLVERSION_TLSv1_2) != CURLE_OK)
+		return -1;
+#if LIBCURL_VERSION_NUM >= 0x075700
+	(void)curl_easy_setopt(easy, CURLOPT_CA_CACHE_TIMEOUT, 0L);
+#endif
+	if (etcd->ca_file[0] != '\0' &&
+	    curl_easy_setopt(easy, CURLOPT_CAINFO, etcd->ca_file) != CURLE_OK)
+		return -1;
+	if (etcd->cert_file[0] != '\0' &&
+	    (curl_easy_setopt(easy, CURLOPT_SSLCERT, etcd->cert_file) !=
+	    CURLE_OK ||
+	    curl_easy_setopt(easy, CURLOPT_SSLKEY, etcd->key_file) !=
+	    CURLE_OK))
+		return -1;
+	return 0;
+}
+
 /* Content-Type, and no "Expect: 100-continue", which curl would send for
  * a body over 1 KB and then wait a second for an answer etcd never gives. */
 static struct curl_slist *
@@ -199,6 +284,24 @@ json_headers(void)
 	if (h == NULL)
 		return NULL;
 	if ((h2 = curl_slist_append(h, "Expect:")) == NULL) {
+		curl_slist_free_all(h);
+		return NULL;
+	}
+	return h2;
+}
+
+/* The same, and the token when there is one (etcd's gateway takes it bare
+ * in Authorization, as its own clients send it in gRPC's metadata). */
+static struct curl_slist *
+request_headers(const char *token)
+{
+	char line[ETCD_TOKEN_MAX + 32];
+	struct curl_slist *h = json_headers(), *h2;
+
+	if (h == NULL || token == NULL || token[0] == '\0')
+		return h;
+	snprintf(line, sizeof(line), "Authorization: %s", token);
+	if ((h2 = curl_slist_append(h, line)) == NULL) {
 		curl_slist_free_all(h);
 		return NULL;
 	}
@@ -236,10 +339,46 @@ classify(CURL *easy, CURLcode code, const char *curl_error,
 	why = json_string_value(json_object_get(body, "error"));
 	if (why == NULL)
 		why = json_string_value(json_object_get(body, "message"));
+	if (why == NULL && body == NULL && http != 200 &&
+	    reply->data != NULL && reply->len > 0) {
+		/* A plain-text refusal: its first line says why (etcd's
+		 * gateway refuses a client certificate with a CommonName
+		 * so). */
+		int n = (int)strcspn(reply->data, "\r\n");
+		snprintf(err, err_len, "HTTP %ld: %.*s", http, n < 200 ? n :
+		    200, reply->data);
+		return http >= 400 && http < 500 ? ETCD_REFUSED :
+		    ETCD_UNKNOWN;
+	}
 	snprintf(err, err_len, "HTTP %ld: %s", http, why != NULL ? why :
 	    http == 200 ? "reply is not a JSON object" : "no reason given");
 	json_decref(body);
 	return http >= 400 && http < 500 ? ETCD_REFUSED : ETCD_UNKNOWN;
+}
+
+/*
+ * etcd with --client-cert-auth drops a TLS 1.3 client without a
+ * certificate after curl thinks the handshake done: curl then reports a
+ * failed send or receive, or a socket gone.  Until etcd has answered
+ * once, says what is likely.
+ */
+static void
+tls_hint(struct etcd *etcd, CURLcode code, char *err, size_t err_len)
+{
+	size_t len;
+
+	/* err is written only when the transfer failed. */
+	if (code == CURLE_OK)
+		etcd->answered = true;
+	if (code == CURLE_OK || !etcd->tls || etcd->cert_file[0] != '\0' ||
+	    etcd->answered)
+		return;
+	len = strlen(err);
+	if (code == CURLE_SSL_CONNECT_ERROR || code == CURLE_SEND_ERROR ||
+	    code == CURLE_RECV_ERROR || strstr(err, "getpeername") != NULL)
+		snprintf(err + len, err_len - len, " (etcd dropped the TLS "
+		    "connection: does it want a client certificate? "
+		    "--etcd-cert, --etcd-key)");
 }
 
 static void
@@ -257,21 +396,343 @@ request_free(struct request *r)
 	free(r);
 }
 
+/* ---- etcd's auth ------------------------------------------------------ */
+
+static uint64_t
+now_ms(void)
+{
+	return uv_hrtime() / 1000000;
+}
+
+/* Does this client authenticate, and has it no token to send? */
+static bool
+needs_token(const struct etcd *etcd)
+{
+	return etcd->user[0] != '\0' && !etcd->auth_off &&
+	    etcd->token[0] == '\0';
+}
+
+/*
+ * A refusal that a fresh token mends: the token expired at the member
+ * asked ("invalid auth token"), the auth store moved on under it
+ * ("revision of auth store is old"), or none was sent while etcd wants
+ * one ("user name is empty").  etcd checks all three before it proposes
+ * anything, so the request did nothing and may go again.
+ */
+static bool
+token_trouble(const char *error)
+{
+	return strstr(error, "invalid auth token") != NULL ||
+	    strstr(error, "auth store is old") != NULL ||
+	    strstr(error, "user name is empty") != NULL;
+}
+
+/* A refusal of the user itself: wrong password, or no permission. */
+static bool
+auth_trouble(const char *error)
+{
+	return strstr(error, "authentication failed") != NULL ||
+	    strstr(error, "permission denied") != NULL ||
+	    strstr(error, "etcdserver: user name not found") != NULL;
+}
+
+/* Logs a new trouble once, not each retry. */
+static void
+auth_failed(struct etcd *etcd, const char *why)
+{
+	if (strcmp(etcd->auth_error, why) != 0)
+		log_event(LOG_ERROR, "etcd_auth_error", "user=%s error=\"%s\"",
+		    etcd->user, why);
+	snprintf(etcd->auth_error, sizeof(etcd->auth_error), "%.500s", why);
+}
+
+/* A request refused for the user's permissions. */
+static void
+auth_refused(struct etcd *etcd, const char *error)
+{
+	char why[600];
+
+	snprintf(why, sizeof(why), "etcd refused user %s: %.200s%s",
+	    etcd->user, error, strstr(error, "permission denied") != NULL ?
+	    " (its role needs readwrite on the cluster's prefix, "
+	    "/lockd/<cluster>/)" : "");
+	auth_failed(etcd, why);
+}
+
+/* etcd has auth on, and this client has no user to give. */
+static void
+no_user(struct etcd *etcd, const char *error)
+{
+	char why[600];
+
+	snprintf(why, sizeof(why), "etcd has authentication on: give "
+	    "--etcd-user and --etcd-password-file (%.200s)", error);
+	auth_failed(etcd, why);
+}
+
+static void
+auth_ok(struct etcd *etcd)
+{
+	if (etcd->auth_error[0] != '\0')
+		log_event(LOG_INFO, "etcd_auth_ok", "user=%s", etcd->user);
+	etcd->auth_error[0] = '\0';
+}
+
+const char *
+etcd_auth_error(const struct etcd *etcd)
+{
+	return etcd->auth_error[0] != '\0' ? etcd->auth_error : NULL;
+}
+
+/*
+ * The body of /v3/auth/authenticate's answer: keeps the token, or says
+ * why not.  Returns 0, 1 when etcd has no auth on (no token then), or -1.
+ */
+static int
+take_token(struct etcd *etcd, enum etcd_result result, json_t *reply,
+    const char *error, char *why, size_t why_len)
+{
+	const char *token = json_string_value(json_object_get(reply,
+	    "token"));
+	size_t i, n;
+
+	if (result == ETCD_REFUSED &&
+	    strstr(error, "authentication is not enabled") != NULL) {
+		if (!etcd->auth_off)
+			log_event(LOG_WARN, "etcd_auth_off", "user=%s msg=\""
+			    "etcd has authentication off: requests go without "
+			    "a token\"", etcd->user);
+		etcd->auth_off = true;
+		return 1;
+	}
+	if (result != ETCD_OK) {
+		snprintf(why, why_len, "etcd authentication as %s failed: "
+		    "%.200s%s", etcd->user, error, strstr(error, "CommonName")
+		    != NULL ? " (etcd's gateway takes client certificates "
+		    "without a CN)" : "");
+		return -1;
+	}
+	n = token != NULL ? strlen(token) : 0;
+	for (i = 0; i < n; i++)
+		if (token[i] <= ' ' || token[i] == 0x7f)
+			break;
+	if (n == 0 || n >= sizeof(etcd->token) || i < n) {
+		snprintf(why, why_len, "etcd authentication as %s: no usable "
+		    "token in the answer", etcd->user);
+		return -1;
+	}
+	memcpy(etcd->token, token, n + 1);
+	etcd->token_generation++;
+	return 0;
+}
+
+static int request_send(struct request *r);
+static void auth_start(struct etcd *etcd);
+
+/* The body of /v3/auth/authenticate (the caller frees it), or NULL. */
+static char *
+credentials_json(const struct etcd *etcd)
+{
+	json_t *obj = json_pack("{s:s,s:s}", "name", etcd->user, "password",
+	    etcd->password);
+	char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+
+	json_decref(obj);
+	return text;
+}
+
+/*
+ * Ends a request that never went out for want of a token.  Nothing was
+ * done, yet it counts as ETCD_UNKNOWN, as does a request etcd refuses for
+ * the user's credentials: a caller that met ETCD_REFUSED would read etcd
+ * to see where it stands, and cannot with these credentials; with
+ * ETCD_UNKNOWN the store gives up on the batch and the node starts over
+ * from etcd once it can (store_etcd.c, leader.c).
+ */
+static void
+request_refuse(struct request *r, const char *why)
+{
+	link_remove(&r->link);
+	r->done(r->ctx, ETCD_UNKNOWN, NULL, why);
+	request_free(r);
+}
+
+/* Every waiting request goes out now, or is refused with why. */
+static void
+release_waiting(struct etcd *etcd, const char *why)
+{
+	struct core_link list, *l, *next;
+
+	/* Callbacks may add requests: they wait for the next turn. */
+	link_init(&list);
+	if (!link_empty(&etcd->waiting)) {
+		list = etcd->waiting;
+		list.next->prev = &list;
+		list.prev->next = &list;
+		link_init(&etcd->waiting);
+	}
+	while (!link_empty(&list) && !etcd->closing) {
+		struct request *r = container_of(list.next, struct request,
+		    link);
+		link_remove(&r->link);
+		if (why != NULL)
+			request_refuse(r, why);
+		else if (request_send(r) != 0)
+			request_refuse(r, "cannot send the request to etcd");
+	}
+	for (l = list.next; l != &list; l = next) {
+		next = l->next;
+		request_free(container_of(l, struct request, link));
+	}
+}
+
+static void
+on_authenticated(void *ctx, enum etcd_result result, json_t *reply,
+    const char *error)
+{
+	struct etcd *etcd = ctx;
+	char why[300];
+
+	etcd->authenticating = false;
+	if (take_token(etcd, result, reply, error, why, sizeof(why)) < 0) {
+		etcd->auth_failed_at = now_ms();
+		auth_failed(etcd, why);
+		release_waiting(etcd, why);
+		return;
+	}
+	release_waiting(etcd, NULL);
+}
+
+static void
+on_auth_timer(uv_timer_t *t)
+{
+	auth_start(t->data);
+}
+
+/* One authentication at a time, at most one per ETCD_AUTH_RETRY_MS
+ * after a failure. */
+static void
+auth_start(struct etcd *etcd)
+{
+	uint64_t now = now_ms(), next = etcd->auth_failed_at +
+	    ETCD_AUTH_RETRY_MS;
+	struct request *r;
+
+	if (etcd->authenticating || etcd->closing)
+		return;
+	if (etcd->auth_failed_at != 0 && now < next) {
+		uv_timer_start(&etcd->auth_timer, on_auth_timer, next - now, 0);
+		return;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		release_waiting(etcd, "out of memory");
+		return;
+	}
+	r->etcd = etcd;
+	r->done = on_authenticated;
+	r->ctx = etcd;
+	r->is_auth = true;
+	r->timeout_ms = ETCD_CONNECT_TIMEOUT_MS * 2;
+	link_init(&r->link);
+	snprintf(r->path, sizeof(r->path), "/v3/auth/authenticate");
+	r->body = credentials_json(etcd);
+	etcd->authenticating = true;
+	log_event(LOG_DEBUG, "etcd_authenticate", "user=%s", etcd->user);
+	if (r->body == NULL || request_send(r) != 0) {
+		request_free(r);
+		etcd->authenticating = false;
+		etcd->auth_failed_at = now;
+		release_waiting(etcd, "cannot send the authentication to etcd");
+	}
+}
+
+/* ---- requests on the loop --------------------------------------------- */
+
+/*
+ * Sends r (again): to the current endpoint, with the current token - or
+ * into `waiting` until there is one.  0, or -1 when it cannot go out.
+ */
+static int
+request_send(struct request *r)
+{
+	struct etcd *etcd = r->etcd;
+
+	if (!r->is_auth && needs_token(etcd)) {
+		link_append(&etcd->waiting, &r->link);
+		auth_start(etcd);
+		return 0;
+	}
+	if (r->easy != NULL)
+		curl_multi_remove_handle(etcd->multi, r->easy);
+	else if ((r->easy = curl_easy_init()) == NULL)
+		return -1;
+	curl_slist_free_all(r->headers);
+	r->headers = request_headers(r->is_auth || etcd->auth_off ? NULL :
+	    etcd->token);
+	r->token_generation = etcd->token_generation;
+	r->reply.len = 0;
+	r->url = etcd->current;
+	if (r->headers == NULL ||
+	    easy_setup(r->easy, etcd->urls[r->url], r->path, r->body,
+	    r->headers, &r->reply, r->curl_error, r->timeout_ms) != 0 ||
+	    easy_secure(etcd, r->easy) != 0 ||
+	    curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r) != CURLE_OK)
+		return -1;
+	if (curl_multi_add_handle(etcd->multi, r->easy) != CURLM_OK) {
+		curl_easy_cleanup(r->easy);
+		r->easy = NULL;
+		return -1;
+	}
+	link_append(&etcd->requests, &r->link);
+	return 0;
+}
+
 static void
 request_finish(struct request *r, CURLcode code)
 {
 	struct etcd *etcd = r->etcd;
 	enum etcd_result result;
-	char err[512];
+	char err[512] = "";
 	json_t *reply;
 
 	result = classify(r->easy, code, r->curl_error, &r->reply, &reply,
 	    err, sizeof(err));
+	tls_hint(etcd, code, err, sizeof(err));
 	if (code != CURLE_OK && etcd->current == r->url)
 		etcd->current = (etcd->current + 1) % etcd->nurls;
 	/* Out of the lists before the callback, which may close the client. */
 	link_remove(&r->link);
 	link_init(&r->link);
+	if (!r->is_auth && etcd->user[0] != '\0') {
+		if (result == ETCD_REFUSED && token_trouble(err) &&
+		    !r->retried) {
+			/* Once, with a fresh token (unless another request
+			 * has got one meanwhile). */
+			r->retried = true;
+			if (r->token_generation == etcd->token_generation) {
+				etcd->token[0] = '\0';
+				etcd->auth_off = false;
+				log_event(LOG_INFO, "etcd_token_renew",
+				    "user=%s reason=\"%.200s\"", etcd->user,
+				    err);
+			}
+			if (request_send(r) == 0)
+				return;
+			result = ETCD_UNKNOWN;   /* as request_refuse says */
+		} else if (result == ETCD_REFUSED && (auth_trouble(err) ||
+		    token_trouble(err))) {
+			auth_refused(etcd, err);
+			result = ETCD_UNKNOWN;   /* as request_refuse says */
+		} else if (result == ETCD_OK) {
+			auth_ok(etcd);
+		}
+	} else if (!r->is_auth && result == ETCD_REFUSED &&
+	    (auth_trouble(err) || token_trouble(err))) {
+		no_user(etcd, err);
+		result = ETCD_UNKNOWN;
+	} else if (!r->is_auth && result == ETCD_OK) {
+		auth_ok(etcd);
+	}
 	r->done(r->ctx, result, reply, err);
 	json_decref(reply);
 	request_free(r);
@@ -301,7 +762,8 @@ etcd_request(struct etcd *etcd, const char *path, json_t *body,
 {
 	struct request *r = calloc(1, sizeof(*r));
 
-	if (r == NULL || etcd->loop == NULL || etcd->closing) {
+	if (r == NULL || etcd->loop == NULL || etcd->closing ||
+	    strlen(path) >= sizeof(r->path)) {
 		free(r);
 		json_decref(body);
 		return -1;
@@ -309,25 +771,85 @@ etcd_request(struct etcd *etcd, const char *path, json_t *body,
 	r->etcd = etcd;
 	r->done = done;
 	r->ctx = ctx;
-	r->url = etcd->current;
+	r->timeout_ms = timeout_ms;
 	link_init(&r->link);
+	snprintf(r->path, sizeof(r->path), "%s", path);
 	r->body = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
-	if (r->body == NULL || (r->headers = json_headers()) == NULL ||
-	    (r->easy = curl_easy_init()) == NULL ||
-	    easy_setup(r->easy, etcd->urls[r->url], path, r->body,
-	    r->headers, &r->reply, r->curl_error, timeout_ms) != 0 ||
-	    curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r) != CURLE_OK) {
+	if (r->body == NULL || request_send(r) != 0) {
 		request_free(r);
 		return -1;
 	}
-	if (curl_multi_add_handle(etcd->multi, r->easy) != CURLM_OK) {
-		curl_easy_cleanup(r->easy);
-		r->easy = NULL;
-		request_free(r);
+	return 0;
+}
+
+/* ---- blocking requests ------------------------------------------------- */
+
+/* One POST to the current endpoint, with the token unless bare. */
+static enum etcd_result
+sync_once(struct etcd *etcd, CURL *easy, const char *path, const char *text,
+    bool bare, long timeout_ms, json_t **reply, CURLcode *code, char *err,
+    size_t err_len)
+{
+	char curl_error[CURL_ERROR_SIZE];
+	struct curl_slist *headers = request_headers(bare || etcd->auth_off ?
+	    NULL : etcd->token);
+	struct buffer buf = { NULL, 0, 0 };
+	enum etcd_result result = ETCD_UNKNOWN;
+	int url = etcd->current;
+
+	*code = CURLE_FAILED_INIT;
+	snprintf(err, err_len, "out of memory");
+	curl_easy_reset(easy);
+	if (headers != NULL && easy_setup(easy, etcd->urls[url], path, text,
+	    headers, &buf, curl_error, timeout_ms) == 0 &&
+	    easy_secure(etcd, easy) == 0) {
+		*code = curl_easy_perform(easy);
+		result = classify(easy, *code, curl_error, &buf, reply, err,
+		    err_len);
+		tls_hint(etcd, *code, err, err_len);
+	}
+	free(buf.data);
+	curl_slist_free_all(headers);
+	if (*code != CURLE_OK && etcd->current == url)
+		etcd->current = (etcd->current + 1) % etcd->nurls;
+	return result;
+}
+
+/* Gets a token, blocking; 0, or -1 with why in err. */
+static int
+sync_authenticate(struct etcd *etcd, CURL *easy, long timeout_ms, char *err,
+    size_t err_len)
+{
+	char *text;
+	json_t *reply = NULL;
+	enum etcd_result result;
+	CURLcode code;
+	char error[512];
+	int rc;
+
+	if (etcd->auth_failed_at != 0 &&
+	    now_ms() < etcd->auth_failed_at + ETCD_AUTH_RETRY_MS) {
+		snprintf(err, err_len, "%s", etcd->auth_error[0] != '\0' ?
+		    etcd->auth_error : "etcd authentication failed just now");
 		return -1;
 	}
-	link_append(&etcd->requests, &r->link);
+	text = credentials_json(etcd);
+	log_event(LOG_DEBUG, "etcd_authenticate", "user=%s", etcd->user);
+	if (text == NULL) {
+		snprintf(err, err_len, "out of memory");
+		return -1;
+	}
+	result = sync_once(etcd, easy, "/v3/auth/authenticate", text, true,
+	    timeout_ms, &reply, &code, error, sizeof(error));
+	free(text);
+	rc = take_token(etcd, result, reply, error, err, err_len);
+	json_decref(reply);
+	if (rc < 0) {
+		etcd->auth_failed_at = now_ms();
+		auth_failed(etcd, err);
+		return -1;
+	}
 	return 0;
 }
 
@@ -336,40 +858,67 @@ etcd_request_sync(struct etcd *etcd, const char *path, json_t *body,
     long timeout_ms, json_t **reply, char *err, size_t err_len)
 {
 	enum etcd_result result = ETCD_UNKNOWN;
-	char curl_error[CURL_ERROR_SIZE];
-	struct curl_slist *headers = json_headers();
 	char *text = json_dumps(body, JSON_COMPACT);
 	CURL *easy = curl_easy_init();
+	bool retried = false;
 	int tries;
 
 	json_decref(body);
 	*reply = NULL;
 	snprintf(err, err_len, "out of memory");
-	for (tries = 0; text != NULL && headers != NULL && easy != NULL &&
+	for (tries = 0; text != NULL && easy != NULL &&
 	    tries < etcd->nurls; tries++) {
-		struct buffer buf = { NULL, 0, 0 };
-		int url = etcd->current;
+		uint64_t generation = etcd->token_generation;
 		CURLcode code;
 
-		if (easy_setup(easy, etcd->urls[url], path, text, headers,
-		    &buf, curl_error, timeout_ms) != 0)
+		if (needs_token(etcd) && sync_authenticate(etcd, easy,
+		    timeout_ms, err, err_len) != 0) {
+			result = ETCD_UNKNOWN;   /* as request_refuse says */
 			break;
-		code = curl_easy_perform(easy);
-		result = classify(easy, code, curl_error, &buf, reply, err,
-		    err_len);
-		free(buf.data);
+		}
+		result = sync_once(etcd, easy, path, text, false, timeout_ms,
+		    reply, &code, err, err_len);
+		if (etcd->user[0] != '\0' && result == ETCD_REFUSED &&
+		    token_trouble(err) && !retried) {
+			/* Nothing was done: again, with a fresh token. */
+			retried = true;
+			if (generation == etcd->token_generation) {
+				etcd->token[0] = '\0';
+				etcd->auth_off = false;
+			}
+			tries--;
+			continue;
+		}
+		if (etcd->user[0] != '\0' && result == ETCD_REFUSED &&
+		    (auth_trouble(err) || token_trouble(err))) {
+			auth_refused(etcd, err);
+			result = ETCD_UNKNOWN;
+			break;
+		} else if (result == ETCD_REFUSED && (auth_trouble(err) ||
+		    token_trouble(err))) {
+			no_user(etcd, err);
+			result = ETCD_UNKNOWN;
+			break;
+		} else if (result == ETCD_OK)
+			auth_ok(etcd);
 		if (code == CURLE_OK)
 			break;
-		if (etcd->current == url)
-			etcd->current = (etcd->current + 1) % etcd->nurls;
 	}
 	curl_easy_cleanup(easy);
-	curl_slist_free_all(headers);
 	free(text);
 	return result;
 }
 
 /* ---- libuv drives curl ------------------------------------------------ */
+
+/* The secrets do not outlive the client in freed memory. */
+static void
+client_free(struct etcd *etcd)
+{
+	explicit_bzero(etcd->password, sizeof(etcd->password));
+	explicit_bzero(etcd->token, sizeof(etcd->token));
+	free(etcd);
+}
 
 static void
 handle_closed(uv_handle_t *h)
@@ -379,7 +928,7 @@ handle_closed(uv_handle_t *h)
 	if (h->type == UV_POLL)
 		free(h);
 	if (--etcd->handles == 0 && etcd->freeing)
-		free(etcd);
+		client_free(etcd);
 }
 
 static void
@@ -472,23 +1021,52 @@ on_timeout(CURLM *multi, long ms, void *userp)
 
 /* ---- the client ------------------------------------------------------- */
 
-static int
-parse_urls(struct etcd *etcd, const char *urls, char *err, size_t err_len)
+int
+etcd_urls_check(const char *urls, bool *tls, char *err, size_t err_len)
 {
 	const char *p = urls;
+	int n_urls = 0, n_tls = 0;
 
 	while (*p != '\0') {
 		size_t n = strcspn(p, ",");
-		if (n == 0 || n >= ETCD_URL_MAX ||
-		    etcd->nurls == ETCD_URLS_MAX ||
-		    (strncmp(p, "http://", 7) != 0 &&
-		    strncmp(p, "https://", 8) != 0)) {
+		bool https = strncmp(p, "https://", 8) == 0;
+		if (n == 0 || n >= ETCD_URL_MAX || n_urls == ETCD_URLS_MAX ||
+		    (strncmp(p, "http://", 7) != 0 && !https) ||
+		    n == (https ? 8u : 7u)) {
 			snprintf(err, err_len, "--etcd: \"%.*s\" is not an "
 			    "http:// or https:// URL (at most %d of them, "
 			    "comma-separated)", (int)(n < 200 ? n : 200), p,
 			    ETCD_URLS_MAX);
 			return -1;
 		}
+		n_urls++;
+		n_tls += https;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	if (n_urls == 0) {
+		snprintf(err, err_len, "--etcd: no URL given");
+		return -1;
+	}
+	if (n_tls != 0 && n_tls != n_urls) {
+		snprintf(err, err_len, "--etcd: a mix of http:// and https:// "
+		    "URLs: give every member the same scheme");
+		return -1;
+	}
+	*tls = n_tls != 0;
+	return 0;
+}
+
+static int
+parse_urls(struct etcd *etcd, const char *urls, char *err, size_t err_len)
+{
+	const char *p = urls;
+
+	if (etcd_urls_check(urls, &etcd->tls, err, err_len) != 0)
+		return -1;
+	while (*p != '\0') {
+		size_t n = strcspn(p, ",");
 		memcpy(etcd->urls[etcd->nurls], p, n);
 		/* "http://h:2379/" and "http://h:2379" are one endpoint. */
 		while (n > 0 && etcd->urls[etcd->nurls][n - 1] == '/')
@@ -500,9 +1078,172 @@ parse_urls(struct etcd *etcd, const char *urls, char *err, size_t err_len)
 		if (*p == ',')
 			p++;
 	}
-	if (etcd->nurls == 0) {
-		snprintf(err, err_len, "--etcd: no URL given");
+	return 0;
+}
+
+int
+etcd_password_read(const char *path, char *out, size_t cap, char *err,
+    size_t err_len)
+{
+	char buf[ETCD_PASSWORD_MAX + 3];
+	size_t len = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0) {
+		snprintf(err, err_len, "cannot read %s: %s", path,
+		    strerror(errno));
 		return -1;
+	}
+	while (len < sizeof(buf) &&
+	    (n = read(fd, buf + len, sizeof(buf) - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(err, err_len, "cannot read %s: %s", path,
+			    strerror(errno));
+			close(fd);
+			return -1;
+		}
+		len += (size_t)n;
+	}
+	close(fd);
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len > 0 && buf[len - 1] == '\r')
+		len--;
+	if (len == 0) {
+		snprintf(err, err_len, "%s is empty: it must hold the "
+		    "password", path);
+		return -1;
+	}
+	if (len >= cap || len > ETCD_PASSWORD_MAX) {
+		snprintf(err, err_len, "%s holds more than %d bytes", path,
+		    ETCD_PASSWORD_MAX);
+		return -1;
+	}
+	if (memchr(buf, '\0', len) != NULL || memchr(buf, '\n', len) !=
+	    NULL || memchr(buf, '\r', len) != NULL) {
+		snprintf(err, err_len, "%s holds more than one line (or a NUL "
+		    "byte): it must hold the password alone", path);
+		return -1;
+	}
+	memcpy(out, buf, len);
+	out[len] = '\0';
+	return 0;
+}
+
+/* SIGHUP: the password file again; a new password drops the token. */
+static void
+on_sighup(uv_signal_t *sig, int signum)
+{
+	struct etcd *etcd = sig->data;
+	char password[ETCD_PASSWORD_MAX], err[600];
+
+	(void)signum;
+	/* New connections from now on: they read the CA, certificate and
+	 * key files again (easy_secure). */
+	etcd->reloaded_at = now_ms();
+	if (etcd->password_file[0] == '\0')
+		return;
+	if (etcd_password_read(etcd->password_file, password,
+	    sizeof(password), err, sizeof(err)) != 0) {
+		log_event(LOG_ERROR, "etcd_password_reload_error", "error=\"%s\""
+		    " msg=\"kept the old password\"", err);
+		return;
+	}
+	if (strcmp(password, etcd->password) != 0) {
+		memcpy(etcd->password, password, sizeof(password));
+		etcd->token[0] = '\0';
+		etcd->auth_failed_at = 0;
+		log_event(LOG_INFO, "etcd_password_reloaded", "user=%s",
+		    etcd->user);
+		if (!link_empty(&etcd->waiting)) {
+			uv_timer_stop(&etcd->auth_timer);
+			auth_start(etcd);
+		}
+	}
+	explicit_bzero(password, sizeof(password));
+}
+
+static bool
+given(const char *s)
+{
+	return s != NULL && s[0] != '\0';
+}
+
+/* Does the URL name this machine (127.0.0.0/8, ::1, localhost)? */
+static bool
+url_is_loopback(const char *url)
+{
+	const char *host = strstr(url, "://");
+
+	host = host != NULL ? host + 3 : url;
+	return strncmp(host, "127.", 4) == 0 ||
+	    strncmp(host, "[::1]", 5) == 0 ||
+	    strncmp(host, "localhost", 9) == 0;
+}
+
+int
+etcd_secure(struct etcd *etcd, const struct etcd_security *sec, char *err,
+    size_t err_len)
+{
+	int i;
+
+	if ((given(sec->ca_file) || given(sec->cert_file)) && !etcd->tls) {
+		snprintf(err, err_len, "--etcd-ca and --etcd-cert need "
+		    "https:// URLs in --etcd");
+		return -1;
+	}
+	if (given(sec->cert_file) != given(sec->key_file)) {
+		snprintf(err, err_len, "--etcd-cert and --etcd-key go "
+		    "together");
+		return -1;
+	}
+	if (given(sec->user) != given(sec->password_file)) {
+		snprintf(err, err_len, "--etcd-user and --etcd-password-file "
+		    "go together");
+		return -1;
+	}
+	snprintf(etcd->ca_file, sizeof(etcd->ca_file), "%s",
+	    given(sec->ca_file) ? sec->ca_file : "");
+	snprintf(etcd->cert_file, sizeof(etcd->cert_file), "%s",
+	    given(sec->cert_file) ? sec->cert_file : "");
+	snprintf(etcd->key_file, sizeof(etcd->key_file), "%s",
+	    given(sec->key_file) ? sec->key_file : "");
+	if (given(sec->user)) {
+		char why[600];
+		if (strlen(sec->user) >= sizeof(etcd->user)) {
+			snprintf(err, err_len, "--etcd-user: longer than %d "
+			    "bytes", ETCD_USER_MAX - 1);
+			return -1;
+		}
+		if (etcd_password_read(sec->password_file, etcd->password,
+		    sizeof(etcd->password), why, sizeof(why)) != 0) {
+			snprintf(err, err_len, "--etcd-password-file: %s",
+			    why);
+			return -1;
+		}
+		snprintf(etcd->user, sizeof(etcd->user), "%s", sec->user);
+		snprintf(etcd->password_file, sizeof(etcd->password_file),
+		    "%s", sec->password_file);
+		for (i = 0; i < etcd->nurls && !etcd->tls; i++)
+			if (!url_is_loopback(etcd->urls[i])) {
+				log_event(LOG_WARN, "etcd_auth_plain", "url=%s "
+				    "msg=\"the etcd password and token cross "
+				    "the network in clear: use https://\"",
+				    etcd->urls[i]);
+				break;
+			}
+	}
+	if (etcd->loop != NULL && !etcd->secured) {
+		uv_timer_init(etcd->loop, &etcd->auth_timer);
+		uv_signal_init(etcd->loop, &etcd->sighup);
+		etcd->auth_timer.data = etcd->sighup.data = etcd;
+		uv_signal_start(&etcd->sighup, on_sighup, SIGHUP);
+		uv_unref((uv_handle_t *)&etcd->sighup);
+		etcd->handles += 2;
+		etcd->secured = true;
 	}
 	return 0;
 }
@@ -530,6 +1271,7 @@ etcd_open(uv_loop_t *loop, const char *urls, char *err, size_t err_len)
 	}
 	link_init(&etcd->requests);
 	link_init(&etcd->sockets);
+	link_init(&etcd->waiting);
 	etcd->loop = loop;
 	if (loop == NULL)
 		return etcd;
@@ -560,6 +1302,17 @@ etcd_detach(struct etcd *etcd)
 		next = l->next;
 		request_free(container_of(l, struct request, link));
 	}
+	for (l = etcd->waiting.next; l != &etcd->waiting; l = next) {
+		next = l->next;
+		request_free(container_of(l, struct request, link));
+	}
+	if (etcd->secured) {
+		uv_timer_stop(&etcd->auth_timer);
+		uv_signal_stop(&etcd->sighup);
+		uv_close((uv_handle_t *)&etcd->auth_timer, handle_closed);
+		uv_close((uv_handle_t *)&etcd->sighup, handle_closed);
+		etcd->secured = false;
+	}
 	if (etcd->multi == NULL)
 		return;
 	/* Sockets curl still caches are closed here, not through on_socket. */
@@ -583,5 +1336,5 @@ etcd_close(struct etcd *etcd)
 	etcd_detach(etcd);
 	etcd->freeing = true;
 	if (etcd->handles == 0)
-		free(etcd);
+		client_free(etcd);
 }

@@ -21,12 +21,22 @@
 
 #define ETCD_URLS_MAX 8            /* endpoints in one --etcd */
 #define ETCD_URL_MAX 256
+#define ETCD_USER_MAX 128          /* --etcd-user */
+#define ETCD_PASSWORD_MAX 256      /* what --etcd-password-file holds */
+#define ETCD_TOKEN_MAX 2048        /* etcd's token (simple or JWT) */
+/* After a failed authentication the next waits this long: a wrong
+ * password costs etcd one bcrypt a second, not a busy loop. */
+#define ETCD_AUTH_RETRY_MS 1000
 
 /*
  * What a request came to.  ETCD_OK: HTTP 200 and a JSON object.
  * ETCD_REFUSED: etcd answered and refused (HTTP 4xx): nothing was done.
  * ETCD_UNKNOWN: no answer, or etcd's own "request timed out" (HTTP 5xx):
- * a write may or may not have been applied.
+ * a write may or may not have been applied.  Also a request that etcd
+ * refused for lockd's credentials, or that could not go out for want of
+ * a token (etcd_auth_error says why): nothing was done, but nothing can
+ * be read either, so the caller must not count on reading where it
+ * stands.
  */
 enum etcd_result { ETCD_OK = 0, ETCD_REFUSED = -1, ETCD_UNKNOWN = -2 };
 
@@ -75,6 +85,53 @@ int etcd_request(struct etcd *etcd, const char *path, json_t *body,
  */
 enum etcd_result etcd_request_sync(struct etcd *etcd, const char *path,
     json_t *body, long timeout_ms, json_t **reply, char *err, size_t err_len);
+
+/*
+ * TLS and etcd's user/password auth (docs/security.md).  Files and names
+ * are "" (or NULL) when not used.  ca_file: the CA that signs etcd's
+ * server certificate (else the system's CAs); cert_file and key_file: a
+ * client certificate for etcd's --client-cert-auth.  The server's name or
+ * IP is always checked against its certificate.  user and password_file:
+ * lockd authenticates as user (/v3/auth/authenticate) and sends the token
+ * with every request; when etcd says the token is invalid or expired it
+ * authenticates again and sends the request once more (nothing was done
+ * with it: etcd checks the token before it proposes anything).
+ */
+struct etcd_security {
+	const char *ca_file, *cert_file, *key_file;
+	const char *user, *password_file;
+};
+
+/*
+ * Applies sec to a client just opened, before its first request: reads
+ * the password file (etcd_password_read) and, with a loop, re-reads it on
+ * SIGHUP (a changed password drops the token).  The certificate files are
+ * read by curl for each new connection.  Returns 0, or -1 with why.
+ */
+int etcd_secure(struct etcd *etcd, const struct etcd_security *sec,
+    char *err, size_t err_len);
+
+/*
+ * Why the last authentication (or a request, for lack of permission)
+ * failed, while nothing has succeeded since; NULL when all is well.
+ */
+const char *etcd_auth_error(const struct etcd *etcd);
+
+/*
+ * Checks --etcd's comma-separated URLs: each http:// or https://, all of
+ * one scheme (a mix is refused), at most ETCD_URLS_MAX.  0 with *tls set
+ * when they are https://, or -1 with a one-line why.  Pure.
+ */
+int etcd_urls_check(const char *urls, bool *tls, char *err, size_t err_len);
+
+/*
+ * Reads a secret from path into out (cap bytes with its NUL): one
+ * trailing newline (LF or CRLF) is dropped; an unreadable, empty, too long
+ * file, or one with a NUL or another line break, is refused with a
+ * one-line why.  0 or -1.
+ */
+int etcd_password_read(const char *path, char *out, size_t cap, char *err,
+    size_t err_len);
 
 /* Bytes as etcd's JSON wants them: a base64 string (NULL without memory). */
 json_t *etcd_bytes(const void *data, size_t len);

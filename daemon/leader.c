@@ -231,8 +231,11 @@ on_answer(void *ctx, enum etcd_result result, json_t *reply, const char *error)
 		schedule(l, 0);
 		return;
 	}
-	unreachable(l, result == ETCD_UNKNOWN && l->state != LEADER_LEADING,
-	    error);
+	/* Refused for its credentials is as good as unreachable: lock
+	 * commands get ERR UNAVAILABLE, not a hunt for a leader. */
+	unreachable(l, (result == ETCD_UNKNOWN ||
+	    etcd_auth_error(l->etcd) != NULL) &&
+	    l->state != LEADER_LEADING, error);
 	switch (l->state) {
 	case LEADER_WATCHING:
 		if (result != ETCD_OK)

@@ -13,7 +13,7 @@ python="python3 python3-pytest python3-setuptools python3-wheel python3-pip open
 deb="debhelper dpkg-dev lintian"
 case "${1:-build}" in
 build) want="$build" ;;
-test)  want="$build $units etcd-server libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python $deb" ;;
+test)  want="$build $units etcd-server curl libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python $deb" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
 deb)   want="$build $deb" ;;
 bench) want="$build redis-server etcd-server etcd-client libhiredis-dev util-linux" ;;

@@ -1,13 +1,16 @@
 /*
  * etcd_harness.c - real etcd members for the tests (etcd_harness.h).  It
  * speaks to etcd only to ask /health, over a plain socket, so that it
- * needs nothing of lockd's etcd client, which is what the tests test.
+ * needs nothing of lockd's etcd client, which is what the tests test; a
+ * secured cluster is asked through the curl command instead, and its
+ * certificates are made by the openssl command.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +60,312 @@ free_port(void)
 	return port;
 }
 
+/*
+ * Runs argv (argv[0] looked up in PATH) with stdout into out (cap bytes,
+ * NUL-terminated; NULL: dropped) and stderr to /dev/null, for at most
+ * timeout_ms: its exit status, or -1 (killed on timeout).
+ */
+static int
+run_capture(char *const argv[], char *out, size_t cap, int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	char sink[512];
+	size_t got = 0;
+	int fds[2], status = -1;
+	pid_t pid;
+
+	if (pipe(fds) != 0)
+		return -1;
+	fflush(stdout);
+	fflush(stderr);
+	if ((pid = fork()) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(null, 0);
+		dup2(fds[1], 1);
+		dup2(null, 2);
+		close(fds[0]);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	for (;;) {
+		struct pollfd pfd = { fds[0], POLLIN, 0 };
+		long long left = deadline - now_ms();
+		ssize_t n;
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			break;
+		if (out != NULL && got + 1 < cap)
+			n = read(fds[0], out + got, cap - 1 - got);
+		else
+			n = read(fds[0], sink, sizeof(sink));
+		if (n <= 0)
+			break;
+		if (out != NULL && got + 1 < cap)
+			got += (size_t)n;
+	}
+	close(fds[0]);
+	if (out != NULL && cap > 0)
+		out[got] = '\0';
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (now_ms() >= deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		sleep_ms(5);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* curl's arguments for TLS to the cluster. */
+static int
+curl_tls_args(const struct etcd_cluster *c, char **argv, int i)
+{
+	if (!c->options.tls)
+		return i;
+	argv[i++] = "--cacert";
+	argv[i++] = (char *)c->ca;
+	argv[i++] = "--cert";
+	argv[i++] = (char *)c->client_cert;
+	argv[i++] = "--key";
+	argv[i++] = (char *)c->client_key;
+	return i;
+}
+
+static bool
+member_healthy_tls(const struct etcd_cluster *c, int i)
+{
+	char url[96], out[1024];
+	char *argv[16] = { "curl", "-s", "--max-time", "1" };
+	int n = curl_tls_args(c, argv, 4);
+
+	snprintf(url, sizeof(url), "%s/health", c->members[i].client_url);
+	argv[n++] = url;
+	argv[n] = NULL;
+	return run_capture(argv, out, sizeof(out), 2000) == 0 &&
+	    strstr(out, "\"health\":\"true\"") != NULL;
+}
+
+int
+etcd_cluster_post(const struct etcd_cluster *c, const char *path,
+    const char *body, char *out, size_t cap)
+{
+	char url[128], auth[300], text[8192];
+	char *argv[24] = { "curl", "-s", "--max-time", "5", "-w",
+	    "\n%{http_code}", "-H", "Content-Type: application/json" };
+	char *code;
+	int n = curl_tls_args(c, argv, 8);
+
+	snprintf(url, sizeof(url), "%s%s", c->members[0].client_url, path);
+	if (c->root_token[0] != '\0') {
+		snprintf(auth, sizeof(auth), "Authorization: %s",
+		    c->root_token);
+		argv[n++] = "-H";
+		argv[n++] = auth;
+	}
+	argv[n++] = "-d";
+	argv[n++] = (char *)body;
+	argv[n++] = url;
+	argv[n] = NULL;
+	if (run_capture(argv, text, sizeof(text), 6000) != 0)
+		return 0;
+	if ((code = strrchr(text, '\n')) == NULL)
+		return 0;
+	*code++ = '\0';
+	if (out != NULL)
+		snprintf(out, cap, "%s", text);
+	return atoi(code);
+}
+
+/* base64 of a string, for etcd's keys. */
+static void
+base64(const char *in, char *out)
+{
+	static const char abc[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t len = strlen(in), i;
+
+	for (i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)(unsigned char)in[i] << 16;
+		if (i + 1 < len)
+			v |= (unsigned)(unsigned char)in[i + 1] << 8;
+		if (i + 2 < len)
+			v |= (unsigned char)in[i + 2];
+		*out++ = abc[(v >> 18) & 63];
+		*out++ = abc[(v >> 12) & 63];
+		*out++ = i + 1 < len ? abc[(v >> 6) & 63] : '=';
+		*out++ = i + 2 < len ? abc[v & 63] : '=';
+	}
+	*out = '\0';
+}
+
+/* One /v3/auth/ call that must answer 200. */
+static int
+auth_call(struct etcd_cluster *c, const char *path, const char *body,
+    char *out, size_t cap)
+{
+	char reply[2048];
+	int code = etcd_cluster_post(c, path, body, reply, sizeof(reply));
+
+	if (out != NULL)
+		snprintf(out, cap, "%s", reply);
+	if (code == 200)
+		return 0;
+	fprintf(stderr, "etcd %s %s: HTTP %d %s\n", path, body, code, reply);
+	return -1;
+}
+
+int
+etcd_cluster_add_user(struct etcd_cluster *c, const char *user,
+    const char *password, const char *prefix)
+{
+	char body[1024], key[256], end[256], last[128];
+	size_t n = strlen(prefix);
+
+	if (n == 0 || n >= sizeof(last))
+		return -1;
+	snprintf(last, sizeof(last), "%s", prefix);
+	last[n - 1] = (char)(last[n - 1] + 1);
+	base64(prefix, key);
+	base64(last, end);
+	snprintf(body, sizeof(body), "{\"name\":\"%s\"}", user);
+	if (auth_call(c, "/v3/auth/role/add", body, NULL, 0) != 0)
+		return -1;
+	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"perm\":{"
+	    "\"permType\":\"READWRITE\",\"key\":\"%s\",\"range_end\":"
+	    "\"%s\"}}", user, key, end);
+	if (auth_call(c, "/v3/auth/role/grant", body, NULL, 0) != 0)
+		return -1;
+	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"password\":"
+	    "\"%s\"}", user, password);
+	if (auth_call(c, "/v3/auth/user/add", body, NULL, 0) != 0)
+		return -1;
+	snprintf(body, sizeof(body), "{\"user\":\"%s\",\"role\":\"%s\"}",
+	    user, user);
+	return auth_call(c, "/v3/auth/user/grant", body, NULL, 0);
+}
+
+/* A fresh token of root's (the last one may have expired). */
+static int
+root_authenticate(struct etcd_cluster *c)
+{
+	char reply[2048], *t, *q;
+
+	c->root_token[0] = '\0';
+	if (auth_call(c, "/v3/auth/authenticate", "{\"name\":\"root\","
+	    "\"password\":\"root-test\"}", reply, sizeof(reply)) != 0)
+		return -1;
+	if ((t = strstr(reply, "\"token\":\"")) == NULL ||
+	    (q = strchr(t + 9, '"')) == NULL ||
+	    (size_t)(q - t - 9) >= sizeof(c->root_token))
+		return -1;
+	memcpy(c->root_token, t + 9, (size_t)(q - t - 9));
+	c->root_token[q - t - 9] = '\0';
+	return 0;
+}
+
+int
+etcd_cluster_enable_auth(struct etcd_cluster *c)
+{
+	if (auth_call(c, "/v3/auth/user/add", "{\"name\":\"root\","
+	    "\"password\":\"root-test\"}", NULL, 0) != 0 ||
+	    auth_call(c, "/v3/auth/user/grant", "{\"user\":\"root\","
+	    "\"role\":\"root\"}", NULL, 0) != 0 ||
+	    auth_call(c, "/v3/auth/enable", "{}", NULL, 0) != 0)
+		return -1;
+	return root_authenticate(c);
+}
+
+int
+etcd_cluster_change_password(struct etcd_cluster *c, const char *user,
+    const char *password)
+{
+	char body[512];
+
+	if (root_authenticate(c) != 0)
+		return -1;
+	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"password\":"
+	    "\"%s\"}", user, password);
+	return auth_call(c, "/v3/auth/user/changepw", body, NULL, 0);
+}
+
+/* Makes the certificates with the openssl command (EC keys: quick). */
+static int
+make_certificates(struct etcd_cluster *c)
+{
+	char key[96], csr[96], crt[96], ext[96], wrong_key[96], serial[96];
+	char ca_key[96];
+	FILE *f;
+	int i;
+
+	snprintf(c->ca, sizeof(c->ca), "%s/ca.crt", c->dir);
+	snprintf(ca_key, sizeof(ca_key), "%s/ca.key", c->dir);
+	snprintf(c->client_cert, sizeof(c->client_cert), "%s/client.crt",
+	    c->dir);
+	snprintf(c->client_key, sizeof(c->client_key), "%s/client.key",
+	    c->dir);
+	snprintf(c->wrong_ca, sizeof(c->wrong_ca), "%s/wrong-ca.crt", c->dir);
+	snprintf(wrong_key, sizeof(wrong_key), "%s/wrong-ca.key", c->dir);
+	snprintf(key, sizeof(key), "%s/server.key", c->dir);
+	snprintf(csr, sizeof(csr), "%s/server.csr", c->dir);
+	snprintf(crt, sizeof(crt), "%s/server.crt", c->dir);
+	snprintf(ext, sizeof(ext), "%s/server.ext", c->dir);
+	snprintf(serial, sizeof(serial), "%s/ca.srl", c->dir);
+	if ((f = fopen(ext, "w")) == NULL)
+		return -1;
+	fprintf(f, "subjectAltName=IP:127.0.0.1\n"
+	    "extendedKeyUsage=serverAuth,clientAuth\n");
+	fclose(f);
+	{
+		char client_csr[96], client_ext[96];
+		snprintf(client_csr, sizeof(client_csr), "%s/client.csr",
+		    c->dir);
+		snprintf(client_ext, sizeof(client_ext), "%s/client.ext",
+		    c->dir);
+		if ((f = fopen(client_ext, "w")) == NULL)
+			return -1;
+		fprintf(f, "extendedKeyUsage=clientAuth\n");
+		fclose(f);
+		char *steps[][20] = {
+		    { "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+		      "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+		      ca_key, "-out", c->ca, "-days", "2", "-subj",
+		      "/CN=lockd test etcd CA", NULL },
+		    { "openssl", "req", "-newkey", "ec", "-pkeyopt",
+		      "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+		      "-out", csr, "-subj", "/CN=etcd", NULL },
+		    { "openssl", "x509", "-req", "-in", csr, "-CA", c->ca,
+		      "-CAkey", ca_key, "-CAcreateserial", "-CAserial", serial,
+		      "-out", crt, "-days", "2", "-extfile", ext, NULL },
+		    /* No CN: etcd's gateway refuses a client CN. */
+		    { "openssl", "req", "-newkey", "ec", "-pkeyopt",
+		      "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+		      c->client_key, "-out", client_csr, "-subj", "/O=lockd",
+		      NULL },
+		    { "openssl", "x509", "-req", "-in", client_csr, "-CA",
+		      c->ca, "-CAkey", ca_key, "-CAserial", serial, "-out",
+		      c->client_cert, "-days", "2", "-extfile", client_ext,
+		      NULL },
+		    { "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+		      "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+		      wrong_key, "-out", c->wrong_ca, "-days", "2", "-subj",
+		      "/CN=127.0.0.1", NULL },
+		};
+		for (i = 0; i < (int)(sizeof(steps) / sizeof(steps[0])); i++)
+			if (run_capture(steps[i], NULL, 0, 10000) != 0) {
+				fprintf(stderr, "openssl step %d failed\n", i);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 bool
 etcd_member_healthy(const struct etcd_cluster *c, int i)
 {
@@ -69,6 +378,8 @@ etcd_member_healthy(const struct etcd_cluster *c, int i)
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	bool ok = false;
 
+	if (c->options.tls)
+		return member_healthy_tls(c, i);
 	if (fd < 0)
 		return false;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -95,6 +406,7 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 	const char *bin = getenv("ETCD_BIN");
 	struct etcd_member *m = &c->members[i];
 	char name[16], data[128], client[64], peer[64], initial[1024], log[128];
+	char crt[96], key[96], ttl[16];
 	size_t used = 0;
 	pid_t parent = getpid();
 	int j;
@@ -102,7 +414,10 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 	snprintf(name, sizeof(name), "m%d", i);
 	snprintf(data, sizeof(data), "%s/%s", c->dir, name);
 	snprintf(log, sizeof(log), "%s/%s.log", c->dir, name);
-	snprintf(client, sizeof(client), "http://127.0.0.1:%d", m->client_port);
+	snprintf(client, sizeof(client), "%s", m->client_url);
+	snprintf(crt, sizeof(crt), "%s/server.crt", c->dir);
+	snprintf(key, sizeof(key), "%s/server.key", c->dir);
+	snprintf(ttl, sizeof(ttl), "%d", c->options.auth_token_ttl_s);
 	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", m->peer_port);
 	initial[0] = '\0';
 	for (j = 0; j < c->n; j++)
@@ -119,7 +434,30 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 		    "--initial-cluster", initial,
 		    "--initial-cluster-state", (char *)state,
 		    "--initial-cluster-token", c->dir,
-		    "--log-outputs", "stderr", "--logger", "zap", NULL };
+		    "--log-outputs", "stderr", "--logger", "zap",
+		    /* The secured cluster's flags, or the list ends here. */
+		    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+		    NULL, NULL, NULL };
+		int k = 0;
+		while (argv[k] != NULL)
+			k++;
+		if (c->options.tls) {
+			argv[k++] = "--cert-file";
+			argv[k++] = crt;
+			argv[k++] = "--key-file";
+			argv[k++] = key;
+			argv[k++] = "--trusted-ca-file";
+			argv[k++] = c->ca;
+		}
+		if (c->options.client_cert_auth)
+			argv[k++] = "--client-cert-auth";
+		if (c->options.auth_token_ttl_s > 0) {
+			argv[k++] = "--auth-token-ttl";
+			argv[k++] = ttl;
+			/* bcrypt's least cost: quick authentications. */
+			argv[k++] = "--bcrypt-cost";
+			argv[k++] = "4";
+		}
 		fflush(stdout);
 		fflush(stderr);
 		m->pid = fork();
@@ -169,11 +507,20 @@ wait_healthy(struct etcd_cluster *c, int i)
 int
 etcd_cluster_start(struct etcd_cluster *c, int n)
 {
+	return etcd_cluster_start_secure(c, n, NULL);
+}
+
+int
+etcd_cluster_start_secure(struct etcd_cluster *c, int n,
+    const struct etcd_cluster_options *options)
+{
 	const char *tmp = getenv("TMPDIR");
 	size_t used = 0;
 	int i;
 
 	memset(c, 0, sizeof(*c));
+	if (options != NULL)
+		c->options = *options;
 	if (n < 1 || n > ETCD_HARNESS_MEMBERS)
 		return -1;
 	c->n = n;
@@ -188,9 +535,20 @@ etcd_cluster_start(struct etcd_cluster *c, int n)
 		m->client_port = free_port();
 		m->peer_port = free_port();
 		snprintf(m->client_url, sizeof(m->client_url),
-		    "http://127.0.0.1:%d", m->client_port);
+		    "%s://127.0.0.1:%d", c->options.tls ? "https" : "http",
+		    m->client_port);
 		used += (size_t)snprintf(c->urls + used, sizeof(c->urls) - used,
 		    "%s%s", i ? "," : "", m->client_url);
+	}
+	if (c->options.tls) {
+		char *probe[] = { "curl", "--version", NULL };
+		if (run_capture(probe, NULL, 0, 5000) != 0) {
+			fprintf(stderr, "a secured etcd needs the curl command "
+			    "(apt-get install curl)\n");
+			goto fail;
+		}
+		if (make_certificates(c) != 0)
+			goto fail;
 	}
 	for (i = 0; i < n; i++)
 		if (spawn_member(c, i, "new") != 0)

@@ -21,11 +21,30 @@ struct etcd_member {
 	char client_url[64];
 };
 
+/*
+ * A secured cluster (etcd_cluster_start_secure): TLS on the client URLs
+ * with certificates the harness makes with the openssl command in the
+ * cluster's directory, etcd's --client-cert-auth, and a short token TTL
+ * for tests of etcd's user/password auth (etcd_cluster_add_user, then
+ * etcd_cluster_enable_auth).  The peer URLs stay plain loopback HTTP.
+ */
+struct etcd_cluster_options {
+	bool tls;                 /* https:// client URLs */
+	bool client_cert_auth;    /* etcd wants a client certificate */
+	int auth_token_ttl_s;     /* > 0: --auth-token-ttl */
+};
+
 struct etcd_cluster {
 	int n;
 	char dir[64];             /* the temporary directory */
 	struct etcd_member members[ETCD_HARNESS_MEMBERS];
 	char urls[ETCD_HARNESS_MEMBERS * 64];  /* comma-separated client URLs */
+	struct etcd_cluster_options options;
+	/* With options.tls, in dir: the CA of the server certificate (IP
+	 * SAN 127.0.0.1), a client certificate without a CN (etcd's gateway
+	 * refuses one with a CN) and its key, and a CA that signed neither. */
+	char ca[96], client_cert[96], client_key[96], wrong_ca[96];
+	char root_token[256];     /* after etcd_cluster_enable_auth */
 };
 
 /* Starts n members and waits until every one is healthy: 0, or -1 (all
@@ -39,5 +58,25 @@ int etcd_member_restart(struct etcd_cluster *c, int i);
 void etcd_cluster_stop(struct etcd_cluster *c);
 /* Whether member i answers GET /health with "health":"true". */
 bool etcd_member_healthy(const struct etcd_cluster *c, int i);
+
+/* etcd_cluster_start with options (NULL: none). */
+int etcd_cluster_start_secure(struct etcd_cluster *c, int n,
+    const struct etcd_cluster_options *options);
+/*
+ * POSTs the JSON body to member 0's path through the curl command (so the
+ * harness needs none of lockd's etcd client), with the root token once
+ * auth is on.  Returns the HTTP status (0: no answer); the body in out.
+ */
+int etcd_cluster_post(const struct etcd_cluster *c, const char *path,
+    const char *body, char *out, size_t cap);
+/* A user with its own role, readwrite on every key under prefix
+ * (through the gateway's /v3/auth/...).  0 or -1 (printed). */
+int etcd_cluster_add_user(struct etcd_cluster *c, const char *user,
+    const char *password, const char *prefix);
+/* Adds root (root role) and turns auth on; keeps root's token. */
+int etcd_cluster_enable_auth(struct etcd_cluster *c);
+/* As root: a new password for user (etcd drops its tokens). */
+int etcd_cluster_change_password(struct etcd_cluster *c, const char *user,
+    const char *password);
 
 #endif
