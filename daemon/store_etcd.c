@@ -21,7 +21,9 @@
  * this store cannot know - a transaction that may have gone in, or a batch
  * written in part - leaves the store broken: commit and get fail from then
  * on, and leadership (leader.c) stops leading and empties the service, so
- * that the next term starts from what etcd holds (store_etcd_heal).
+ * that the next term starts from what etcd holds (store_etcd_heal).  A
+ * batch refused because the leader key is another node's marks the store
+ * deposed, and leadership stops leading the same way.
  *
  * It never parses a record: values are opaque bytes.  No sockets of its
  * own: etcd.c does the HTTP.
@@ -75,6 +77,7 @@ struct store_etcd {
 	uint64_t hwm;            /* as last committed or loaded */
 	uint64_t txns;           /* transactions this store has written */
 	bool broken;             /* an outcome it cannot know */
+	bool deposed;            /* a batch refused: the leader key moved */
 	bool standby;            /* not the leader: holds nothing */
 	struct job job;
 };
@@ -253,12 +256,15 @@ chunk_answer(struct store_etcd *s, struct job *job, enum etcd_result result,
 		return ANSWER_WRITTEN;
 	}
 	leader = response_kv(reply, 0);
-	if (etcd_field_int(leader, "create_revision") != s->guard)
+	if (etcd_field_int(leader, "create_revision") != s->guard) {
+		/* Deposed, whatever its lease says: no batch of this term
+		 * can go in, so the node must stop leading (leader.c). */
+		s->deposed = true;
 		snprintf(s->base.error, sizeof(s->base.error), "not the "
 		    "leader: the leader key's create revision is %" PRId64
 		    ", this node's %" PRId64,
 		    etcd_field_int(leader, "create_revision"), s->guard);
-	else
+	} else
 		snprintf(s->base.error, sizeof(s->base.error), "the "
 		    "high-water mark key changed under this node (mod "
 		    "revision %" PRId64 ", expected %" PRId64 ")",
@@ -637,6 +643,7 @@ void
 store_etcd_guard(struct store *store, int64_t create_revision)
 {
 	((struct store_etcd *)store)->guard = create_revision;
+	((struct store_etcd *)store)->deposed = false;
 }
 
 void
@@ -649,10 +656,17 @@ void
 store_etcd_heal(struct store *store)
 {
 	((struct store_etcd *)store)->broken = false;
+	((struct store_etcd *)store)->deposed = false;
 }
 
 bool
 store_etcd_broken(const struct store *store)
 {
 	return ((const struct store_etcd *)store)->broken;
+}
+
+bool
+store_etcd_deposed(const struct store *store)
+{
+	return ((const struct store_etcd *)store)->deposed;
 }

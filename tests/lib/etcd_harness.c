@@ -57,36 +57,62 @@ free_port(void)
 	return port;
 }
 
-bool
-etcd_member_healthy(const struct etcd_cluster *c, int i)
+/* One HTTP/1.0 exchange with member i, its answer in buf: 0 or -1. */
+static int
+exchange(const struct etcd_cluster *c, int i, const char *ask, char *buf,
+    size_t len)
 {
-	static const char ask[] = "GET /health HTTP/1.0\r\n\r\n";
 	struct timeval tv = { 1, 0 };
 	struct sockaddr_in sin;
-	char buf[1024];
-	size_t got = 0;
+	size_t got = 0, asked = strlen(ask);
 	ssize_t n;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	bool ok = false;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), rc = -1;
 
 	if (fd < 0)
-		return false;
+		return -1;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((uint16_t)c->members[i].client_port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	inet_pton(AF_INET, c->host[0] != '\0' ? c->host : "127.0.0.1",
+	    &sin.sin_addr);
 	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
-	    write(fd, ask, sizeof(ask) - 1) == (ssize_t)(sizeof(ask) - 1)) {
-		while (got < sizeof(buf) - 1 &&
-		    (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+	    write(fd, ask, asked) == (ssize_t)asked) {
+		while (got < len - 1 &&
+		    (n = read(fd, buf + got, len - 1 - got)) > 0)
 			got += (size_t)n;
-		buf[got] = '\0';
-		ok = strstr(buf, "\"health\":\"true\"") != NULL;
+		rc = 0;
 	}
+	buf[got] = '\0';
 	close(fd);
-	return ok;
+	return rc;
+}
+
+bool
+etcd_member_healthy(const struct etcd_cluster *c, int i)
+{
+	char buf[1024];
+
+	return exchange(c, i, "GET /health HTTP/1.0\r\n\r\n", buf,
+	    sizeof(buf)) == 0 && strstr(buf, "\"health\":\"true\"") != NULL;
+}
+
+int
+etcd_cluster_post(const struct etcd_cluster *c, const char *path,
+    const char *body)
+{
+	char ask[1024], buf[4096];
+	int i;
+
+	snprintf(ask, sizeof(ask), "POST %s HTTP/1.0\r\nContent-Type: "
+	    "application/json\r\nContent-Length: %zu\r\n\r\n%s", path,
+	    strlen(body), body);
+	for (i = 0; i < c->n; i++)
+		if (c->members[i].pid != 0)
+			return exchange(c, i, ask, buf, sizeof(buf)) == 0 &&
+			    strncmp(buf, "HTTP/1.0 200", 12) == 0 ? 0 : -1;
+	return -1;
 }
 
 static int
@@ -94,7 +120,7 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 {
 	const char *bin = getenv("ETCD_BIN");
 	struct etcd_member *m = &c->members[i];
-	char name[16], data[128], client[64], peer[64], initial[1024], log[128];
+	char name[16], data[128], client[96], peer[96], initial[1024], log[128];
 	size_t used = 0;
 	pid_t parent = getpid();
 	int j;
@@ -102,12 +128,13 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 	snprintf(name, sizeof(name), "m%d", i);
 	snprintf(data, sizeof(data), "%s/%s", c->dir, name);
 	snprintf(log, sizeof(log), "%s/%s.log", c->dir, name);
-	snprintf(client, sizeof(client), "http://127.0.0.1:%d", m->client_port);
-	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", m->peer_port);
+	snprintf(client, sizeof(client), "http://%s:%d", c->host,
+	    m->client_port);
+	snprintf(peer, sizeof(peer), "http://%s:%d", c->host, m->peer_port);
 	initial[0] = '\0';
 	for (j = 0; j < c->n; j++)
 		used += (size_t)snprintf(initial + used, sizeof(initial) - used,
-		    "%sm%d=http://127.0.0.1:%d", j ? "," : "", j,
+		    "%sm%d=http://%s:%d", j ? "," : "", j, c->host,
 		    c->members[j].peer_port);
 	{
 		char *argv[] = { (char *)(bin != NULL ? bin : "/usr/bin/etcd"),
@@ -169,6 +196,12 @@ wait_healthy(struct etcd_cluster *c, int i)
 int
 etcd_cluster_start(struct etcd_cluster *c, int n)
 {
+	return etcd_cluster_start_on(c, n, "127.0.0.1");
+}
+
+int
+etcd_cluster_start_on(struct etcd_cluster *c, int n, const char *host)
+{
 	const char *tmp = getenv("TMPDIR");
 	size_t used = 0;
 	int i;
@@ -177,6 +210,7 @@ etcd_cluster_start(struct etcd_cluster *c, int n)
 	if (n < 1 || n > ETCD_HARNESS_MEMBERS)
 		return -1;
 	c->n = n;
+	snprintf(c->host, sizeof(c->host), "%s", host);
 	snprintf(c->dir, sizeof(c->dir), "%.40s/lockd-etcd-XXXXXX",
 	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
 	if (mkdtemp(c->dir) == NULL) {
@@ -188,7 +222,7 @@ etcd_cluster_start(struct etcd_cluster *c, int n)
 		m->client_port = free_port();
 		m->peer_port = free_port();
 		snprintf(m->client_url, sizeof(m->client_url),
-		    "http://127.0.0.1:%d", m->client_port);
+		    "http://%s:%d", host, m->client_port);
 		used += (size_t)snprintf(c->urls + used, sizeof(c->urls) - used,
 		    "%s%s", i ? "," : "", m->client_url);
 	}

@@ -26,11 +26,19 @@ struct etcd_cluster {
 	char dir[64];             /* the temporary directory */
 	struct etcd_member members[ETCD_HARNESS_MEMBERS];
 	char urls[ETCD_HARNESS_MEMBERS * 64];  /* comma-separated client URLs */
+	char host[64];            /* the members' IPv4 address: 127.0.0.1 */
 };
 
 /* Starts n members and waits until every one is healthy: 0, or -1 (all
  * that started are killed, and why is printed). */
 int etcd_cluster_start(struct etcd_cluster *c, int n);
+/* The same on host, an IPv4 address of this machine other than loopback
+ * (the partition test's, on a veth pair it made). */
+int etcd_cluster_start_on(struct etcd_cluster *c, int n, const char *host);
+/* POSTs body to path (etcd's JSON gateway, "/v3/kv/deleterange") of the
+ * first running member: 0 when etcd answered 200, else -1. */
+int etcd_cluster_post(const struct etcd_cluster *c, const char *path,
+    const char *body);
 /* SIGKILL to member i alone, reaped. */
 void etcd_member_kill(struct etcd_cluster *c, int i);
 /* Starts member i again on its old ports and data. */
