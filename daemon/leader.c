@@ -160,6 +160,14 @@ arm_deadline(struct leader *l)
 	uint64_t now = now_ms(), left = l->valid_until > now ?
 	    l->valid_until - now : 0;
 
+#ifdef LOCKD_BROKEN_SERVE_PAST_LEASE
+	/* Broken on purpose, only in build/broken/lockd-serve-past-lease
+	 * (the Makefile's guards of test_cluster.c): no deadline at all. */
+	(void)left;
+	l->srv->svc.cluster.serving_until = INT64_MAX / 2;
+	return;
+#endif
+
 	uv_timer_start(&l->deadline, on_deadline, left, 0);
 	/* The same moment on the service's clock, for its own check. */
 	l->srv->svc.cluster.serving_until =

@@ -10,6 +10,14 @@
  * ACQUIRE's send to send time + lease, extended by each RENEWED, ended
  * by sending RELEASE), and grants resume.  The history checker has its
  * guard: a history with an overlap must be caught.
+ *
+ * The scenarios are guards too: tests/integration/cluster-guards.sh runs
+ * each against a lockd built broken on purpose (the Makefile's
+ * $(B)/broken/lockd-VARIANT) and requires it to fail - the paused leader
+ * against one that serves past its leader lease, the deleted leader key
+ * against one that skips the leader-key compare, the take-over on another
+ * clock against one that keeps the old leader's expiries.  Nodes run at
+ * --leader-lease 2s (etcd's least), for short fail-overs.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -274,9 +283,13 @@ test_cluster_paused_leader_grants_nothing_after_it_resumes(void **state)
 	harness_send(c, "ACQUIRE p wait=0\r\n");
 	harness_expect_prefix(c, "GRANTED p fence=2 ");
 
-	/* Waiting in the paused leader's socket as it resumes. */
-	harness_send(old, "ACQUIRE q wait=0\r\nRENEW held %s lease=60s\r\n"
-	    "ACQUIRE p wait=0\r\nTRY r\r\n", handle);
+	/* Waiting in the paused leader's socket as it resumes.  A STATUS
+	 * first: it commits nothing, so only the leader lease's deadline
+	 * keeps the old leader from answering it out of a stale table
+	 * (build/broken/lockd-serve-past-lease). */
+	harness_send(old, "STATUS p\r\nACQUIRE q wait=0\r\n"
+	    "RENEW held %s lease=60s\r\nACQUIRE p wait=0\r\nTRY r\r\n",
+	    handle);
 	harness_server_resume(nodes[leader]);
 	while ((line = harness_read_line(old, 5000)) != NULL) {
 		snprintf(line_copy, sizeof(line_copy), "%s", line);
@@ -507,7 +520,7 @@ test_cluster_kill_of_the_leader_keeps_every_promise(void **state)
 	assert_int_equal(history_violations(&h), 0);
 }
 
-/* ---- a deposed leader ------------------------------------------------ */
+/* ---- the guards' scenarios -------------------------------------------- */
 
 /* A grant the client was told of, into the history. */
 static struct grant *
@@ -542,7 +555,7 @@ expect_no_violation(const struct history *h)
  * `etcdctl del`, or anything else that lets another node win): a standby
  * wins, and the old leader, which still believes it leads, must commit
  * nothing - every batch is guarded by the leader key - and stop leading
- * at its first refused batch.
+ * at its first refused batch.  Guards build/broken/lockd-skip-leader-compare.
  */
 static void
 test_cluster_leader_whose_key_is_gone_commits_nothing(void **state)
@@ -598,6 +611,77 @@ test_cluster_leader_whose_key_is_gone_commits_nothing(void **state)
 		    "by the leader-key compare");
 }
 
+#define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+/*
+ * A take-over by a node whose boot clock reads other numbers than the old
+ * leader's (another machine; here libfaketime moves it): the client that
+ * held a lock on the old leader still believes it, so the new leader must
+ * not grant it to anyone else, and its handle must still renew.  Guards
+ * build/broken/lockd-keep-expiry.
+ */
+static void
+test_cluster_takeover_on_another_clock_keeps_every_lease(void **state)
+{
+	static struct history h;
+	struct harness_conn *a, *b;
+	struct grant *g;
+	const char *line;
+	char copy[256];
+	int64_t sent;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	memset(nodes, 0, sizeof(nodes));
+	if (access(FAKETIME_LIB, R_OK) != 0)
+		fail_msg("%s is missing: apt-get install faketime "
+		    "(tools/deps.sh test)", FAKETIME_LIB);
+	assert_int_equal(etcd_cluster_start(&etcd, 1), 0);
+	nodes[0] = harness_server_new();
+	harness_server_start(nodes[0], "--etcd", etcd.urls, "--cluster", "t",
+	    "--leader-lease", LEADER_LEASE, NULL);
+	assert_int_equal(find_leader(), 0);
+	/* The standby's clocks, its boot clock too, read far ahead. */
+	setenv("LD_PRELOAD", FAKETIME_LIB, 1);
+	setenv("FAKETIME", "+20s", 1);
+	setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 1);
+	nodes[1] = harness_server_new();
+	harness_server_start(nodes[1], "--etcd", etcd.urls, "--cluster", "t",
+	    "--leader-lease", LEADER_LEASE, NULL);
+	unsetenv("LD_PRELOAD");
+	unsetenv("FAKETIME");
+	unsetenv("ASAN_OPTIONS");
+
+	a = harness_connect(nodes[0]);
+	sent = harness_now_ms();
+	harness_send(a, "ACQUIRE x wait=0 lease=%d\r\n", LEASE_MS);
+	line = harness_expect_prefix(a, "GRANTED x fence=1 ");
+	history_add(&h, 0, line, sent, LEASE_MS);
+	harness_server_kill(nodes[0]);
+	nodes[0] = NULL;
+	assert_int_equal(find_leader(), 1);
+
+	b = harness_connect(nodes[1]);
+	sent = harness_now_ms();
+	harness_send(b, "ACQUIRE x wait=0 lease=%d\r\n", LEASE_MS);
+	line = harness_read_line(b, HARNESS_REPLY_TIMEOUT_MS);
+	snprintf(copy, sizeof(copy), "%s", line != NULL ? line : "(closed)");
+	printf("# another client's ACQUIRE on the new leader: %s\n", copy);
+	if (strncmp(copy, "GRANTED ", 8) == 0)
+		history_add(&h, 0, copy, sent, LEASE_MS);
+	expect_no_violation(&h);
+	g = &h.grants[0];
+	sent = harness_now_ms();
+	assert_true(sent < g->belief_end);
+	harness_send(b, "RENEW x %s lease=%d\r\n", g->handle, LEASE_MS);
+	line = harness_read_line(b, HARNESS_REPLY_TIMEOUT_MS);
+	snprintf(copy, sizeof(copy), "%s", line != NULL ? line : "(closed)");
+	if (strncmp(copy, "RENEWED ", 8) != 0)
+		fail_msg("x, believed held for %lld ms more, did not renew on "
+		    "the new leader: %s", (long long)(g->belief_end - sent),
+		    copy);
+}
+
 /* The checker's guard: a history with two believers must be caught. */
 static void
 test_cluster_history_checker_catches_an_overlap(void **state)
@@ -618,7 +702,8 @@ test_cluster_history_checker_catches_an_overlap(void **state)
 }
 
 /*
- * With an argument, runs only the tests whose names contain it.
+ * With an argument, runs only the tests whose names contain it: the
+ * guards (cluster-guards.sh) run one scenario against a broken build.
  */
 int
 main(int argc, char **argv)
@@ -643,6 +728,9 @@ main(int argc, char **argv)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_leader_whose_key_is_gone_commits_nothing,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_takeover_on_another_clock_keeps_every_lease,
 		    harness_setup, teardown),
 	};
 
