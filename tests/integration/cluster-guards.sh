@@ -39,5 +39,6 @@ guard() {
 guard skip-leader-compare leader_whose_key_is_gone
 guard keep-expiry takeover_on_another_clock
 guard serve-past-lease paused_leader
+guard serve-past-lease leader_cut_off
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -16,8 +16,15 @@
  * $(B)/broken/lockd-VARIANT) and requires it to fail - the paused leader
  * against one that serves past its leader lease, the deleted leader key
  * against one that skips the leader-key compare, the take-over on another
- * clock against one that keeps the old leader's expiries.  Nodes run at
+ * clock against one that keeps the old leader's expiries, the partition
+ * against the one that serves past its lease.  Nodes run at
  * --leader-lease 2s (etcd's least), for short fail-overs.
+ *
+ * The partition test cuts the leader off from etcd with nftables while
+ * it keeps its clients: it makes network namespaces, so it needs root
+ * and fails, saying so, without them (LOCKD_TEST_NO_NETNS=1 skips it).
+ * Its nodes and etcd listen on addresses of the veth pairs it made, not
+ * on loopback; nothing outside those namespaces can reach them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -682,6 +689,375 @@ test_cluster_takeover_on_another_clock_keeps_every_lease(void **state)
 		    copy);
 }
 
+/* ---- a partition: network namespaces and nftables -------------------- */
+
+/*
+ * The partition test's network, all of it made by the test and named
+ * after its PID: a network namespace per lockd node, lkp<pid>-n<i>, each
+ * with a veth pair to this (the root) namespace, 10.213.S.4i+1 on this
+ * side and 10.213.S.4i+2 on the node's (S from the PID), and a default
+ * route back through it.  etcd listens on 10.213.S.1 here; the test's
+ * clients reach each node at its own address.  Deleting a namespace
+ * deletes its veth pair, so that is all teardown has to do; namespaces
+ * of an earlier run that crashed (their PID gone, or no longer this
+ * program) are deleted first.  A partition is an nftables table in the
+ * leader's namespace that drops what goes to and comes from etcd's port:
+ * the node keeps its clients and loses etcd.
+ */
+#define NET_NODES 2
+#define NET_PORT 7420            /* free: each node has its own namespace */
+
+struct net {
+	bool up;
+	int subnet;
+	char ns[NET_NODES][32];
+	char addr[NET_NODES][32];    /* the node's */
+	char gateway[NET_NODES][32]; /* this side's */
+	char log[NET_NODES][HARNESS_PATH_MAX];
+	pid_t pid[NET_NODES];
+};
+
+static struct net net;
+static char net_out[4096];
+
+/* A shell command line, bounded in time: its exit code, its output (and
+ * errors) in net_out. */
+static int
+net_shell(const char *fmt, ...)
+{
+	char cmd[2048];
+	char *argv[] = { (char *)"/bin/sh", (char *)"-c", cmd, NULL };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd) - 8, fmt, ap);
+	va_end(ap);
+	strcat(cmd, " 2>&1");
+	return harness_run(argv, 10000, net_out, sizeof(net_out), NULL, 0);
+}
+
+/* Deletes the namespaces of runs whose program is gone. */
+static void
+net_clean_stale(void)
+{
+	net_shell("for ns in $(ip netns list | sed -n "
+	    "'s/^\\(lkp[0-9]*-n[0-9]\\).*/\\1/p'); do "
+	    "pid=${ns#lkp}; pid=${pid%%-n*}; "
+	    "grep -qs integ_cluster /proc/$pid/comm && continue; "
+	    "ip netns del $ns; done");
+}
+
+static void
+net_down(void)
+{
+	char cmd[256];
+	int i;
+
+	if (!net.up)
+		return;
+	net.up = false;
+	for (i = 0; i < NET_NODES; i++) {
+		snprintf(cmd, sizeof(cmd), "ip netns del %s 2>/dev/null",
+		    net.ns[i]);
+		if (system(cmd) != 0)
+			fprintf(stderr, "teardown: %s failed\n", cmd);
+	}
+}
+
+/*
+ * Makes the network, or fails saying why: the test needs root and
+ * `ip netns` and nft.  With LOCKD_TEST_NO_NETNS set it is skipped
+ * instead, for a machine that allows no network namespaces (CI runs as
+ * root and must not set it).
+ */
+static bool
+net_up(void)
+{
+	const char *skip = getenv("LOCKD_TEST_NO_NETNS");
+	char why[512] = "";
+	int i;
+
+	memset(&net, 0, sizeof(net));
+	net.subnet = (int)(getpid() % 250) + 1;
+	if (geteuid() != 0)
+		snprintf(why, sizeof(why), "it runs as uid %d, not root",
+		    (int)geteuid());
+	else if (net_shell("command -v nft && command -v ip") != 0)
+		snprintf(why, sizeof(why), "nft or ip is missing: apt-get "
+		    "install nftables iproute2 (tools/deps.sh test)");
+	if (why[0] == '\0') {
+		net_clean_stale();
+		for (i = 0; i < NET_NODES; i++) {
+			snprintf(net.ns[i], sizeof(net.ns[i]), "lkp%d-n%d",
+			    (int)getpid(), i);
+			snprintf(net.gateway[i], sizeof(net.gateway[i]),
+			    "10.213.%d.%d", net.subnet, 4 * i + 1);
+			snprintf(net.addr[i], sizeof(net.addr[i]),
+			    "10.213.%d.%d", net.subnet, 4 * i + 2);
+			if (net_shell("ip netns add %s", net.ns[i]) != 0) {
+				snprintf(why, sizeof(why), "`ip netns add` "
+				    "was refused: %.300s", net_out);
+				break;
+			}
+			net.up = true;
+			if (net_shell("set -e; ip link add lkp%dr%d type veth "
+			    "peer name lkp%dp%d netns %s; "
+			    "ip addr add %s/30 dev lkp%dr%d; "
+			    "ip link set lkp%dr%d up; "
+			    "ip -n %s addr add %s/30 dev lkp%dp%d; "
+			    "ip -n %s link set lkp%dp%d up; "
+			    "ip -n %s link set lo up; "
+			    "ip -n %s route add default via %s",
+			    (int)getpid(), i, (int)getpid(), i, net.ns[i],
+			    net.gateway[i], (int)getpid(), i, (int)getpid(), i,
+			    net.ns[i], net.addr[i], (int)getpid(), i,
+			    net.ns[i], (int)getpid(), i, net.ns[i],
+			    net.ns[i], net.gateway[i]) != 0) {
+				snprintf(why, sizeof(why), "the veth pair of "
+				    "%s: %.300s", net.ns[i], net_out);
+				break;
+			}
+		}
+	}
+	if (why[0] == '\0')
+		return true;
+	net_down();
+	if (skip != NULL && *skip != '\0') {
+		printf("# skipped (LOCKD_TEST_NO_NETNS): the partition test "
+		    "needs network namespaces: %s\n", why);
+		return false;
+	}
+	fail_msg("the partition test needs root, `ip netns` and nftables "
+	    "(CI runs as root): %s.  Set LOCKD_TEST_NO_NETNS=1 to skip it "
+	    "where namespaces are not allowed.", why);
+	return false;
+}
+
+/* Cuts node i off from etcd (or heals it): an nftables table in its
+ * namespace. */
+static void
+net_cut(int i, int etcd_port, bool cut)
+{
+	int rc;
+
+	if (cut)
+		rc = net_shell("printf '%%s\\n' 'table inet lockd_partition {' "
+		    "'chain out { type filter hook output priority 0; "
+		    "ip daddr %s tcp dport %d drop; }' "
+		    "'chain in { type filter hook input priority 0; "
+		    "ip saddr %s tcp sport %d drop; }' '}' | "
+		    "ip netns exec %s nft -f -", net.gateway[0], etcd_port,
+		    net.gateway[0], etcd_port, net.ns[i]);
+	else
+		rc = net_shell("ip netns exec %s nft delete table inet "
+		    "lockd_partition", net.ns[i]);
+	if (rc != 0)
+		fail_msg("nft in %s (%s): %s", net.ns[i], cut ? "cut" :
+		    "heal", net_out);
+}
+
+/* Starts lockd in node i's namespace, on its address. */
+static void
+net_start_node(int i)
+{
+	const char *ip = access("/usr/sbin/ip", X_OK) == 0 ? "/usr/sbin/ip" :
+	    "/sbin/ip";
+	const char *dir = harness_tempdir();
+	char listen[64], data[HARNESS_PATH_MAX];
+	int64_t deadline = harness_now_ms() + HARNESS_START_TIMEOUT_MS;
+
+	snprintf(listen, sizeof(listen), "%s:%d", net.addr[i], NET_PORT);
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(net.log[i], sizeof(net.log[i]), "%s/lockd.log", dir);
+	{
+		char *argv[] = { (char *)ip, (char *)"netns", (char *)"exec",
+		    net.ns[i], (char *)harness_program("lockd"),
+		    (char *)"--listen", listen, (char *)"--etcd", etcd.urls,
+		    (char *)"--cluster", (char *)"t", (char *)"--leader-lease",
+		    (char *)LEADER_LEASE, (char *)"--data-dir", data, NULL };
+		net.pid[i] = harness_spawn(argv, net.log[i], net.log[i]);
+	}
+	assert_true(net.pid[i] > 0);
+	while (harness_now_ms() < deadline) {
+		char log[4096] = "";
+		harness_read_file(net.log[i], log, sizeof(log));
+		if (strstr(log, "listening on") != NULL)
+			return;
+		if (harness_wait(net.pid[i], 0) >= 0)
+			break;
+		harness_sleep_ms(20);
+	}
+	{
+		char log[4096] = "";
+		harness_read_file(net.log[i], log, sizeof(log));
+		fail_msg("lockd in %s did not start:\n%s", net.ns[i], log);
+	}
+}
+
+/* STATS of node i: 1 leader, 0 follower, -1 no answer. */
+static int
+net_role(int i)
+{
+	struct harness_conn *c = harness_connect_to(net.addr[i], NET_PORT);
+	const char *line;
+	int role = -1;
+
+	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
+	    (line = harness_read_line(c, 2000)) != NULL) {
+		if (strstr(line, " role=leader") != NULL)
+			role = 1;
+		else if (strstr(line, " role=follower") != NULL)
+			role = 0;
+	}
+	harness_close(c);
+	return role;
+}
+
+static int
+net_find_leader(int64_t within_ms)
+{
+	int64_t deadline = harness_now_ms() + within_ms;
+	int i;
+
+	while (harness_now_ms() < deadline) {
+		for (i = 0; i < NET_NODES; i++)
+			if (net_role(i) == 1)
+				return i;
+		harness_sleep_ms(50);
+	}
+	return -1;
+}
+
+/* Reads replies until the connection closes or none comes for ms: each
+ * must tell the client to go elsewhere. */
+static int
+expect_only_elsewhere(struct harness_conn *c, int64_t ms, const char *who)
+{
+	char copy[256];
+	const char *line;
+	int n = 0;
+
+	while ((line = harness_read_line(c, ms)) != NULL) {
+		snprintf(copy, sizeof(copy), "%s", line);
+		if (strncmp(copy, "ERR NOTLEADER", 13) != 0 &&
+		    strncmp(copy, "ERR UNAVAILABLE", 15) != 0)
+			fail_msg("%s said \"%s\"", who, copy);
+		n++;
+	}
+	return n;
+}
+
+static int
+net_teardown(void **state)
+{
+	int rc;
+
+	etcd_cluster_stop(&etcd);
+	rc = harness_teardown(state);
+	net_down();
+	return rc;
+}
+
+/*
+ * The leader cut off from etcd while it keeps its clients: the same
+ * outcome as the pause.  It stops serving before its lease could expire
+ * - its clients' connections close within the leader lease of the cut,
+ * nothing GRANTED or RENEWED - a standby takes over and grants, the
+ * grant the client was told of renews on it, and the cut-off node, still
+ * cut off, answers nothing but "go elsewhere".  Healed, it follows the
+ * new leader.  The history checker gives the verdict.
+ */
+static void
+test_cluster_leader_cut_off_from_etcd_grants_nothing(void **state)
+{
+	static struct history h;
+	struct harness_conn *a, *b, *c;
+	struct grant *g;
+	char copy[256], want[96];
+	const char *line;
+	int leader, other, i, answered;
+	int64_t cut_at, closed_after, sent;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	if (!net_up())
+		skip();
+	assert_int_equal(etcd_cluster_start_on(&etcd, 1, net.gateway[0]), 0);
+	for (i = 0; i < NET_NODES; i++)
+		net_start_node(i);
+	leader = net_find_leader(RECOVER_MS);
+	assert_true(leader >= 0);
+	other = 1 - leader;
+
+	a = harness_connect_to(net.addr[leader], NET_PORT);
+	sent = harness_now_ms();
+	harness_send(a, "ACQUIRE held wait=0 lease=60s\r\n");
+	line = harness_expect_prefix(a, "GRANTED held fence=1 ");
+	g = history_add(&h, 0, line, sent, 60000);
+
+	net_cut(leader, etcd.members[0].client_port, true);
+	cut_at = harness_now_ms();
+	/* Its connection closes within the leader lease, with no reply. */
+	answered = expect_only_elsewhere(a, LEADER_LEASE_MS + 1500,
+	    "the cut-off leader");
+	closed_after = harness_now_ms() - cut_at;
+	if (!a->eof)
+		fail_msg("the cut-off leader kept its client's connection "
+		    "open %lld ms, past its leader lease (%d ms)",
+		    (long long)closed_after, LEADER_LEASE_MS);
+	printf("# the cut-off leader closed its client's connection %lld ms "
+	    "after the cut (%d replies, none GRANTED)\n",
+	    (long long)closed_after, answered);
+
+	assert_int_equal(net_find_leader(RECOVER_MS), other);
+	printf("# the standby led %lld ms after the cut\n",
+	    (long long)(harness_now_ms() - cut_at));
+	b = harness_connect_to(net.addr[other], NET_PORT);
+	sent = harness_now_ms();
+	harness_send(b, "ACQUIRE p wait=0 lease=%d\r\n", LEASE_MS);
+	line = harness_expect_prefix(b, "GRANTED p fence=2 ");
+	history_add(&h, 1, line, sent, LEASE_MS);
+	/* The grant the client was told of renews on the new leader. */
+	sent = harness_now_ms();
+	harness_send(b, "RENEW held %s lease=60s\r\n", g->handle);
+	line = harness_read_line(b, HARNESS_REPLY_TIMEOUT_MS);
+	snprintf(copy, sizeof(copy), "%s", line != NULL ? line : "(closed)");
+	if (strncmp(copy, "RENEWED ", 8) != 0)
+		fail_msg("held, fence 1, did not renew on the new leader: %s",
+		    copy);
+	g->belief_end = sent + 60000;
+
+	/* Still cut off, the old leader serves nothing. */
+	c = harness_connect_to(net.addr[leader], NET_PORT);
+	harness_send(c, "STATUS p\r\nACQUIRE p wait=0\r\nRENEW held %s "
+	    "lease=60s\r\nTRY q\r\n", g->handle);
+	answered = expect_only_elsewhere(c, 3000, "the cut-off old leader");
+	assert_int_equal(answered, 4);
+
+	/* Healed, it follows the new leader. */
+	net_cut(leader, etcd.members[0].client_port, false);
+	snprintf(want, sizeof(want), "ERR NOTLEADER leader=%s:%d ",
+	    net.addr[other], NET_PORT);
+	line = NULL;
+	for (i = 0; i < 100; i++) {
+		harness_send(c, "ACQUIRE p wait=0\r\n");
+		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+		assert_non_null(line);
+		if (strncmp(line, want, strlen(want)) == 0)
+			break;
+		snprintf(copy, sizeof(copy), "%s", line);
+		if (strncmp(copy, "ERR NOTLEADER", 13) != 0 &&
+		    strncmp(copy, "ERR UNAVAILABLE", 15) != 0)
+			fail_msg("the healed old leader said \"%s\"", copy);
+		harness_sleep_ms(50);
+	}
+	snprintf(copy, sizeof(copy), "%s", line);
+	if (strncmp(copy, want, strlen(want)) != 0)
+		fail_msg("healed, the old leader said \"%s\", not \"%s...\"",
+		    copy, want);
+	expect_no_violation(&h);
+}
+
 /* The checker's guard: a history with two believers must be caught. */
 static void
 test_cluster_history_checker_catches_an_overlap(void **state)
@@ -732,6 +1108,9 @@ main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_takeover_on_another_clock_keeps_every_lease,
 		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_leader_cut_off_from_etcd_grants_nothing,
+		    harness_setup, net_teardown),
 	};
 
 	if (argc > 1) {
