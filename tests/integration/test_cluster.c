@@ -695,7 +695,8 @@ test_cluster_takeover_on_another_clock_keeps_every_lease(void **state)
  * The partition test's network, all of it made by the test and named
  * after its PID: a network namespace per lockd node, lkp<pid>-n<i>, each
  * with a veth pair to this (the root) namespace, 10.213.S.4i+1 on this
- * side and 10.213.S.4i+2 on the node's (S from the PID), and a default
+ * side and 10.213.S.4i+2 on the node's (S the first free subnet from
+ * one chosen by the PID), and a default
  * route back through it.  etcd listens on 10.213.S.1 here; the test's
  * clients reach each node at its own address.  Deleting a namespace
  * deletes its veth pair, so that is all teardown has to do; namespaces
@@ -787,6 +788,15 @@ net_up(void)
 		    "install nftables iproute2 (tools/deps.sh test)");
 	if (why[0] == '\0') {
 		net_clean_stale();
+		/* The first 10.213.S.0/24 from S no address here is in (a
+		 * test running beside this one has its own). */
+		if (net_shell("s=%d; for n in $(seq 250); do "
+		    "ip -o -4 addr show | grep -q \" 10\\.213\\.$s\\.\" || "
+		    "{ echo $s; exit 0; }; s=$((s %% 250 + 1)); done; exit 1",
+		    net.subnet) != 0 || (net.subnet = atoi(net_out)) < 1)
+			snprintf(why, sizeof(why), "no free 10.213.S.0/24");
+	}
+	if (why[0] == '\0') {
 		for (i = 0; i < NET_NODES; i++) {
 			snprintf(net.ns[i], sizeof(net.ns[i]), "lkp%d-n%d",
 			    (int)getpid(), i);
