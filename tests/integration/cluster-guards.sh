@@ -38,7 +38,9 @@ guard() {
 
 guard skip-leader-compare leader_whose_key_is_gone
 guard keep-expiry takeover_on_another_clock
-guard serve-past-lease paused_leader
+# Not the pause: there, a keep-alive answer waiting in the socket as the
+# process resumes ("the lease is gone") may close the connections before
+# the STATUS is read, so the pause catches this build only most times.
 guard serve-past-lease leader_cut_off
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -13,11 +13,10 @@
  *
  * The scenarios are guards too: tests/integration/cluster-guards.sh runs
  * each against a lockd built broken on purpose (the Makefile's
- * $(B)/broken/lockd-VARIANT) and requires it to fail - the paused leader
- * against one that serves past its leader lease, the deleted leader key
- * against one that skips the leader-key compare, the take-over on another
- * clock against one that keeps the old leader's expiries, the partition
- * against the one that serves past its lease.  Nodes run at
+ * $(B)/broken/lockd-VARIANT) and requires it to fail - the deleted
+ * leader key against one that skips the leader-key compare, the
+ * take-over on another clock against one that keeps the old leader's
+ * expiries, the partition against one that serves past its lease.  Nodes run at
  * --leader-lease 2s (etcd's least), for short fail-overs.
  *
  * The partition test cuts the leader off from etcd with nftables while
@@ -292,8 +291,7 @@ test_cluster_paused_leader_grants_nothing_after_it_resumes(void **state)
 
 	/* Waiting in the paused leader's socket as it resumes.  A STATUS
 	 * first: it commits nothing, so only the leader lease's deadline
-	 * keeps the old leader from answering it out of a stale table
-	 * (build/broken/lockd-serve-past-lease). */
+	 * keeps the old leader from answering it out of a stale table. */
 	harness_send(old, "STATUS p\r\nACQUIRE q wait=0\r\n"
 	    "RENEW held %s lease=60s\r\nACQUIRE p wait=0\r\nTRY r\r\n",
 	    handle);
