@@ -16,14 +16,15 @@
  * $(B)/broken/lockd-VARIANT) and requires it to fail - the deleted
  * leader key against one that skips the leader-key compare, the
  * take-over on another clock against one that keeps the old leader's
- * expiries, the partition against one that serves past its lease.  Nodes run at
- * --leader-lease 2s (etcd's least), for short fail-overs.
+ * expiries, the partition against one that serves past its lease.
+ * Nodes run at --leader-lease 2s (etcd's least), for short fail-overs.
  *
  * The partition test cuts the leader off from etcd with nftables while
  * it keeps its clients: it makes network namespaces, so it needs root
  * and fails, saying so, without them (LOCKD_TEST_NO_NETNS=1 skips it).
- * Its nodes and etcd listen on addresses of the veth pairs it made, not
- * on loopback; nothing outside those namespaces can reach them.
+ * Its nodes and etcd listen not on loopback but on addresses that exist
+ * only on the veth pairs it made, between this machine's namespace and
+ * the nodes' own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
