@@ -188,6 +188,36 @@ ask(struct harness_conn *c, const char *fmt, ...)
 
 /* ---- the tests -------------------------------------------------------- */
 
+/* Every lease etcd holds is a node's, taken for leadership: each was
+ * granted with ttl_s, the TTL --leader-lease asked for. */
+static void
+expect_leader_lease_in_etcd(int ttl_s)
+{
+	char leases[4096], reply[4096], body[128], want[32];
+	const char *id = leases;
+	unsigned long long n;
+	int seen = 0, i;
+
+	assert_int_equal(etcd_cluster_post(&etcd, "/v3/lease/leases", "{}",
+	    leases, sizeof(leases)), 0);
+	snprintf(want, sizeof(want), "\"grantedTTL\":\"%d\"", ttl_s);
+	for (i = 0; i < 8 && (id = strstr(id, "\"ID\":\"")) != NULL; i++) {
+		id += 6;
+		if (sscanf(id, "%llu", &n) != 1)
+			break;
+		snprintf(body, sizeof(body), "{\"ID\":\"%llu\"}", n);
+		assert_int_equal(etcd_cluster_post(&etcd,
+		    "/v3/lease/timetolive", body, reply, sizeof(reply)), 0);
+		if (strstr(reply, "\"TTL\":\"-1\"") != NULL)
+			continue;   /* given back meanwhile */
+		if (strstr(reply, want) == NULL)
+			fail_msg("a node's lease, not %s: %s", want, reply);
+		seen++;
+	}
+	if (seen == 0)
+		fail_msg("no lease in etcd: %s", leases);
+}
+
 static void
 test_cluster_follower_sends_clients_to_the_leader(void **state)
 {
@@ -225,6 +255,7 @@ test_cluster_follower_sends_clients_to_the_leader(void **state)
 	c = harness_connect(nodes[leader]);
 	harness_send(c, "ACQUIRE x wait=0\r\n");
 	harness_expect_prefix(c, "GRANTED x fence=1 ");
+	expect_leader_lease_in_etcd(LEADER_LEASE_MS / 1000);
 }
 
 static void
@@ -596,7 +627,7 @@ test_cluster_leader_whose_key_is_gone_commits_nothing(void **state)
 
 	/* "/lockd/t/leader", base64 as etcd's gateway takes keys. */
 	assert_int_equal(etcd_cluster_post(&etcd, "/v3/kv/deleterange",
-	    "{\"key\":\"L2xvY2tkL3QvbGVhZGVy\"}"), 0);
+	    "{\"key\":\"L2xvY2tkL3QvbGVhZGVy\"}", NULL, 0), 0);
 	for (i = 0; i < 100 && role_of(nodes[other]) != 1; i++)
 		harness_sleep_ms(50);
 	assert_int_equal(role_of(nodes[other]), 1);

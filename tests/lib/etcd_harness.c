@@ -100,9 +100,11 @@ etcd_member_healthy(const struct etcd_cluster *c, int i)
 
 int
 etcd_cluster_post(const struct etcd_cluster *c, const char *path,
-    const char *body)
+    const char *body, char *reply, size_t reply_len)
 {
-	char ask[1024], buf[4096];
+	char ask[1024], own[4096];
+	char *buf = reply != NULL ? reply : own;
+	size_t len = reply != NULL ? reply_len : sizeof(own);
 	int i;
 
 	snprintf(ask, sizeof(ask), "POST %s HTTP/1.0\r\nContent-Type: "
@@ -110,7 +112,7 @@ etcd_cluster_post(const struct etcd_cluster *c, const char *path,
 	    strlen(body), body);
 	for (i = 0; i < c->n; i++)
 		if (c->members[i].pid != 0)
-			return exchange(c, i, ask, buf, sizeof(buf)) == 0 &&
+			return exchange(c, i, ask, buf, len) == 0 &&
 			    strncmp(buf, "HTTP/1.0 200", 12) == 0 ? 0 : -1;
 	return -1;
 }

@@ -36,9 +36,10 @@ int etcd_cluster_start(struct etcd_cluster *c, int n);
  * (the partition test's, on a veth pair it made). */
 int etcd_cluster_start_on(struct etcd_cluster *c, int n, const char *host);
 /* POSTs body to path (etcd's JSON gateway, "/v3/kv/deleterange") of the
- * first running member: 0 when etcd answered 200, else -1. */
+ * first running member: 0 when etcd answered 200, else -1.  The answer,
+ * headers and all, goes to reply when it is not NULL. */
 int etcd_cluster_post(const struct etcd_cluster *c, const char *path,
-    const char *body);
+    const char *body, char *reply, size_t reply_len);
 /* SIGKILL to member i alone, reaped. */
 void etcd_member_kill(struct etcd_cluster *c, int i);
 /* Starts member i again on its old ports and data. */
