@@ -1035,6 +1035,7 @@ test_cluster_leader_cut_off_from_etcd_grants_nothing(void **state)
 	const char *line;
 	unsigned seed = 11;
 	int leader, other, i, answered, before, renewed, steps;
+	int reconnects = 0;
 	int64_t cut_at, closed_after;
 
 	(void)state;
@@ -1094,7 +1095,12 @@ test_cluster_leader_cut_off_from_etcd_grants_nothing(void **state)
 	    "RENEW n%d %s lease=60s\r\n", g != NULL ? g->name : 0,
 	    g != NULL ? g->handle : "1-0000000000000000");
 	answered = expect_only_elsewhere(c, 3000, 4, "the cut-off old leader");
-	assert_int_equal(answered, 4);
+	/* A batch that was in flight at the cut ends in time, and then
+	 * the node closes every connection (store_lost): also a way of
+	 * telling clients to go elsewhere. */
+	if (answered < 4 && !c->eof)
+		fail_msg("the cut-off old leader answered %d of 4 requests "
+		    "and kept the connection", answered);
 
 	/* Healed, it follows the new leader. */
 	net_cut(leader, etcd.members[0].client_port, false);
@@ -1102,9 +1108,23 @@ test_cluster_leader_cut_off_from_etcd_grants_nothing(void **state)
 	    net.addr[other], NET_PORT);
 	line = NULL;
 	for (i = 0; i < 100; i++) {
-		harness_send(c, "ACQUIRE n0 wait=0\r\n");
-		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
-		assert_non_null(line);
+		if (c->eof) {
+			c = harness_connect_to(net.addr[leader], NET_PORT);
+			reconnects++;
+		}
+		line = NULL;
+		if (harness_try_send(c, "ACQUIRE n0 wait=0\r\n", 19,
+		    1000) != 19) {
+			c->eof = true;   /* it closed: the same, anew */
+			continue;
+		}
+		if ((line = harness_read_line(c,
+		    HARNESS_REPLY_TIMEOUT_MS)) == NULL) {
+			if (!c->eof)
+				fail_msg("the healed old leader did not "
+				    "answer");
+			continue;
+		}
 		if (strncmp(line, want, strlen(want)) == 0)
 			break;
 		snprintf(copy, sizeof(copy), "%s", line);
@@ -1113,10 +1133,12 @@ test_cluster_leader_cut_off_from_etcd_grants_nothing(void **state)
 			fail_msg("the healed old leader said \"%s\"", copy);
 		harness_sleep_ms(50);
 	}
-	snprintf(copy, sizeof(copy), "%s", line);
+	snprintf(copy, sizeof(copy), "%s", line != NULL ? line : "(closed)");
 	if (strncmp(copy, want, strlen(want)) != 0)
 		fail_msg("healed, the old leader said \"%s\", not \"%s...\"",
 		    copy, want);
+	printf("# healed, the old leader named the new one (%d answers to "
+	    "4 requests cut off, %d reconnects)\n", answered, reconnects);
 	expect_no_violation(&h);
 }
 

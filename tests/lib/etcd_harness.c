@@ -201,8 +201,8 @@ etcd_cluster_start(struct etcd_cluster *c, int n)
 	return etcd_cluster_start_on(c, n, "127.0.0.1");
 }
 
-int
-etcd_cluster_start_on(struct etcd_cluster *c, int n, const char *host)
+static int
+start_once(struct etcd_cluster *c, int n, const char *host)
 {
 	const char *tmp = getenv("TMPDIR");
 	size_t used = 0;
@@ -237,6 +237,28 @@ etcd_cluster_start_on(struct etcd_cluster *c, int n, const char *host)
 	return 0;
 fail:
 	etcd_cluster_stop(c);
+	return -1;
+}
+
+/*
+ * free_port's port is free when it looks, not when etcd binds it: a
+ * program beside this one (other tests on the machine) may take it in
+ * between, and the member exits.  So a cluster that does not start is
+ * started again on other ports, a bounded number of times.
+ */
+int
+etcd_cluster_start_on(struct etcd_cluster *c, int n, const char *host)
+{
+	int attempt;
+
+	for (attempt = 1; attempt <= ETCD_HARNESS_TRIES; attempt++) {
+		if (start_once(c, n, host) == 0)
+			return 0;
+		if (attempt < ETCD_HARNESS_TRIES)
+			fprintf(stderr, "etcd did not start (try %d of %d): "
+			    "again, on other ports\n", attempt,
+			    ETCD_HARNESS_TRIES);
+	}
 	return -1;
 }
 

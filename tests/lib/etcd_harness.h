@@ -14,6 +14,7 @@
 
 #define ETCD_HARNESS_MEMBERS 5
 #define ETCD_HARNESS_START_MS 15000   /* a cluster that answers /health */
+#define ETCD_HARNESS_TRIES 3          /* starts on fresh ports, at most */
 
 struct etcd_member {
 	pid_t pid;                /* 0 when not running */
@@ -30,7 +31,8 @@ struct etcd_cluster {
 };
 
 /* Starts n members and waits until every one is healthy: 0, or -1 (all
- * that started are killed, and why is printed). */
+ * that started are killed, and why is printed).  A start that fails is
+ * tried again on fresh ports, ETCD_HARNESS_TRIES times in all. */
 int etcd_cluster_start(struct etcd_cluster *c, int n);
 /* The same on host, an IPv4 address of this machine other than loopback
  * (the partition test's, on a veth pair it made). */
