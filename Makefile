@@ -374,6 +374,33 @@ $(B)/tests/integ_%: $(B)/tests/integration/test_%.o $(TESTLIB) \
 # The TLS test is a TLS client itself.
 $(B)/tests/integ_tls: INTEG_LIBS := $(OPENSSL_LIBS)
 
+# Deliberately broken builds of lockd, for the guards of the cluster
+# checkers (tests/integration/cluster-guards.sh): each recompiles the one
+# file its LOCKD_BROKEN_* switch is in, to $(B)/broken/VARIANT/, and links
+# it with the daemon's other objects to $(B)/broken/lockd-VARIANT.  The
+# switches appear nowhere else: $(B)/lockd never has one.
+#   skip-leader-compare  a batch not guarded by the leader key
+#   keep-expiry          a take-over that keeps the old leader's expiries
+#   serve-past-lease     a leader that serves past its leader lease
+BROKEN_VARIANTS := skip-leader-compare keep-expiry serve-past-lease
+BROKEN_BIN      := $(BROKEN_VARIANTS:%=$(B)/broken/lockd-%)
+broken_file_skip-leader-compare := daemon/store_etcd.c
+broken_file_keep-expiry         := core/takeover.c
+broken_file_serve-past-lease    := daemon/leader.c
+
+define broken_variant
+$(B)/broken/$(1)/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_CFLAGS) $$(SYS_CFLAGS) \
+	    -DLOCKD_BROKEN_$(shell echo $(1) | tr a-z- A-Z_) -c $$< -o $$@
+$(B)/broken/lockd-$(1): $(B)/daemon/main.o \
+    $(B)/broken/$(1)/$(broken_file_$(1):.c=.o) \
+    $(filter-out $(B)/$(broken_file_$(1):.c=.o),$(DAEMON_OBJ) $(CORE_OBJ)) \
+    $(B)/libproto.a
+	$$(CC) $$(ALL_LDFLAGS) -o $$@ $$^ $$(DAEMON_LIBS)
+endef
+$(foreach v,$(BROKEN_VARIANTS),$(eval $(call broken_variant,$(v))))
+
 # The examples build the way a user's program does: through pkg-config and
 # nothing else (no -I. to the project's internals).  The client tests run
 # them, lockd and lockctl.
@@ -506,8 +533,9 @@ TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
 test: deps-test
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(TEST_BIN) $(CRASH_FAULTY)
+test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(TEST_BIN) \
+	    "tests/integration/cluster-guards.sh $(B)" \
 	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
 	    "tests/python/run.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \

@@ -13,7 +13,13 @@ core_takeover_record(struct core_record *rec, core_time now,
 		rec->delay_until = now + max_delay_ms + leader_lease_ms;
 	if (rec->fence == 0)
 		return;   /* a free name in lock-delay: no lease */
+#ifndef LOCKD_BROKEN_KEEP_EXPIRY
 	rec->expiry = now + rec->lease_ms + leader_lease_ms;
+#else
+	/* Broken on purpose, only in build/broken/lockd-keep-expiry (the
+	 * Makefile's guards of test_cluster.c): the old leader's clock
+	 * reading kept as if it were this node's. */
+#endif
 	rec->onclose_release = false;
 	rec->owner_id = 0;
 	rec->owner = NULL;

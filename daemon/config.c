@@ -116,6 +116,9 @@ static const struct option options[] = {
 	{ "etcd-password-file", STR(etcd_password_file),
 	  "FILE       cluster mode: the file with --etcd-user's password "
 	  "(re-read on SIGHUP)" },
+	{ "leader-lease", NUM(K_DURATION, leader_lease_ms),
+	  "D          cluster mode: the leader's etcd lease, whole seconds "
+	  "from 2s to 1h (default 3s; docs/cluster.md)" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -498,6 +501,7 @@ defaults(struct config *cfg)
 	cfg->unix_mode = CONFIG_DEFAULT_UNIX_MODE;
 	cfg->log_level = LOG_INFO;
 	cfg->tls_handshake_timeout_ms = (int64_t)10 * 1000;
+	cfg->leader_lease_ms = CONFIG_DEFAULT_LEADER_LEASE_MS;
 }
 
 /* Walks argv; with only_config set, applies --config alone. */
@@ -682,6 +686,16 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 	}
 	if (check_etcd_security(cfg, err, err_len) != 0)
 		return CONFIG_ERROR;
+	/* etcd's leases are whole seconds: refused, not rounded, so that
+	 * the lease a node keeps is the one its operator wrote. */
+	if (cfg->leader_lease_ms < CONFIG_LEADER_LEASE_MIN_MS ||
+	    cfg->leader_lease_ms > CONFIG_LEADER_LEASE_MAX_MS ||
+	    cfg->leader_lease_ms % 1000 != 0) {
+		snprintf(err, err_len, "%s must be whole seconds from 2s to "
+		    "1h (etcd's leases are whole seconds, at least 2)",
+		    name_of(&from, "leader-lease", true, name, sizeof(name)));
+		return CONFIG_ERROR;
+	}
 	if (cfg->listen[0] == '\0' && cfg->unix_path[0] == '\0') {
 		snprintf(err, err_len, "nothing to listen on");
 		return CONFIG_ERROR;

@@ -27,6 +27,12 @@
 #define CONFIG_DEFAULT_MAP_SIZE ((size_t)8 << 30)     /* 8 GiB */
 #define CONFIG_DEFAULT_UNIX_MODE 0660
 #define CONFIG_DEFAULT_CLUSTER "lockd"
+/* --leader-lease: the TTL of the etcd lease behind the leader key.  etcd
+ * counts leases in whole seconds and grants none under 2 s; longer than
+ * an hour would leave a dead leader's locks out of service that long. */
+#define CONFIG_DEFAULT_LEADER_LEASE_MS ((int64_t)3 * 1000)
+#define CONFIG_LEADER_LEASE_MIN_MS ((int64_t)2 * 1000)
+#define CONFIG_LEADER_LEASE_MAX_MS ((int64_t)3600 * 1000)
 /* --max-line's bounds; its default is PROTO_LINE_MAX_DEFAULT, and
  * --max-output's SERVICE_MAX_OUTPUT_DEFAULT (the layers' own). */
 #define CONFIG_MAX_LINE_MIN 64
@@ -69,6 +75,7 @@ struct config {
 	char etcd_ca[4096], etcd_cert[4096], etcd_key[4096];
 	char etcd_user[128];
 	char etcd_password_file[4096];
+	int64_t leader_lease_ms;   /* cluster mode: whole seconds, 2s to 1h */
 };
 
 enum config_result { CONFIG_OK, CONFIG_EXIT_OK, CONFIG_ERROR };

@@ -324,7 +324,7 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		char advertise[300];
 		advertise_of(&cfg, &srv, advertise, sizeof(advertise));
 		leader_start(&leader, &srv, store, etcd, &scfg, &clock,
-		    cfg.cluster, advertise);
+		    cfg.cluster, advertise, cfg.leader_lease_ms);
 	}
 	if (seams != NULL && seams->started != NULL)
 		seams->started(&srv, seams->ctx);

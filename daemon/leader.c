@@ -95,7 +95,7 @@ reopen_service(struct leader *l, bool leading)
 	service_close(svc);
 	store_etcd_standby(l->store, !leading);
 	if (leading)
-		scfg.takeover_lease_ms = LEADER_LEASE_MS;
+		scfg.takeover_lease_ms = l->lease_ms;
 	if (service_open(svc, &scfg, l->store, &l->clock, &rec) != 0) {
 		log_event(LOG_ERROR, "recovery_error", "error=\"%s\"",
 		    svc->error);
@@ -160,6 +160,14 @@ arm_deadline(struct leader *l)
 	uint64_t now = now_ms(), left = l->valid_until > now ?
 	    l->valid_until - now : 0;
 
+#ifdef LOCKD_BROKEN_SERVE_PAST_LEASE
+	/* Broken on purpose, only in build/broken/lockd-serve-past-lease
+	 * (the Makefile's guards of test_cluster.c): no deadline at all. */
+	(void)left;
+	l->srv->svc.cluster.serving_until = INT64_MAX / 2;
+	return;
+#endif
+
 	uv_timer_start(&l->deadline, on_deadline, left, 0);
 	/* The same moment on the service's clock, for its own check. */
 	l->srv->svc.cluster.serving_until =
@@ -170,7 +178,7 @@ arm_deadline(struct leader *l)
 static void
 extend(struct leader *l, uint64_t sent_at, int64_t ttl_s)
 {
-	l->valid_until = sent_at + (uint64_t)ttl_s * 1000 - LEADER_MARGIN_MS;
+	l->valid_until = sent_at + (uint64_t)ttl_s * 1000 - l->margin_ms;
 	arm_deadline(l);
 }
 
@@ -256,7 +264,7 @@ on_answer(void *ctx, enum etcd_result result, json_t *reply, const char *error)
 		}
 		/* Its TTL runs from no earlier than this request's send. */
 		l->valid_until = l->sent_at + (uint64_t)etcd_field_int(reply,
-		    "TTL") * 1000 - LEADER_MARGIN_MS;
+		    "TTL") * 1000 - l->margin_ms;
 		l->state = LEADER_CAMPAIGNING;
 		schedule(l, 0);
 		return;
@@ -268,7 +276,7 @@ on_answer(void *ctx, enum etcd_result result, json_t *reply, const char *error)
 			arm_deadline(l);
 			win(l);
 			if (l->state == LEADER_LEADING) {
-				schedule(l, LEADER_KEEPALIVE_MS);
+				schedule(l, l->keepalive_ms);
 				return;
 			}
 			break;
@@ -286,7 +294,7 @@ on_answer(void *ctx, enum etcd_result result, json_t *reply, const char *error)
 		json_t *r = json_object_get(reply, "result");
 		if (result != ETCD_OK) {
 			/* No answer: the deadline stands; try again soon. */
-			schedule(l, LEADER_KEEPALIVE_MS / 2);
+			schedule(l, l->keepalive_ms / 2);
 			return;
 		}
 		if (etcd_field_int(r, "TTL") <= 0) {
@@ -294,7 +302,7 @@ on_answer(void *ctx, enum etcd_result result, json_t *reply, const char *error)
 			break;
 		}
 		extend(l, l->sent_at, etcd_field_int(r, "TTL"));
-		schedule(l, LEADER_KEEPALIVE_MS);
+		schedule(l, l->keepalive_ms);
 		return;
 	}
 	}
@@ -305,14 +313,14 @@ static void
 on_tick(uv_timer_t *t)
 {
 	struct leader *l = t->data;
-	char id[24], ttl[16];
+	char id[24], ttl[24];
 	json_t *body = NULL;
 	const char *path = NULL;
 
 	if (l->busy || l->stopped)
 		return;
 	snprintf(id, sizeof(id), "%" PRId64, l->lease_id);
-	snprintf(ttl, sizeof(ttl), "%d", LEADER_LEASE_S);
+	snprintf(ttl, sizeof(ttl), "%" PRId64, l->lease_ms / 1000);
 	switch (l->state) {
 	case LEADER_WATCHING:
 		path = "/v3/kv/range";
@@ -361,25 +369,29 @@ finishing(void *ctx)
  * once this node's leader key is gone, so it stops leading - its lease
  * given back, or run out - and empties the service; the next term, its
  * own or another node's, loads what etcd holds then.  The same emptying
- * ends a batch that was in flight as the node stepped down.
+ * ends a batch that was in flight as the node stepped down, and a batch
+ * etcd refused because another node holds the leader key: this node was
+ * deposed while its lease lived on, and must not go on believing it leads.
  */
 static bool
 store_lost(void *ctx)
 {
 	struct leader *l = ctx;
 	bool broken = store_etcd_broken(l->store);
+	bool deposed = store_etcd_deposed(l->store);
 
-	if (!broken && !l->reset_pending)
+	if (!broken && !deposed && !l->reset_pending)
 		return false;
 	/* Its replies would go to connections closed already. */
 	l->reset_pending = false;
-	if (broken) {
+	if (broken || deposed) {
 		log_event(LOG_ERROR, "store_error", "op=commit error=\"%s\" "
 		    "action=step_down", l->store->error);
 		store_etcd_heal(l->store);
 	}
 	if (l->srv->svc.cluster.leading) {
-		step_down(l, "a batch's outcome is unknown");
+		step_down(l, deposed ? "another node holds the leader key" :
+		    "a batch's outcome is unknown");
 	} else {
 		server_close_connections(l->srv);
 		reopen_service(l, false);
@@ -392,9 +404,12 @@ int
 leader_start(struct leader *l, struct server *srv, struct store *store,
     struct etcd *etcd, const struct service_config *scfg,
     const struct service_clock *clock, const char *cluster,
-    const char *advertise)
+    const char *advertise, int64_t lease_ms)
 {
 	memset(l, 0, sizeof(*l));
+	l->lease_ms = lease_ms;
+	l->keepalive_ms = (uint64_t)lease_ms / LEADER_KEEPALIVES_PER_LEASE;
+	l->margin_ms = (uint64_t)lease_ms / LEADER_MARGIN_PER_LEASE;
 	l->srv = srv;
 	l->store = store;
 	l->etcd = etcd;
@@ -410,8 +425,8 @@ leader_start(struct leader *l, struct server *srv, struct store *store,
 	srv->finishing = finishing;
 	srv->store_lost = store_lost;
 	srv->finishing_ctx = l;
-	log_event(LOG_INFO, "cluster", "cluster=%s advertise=%s role=follower",
-	    cluster, advertise);
+	log_event(LOG_INFO, "cluster", "cluster=%s advertise=%s role=follower "
+	    "leader_lease_ms=%" PRId64, cluster, advertise, lease_ms);
 	schedule(l, 0);
 	return 0;
 }

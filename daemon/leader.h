@@ -14,20 +14,19 @@
 #include "daemon/service.h"
 
 /*
- * The leader lease: the TTL of the etcd lease behind the leader key, in
- * seconds (etcd's unit; 2 is its least).  A node that stops being heard
- * from loses the key this long after its last keep-alive, and a standby
- * takes over then.  The take-over rule adds it to every lease a new
- * leader loads (core/takeover.h).  docs/cluster.md says how to size it.
+ * The leader lease (--leader-lease, config.h): the TTL of the etcd lease
+ * behind the leader key, whole seconds (etcd's unit; 2 is its least).  A
+ * node that stops being heard from loses the key this long after its
+ * last keep-alive, and a standby takes over then.  The take-over rule
+ * adds it to every lease a new leader loads (core/takeover.h).
+ * docs/cluster.md says how to size it.  The rest scales with it:
  */
-#define LEADER_LEASE_S 3
-#define LEADER_LEASE_MS ((int64_t)LEADER_LEASE_S * 1000)
-/* The leader renews the lease this often... */
-#define LEADER_KEEPALIVE_MS 500
-/* ...and stops serving this long before the lease could expire, counted
- * from when it sent the last keep-alive that etcd answered: room for a
- * clock that runs up to 10% slower than etcd's. */
-#define LEADER_MARGIN_MS (LEADER_LEASE_MS / 10)
+/* the leader renews the lease six times a lease (500 ms at 3 s)... */
+#define LEADER_KEEPALIVES_PER_LEASE 6
+/* ...and stops serving a tenth of the lease before it could expire,
+ * counted from when it sent the last keep-alive that etcd answered: room
+ * for a clock that runs up to 10% slower than etcd's. */
+#define LEADER_MARGIN_PER_LEASE 10
 /* A standby looks at the leader key this often. */
 #define LEADER_POLL_MS 250
 /* The deadline of each of leadership's requests to etcd. */
@@ -50,6 +49,9 @@ struct leader {
 	struct etcd *etcd;
 	struct service_config scfg;
 	struct service_clock clock;
+	int64_t lease_ms;           /* --leader-lease */
+	uint64_t keepalive_ms;      /* lease_ms / LEADER_KEEPALIVES_PER_LEASE */
+	uint64_t margin_ms;         /* lease_ms / LEADER_MARGIN_PER_LEASE */
 	char key[128];              /* /lockd/<cluster>/leader */
 	size_t key_len;
 	char advertise[300];
@@ -69,12 +71,13 @@ struct leader {
  * Starts watching and campaigning.  The service (srv->svc) must be open
  * over store, a standby store (store_etcd_standby) for now; on winning,
  * leadership reopens it over what etcd holds, by scfg and clock, with the
- * take-over rule.  Returns 0 or -1 (logged).
+ * take-over rule.  lease_ms is the leader lease, whole seconds of at
+ * least 2 (config.c checks).  Returns 0 or -1 (logged).
  */
 int leader_start(struct leader *l, struct server *srv, struct store *store,
     struct etcd *etcd, const struct service_config *scfg,
     const struct service_clock *clock, const char *cluster,
-    const char *advertise);
+    const char *advertise, int64_t lease_ms);
 
 /* Stops: gives the leader key up when it holds it (so a standby takes
  * over at once), closes its timers.  Called as the server finishes. */

@@ -21,7 +21,9 @@
  * this store cannot know - a transaction that may have gone in, or a batch
  * written in part - leaves the store broken: commit and get fail from then
  * on, and leadership (leader.c) stops leading and empties the service, so
- * that the next term starts from what etcd holds (store_etcd_heal).
+ * that the next term starts from what etcd holds (store_etcd_heal).  A
+ * batch refused because the leader key is another node's marks the store
+ * deposed, and leadership stops leading the same way.
  *
  * It never parses a record: values are opaque bytes.  No sockets of its
  * own: etcd.c does the HTTP.
@@ -75,6 +77,7 @@ struct store_etcd {
 	uint64_t hwm;            /* as last committed or loaded */
 	uint64_t txns;           /* transactions this store has written */
 	bool broken;             /* an outcome it cannot know */
+	bool deposed;            /* a batch refused: the leader key moved */
 	bool standby;            /* not the leader: holds nothing */
 	struct job job;
 };
@@ -165,6 +168,14 @@ compare_json(const struct store_etcd *s)
 
 	snprintf(rev, sizeof(rev), "%" PRId64, s->guard);
 	snprintf(mod, sizeof(mod), "%" PRId64, s->hwm_mod);
+#ifdef LOCKD_BROKEN_SKIP_LEADER_COMPARE
+	/* Broken on purpose, only in build/broken/lockd-skip-leader-compare
+	 * (the Makefile's guards of test_cluster.c): no leader-key compare,
+	 * so a deposed leader's batch goes in. */
+	return json_pack("[{s:o,s:s,s:s,s:s}]",
+	    "key", key_json(s, "hwm", NULL, 0), "target", "MOD",
+	    "result", "EQUAL", "mod_revision", mod);
+#endif
 	return json_pack("[{s:o,s:s,s:s,s:s},{s:o,s:s,s:s,s:s}]",
 	    "key", key_json(s, "leader", NULL, 0), "target", "CREATE",
 	    "result", "EQUAL", "create_revision", rev,
@@ -253,12 +264,15 @@ chunk_answer(struct store_etcd *s, struct job *job, enum etcd_result result,
 		return ANSWER_WRITTEN;
 	}
 	leader = response_kv(reply, 0);
-	if (etcd_field_int(leader, "create_revision") != s->guard)
+	if (etcd_field_int(leader, "create_revision") != s->guard) {
+		/* Deposed, whatever its lease says: no batch of this term
+		 * can go in, so the node must stop leading (leader.c). */
+		s->deposed = true;
 		snprintf(s->base.error, sizeof(s->base.error), "not the "
 		    "leader: the leader key's create revision is %" PRId64
 		    ", this node's %" PRId64,
 		    etcd_field_int(leader, "create_revision"), s->guard);
-	else
+	} else
 		snprintf(s->base.error, sizeof(s->base.error), "the "
 		    "high-water mark key changed under this node (mod "
 		    "revision %" PRId64 ", expected %" PRId64 ")",
@@ -637,6 +651,7 @@ void
 store_etcd_guard(struct store *store, int64_t create_revision)
 {
 	((struct store_etcd *)store)->guard = create_revision;
+	((struct store_etcd *)store)->deposed = false;
 }
 
 void
@@ -649,10 +664,17 @@ void
 store_etcd_heal(struct store *store)
 {
 	((struct store_etcd *)store)->broken = false;
+	((struct store_etcd *)store)->deposed = false;
 }
 
 bool
 store_etcd_broken(const struct store *store)
 {
 	return ((const struct store_etcd *)store)->broken;
+}
+
+bool
+store_etcd_deposed(const struct store *store)
+{
+	return ((const struct store_etcd *)store)->deposed;
 }

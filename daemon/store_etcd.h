@@ -46,6 +46,10 @@ void store_etcd_standby(struct store *store, bool standby);
 
 /* Whether an outcome it cannot know stopped the store (store_etcd.c). */
 bool store_etcd_broken(const struct store *store);
+/* Whether etcd refused a batch because the leader key is another node's:
+ * this node was deposed, whatever its lease says.  Cleared by
+ * store_etcd_guard and store_etcd_heal. */
+bool store_etcd_deposed(const struct store *store);
 /*
  * Makes a broken store usable again, for a node that has given up its
  * leadership: once its leader key is gone no transaction of its term can

@@ -387,7 +387,8 @@ etcd_member_healthy(const struct etcd_cluster *c, int i)
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons((uint16_t)c->members[i].client_port);
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	inet_pton(AF_INET, c->host[0] != '\0' ? c->host : "127.0.0.1",
+	    &sin.sin_addr);
 	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
 	    write(fd, ask, sizeof(ask) - 1) == (ssize_t)(sizeof(ask) - 1)) {
 		while (got < sizeof(buf) - 1 &&
@@ -405,7 +406,7 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 {
 	const char *bin = getenv("ETCD_BIN");
 	struct etcd_member *m = &c->members[i];
-	char name[16], data[128], client[64], peer[64], initial[1024], log[128];
+	char name[16], data[128], client[96], peer[96], initial[1024], log[128];
 	char crt[96], key[96], ttl[16];
 	size_t used = 0;
 	pid_t parent = getpid();
@@ -418,11 +419,11 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 	snprintf(crt, sizeof(crt), "%s/server.crt", c->dir);
 	snprintf(key, sizeof(key), "%s/server.key", c->dir);
 	snprintf(ttl, sizeof(ttl), "%d", c->options.auth_token_ttl_s);
-	snprintf(peer, sizeof(peer), "http://127.0.0.1:%d", m->peer_port);
+	snprintf(peer, sizeof(peer), "http://%s:%d", c->host, m->peer_port);
 	initial[0] = '\0';
 	for (j = 0; j < c->n; j++)
 		used += (size_t)snprintf(initial + used, sizeof(initial) - used,
-		    "%sm%d=http://127.0.0.1:%d", j ? "," : "", j,
+		    "%sm%d=http://%s:%d", j ? "," : "", j, c->host,
 		    c->members[j].peer_port);
 	{
 		char *argv[] = { (char *)(bin != NULL ? bin : "/usr/bin/etcd"),
@@ -507,11 +508,18 @@ wait_healthy(struct etcd_cluster *c, int i)
 int
 etcd_cluster_start(struct etcd_cluster *c, int n)
 {
-	return etcd_cluster_start_secure(c, n, NULL);
+	return etcd_cluster_start_on(c, n, "127.0.0.1", NULL);
 }
 
 int
 etcd_cluster_start_secure(struct etcd_cluster *c, int n,
+    const struct etcd_cluster_options *options)
+{
+	return etcd_cluster_start_on(c, n, "127.0.0.1", options);
+}
+
+static int
+start_once(struct etcd_cluster *c, int n, const char *host,
     const struct etcd_cluster_options *options)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -524,6 +532,7 @@ etcd_cluster_start_secure(struct etcd_cluster *c, int n,
 	if (n < 1 || n > ETCD_HARNESS_MEMBERS)
 		return -1;
 	c->n = n;
+	snprintf(c->host, sizeof(c->host), "%s", host);
 	snprintf(c->dir, sizeof(c->dir), "%.40s/lockd-etcd-XXXXXX",
 	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
 	if (mkdtemp(c->dir) == NULL) {
@@ -535,7 +544,7 @@ etcd_cluster_start_secure(struct etcd_cluster *c, int n,
 		m->client_port = free_port();
 		m->peer_port = free_port();
 		snprintf(m->client_url, sizeof(m->client_url),
-		    "%s://127.0.0.1:%d", c->options.tls ? "https" : "http",
+		    "%s://%s:%d", c->options.tls ? "https" : "http", host,
 		    m->client_port);
 		used += (size_t)snprintf(c->urls + used, sizeof(c->urls) - used,
 		    "%s%s", i ? "," : "", m->client_url);
@@ -559,6 +568,29 @@ etcd_cluster_start_secure(struct etcd_cluster *c, int n,
 	return 0;
 fail:
 	etcd_cluster_stop(c);
+	return -1;
+}
+
+/*
+ * free_port's port is free when it looks, not when etcd binds it: a
+ * program beside this one (other tests on the machine) may take it in
+ * between, and the member exits.  So a cluster that does not start is
+ * started again on other ports, a bounded number of times.
+ */
+int
+etcd_cluster_start_on(struct etcd_cluster *c, int n, const char *host,
+    const struct etcd_cluster_options *options)
+{
+	int attempt;
+
+	for (attempt = 1; attempt <= ETCD_HARNESS_TRIES; attempt++) {
+		if (start_once(c, n, host, options) == 0)
+			return 0;
+		if (attempt < ETCD_HARNESS_TRIES)
+			fprintf(stderr, "etcd did not start (try %d of %d): "
+			    "again, on other ports\n", attempt,
+			    ETCD_HARNESS_TRIES);
+	}
 	return -1;
 }
 

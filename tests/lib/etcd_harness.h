@@ -14,6 +14,7 @@
 
 #define ETCD_HARNESS_MEMBERS 5
 #define ETCD_HARNESS_START_MS 15000   /* a cluster that answers /health */
+#define ETCD_HARNESS_TRIES 3          /* starts on fresh ports, at most */
 
 struct etcd_member {
 	pid_t pid;                /* 0 when not running */
@@ -45,11 +46,18 @@ struct etcd_cluster {
 	 * refuses one with a CN) and its key, and a CA that signed neither. */
 	char ca[96], client_cert[96], client_key[96], wrong_ca[96];
 	char root_token[256];     /* after etcd_cluster_enable_auth */
+	char host[64];            /* the members' IPv4 address: 127.0.0.1 */
 };
 
 /* Starts n members and waits until every one is healthy: 0, or -1 (all
- * that started are killed, and why is printed). */
+ * that started are killed, and why is printed).  A start that fails is
+ * tried again on fresh ports, ETCD_HARNESS_TRIES times in all. */
 int etcd_cluster_start(struct etcd_cluster *c, int n);
+/* The same on host, an IPv4 address of this machine other than loopback
+ * (the partition test's, on a veth pair it made), with options (NULL:
+ * none). */
+int etcd_cluster_start_on(struct etcd_cluster *c, int n, const char *host,
+    const struct etcd_cluster_options *options);
 /* SIGKILL to member i alone, reaped. */
 void etcd_member_kill(struct etcd_cluster *c, int i);
 /* Starts member i again on its old ports and data. */

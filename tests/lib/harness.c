@@ -1015,6 +1015,33 @@ harness__connect_rcvbuf(const char *file, int line,
 }
 
 struct harness_conn *
+harness__connect_to(const char *file, int line, const char *ip, int port)
+{
+	struct sockaddr_in addr;
+	int fd, one = 1;
+
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, ip, &addr.sin_addr) != 1) {
+		failf(file, line, "connect: bad address %s", ip);
+		return NULL;
+	}
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+		failf(file, line, "socket: %s", strerror(errno));
+		return NULL;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+		failf(file, line, "connect to %s:%d: %s", ip, port,
+		    strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	return conn_new(file, line, fd);
+}
+
+struct harness_conn *
 harness__connect(const char *file, int line, const struct harness_server *s)
 {
 	return harness__connect_rcvbuf(file, line, s, 0);

@@ -292,6 +292,13 @@ struct harness_conn *harness__connect_rcvbuf(const char *file, int line,
 #define harness_connect_rcvbuf(s, n) \
 	harness__connect_rcvbuf(__FILE__, __LINE__, (s), (n))
 
+/* Connects to an IPv4 address other than loopback: a lockd in a network
+ * namespace the test made (test_cluster.c's partition test). */
+struct harness_conn *harness__connect_to(const char *file, int line,
+    const char *ip, int port);
+#define harness_connect_to(ip, port) \
+	harness__connect_to(__FILE__, __LINE__, (ip), (port))
+
 /* Closes the client side now (teardown closes the rest). */
 void harness_close(struct harness_conn *c);
 

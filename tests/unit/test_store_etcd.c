@@ -465,6 +465,8 @@ test_store_etcd_commit_of_a_deposed_leader_changes_nothing(void **state)
 	assert_int_equal(f.store->ops->commit(f.store, &b), -1);
 	assert_non_null(strstr(f.store->error, "not the leader"));
 	assert_false(store_etcd_broken(f.store));
+	/* Leadership hears of it, and stops leading (leader.c). */
+	assert_true(store_etcd_deposed(f.store));
 	assert_int_equal(f.store->ops->get(f.store, "x", 1, val, &len), 1);
 	assert_memory_equal(val, "mine", 4);
 	assert_int_equal(f.store->ops->get(f.store, "y", 1, val, &len), 0);
