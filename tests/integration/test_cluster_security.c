@@ -9,11 +9,14 @@
  * /lockd/<cluster>/, and nothing else: exactly what docs/security.md
  * says lockd needs.  A working cluster grants, renews, releases and fails
  * over; a token that expires under a leader is renewed without a failed
- * reply or a step-down; a wrong CA, a missing client certificate, a wrong
- * password and a role on another prefix are each refused with a clear log
- * line while lock commands get ERR UNAVAILABLE and nothing is granted;
- * a wrong password is retried at a bounded rate.  A second, 3-member etcd
- * shows a token renewed at the member lockd turns to when its own dies.
+ * reply or a step-down; a wrong CA, a server name not in the
+ * certificate, a missing client certificate, a wrong password, no user
+ * and a role on another prefix are each refused with a clear log line
+ * while lock commands get ERR UNAVAILABLE and nothing is granted; a wrong
+ * password is retried at a bounded rate; SIGHUP brings a changed password
+ * and a swapped CA file into use.  A test's own etcd shows a token renewed
+ * at the member lockd turns to when its own dies (three members), and
+ * --etcd-user against an etcd with auth off (one plain member).
  */
 #include <setjmp.h>
 #include <stdarg.h>
