@@ -9,11 +9,14 @@
  * /lockd/<cluster>/, and nothing else: exactly what docs/security.md
  * says lockd needs.  A working cluster grants, renews, releases and fails
  * over; a token that expires under a leader is renewed without a failed
- * reply or a step-down; a wrong CA, a missing client certificate, a wrong
- * password and a role on another prefix are each refused with a clear log
- * line while lock commands get ERR UNAVAILABLE and nothing is granted;
- * a wrong password is retried at a bounded rate.  A second, 3-member etcd
- * shows a token renewed at the member lockd turns to when its own dies.
+ * reply or a step-down; a wrong CA, a server name not in the
+ * certificate, a missing client certificate, a wrong password, no user
+ * and a role on another prefix are each refused with a clear log line
+ * while lock commands get ERR UNAVAILABLE and nothing is granted; a wrong
+ * password is retried at a bounded rate; SIGHUP brings a changed password
+ * and a swapped CA file into use.  A test's own etcd shows a token renewed
+ * at the member lockd turns to when its own dies (three members), and
+ * --etcd-user against an etcd with auth off (one plain member).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -328,6 +331,7 @@ test_cluster_security_token_expiry_is_survived(void **state)
 	assert_int_equal(role_of(n[0]), 1);
 }
 
+/* A test's own etcd: three secured members, or one plain. */
 static struct etcd_cluster three;
 
 static int
@@ -402,6 +406,27 @@ test_cluster_security_etcd_member_loss_renews_the_token_elsewhere(
 	    "token renewals\n", (long long)(harness_now_ms() - killed),
 	    log_count(n[0], "event=etcd_token_renew"));
 	assert_true(log_count(n[0], "event=etcd_token_renew") >= 1);
+}
+
+/*
+ * --etcd-user against an etcd with auth off (plain, another one): lockd
+ * warns and goes on without a token, rather than refuse to serve.
+ */
+static void
+test_cluster_security_user_against_an_etcd_without_auth(void **state)
+{
+	struct harness_server *n[1] = { harness_server_new() };
+	struct harness_conn *c;
+
+	(void)state;
+	assert_int_equal(etcd_cluster_start(&three, 1), 0);
+	harness_server_start(n[0], "--etcd", three.urls, "--etcd-user",
+	    "node-a", "--etcd-password-file", password[PW_A], NULL);
+	assert_int_equal(find_leader(n, 1), 0);
+	c = harness_connect(n[0]);
+	harness_send(c, "ACQUIRE a wait=0\r\n");
+	harness_expect_prefix(c, "GRANTED a fence=1 ");
+	assert_int_equal(log_count(n[0], "event=etcd_auth_off"), 1);
 }
 
 static void
@@ -700,6 +725,9 @@ main(void)
 		HARNESS_TEST(test_cluster_security_token_expiry_is_survived),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_security_etcd_member_loss_renews_the_token_elsewhere,
+		    harness_setup, teardown_three),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_security_user_against_an_etcd_without_auth,
 		    harness_setup, teardown_three),
 		HARNESS_TEST(test_cluster_security_wrong_ca_is_refused),
 		HARNESS_TEST(test_cluster_security_server_name_is_checked),
