@@ -50,10 +50,23 @@ struct core_handle {
 };
 
 /*
+ * A hold's (or a waiter's) optional words: its owner label - public, never
+ * proof of anything - and the request id (rid=) it was granted with, whose
+ * repeat while the lease lives gets this same grant back.  Out of line, and
+ * allocated only when one of them was given, so that a plain lock pays one
+ * pointer for them.  Owned by the table: the rules never allocate or free.
+ */
+struct core_tags {
+	uint8_t label_len;
+	uint8_t rid_len;
+	char bytes[];         /* the label, then the rid */
+};
+
+/*
  * The state of one lock's holder as the rules see it: everything that
- * belongs to one hold (its lease, its lock-delay, its owner label) and
- * nothing that belongs to the name.  fence == 0 means free; then the other
- * fields are meaningless (and zero).
+ * belongs to one hold (its lease, its lock-delay, its tags) and nothing
+ * that belongs to the name.  fence == 0 means free; then the other fields
+ * are meaningless (and zero).
  */
 struct core_lock {
 	uint64_t fence;       /* the holder's fence */
@@ -61,13 +74,24 @@ struct core_lock {
 	core_time expiry;     /* the lease ends at this instant (exclusive) */
 	int64_t lease_ms;     /* the length last granted or renewed */
 	int64_t delay_ms;     /* lock-delay when this hold ends badly */
-	uint8_t label_len;    /* 0: no owner label given */
-	char label[CORE_OWNER_MAX];  /* public, never proof of anything */
-	/* The request id the hold was granted with (0: none): a repeat of
-	 * that request while the lease lives gets this same grant back. */
-	uint8_t rid_len;
-	char rid[CORE_RID_MAX];
+	struct core_tags *tags;  /* owner label and rid; NULL: neither */
 };
+
+/* The owner label of tags (NULL: none) and its length, 0 when none. */
+static inline size_t
+core_tags_label(const struct core_tags *tags, const char **label)
+{
+	*label = tags != NULL ? tags->bytes : "";
+	return tags != NULL ? tags->label_len : 0;
+}
+
+/* The rid of tags (NULL: none) and its length, 0 when none. */
+static inline size_t
+core_tags_rid(const struct core_tags *tags, const char **rid)
+{
+	*rid = tags != NULL ? tags->bytes + tags->label_len : "";
+	return tags != NULL ? tags->rid_len : 0;
+}
 
 /* How a hold ended, for lock-delay and for WATCH's cause=. */
 enum core_end {
@@ -325,10 +349,7 @@ struct core_waiter {
 	bool onclose_release;
 	/* The ACQUIRE's options for its holder. */
 	int64_t delay_ms;
-	uint8_t label_len;
-	char label[CORE_OWNER_MAX];
-	uint8_t rid_len;
-	char rid[CORE_RID_MAX];
+	struct core_tags *tags;         /* owner label and rid; NULL: none */
 	/* A WATCH rather than an ACQUIRE: on its entry's watchers list, it
 	 * fires when the newest holder's fence is no longer watch_fence. */
 	bool watch;

@@ -153,8 +153,11 @@ bool
 core_rule_rid_repeat(const struct core_lock *lock, const char *rid,
     size_t rid_len)
 {
-	return lock->fence != 0 && rid_len > 0 && lock->rid_len == rid_len &&
-	    memcmp(lock->rid, rid, rid_len) == 0;
+	const char *held;
+
+	return lock->fence != 0 && rid_len > 0 &&
+	    core_tags_rid(lock->tags, &held) == rid_len &&
+	    memcmp(held, rid, rid_len) == 0;
 }
 
 static struct core_waiter *

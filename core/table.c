@@ -140,9 +140,42 @@ core_table_init(struct core_table *table, const struct core_config *config,
 	return CORE_OK;
 }
 
+/* Tags for a label and a rid (either may be empty), or NULL: none given,
+ * or (*nomem set) no memory. */
+static struct core_tags *
+tags_make(struct core_table *table, const char *label, size_t label_len,
+    const char *rid, size_t rid_len, bool *nomem)
+{
+	struct core_tags *t;
+
+	*nomem = false;
+	if (label_len == 0 && rid_len == 0)
+		return NULL;
+	t = table->config.realloc(NULL, sizeof(*t) + label_len + rid_len);
+	if (t == NULL) {
+		*nomem = true;
+		return NULL;
+	}
+	t->label_len = (uint8_t)label_len;
+	t->rid_len = (uint8_t)rid_len;
+	if (label_len > 0)
+		memcpy(t->bytes, label, label_len);
+	if (rid_len > 0)
+		memcpy(t->bytes + label_len, rid, rid_len);
+	return t;
+}
+
+static void
+tags_free(struct core_table *table, struct core_tags *t)
+{
+	if (t != NULL)
+		table->config.free(t);
+}
+
 static void
 waiter_free(struct core_table *table, struct core_waiter *w)
 {
+	tags_free(table, w->tags);
 	table->config.free(w);
 }
 
@@ -171,6 +204,7 @@ core_table_destroy(struct core_table *table)
 			}
 			if (e->owner != NULL)
 				link_remove(&e->onclose_link);
+			tags_free(table, e->lock.tags);
 			table->config.free(e);
 		}
 	}
@@ -490,6 +524,9 @@ holding_ended(struct core_table *table, struct core_entry *e,
 {
 	core_time until = table->rules->delay_end(ended, how, now);
 
+	/* The rules freed the lock; its tags are the table's to free. */
+	if (e->lock.tags != ended->tags)
+		tags_free(table, ended->tags);
 	unbind_owner(e);
 	timer_clear(table, &e->timer);
 	table->stats.held--;
@@ -515,8 +552,11 @@ status_fill(const struct core_table *table, const struct core_entry *e,
 		status->held = true;
 		status->fence = e->lock.fence;
 		status->ttl_ms = e->lock.expiry - now;
-		status->label_len = e->lock.label_len;
-		memcpy(status->label, e->lock.label, e->lock.label_len);
+		const char *label;
+
+		status->label_len = (uint8_t)core_tags_label(e->lock.tags,
+		    &label);
+		memcpy(status->label, label, status->label_len);
 	}
 }
 
@@ -569,6 +609,9 @@ struct hold_options {
 	const char *label;
 	uint8_t rid_len;
 	const char *rid;
+	/* The new hold's tags, made from label and rid (or a waiter's): the
+	 * grant takes them over. */
+	struct core_tags *tags;
 };
 
 /*
@@ -588,6 +631,7 @@ grant_to(struct core_table *table, struct core_entry *e,
 
 	st = table->rules->grant(&e->lock, &table->hwm, now, lease_ms, secret);
 	if (st != CORE_OK) {
+		tags_free(table, opt->tags);
 		reply_simple(table, st == CORE_ERR_OVERFLOW ?
 		    CORE_REPLY_OVERFLOW : CORE_REPLY_CONFLICT, session, tag, e);
 		return st;
@@ -601,12 +645,9 @@ grant_to(struct core_table *table, struct core_entry *e,
 	e->granted_at = now;
 	e->cause = CORE_END_GRANTED;
 	e->lock.delay_ms = opt->delay_ms;
-	e->lock.label_len = opt->label_len;
-	if (opt->label_len > 0)   /* no label: label may be NULL */
-		memcpy(e->lock.label, opt->label, opt->label_len);
-	e->lock.rid_len = opt->rid_len;
-	if (opt->rid_len > 0)
-		memcpy(e->lock.rid, opt->rid, opt->rid_len);
+	if (e->lock.tags != opt->tags)   /* held before: broken rules */
+		tags_free(table, e->lock.tags);
+	e->lock.tags = opt->tags;
 	if (onclose_release && session != NULL) {
 		e->owner = session;
 		link_append(&session->onclose, &e->onclose_link);
@@ -675,18 +716,13 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		uint64_t tag = w->tag;
 		int64_t lease = w->lease_ms;
 		struct hold_options opt;
-		char label[CORE_OWNER_MAX], rid[CORE_RID_MAX];
 		core_time since = w->enqueued_at;
 
-		/* The waiter is freed before the grant: keep what it asked. */
+		/* The waiter is freed before the grant: keep what it asked,
+		 * its tags handed over to the hold. */
+		memset(&opt, 0, sizeof(opt));
 		opt.onclose_release = w->onclose_release;
 		opt.delay_ms = w->delay_ms;
-		opt.label_len = w->label_len;
-		memcpy(label, w->label, w->label_len);
-		opt.label = label;
-		opt.rid_len = w->rid_len;
-		memcpy(rid, w->rid, w->rid_len);
-		opt.rid = rid;
 
 		/* A wait that ended before now has timed out, whether or not
 		 * core_tick has run since.  At the deadline's own instant the
@@ -695,6 +731,8 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 			waiter_time_out(table, w);
 			continue;
 		}
+		opt.tags = w->tags;
+		w->tags = NULL;
 		waiter_remove(table, w);
 		grant_to(table, e, s, tag, lease, &opt, since, now);
 	}
@@ -813,7 +851,17 @@ take_if_free(struct core_table *table, struct core_session *session,
 		reply_limit(table, session, tag, e, CORE_LIMIT_HELD);
 		*status = CORE_ERR_LIMIT;
 	} else {
-		*status = grant_to(table, e, session, tag, lease, opt, now,
+		struct hold_options own = *opt;
+		bool nomem;
+
+		own.tags = tags_make(table, opt->label, opt->label_len,
+		    opt->rid, opt->rid_len, &nomem);
+		if (nomem) {
+			reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+			*status = CORE_ERR_NOMEM;
+			return true;
+		}
+		*status = grant_to(table, e, session, tag, lease, &own, now,
 		    now);
 	}
 	return true;
@@ -838,6 +886,7 @@ hold_options_get(const struct core_table *table,
 	opt->label = args->label;
 	opt->rid_len = (uint8_t)args->rid_len;
 	opt->rid = args->rid;
+	opt->tags = NULL;
 	return true;
 }
 
@@ -916,7 +965,10 @@ waiter_with_rid(struct core_entry *e, const char *rid, size_t rid_len)
 		struct core_waiter *w = container_of(l, struct core_waiter,
 		    queue_link);
 
-		if (w->rid_len == rid_len && memcmp(w->rid, rid, rid_len) == 0)
+		const char *r;
+
+		if (core_tags_rid(w->tags, &r) == rid_len &&
+		    memcmp(r, rid, rid_len) == 0)
 			return w;
 	}
 	return NULL;
@@ -949,9 +1001,11 @@ core_acquire(struct core_table *table, struct core_session *session,
 {
 	struct core_entry *e;
 	struct core_waiter *w, *old;
+	struct core_tags *tags;
 	struct hold_options opt;
 	enum core_status status;
 	int64_t lease;
+	bool nomem;
 
 	if (!name_ok(name_len) ||
 	    core_lease_effective(&table->config, args->lease_ms, &lease) !=
@@ -979,20 +1033,23 @@ core_acquire(struct core_table *table, struct core_session *session,
 		reply_limit(table, session, tag, e, CORE_LIMIT_GROUP_WAITERS);
 		return CORE_ERR_LIMIT;
 	}
-	if ((w = waiter_add(table, session, tag, e, false, args->wait_ms,
-	    now)) == NULL)
+	tags = tags_make(table, opt.label, opt.label_len, opt.rid, opt.rid_len,
+	    &nomem);
+	if (nomem) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
 		return CORE_ERR_NOMEM;
+	}
+	if ((w = waiter_add(table, session, tag, e, false, args->wait_ms,
+	    now)) == NULL) {
+		tags_free(table, tags);
+		return CORE_ERR_NOMEM;
+	}
+	w->tags = tags;
 	if (old != NULL)
 		waiter_supersede(table, old, w);
 	w->lease_ms = lease;
 	w->onclose_release = opt.onclose_release;
 	w->delay_ms = opt.delay_ms;
-	w->label_len = opt.label_len;
-	if (opt.label_len > 0)
-		memcpy(w->label, opt.label, opt.label_len);
-	w->rid_len = opt.rid_len;
-	if (opt.rid_len > 0)
-		memcpy(w->rid, opt.rid, opt.rid_len);
 	return CORE_OK;
 }
 
@@ -1337,11 +1394,14 @@ core_table_changes(struct core_table *table,
 				rec.expiry = e->lock.expiry;
 				rec.lease_ms = e->lock.lease_ms;
 				rec.delay_ms = e->lock.delay_ms;
-				rec.label_len = e->lock.label_len;
-				memcpy(rec.label, e->lock.label,
-				    e->lock.label_len);
-				rec.rid_len = e->lock.rid_len;
-				memcpy(rec.rid, e->lock.rid, e->lock.rid_len);
+				const char *label, *rid;
+
+				rec.label_len = (uint8_t)core_tags_label(
+				    e->lock.tags, &label);
+				memcpy(rec.label, label, rec.label_len);
+				rec.rid_len = (uint8_t)core_tags_rid(
+				    e->lock.tags, &rid);
+				memcpy(rec.rid, rid, rec.rid_len);
 				rec.onclose_release = e->owner != NULL;
 				rec.owner_id = e->owner != NULL ?
 				    e->owner->id : 0;
@@ -1373,6 +1433,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
     uint32_t hash, const struct core_record *rec, core_time now)
 {
 	struct core_entry *e;
+	struct core_tags *tags = NULL;
+	bool nomem = false;
 
 	if ((e = entry_get_hashed(table, name, name_len, hash)) == NULL)
 		return CORE_ERR_NOMEM;
@@ -1380,6 +1442,14 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	 * what the first handed on (a grant already answered). */
 	if (e->flags & ENTRY_RESTORED)
 		return CORE_OK;
+	/* Another holder's tags, made before anything changes. */
+	if (rec != NULL && rec->fence != 0 && !(e->lock.fence == rec->fence &&
+	    e->lock.secret == rec->secret))
+		tags = tags_make(table, rec->label, rec->label_len <=
+		    CORE_OWNER_MAX ? rec->label_len : 0, rec->rid,
+		    rec->rid_len <= CORE_RID_MAX ? rec->rid_len : 0, &nomem);
+	if (nomem)
+		return CORE_ERR_NOMEM;
 	e->flags &= (uint8_t)~ENTRY_DIRTY;
 	e->flags |= ENTRY_RESTORED;
 	e->user = 0;   /* what the caller noted of its state is gone */
@@ -1393,6 +1463,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		if (e->lock.fence != 0) {
 			unbind_owner(e);
 			table->stats.held--;
+			tags_free(table, e->lock.tags);
 			memset(&e->lock, 0, sizeof(e->lock));
 		}
 		timer_clear(table, &e->timer);
@@ -1419,12 +1490,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		e->lock.expiry = rec->expiry;
 		e->lock.lease_ms = rec->lease_ms;
 		e->lock.delay_ms = rec->delay_ms;
-		e->lock.label_len = rec->label_len <= CORE_OWNER_MAX ?
-		    rec->label_len : 0;
-		memcpy(e->lock.label, rec->label, e->lock.label_len);
-		e->lock.rid_len = rec->rid_len <= CORE_RID_MAX ?
-		    rec->rid_len : 0;
-		memcpy(e->lock.rid, rec->rid, e->lock.rid_len);
+		tags_free(table, e->lock.tags);
+		e->lock.tags = tags;
 		/* The record keeps no grant time; its last grant or renewal
 		 * is the closest it tells, and no later than now. */
 		e->granted_at = rec->expiry - rec->lease_ms < now ?

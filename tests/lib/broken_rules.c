@@ -569,9 +569,11 @@ static bool
 rid_matching_a_prefix(const struct core_lock *lock, const char *rid,
     size_t rid_len)
 {
-	size_t n = rid_len < lock->rid_len ? rid_len : lock->rid_len;
+	const char *held;
+	size_t len = core_tags_rid(lock->tags, &held);
+	size_t n = rid_len < len ? rid_len : len;
 
-	return lock->fence != 0 && n > 0 && memcmp(lock->rid, rid, n) == 0;
+	return lock->fence != 0 && n > 0 && memcmp(held, rid, n) == 0;
 }
 
 const struct core_rules broken_rules_rid_prefix = {

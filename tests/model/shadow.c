@@ -1281,12 +1281,14 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			    (long long)sh->expiry);
 			return false;
 		}
-		if (e->lock.rid_len != sh->rid_len ||
-		    memcmp(e->lock.rid, sh->rid, sh->rid_len) != 0) {
+		const char *rid;
+		size_t rid_len = core_tags_rid(e->lock.tags, &rid);
+
+		if (rid_len != sh->rid_len ||
+		    memcmp(rid, sh->rid, sh->rid_len) != 0) {
 			snprintf(why, whylen, "%s: the table's holder has "
 			    "rid=%.*s, the model's rid=%.*s", name,
-			    (int)e->lock.rid_len, e->lock.rid,
-			    (int)sh->rid_len, sh->rid);
+			    (int)rid_len, rid, (int)sh->rid_len, sh->rid);
 			return false;
 		}
 		if (e->owner != (sh->onclose && sh->holder != NOBODY ?

@@ -144,8 +144,13 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, (uint64_t)e->lock.delay_ms);
 		put64(&x, (uint64_t)e->delay_until);
 		put8(&x, e->cause);
-		put8(&x, e->lock.rid_len);
-		put(&x, e->lock.rid, e->lock.rid_len);
+		{
+			const char *rid;
+			size_t len = core_tags_rid(e->lock.tags, &rid);
+
+			put8(&x, len);
+			put(&x, rid, len);
+		}
 		for (l = e->watchers.next; l != &e->watchers; l = l->next) {
 			const struct core_waiter *w = (const void *)
 			    ((const char *)l -
@@ -168,8 +173,13 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, (uint64_t)w->lease_ms);
 			put8(&x, w->onclose_release);
 			put64(&x, (uint64_t)w->delay_ms);
-			put8(&x, w->rid_len);
-			put(&x, w->rid, w->rid_len);
+			{
+				const char *rid;
+				size_t len = core_tags_rid(w->tags, &rid);
+
+				put8(&x, len);
+				put(&x, rid, len);
+			}
 			put8(&x, w->timer.slot != UINT32_MAX);
 			put64(&x, (uint64_t)w->timer.when);
 		}

@@ -256,18 +256,19 @@ static void
 rid_stored(struct world *w, int name, const struct core_entry *e)
 {
 	struct record r;
+	const char *rid;
+	size_t rid_len = core_tags_rid(e->lock.tags, &rid);
 
 	if (e->lock.fence == 0 || !store_record(w, name, &r) ||
 	    r.fence != e->lock.fence)
 		return;
 	hist_checked(w->hist);
-	if (r.rid_len != e->lock.rid_len ||
-	    memcmp(r.rid, e->lock.rid, r.rid_len) != 0)
+	if (r.rid_len != rid_len || memcmp(r.rid, rid, r.rid_len) != 0)
 		hist_violation(w->hist, SIM_RID_IDEMPOTENT,
 		    "%s fence=%llu: the table's holder has rid=%.*s, the "
 		    "store's rid=%.*s", w->name_text[name],
-		    (unsigned long long)r.fence, (int)e->lock.rid_len,
-		    e->lock.rid, (int)r.rid_len, r.rid);
+		    (unsigned long long)r.fence, (int)rid_len, rid,
+		    (int)r.rid_len, r.rid);
 }
 
 /*
@@ -845,10 +846,12 @@ rid_begin(struct world *w, struct sim_req *r)
 	const struct core_entry *e = core_table_find(&w->svc->table,
 	    w->name_text[r->name], w->name_len[r->name]);
 	core_time mono = w->now - w->boot_off;
+	const char *rid;
 
 	r->rid_fence = 0;
-	if (live_fence(w, r->name) == 0 || e->lock.rid_len != r->rid_len ||
-	    memcmp(e->lock.rid, r->rid, r->rid_len) != 0)
+	if (live_fence(w, r->name) == 0 ||
+	    core_tags_rid(e->lock.tags, &rid) != r->rid_len ||
+	    memcmp(rid, r->rid, r->rid_len) != 0)
 		return;
 	r->rid_fence = e->lock.fence;
 	r->rid_secret = e->lock.secret;

@@ -2041,7 +2041,7 @@ test_table_rid_is_forgotten_when_the_hold_ends(void **state)
 	/* After RELEASE too. */
 	release(f, 0, "a", h, 3, LEASE + 1);
 	expect(f, 3, CORE_REPLY_RELEASED, 0, 3, "a");
-	assert_int_equal(find(f, "a")->lock.rid_len, 0);
+	assert_null(find(f, "a")->lock.tags);
 	acquire_rid(f, 0, "a", "r", CORE_WAIT_FOREVER, false, 4, LEASE + 2);
 	h = handle_of(expect(f, 4, CORE_REPLY_GRANTED, 0, 4, "a"));
 	assert_int_equal(h.fence, 3);
@@ -2150,6 +2150,51 @@ test_table_rid_survives_a_restore(void **state)
 	assert_int_equal(drain(f), 0);
 }
 
+/*
+ * The owner label and the rid live out of line, made only when given: a
+ * plain lock has none; a waiter's go over to its hold at the hand-off; a
+ * grant whose tags cannot be made is NOMEM and changes nothing.
+ */
+static void
+test_table_tags_are_made_only_when_given_and_follow_the_hand_off(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_acquire_args args = { .lease_ms = LEASE,
+	    .wait_ms = CORE_WAIT_FOREVER, .label = "web-1", .label_len = 5,
+	    .rid = "r9", .rid_len = 2 };
+	struct core_lock_status st;
+	const char *p;
+	struct core_handle h;
+
+	acquire(f, 0, "a", LEASE, CORE_WAIT_FOREVER, false, 1, 0);
+	h = handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
+	assert_null(find(f, "a")->lock.tags);
+	core_acquire(&f->table, &f->s[1], "a", 1, &args, 2, 10);
+	release(f, 0, "a", h, 3, 20);
+	expect(f, 2, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(core_tags_label(find(f, "a")->lock.tags, &p), 5);
+	assert_memory_equal(p, "web-1", 5);
+	assert_int_equal(core_tags_rid(find(f, "a")->lock.tags, &p), 2);
+	assert_memory_equal(p, "r9", 2);
+	core_status(&f->table, "a", 1, 30, &st);
+	assert_int_equal(st.label_len, 5);
+	assert_memory_equal(st.label, "web-1", 5);
+	drain(f);
+	assert_int_equal(change_of(f, "a")->rec.label_len, 5);
+	assert_int_equal(change_of(f, "a")->rec.rid_len, 2);
+	/* No memory for the tags of an immediate grant (the entry is
+	 * made, its tags are not): NOMEM, no grant. */
+	alloc_budget = 1;
+	core_try(&f->table, &f->s[2], "b", 1, &args, 4, 40);
+	alloc_budget = -1;
+	expect(f, 3, CORE_REPLY_NOMEM, 2, 4, "b");
+	assert_null(find(f, "b")->lock.tags);
+	assert_int_equal(f->table.stats.held, 1);
+	assert_int_equal(f->table.hwm, 2);
+	assert_books_balance(f);
+}
+
 static void
 test_table_rid_longer_than_64_bytes_is_badarg(void **state)
 {
@@ -2228,6 +2273,7 @@ main(void)
 		T(test_table_rid_repeat_moves_an_onclose_binding),
 		T(test_table_rid_survives_a_restore),
 		T(test_table_rid_longer_than_64_bytes_is_badarg),
+		T(test_table_tags_are_made_only_when_given_and_follow_the_hand_off),
 };
 #undef T
 
