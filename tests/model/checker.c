@@ -96,6 +96,8 @@ model_coverage_name(enum model_coverage c)
 		"a rid repeat got its grant back",
 		"a rid repeat found a grant whose reply a crash lost",
 		"a rid after its hold ended got a new grant",
+		"a rid repeat took over an onclose binding",
+		"a rid repeat took a waiter's place",
 	};
 
 	return (unsigned)c < MODEL_COVERAGE ? names[c] : "?";

@@ -91,6 +91,8 @@ enum model_coverage {
 	MODEL_COV_RID_REPEAT,            /* a rid repeat got its grant */
 	MODEL_COV_RID_LOST_REPLY,        /* ... whose GRANTED a crash lost */
 	MODEL_COV_RID_NEW_GRANT,         /* a rid after its hold: new grant */
+	MODEL_COV_RID_REBOUND,           /* a repeat took an onclose binding */
+	MODEL_COV_RID_SUPERSEDED,        /* a repeat took a waiter's place */
 	MODEL_COVERAGE
 };
 /* A step's coverage is a bit set (struct sys's cov). */

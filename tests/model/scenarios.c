@@ -26,6 +26,8 @@
 #define ACQ_RID(n, wait, rid) \
 	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, (rid) }
 #define TRY_RID(n, rid) { MODEL_TRY, (n), LEASE, 0, false, 0, 0, (rid) }
+#define ACQ_RID_ONCLOSE(n, rid) \
+	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, true, 0, 0, (rid) }
 
 const struct model_scenario model_scenarios[] = {
 	{
@@ -48,6 +50,24 @@ const struct model_scenario model_scenarios[] = {
 		.ntimes = 4,
 		.times = { 0, 5, 10, 20 },
 		.crashes = 1,
+	},
+	{
+		.name = "reconnect",
+		.summary = "A acquires with rid=a and onclose=release, then "
+		    "its connection closes; E, A reconnected, repeats the "
+		    "ACQUIRE (before or after the close) and releases; B "
+		    "waits: the repeat takes the binding over, so A's close "
+		    "must not free the lock under E",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'A', 2, { ACQ_RID_ONCLOSE(0, "a"), DISCONNECT } },
+			{ 'E', 2, { ACQ_RID_ONCLOSE(0, "a"), RELEASE(0) } },
+			{ 'B', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+		},
+		.ntimes = 2,
+		.times = { 0, 10 },
 	},
 	{
 		.name = "expiry",

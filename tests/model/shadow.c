@@ -233,7 +233,10 @@ on_regranted(struct sys *s, const struct logged *l, struct client *m, int c)
 	if (!m->know[l->name].has_handle ||
 	    m->know[l->name].handle.fence != sh->fence)
 		cover(s, MODEL_COV_RID_LOST_REPLY);
-	/* The binding follows the repeating session: the same client. */
+	/* The hold is the repeating client's now, and so is its binding
+	 * (another client: the same one reconnected, in the scripts). */
+	if (sh->onclose && sh->holder != c)
+		cover(s, MODEL_COV_RID_REBOUND);
 	sh->holder = (uint8_t)c;
 	d = &s->pending[s->npending++];
 	d->client = (uint8_t)c;
@@ -475,6 +478,27 @@ on_renewed(struct sys *s, const struct logged *l)
 	request_done(m);
 }
 
+/*
+ * The hold with this handle ended by its holder's act (RELEASE, or the
+ * close of the connection it is bound to): a client that got the same
+ * grant by repeating its rid - the same client, reconnected - holds it
+ * no more either.  (Other ends, expiry and FORCE, end beliefs by time or
+ * not at all, as for any client.)
+ */
+static void
+grant_ended(struct sys *s, int n, uint64_t fence, uint64_t secret)
+{
+	int c;
+
+	for (c = 0; c < s->sc->nclients; c++) {
+		struct knowledge *k = &s->cl[c].know[n];
+
+		if (k->has_handle && k->handle.fence == fence &&
+		    k->handle.secret == secret)
+			k->believes = false;
+	}
+}
+
 static void
 on_released(struct sys *s, const struct logged *l)
 {
@@ -502,9 +526,12 @@ on_released(struct sys *s, const struct logged *l)
 		    (long long)s->now);
 		return;
 	}
-	/* RELEASED is not durable: the client hears it at once. */
+	/* RELEASED is not durable: the client hears it at once - and so
+	 * does every incarnation of it that holds the grant through a rid
+	 * repeat (the same handle: one grant, one holder). */
 	if (sh->holder == c)
 		s->cl[c].know[l->name].believes = false;
+	grant_ended(s, l->name, sh->fence, sh->secret);
 	shadow_free(sh);
 	s->last_end = CORE_REPLY_RELEASED;
 	request_done(m);
@@ -654,6 +681,7 @@ on_lease_end(struct sys *s, const struct logged *l)
 		}
 		cover(s, s->restoring ? MODEL_COV_RESTORED_ONCLOSE :
 		    MODEL_COV_ONCLOSE_DISCONNECT);
+		grant_ended(s, l->name, sh->fence, sh->secret);
 		delay_begin(s, sh, s->now + sh->delay_ms);
 	}
 	s->last_end = l->r.kind;
@@ -747,6 +775,47 @@ on_changed(struct sys *s, const struct logged *l)
 	request_done(m);
 }
 
+/*
+ * A queued ACQUIRE whose rid the acting client's ACQUIRE repeats: the
+ * repeat takes its place in the queue (its turn, the repeat's own wait),
+ * and it is answered and gone - one rid never waits twice.
+ */
+static void
+on_superseded(struct sys *s, const struct logged *l)
+{
+	struct client *m, *r;
+	struct shadow *sh;
+	const struct model_op *op;
+	int c, i;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	sh = &s->sh[l->name];
+	r = s->acting >= 0 ? &s->cl[s->acting] : NULL;
+	if (!m->queued || m->req_kind != MODEL_ACQUIRE || m->req_rid == NULL ||
+	    r == NULL || r == m || r->req_kind != MODEL_ACQUIRE ||
+	    r->req_rid == NULL || strcmp(r->req_rid, m->req_rid) != 0 ||
+	    r->req_name != m->req_name) {
+		violate(s, MODEL_RID_IDEMPOTENT, "%c's request superseded, "
+		    "but not by a repeat of its rid", label(s, c));
+		return;
+	}
+	for (i = 0; i < sh->qlen && sh->queue[i] != c; i++)
+		;
+	if (i == sh->qlen) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "%c superseded, not "
+		    "queued", label(s, c));
+		return;
+	}
+	sh->queue[i] = (uint8_t)s->acting;
+	op = &s->sc->clients[s->acting].ops[r->pc - 1];
+	r->queued = true;
+	r->deadline = op->wait_ms > 0 ? s->now + op->wait_ms : CORE_NEVER;
+	m->left_tag = m->req_tag;
+	request_done(m);
+	cover(s, MODEL_COV_RID_SUPERSEDED);
+}
+
 /* Checks and applies the step's replies in the order the core made them. */
 static void
 process_log(struct sys *s)
@@ -780,6 +849,9 @@ process_log(struct sys *s)
 			break;
 		case CORE_REPLY_CHANGED:
 			on_changed(s, l);
+			break;
+		case CORE_REPLY_SUPERSEDED:
+			on_superseded(s, l);
 			break;
 		case CORE_REPLY_CONFLICT:
 			on_refused(s, l, MODEL_RENEW, MODEL_FORGE_RENEW);
@@ -864,8 +936,17 @@ deliver(struct sys *s, const struct delivery *d)
 			cover(s, MODEL_COV_FENCE_REMINTED);
 	}
 	for (c = 0; c < s->sc->nclients; c++) {
-		const struct knowledge *o = &s->cl[c].know[d->name];
+		struct knowledge *o = &s->cl[c].know[d->name];
 
+		/* A repeat's grant is the one another incarnation of its
+		 * client may still believe it holds: the same, not two, and
+		 * the repeating one holds it from now on. */
+		if (d->repeat && o->handle.fence == d->handle.fence &&
+		    o->handle.secret == d->handle.secret) {
+			if (c != d->client)
+				o->believes = false;
+			continue;
+		}
 		if (c != d->client && o->believes && o->until > s->now) {
 			violate(s, MODEL_MUTUAL_EXCLUSION, "%c holds %s from "
 			    "%lld (fence %llu) while %c holds it until %lld "
@@ -1170,6 +1251,7 @@ settle_op(struct sys *s)
 {
 	struct client *m;
 	const struct model_op *op;
+	int i;
 
 	if (s->acting < 0 || s->violated != MODEL_OK)
 		return;
@@ -1201,6 +1283,18 @@ settle_op(struct sys *s)
 		    label(s, s->acting), m->req_rid,
 		    (unsigned long long)s->sh[op->name].fence);
 		return;
+	}
+	for (i = 0; m->req_rid != NULL && i < s->sh[op->name].qlen; i++) {
+		const struct client *o = &s->cl[s->sh[op->name].queue[i]];
+
+		if (o->req_rid != NULL && strcmp(o->req_rid, m->req_rid) == 0) {
+			violate(s, MODEL_RID_IDEMPOTENT, "rid=%s waits twice "
+			    "for %s (%c and %c)", m->req_rid,
+			    lock_name(s, op->name),
+			    label(s, s->sh[op->name].queue[i]),
+			    label(s, s->acting));
+			return;
+		}
 	}
 	m->queued = true;
 	m->deadline = op->wait_ms > 0 ? s->now + op->wait_ms : CORE_NEVER;
