@@ -549,11 +549,11 @@ status_fill(const struct core_table *table, const struct core_entry *e,
 	if (table->rules->delay_blocks(e->delay_until, now))
 		status->delay_ms = e->delay_until - now;
 	if (e->lock.fence != 0) {
+		const char *label;
+
 		status->held = true;
 		status->fence = e->lock.fence;
 		status->ttl_ms = e->lock.expiry - now;
-		const char *label;
-
 		status->label_len = (uint8_t)core_tags_label(e->lock.tags,
 		    &label);
 		memcpy(status->label, label, status->label_len);
@@ -964,7 +964,6 @@ waiter_with_rid(struct core_entry *e, const char *rid, size_t rid_len)
 	for (l = e->queue.next; l != &e->queue; l = l->next) {
 		struct core_waiter *w = container_of(l, struct core_waiter,
 		    queue_link);
-
 		const char *r;
 
 		if (core_tags_rid(w->tags, &r) == rid_len &&
@@ -1389,13 +1388,13 @@ core_table_changes(struct core_table *table,
 			memset(&rec, 0, sizeof(rec));
 			rec.delay_until = e->delay_until;
 			if (e->lock.fence != 0) {
+				const char *label, *rid;
+
 				rec.fence = e->lock.fence;
 				rec.secret = e->lock.secret;
 				rec.expiry = e->lock.expiry;
 				rec.lease_ms = e->lock.lease_ms;
 				rec.delay_ms = e->lock.delay_ms;
-				const char *label, *rid;
-
 				rec.label_len = (uint8_t)core_tags_label(
 				    e->lock.tags, &label);
 				memcpy(rec.label, label, rec.label_len);

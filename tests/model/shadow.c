@@ -1364,6 +1364,9 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			return false;
 		}
 	} else {
+		const char *rid;
+		size_t rid_len;
+
 		if (e == NULL || e->lock.fence != sh->fence ||
 		    e->lock.secret != sh->secret ||
 		    e->lock.expiry != sh->expiry) {
@@ -1375,9 +1378,7 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			    (long long)sh->expiry);
 			return false;
 		}
-		const char *rid;
-		size_t rid_len = core_tags_rid(e->lock.tags, &rid);
-
+		rid_len = core_tags_rid(e->lock.tags, &rid);
 		if (rid_len != sh->rid_len ||
 		    memcmp(rid, sh->rid, sh->rid_len) != 0) {
 			snprintf(why, whylen, "%s: the table's holder has "
