@@ -32,6 +32,7 @@ typedef int64_t core_time;               /* ms on a clock that never steps */
 #define CORE_NAME_MAX 255
 #define CORE_WAIT_FOREVER (-1)           /* acquire without a wait limit */
 #define CORE_OWNER_MAX 64                /* bytes of a holder's owner label */
+#define CORE_RID_MAX 64                  /* bytes of a request id (rid=) */
 
 enum core_status {
 	CORE_OK = 0,
@@ -49,10 +50,23 @@ struct core_handle {
 };
 
 /*
+ * A hold's (or a waiter's) optional words: its owner label - public, never
+ * proof of anything - and the request id (rid=) it was granted with, whose
+ * repeat while the lease lives gets this same grant back.  Out of line, and
+ * allocated only when one of them was given, so that a plain lock pays one
+ * pointer for them.  Owned by the table: the rules never allocate or free.
+ */
+struct core_tags {
+	uint8_t label_len;
+	uint8_t rid_len;
+	char bytes[];         /* the label, then the rid */
+};
+
+/*
  * The state of one lock's holder as the rules see it: everything that
- * belongs to one hold (its lease, its lock-delay, its owner label) and
- * nothing that belongs to the name.  fence == 0 means free; then the other
- * fields are meaningless (and zero).
+ * belongs to one hold (its lease, its lock-delay, its tags) and nothing
+ * that belongs to the name.  fence == 0 means free; then the other fields
+ * are meaningless (and zero).
  */
 struct core_lock {
 	uint64_t fence;       /* the holder's fence */
@@ -60,9 +74,24 @@ struct core_lock {
 	core_time expiry;     /* the lease ends at this instant (exclusive) */
 	int64_t lease_ms;     /* the length last granted or renewed */
 	int64_t delay_ms;     /* lock-delay when this hold ends badly */
-	uint8_t label_len;    /* 0: no owner label given */
-	char label[CORE_OWNER_MAX];  /* public, never proof of anything */
+	struct core_tags *tags;  /* owner label and rid; NULL: neither */
 };
+
+/* The owner label of tags (NULL: none) and its length, 0 when none. */
+static inline size_t
+core_tags_label(const struct core_tags *tags, const char **label)
+{
+	*label = tags != NULL ? tags->bytes : "";
+	return tags != NULL ? tags->label_len : 0;
+}
+
+/* The rid of tags (NULL: none) and its length, 0 when none. */
+static inline size_t
+core_tags_rid(const struct core_tags *tags, const char **rid)
+{
+	*rid = tags != NULL ? tags->bytes + tags->label_len : "";
+	return tags != NULL ? tags->rid_len : 0;
+}
 
 /* How a hold ended, for lock-delay and for WATCH's cause=. */
 enum core_end {
@@ -126,6 +155,11 @@ struct core_rules {
 	/* Does a WATCH of `watched` fire when the newest holder's fence (0
 	 * when free) is `current`. */
 	bool (*watch_fires)(uint64_t watched, uint64_t current);
+	/* Is a request with this rid (rid_len 0: none) a repeat of the one
+	 * the live holder was granted for: then it gets that grant back and
+	 * nothing changes.  Never true without a rid, nor for a free lock. */
+	bool (*rid_repeat)(const struct core_lock *lock, const char *rid,
+	    size_t rid_len);
 };
 
 /* The rules the daemon runs. */
@@ -146,6 +180,8 @@ core_time core_rule_delay_end(const struct core_lock *ended,
     enum core_end how, core_time now);
 bool core_rule_force(struct core_lock *lock, uint64_t fence);
 bool core_rule_watch_fires(uint64_t watched, uint64_t current);
+bool core_rule_rid_repeat(const struct core_lock *lock, const char *rid,
+    size_t rid_len);
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -220,6 +256,7 @@ enum core_reply_kind {
 	CORE_REPLY_SHUTDOWN,    /* the waiter was cancelled by a clean stop */
 	CORE_REPLY_FORCED,      /* FORCE freed the holder: durable */
 	CORE_REPLY_CHANGED,     /* a WATCH fired; status says what it saw */
+	CORE_REPLY_SUPERSEDED,  /* a waiter replaced by its rid's repeat */
 	/* Events with no request behind them (session and tag are 0): */
 	CORE_EVENT_RECLAIMED,   /* an expired lease was freed */
 	CORE_EVENT_RELEASED_ONCLOSE  /* a connection's close released a lease */
@@ -256,6 +293,8 @@ struct core_reply {
 	 * found it; valid during the call. */
 	const struct core_lock_status *status;
 	bool watch;                 /* TIMEOUT: of a WATCH, not an ACQUIRE */
+	bool repeat;                /* GRANTED: a rid repeat of a live grant,
+	                             * made durable before, not a new one */
 };
 
 struct core_sink {
@@ -310,8 +349,7 @@ struct core_waiter {
 	bool onclose_release;
 	/* The ACQUIRE's options for its holder. */
 	int64_t delay_ms;
-	uint8_t label_len;
-	char label[CORE_OWNER_MAX];
+	struct core_tags *tags;         /* owner label and rid; NULL: none */
 	/* A WATCH rather than an ACQUIRE: on its entry's watchers list, it
 	 * fires when the newest holder's fence is no longer watch_fence. */
 	bool watch;
@@ -373,11 +411,24 @@ struct core_acquire_args {
 	int64_t delay_ms;        /* lock-delay; capped; negative = BADARG */
 	const char *label;       /* the owner label, label_len bytes; 0: none */
 	size_t label_len;        /* at most CORE_OWNER_MAX, else BADARG */
+	const char *rid;         /* the request id, rid_len bytes; 0: none */
+	size_t rid_len;          /* at most CORE_RID_MAX, else BADARG */
 };
 
 /*
  * Every operation first reclaims the named lock's lease if it has expired
- * (handing the lock to its queue's head), then acts.  Each reports its
+ * (handing the lock to its queue's head), then acts.
+ *
+ * ACQUIRE and TRY with a rid: when the live holder was granted with the
+ * same rid (rules->rid_repeat), the answer is that grant again - GRANTED
+ * with its fence and secret, lease_ms the time it has left - and nothing
+ * changes but one thing: a hold bound by onclose=release is bound to the
+ * repeating session from then on (the one that got the grant before is
+ * presumed gone; that is why the client repeats).  An ACQUIRE whose rid
+ * equals a waiter's in the name's queue takes that waiter's place (its
+ * turn, with the new request's options and session), and the old waiter
+ * is answered CORE_REPLY_SUPERSEDED: one rid never waits twice.  A TRY
+ * never queues and leaves such a waiter alone.  Each reports its
  * answer through the sink, now or later (a queued ACQUIRE), exactly once per
  * request, with the request's tag.  The return value repeats the immediate
  * outcome for the caller's convenience.
@@ -509,6 +560,13 @@ struct core_record {
 	core_time delay_until;      /* the name's lock-delay; 0: none */
 	uint8_t label_len;
 	char label[CORE_OWNER_MAX];
+	uint8_t rid_len;            /* the grant's rid; 0: none */
+	char rid[CORE_RID_MAX];
+	/* The holder's kind (durable since record version 3, for issue 17's
+	 * holder sets): limit 0 or 1 is a plain lock; shared, a read hold.
+	 * A single-holder table writes 0 and false. */
+	uint16_t limit;
+	bool shared;
 	bool onclose_release;
 	/* With onclose_release: the id of the session it is bound to, as
 	 * reported; and, for a restore, that session when the caller knows it

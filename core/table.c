@@ -140,9 +140,42 @@ core_table_init(struct core_table *table, const struct core_config *config,
 	return CORE_OK;
 }
 
+/* Tags for a label and a rid (either may be empty), or NULL: none given,
+ * or (*nomem set) no memory. */
+static struct core_tags *
+tags_make(struct core_table *table, const char *label, size_t label_len,
+    const char *rid, size_t rid_len, bool *nomem)
+{
+	struct core_tags *t;
+
+	*nomem = false;
+	if (label_len == 0 && rid_len == 0)
+		return NULL;
+	t = table->config.realloc(NULL, sizeof(*t) + label_len + rid_len);
+	if (t == NULL) {
+		*nomem = true;
+		return NULL;
+	}
+	t->label_len = (uint8_t)label_len;
+	t->rid_len = (uint8_t)rid_len;
+	if (label_len > 0)
+		memcpy(t->bytes, label, label_len);
+	if (rid_len > 0)
+		memcpy(t->bytes + label_len, rid, rid_len);
+	return t;
+}
+
+static void
+tags_free(struct core_table *table, struct core_tags *t)
+{
+	if (t != NULL)
+		table->config.free(t);
+}
+
 static void
 waiter_free(struct core_table *table, struct core_waiter *w)
 {
+	tags_free(table, w->tags);
 	table->config.free(w);
 }
 
@@ -171,6 +204,7 @@ core_table_destroy(struct core_table *table)
 			}
 			if (e->owner != NULL)
 				link_remove(&e->onclose_link);
+			tags_free(table, e->lock.tags);
 			table->config.free(e);
 		}
 	}
@@ -490,6 +524,9 @@ holding_ended(struct core_table *table, struct core_entry *e,
 {
 	core_time until = table->rules->delay_end(ended, how, now);
 
+	/* The rules freed the lock; its tags are the table's to free. */
+	if (e->lock.tags != ended->tags)
+		tags_free(table, ended->tags);
 	unbind_owner(e);
 	timer_clear(table, &e->timer);
 	table->stats.held--;
@@ -512,11 +549,14 @@ status_fill(const struct core_table *table, const struct core_entry *e,
 	if (table->rules->delay_blocks(e->delay_until, now))
 		status->delay_ms = e->delay_until - now;
 	if (e->lock.fence != 0) {
+		const char *label;
+
 		status->held = true;
 		status->fence = e->lock.fence;
 		status->ttl_ms = e->lock.expiry - now;
-		status->label_len = e->lock.label_len;
-		memcpy(status->label, e->lock.label, e->lock.label_len);
+		status->label_len = (uint8_t)core_tags_label(e->lock.tags,
+		    &label);
+		memcpy(status->label, label, status->label_len);
 	}
 }
 
@@ -567,6 +607,11 @@ struct hold_options {
 	int64_t delay_ms;
 	uint8_t label_len;
 	const char *label;
+	uint8_t rid_len;
+	const char *rid;
+	/* The new hold's tags, made from label and rid (or a waiter's): the
+	 * grant takes them over. */
+	struct core_tags *tags;
 };
 
 /*
@@ -586,6 +631,7 @@ grant_to(struct core_table *table, struct core_entry *e,
 
 	st = table->rules->grant(&e->lock, &table->hwm, now, lease_ms, secret);
 	if (st != CORE_OK) {
+		tags_free(table, opt->tags);
 		reply_simple(table, st == CORE_ERR_OVERFLOW ?
 		    CORE_REPLY_OVERFLOW : CORE_REPLY_CONFLICT, session, tag, e);
 		return st;
@@ -599,9 +645,9 @@ grant_to(struct core_table *table, struct core_entry *e,
 	e->granted_at = now;
 	e->cause = CORE_END_GRANTED;
 	e->lock.delay_ms = opt->delay_ms;
-	e->lock.label_len = opt->label_len;
-	if (opt->label_len > 0)   /* no label: label may be NULL */
-		memcpy(e->lock.label, opt->label, opt->label_len);
+	if (e->lock.tags != opt->tags)   /* held before: broken rules */
+		tags_free(table, e->lock.tags);
+	e->lock.tags = opt->tags;
 	if (onclose_release && session != NULL) {
 		e->owner = session;
 		link_append(&session->onclose, &e->onclose_link);
@@ -670,15 +716,13 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		uint64_t tag = w->tag;
 		int64_t lease = w->lease_ms;
 		struct hold_options opt;
-		char label[CORE_OWNER_MAX];
 		core_time since = w->enqueued_at;
 
-		/* The waiter is freed before the grant: keep what it asked. */
+		/* The waiter is freed before the grant: keep what it asked,
+		 * its tags handed over to the hold. */
+		memset(&opt, 0, sizeof(opt));
 		opt.onclose_release = w->onclose_release;
 		opt.delay_ms = w->delay_ms;
-		opt.label_len = w->label_len;
-		memcpy(label, w->label, w->label_len);
-		opt.label = label;
 
 		/* A wait that ended before now has timed out, whether or not
 		 * core_tick has run since.  At the deadline's own instant the
@@ -687,6 +731,8 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 			waiter_time_out(table, w);
 			continue;
 		}
+		opt.tags = w->tags;
+		w->tags = NULL;
 		waiter_remove(table, w);
 		grant_to(table, e, s, tag, lease, &opt, since, now);
 	}
@@ -746,6 +792,34 @@ held_limit_hit(const struct core_table *table, const struct core_entry *e)
 }
 
 /*
+ * A repeat of the request the live holder was granted for (same rid): the
+ * same grant again, with the lease it has left.  Nothing about the hold
+ * changes, except that a hold bound by onclose=release follows the
+ * session that repeated it: the one it was bound to is most likely a dead
+ * connection not yet noticed, and releasing the lock when that is noticed
+ * would take it from the client that now has the handle.
+ */
+static void
+regrant(struct core_table *table, struct core_entry *e,
+    struct core_session *session, uint64_t tag, core_time now)
+{
+	struct core_reply r;
+
+	if (e->owner != NULL && session != NULL && e->owner != session) {
+		unbind_owner(e);
+		e->owner = session;
+		link_append(&session->onclose, &e->onclose_link);
+		entry_dirty(table, e);
+	}
+	memset(&r, 0, sizeof(r));
+	r.fence = e->lock.fence;
+	r.secret = e->lock.secret;
+	r.lease_ms = e->lock.expiry - now;
+	r.repeat = true;
+	emit(table, CORE_REPLY_GRANTED, session, tag, e, &r);
+}
+
+/*
  * The start of ACQUIRE and TRY, their arguments checked: finds the entry
  * (an expired lease reclaimed first) and grants it at once when it is free
  * and nobody waits.  Returns true when the request was answered, with
@@ -766,13 +840,28 @@ take_if_free(struct core_table *table, struct core_session *session,
 	}
 	reclaim(table, e, now);
 	*ep = e;
+	if (table->rules->rid_repeat(&e->lock, opt->rid, opt->rid_len)) {
+		regrant(table, e, session, tag, now);
+		*status = CORE_OK;
+		return true;
+	}
 	if (!link_empty(&e->queue) || !grantable(table, e, now))
 		return false;
 	if (held_limit_hit(table, e)) {
 		reply_limit(table, session, tag, e, CORE_LIMIT_HELD);
 		*status = CORE_ERR_LIMIT;
 	} else {
-		*status = grant_to(table, e, session, tag, lease, opt, now,
+		struct hold_options own = *opt;
+		bool nomem;
+
+		own.tags = tags_make(table, opt->label, opt->label_len,
+		    opt->rid, opt->rid_len, &nomem);
+		if (nomem) {
+			reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+			*status = CORE_ERR_NOMEM;
+			return true;
+		}
+		*status = grant_to(table, e, session, tag, lease, &own, now,
 		    now);
 	}
 	return true;
@@ -786,13 +875,18 @@ hold_options_get(const struct core_table *table,
     const struct core_acquire_args *args, struct hold_options *opt)
 {
 	if (args->delay_ms < 0 || args->label_len > CORE_OWNER_MAX ||
-	    (args->label_len > 0 && args->label == NULL))
+	    (args->label_len > 0 && args->label == NULL) ||
+	    args->rid_len > CORE_RID_MAX ||
+	    (args->rid_len > 0 && args->rid == NULL))
 		return false;
 	opt->onclose_release = args->onclose_release;
 	opt->delay_ms = args->delay_ms < table->config.max_lock_delay_ms ?
 	    args->delay_ms : table->config.max_lock_delay_ms;
 	opt->label_len = (uint8_t)args->label_len;
 	opt->label = args->label;
+	opt->rid_len = (uint8_t)args->rid_len;
+	opt->rid = args->rid;
+	opt->tags = NULL;
 	return true;
 }
 
@@ -859,16 +953,58 @@ waiter_add(struct core_table *table, struct core_session *session,
 	return w;
 }
 
+/* The waiter in e's queue that asked with this rid, NULL for none. */
+static struct core_waiter *
+waiter_with_rid(struct core_entry *e, const char *rid, size_t rid_len)
+{
+	struct core_link *l;
+
+	if (rid_len == 0)
+		return NULL;
+	for (l = e->queue.next; l != &e->queue; l = l->next) {
+		struct core_waiter *w = container_of(l, struct core_waiter,
+		    queue_link);
+		const char *r;
+
+		if (core_tags_rid(w->tags, &r) == rid_len &&
+		    memcmp(r, rid, rid_len) == 0)
+			return w;
+	}
+	return NULL;
+}
+
+/*
+ * `fresh`, just queued at the tail, takes old's place in the queue (its
+ * turn, from when old was queued), and old is answered SUPERSEDED and
+ * removed: the same request never waits twice.
+ */
+static void
+waiter_supersede(struct core_table *table, struct core_waiter *old,
+    struct core_waiter *fresh)
+{
+	struct core_session *s = old->session;
+	struct core_entry *e = old->entry;
+	uint64_t tag = old->tag;
+
+	link_remove(&fresh->queue_link);
+	link_append(&old->queue_link, &fresh->queue_link);  /* before old */
+	fresh->enqueued_at = old->enqueued_at;
+	waiter_remove(table, old);
+	reply_simple(table, CORE_REPLY_SUPERSEDED, s, tag, e);
+}
+
 enum core_status
 core_acquire(struct core_table *table, struct core_session *session,
     const char *name, size_t name_len, const struct core_acquire_args *args,
     uint64_t tag, core_time now)
 {
 	struct core_entry *e;
-	struct core_waiter *w;
+	struct core_waiter *w, *old;
+	struct core_tags *tags;
 	struct hold_options opt;
 	enum core_status status;
 	int64_t lease;
+	bool nomem;
 
 	if (!name_ok(name_len) ||
 	    core_lease_effective(&table->config, args->lease_ms, &lease) !=
@@ -885,22 +1021,34 @@ core_acquire(struct core_table *table, struct core_session *session,
 		reply_simple(table, CORE_REPLY_TIMEOUT, session, tag, e);
 		return CORE_OK;
 	}
-	if (!waiter_room(table, session, tag, e))
+	/* A repeat of a waiting request takes its place: the waiter it
+	 * replaces leaves room for it under every limit. */
+	old = waiter_with_rid(e, opt.rid, opt.rid_len);
+	if (old == NULL && !waiter_room(table, session, tag, e))
 		return CORE_ERR_LIMIT;
-	if (session->group_waiters != NULL && session->group_max_waiters != 0 &&
+	if (old == NULL && session->group_waiters != NULL &&
+	    session->group_max_waiters != 0 &&
 	    *session->group_waiters >= session->group_max_waiters) {
 		reply_limit(table, session, tag, e, CORE_LIMIT_GROUP_WAITERS);
 		return CORE_ERR_LIMIT;
 	}
-	if ((w = waiter_add(table, session, tag, e, false, args->wait_ms,
-	    now)) == NULL)
+	tags = tags_make(table, opt.label, opt.label_len, opt.rid, opt.rid_len,
+	    &nomem);
+	if (nomem) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
 		return CORE_ERR_NOMEM;
+	}
+	if ((w = waiter_add(table, session, tag, e, false, args->wait_ms,
+	    now)) == NULL) {
+		tags_free(table, tags);
+		return CORE_ERR_NOMEM;
+	}
+	w->tags = tags;
+	if (old != NULL)
+		waiter_supersede(table, old, w);
 	w->lease_ms = lease;
 	w->onclose_release = opt.onclose_release;
 	w->delay_ms = opt.delay_ms;
-	w->label_len = opt.label_len;
-	if (opt.label_len > 0)
-		memcpy(w->label, opt.label, opt.label_len);
 	return CORE_OK;
 }
 
@@ -1240,14 +1388,19 @@ core_table_changes(struct core_table *table,
 			memset(&rec, 0, sizeof(rec));
 			rec.delay_until = e->delay_until;
 			if (e->lock.fence != 0) {
+				const char *label, *rid;
+
 				rec.fence = e->lock.fence;
 				rec.secret = e->lock.secret;
 				rec.expiry = e->lock.expiry;
 				rec.lease_ms = e->lock.lease_ms;
 				rec.delay_ms = e->lock.delay_ms;
-				rec.label_len = e->lock.label_len;
-				memcpy(rec.label, e->lock.label,
-				    e->lock.label_len);
+				rec.label_len = (uint8_t)core_tags_label(
+				    e->lock.tags, &label);
+				memcpy(rec.label, label, rec.label_len);
+				rec.rid_len = (uint8_t)core_tags_rid(
+				    e->lock.tags, &rid);
+				memcpy(rec.rid, rid, rec.rid_len);
 				rec.onclose_release = e->owner != NULL;
 				rec.owner_id = e->owner != NULL ?
 				    e->owner->id : 0;
@@ -1279,6 +1432,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
     uint32_t hash, const struct core_record *rec, core_time now)
 {
 	struct core_entry *e;
+	struct core_tags *tags = NULL;
+	bool nomem = false;
 
 	if ((e = entry_get_hashed(table, name, name_len, hash)) == NULL)
 		return CORE_ERR_NOMEM;
@@ -1286,6 +1441,14 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	 * what the first handed on (a grant already answered). */
 	if (e->flags & ENTRY_RESTORED)
 		return CORE_OK;
+	/* Another holder's tags, made before anything changes. */
+	if (rec != NULL && rec->fence != 0 && !(e->lock.fence == rec->fence &&
+	    e->lock.secret == rec->secret))
+		tags = tags_make(table, rec->label, rec->label_len <=
+		    CORE_OWNER_MAX ? rec->label_len : 0, rec->rid,
+		    rec->rid_len <= CORE_RID_MAX ? rec->rid_len : 0, &nomem);
+	if (nomem)
+		return CORE_ERR_NOMEM;
 	e->flags &= (uint8_t)~ENTRY_DIRTY;
 	e->flags |= ENTRY_RESTORED;
 	e->user = 0;   /* what the caller noted of its state is gone */
@@ -1299,6 +1462,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		if (e->lock.fence != 0) {
 			unbind_owner(e);
 			table->stats.held--;
+			tags_free(table, e->lock.tags);
 			memset(&e->lock, 0, sizeof(e->lock));
 		}
 		timer_clear(table, &e->timer);
@@ -1325,9 +1489,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		e->lock.expiry = rec->expiry;
 		e->lock.lease_ms = rec->lease_ms;
 		e->lock.delay_ms = rec->delay_ms;
-		e->lock.label_len = rec->label_len <= CORE_OWNER_MAX ?
-		    rec->label_len : 0;
-		memcpy(e->lock.label, rec->label, e->lock.label_len);
+		tags_free(table, e->lock.tags);
+		e->lock.tags = tags;
 		/* The record keeps no grant time; its last grant or renewal
 		 * is the closest it tells, and no later than now. */
 		e->granted_at = rec->expiry - rec->lease_ms < now ?

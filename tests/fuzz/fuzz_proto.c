@@ -37,7 +37,9 @@ fuzz_same_request(const struct proto_request *a,
 	    a->handle.secret == b->handle.secret &&
 	    a->has_lease == b->has_lease && a->lease_ms == b->lease_ms &&
 	    a->has_wait == b->has_wait && a->wait_ms == b->wait_ms &&
-	    a->has_onclose == b->has_onclose && a->onclose == b->onclose;
+	    a->has_onclose == b->has_onclose && a->onclose == b->onclose &&
+	    a->rid_len == b->rid_len &&
+	    (a->rid_len == 0 || memcmp(a->rid, b->rid, a->rid_len) == 0);
 }
 
 /* True when [p, p + n) lies within [base, base + len). */

@@ -104,6 +104,8 @@ struct fuzz_req {
 	bool onclose;
 	bool has_fence;              /* FORCE, CHECK; WATCH's fence= */
 	uint64_t fence;
+	char rid[PROTO_RID_MAX];     /* ACQUIRE, TRY: rid=; rid_len 0: none */
+	size_t rid_len;
 	core_time t;                 /* executed at */
 	uint64_t stamp;              /* order of execution */
 	/* STATUS: a told lease certainly running at t, if any. */
@@ -152,6 +154,8 @@ struct fuzz_grant {
 	bool onclose;
 	int conn;
 	uint32_t gen;
+	char rid[PROTO_RID_MAX];     /* the rid it was granted with */
+	size_t rid_len;
 };
 
 /* A RELEASE or RENEW executed, by handle. */
@@ -466,6 +470,8 @@ told_granted(int c, const struct fuzz_req *req,
 	g->onclose = req->onclose;
 	g->conn = c;
 	g->gen = fz.conns[c].gen;
+	g->rid_len = req->rid_len;
+	memcpy(g->rid, req->rid, req->rid_len);
 	for (i = 0; i < fz.nevents; i++) {
 		const struct fuzz_handle_event *e = &fz.events[i];
 		if (same_name(e->name, e->name_len, g->name, g->name_len) &&
@@ -481,6 +487,37 @@ told_granted(int c, const struct fuzz_req *req,
 			    min_time(g->bound, o->bound));
 	}
 	fz.ngrants++;
+}
+
+/*
+ * A GRANTED that repeats a grant told before: only to a request with the
+ * rid that grant was made with, with its handle, and no longer a lease
+ * than it was given.  An onclose=release grant is bound to the repeating
+ * connection from then on.  False: not a repeat (a new grant).
+ */
+static bool
+told_again(int c, const struct fuzz_req *req, const struct proto_reply *rep)
+{
+	size_t i;
+
+	for (i = 0; i < fz.ngrants; i++) {
+		struct fuzz_grant *o = &fz.grants[i];
+
+		if (o->fence != rep->fence || !same_name(o->name, o->name_len,
+		    rep->name, rep->name_len))
+			continue;
+		FUZZ_CHECK(req->rid_len > 0 && req->rid_len == o->rid_len &&
+		    memcmp(req->rid, o->rid, o->rid_len) == 0);
+		FUZZ_CHECK(rep->handle.secret == o->secret);
+		FUZZ_CHECK(rep->lease_ms > 0 &&
+		    rep->lease_ms <= fz.config.core.max_lease_ms);
+		if (o->onclose) {
+			o->conn = c;
+			o->gen = fz.conns[c].gen;
+		}
+		return true;
+	}
+	return false;
 }
 
 /* The lease a GRANTED or RENEWED must carry for a request's lease. */
@@ -558,9 +595,15 @@ check_reply(int c, const char *line, size_t n)
 		FUZZ_CHECK(is_error(&rep, req->bad));
 		break;
 	case PROTO_CMD_ACQUIRE:
-		if (rep.kind == PROTO_REPLY_GRANTED) {
+		if (rep.kind == PROTO_REPLY_GRANTED && told_again(c, req,
+		    &rep)) {
+			/* A rid repeat: the grant told before. */
+		} else if (rep.kind == PROTO_REPLY_GRANTED) {
 			FUZZ_CHECK(rep.lease_ms == effective_lease(req->lease));
 			told_granted(c, req, &rep);
+		} else if (req->rid_len > 0 &&
+		    is_error(&rep, PROTO_ERR_CONFLICT)) {
+			/* An ACQUIRE with its rid took its place. */
 		} else if (is_error(&rep, PROTO_ERR_TIMEOUT)) {
 			/* Its wait ran out, or the input ended first. */
 			FUZZ_CHECK(fc->input_ended || (req->has_wait &&
@@ -572,7 +615,10 @@ check_reply(int c, const char *line, size_t n)
 		}
 		break;
 	case PROTO_CMD_TRY:
-		if (rep.kind == PROTO_REPLY_GRANTED) {
+		if (rep.kind == PROTO_REPLY_GRANTED && told_again(c, req,
+		    &rep)) {
+			/* A rid repeat: the grant told before. */
+		} else if (rep.kind == PROTO_REPLY_GRANTED) {
 			FUZZ_CHECK(rep.lease_ms == effective_lease(req->lease));
 			told_granted(c, req, &rep);
 		} else {
@@ -769,6 +815,9 @@ executed(int c, const struct proto_request *preq,
 	    preq->onclose == PROTO_ONCLOSE_RELEASE;
 	req->has_fence = preq->has_fence;
 	req->fence = preq->fence;
+	req->rid_len = preq->rid_len;
+	if (preq->rid_len > 0)
+		memcpy(req->rid, preq->rid, preq->rid_len);
 	if (fz.auth)
 		judge(fc, preq, req);
 	switch (preq->command) {

@@ -113,6 +113,16 @@ seeds = {
     + req(2, AUTH, 3) + req(2, AUTH, 2) + req(2, AUTH, 4) + req(2, PING)
     + feed(2) + pass_() + req(0, RELEASE, 2) + feed(0) + pass_()
     + advbig(40) + pass_(),
+    # rid=: a grant repeated from another connection, and across a crash;
+    # a waiter superseded by its repeat; a bad rid.
+    'rid': cfg + opn(0) + opn(1) + opn(2)
+    + raw(0, b'ACQUIRE a lease=1500 rid=r1 onclose=release\n') + feed(0)
+    + pass_() + raw(1, b'ACQUIRE a rid=r1\nTRY a rid=r1\n') + feed(1)
+    + pass_() + raw(2, b'ACQUIRE a rid=w wait=900\n') + feed(2) + pass_()
+    + raw(1, b'ACQUIRE a rid=w\nACQUIRE b rid=\nTRY b rid=w rid=x\n')
+    + feed(1) + pass_() + close(0) + pass_() + restart(False) + opn(0)
+    + raw(0, b'ACQUIRE a rid=r1 wait=0\n') + feed(0) + pass_()
+    + advbig(40) + pass_(),
 }
 
 out = 'tests/fuzz/corpus/service'

@@ -23,8 +23,52 @@
 	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, (delay), 0 }
 #define FORCE(n, fence) { MODEL_FORCE, (n), 0, 0, false, 0, (fence) }
 #define WATCH(n, fence, wait) { MODEL_WATCH, (n), 0, (wait), false, 0, (fence) }
+#define ACQ_RID(n, wait, rid) \
+	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, (rid) }
+#define TRY_RID(n, rid) { MODEL_TRY, (n), LEASE, 0, false, 0, 0, (rid) }
+#define ACQ_RID_ONCLOSE(n, rid) \
+	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, true, 0, 0, (rid) }
 
 const struct model_scenario model_scenarios[] = {
+	{
+		.name = "retry",
+		.summary = "A acquires with rid=a and repeats it (after a "
+		    "crash that may lose the GRANTED, or not), then "
+		    "releases and tries with rid=a again; B queues with "
+		    "rid=ab (wait 10), whose prefix is A's rid; D tries; "
+		    "one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'A', 4, { ACQ_RID(0, FOREVER, "a"),
+			    ACQ_RID(0, FOREVER, "a"), RELEASE(0),
+			    TRY_RID(0, "a") } },
+			{ 'B', 2, { ACQ_RID(0, 10, "ab"), RELEASE(0) } },
+			{ 'D', 1, { TRY(0) } },
+		},
+		.ntimes = 4,
+		.times = { 0, 5, 10, 20 },
+		.crashes = 1,
+	},
+	{
+		.name = "reconnect",
+		.summary = "A acquires with rid=a and onclose=release, then "
+		    "its connection closes; E, A reconnected, repeats the "
+		    "ACQUIRE (before or after the close) and releases; B "
+		    "waits: the repeat takes the binding over, so A's close "
+		    "must not free the lock under E",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'A', 2, { ACQ_RID_ONCLOSE(0, "a"), DISCONNECT } },
+			{ 'E', 2, { ACQ_RID_ONCLOSE(0, "a"), RELEASE(0) } },
+			{ 'B', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+		},
+		.ntimes = 2,
+		.times = { 0, 10 },
+	},
 	{
 		.name = "expiry",
 		.summary = "A's lease expires under B (wait 10) and C (forever, "
