@@ -76,6 +76,8 @@ extern "C" {
 #define LOCKD_ERR_SHUTDOWN (-18)      /* the server is stopping */
 #define LOCKD_ERR_DENIED (-19)        /* --auth: no permission, or AUTH
 					 refused (a bad token) */
+#define LOCKD_ERR_NOTLEADER (-20)     /* cluster mode: this node does not
+					 serve locks now (see fail-over) */
 
 /* ACQUIRE's and TRY's onclose option. */
 #define LOCKD_ONCLOSE_KEEP 0      /* the lease outlives the connection */
@@ -101,6 +103,12 @@ extern "C" {
  * connect.  A refused token leaves the connection open but nobody's:
  * c->err is LOCKD_ERR_DENIED, and each command is refused the same way.
  * Keep tokens out of argv, where ps shows them.
+ *
+ * A cluster: url and host may each name several lockd nodes, separated by
+ * commas: "lockd://a:7420,lockd://b:7420" (every item a URL), or
+ * "a:7420,b,[::1]:7421" (an item without a port takes port).  At most 16.
+ * lockd_connect tries them in order until one accepts; see "Fail-over"
+ * below for what the blocking calls then do.
  */
 typedef struct lockd_options {
 	const char *host;            /* NULL: LOCKD_DEFAULT_HOST */
@@ -209,6 +217,39 @@ int lockd_reconnect(lockd_context *c);
 void lockd_free(lockd_context *c);
 /* Changes the command timeout for later calls (0: none). */
 int lockd_set_command_timeout(lockd_context *c, int64_t timeout_ms);
+/* Changes the connect timeout (per endpoint) of later connects (0: none). */
+int lockd_set_connect_timeout(lockd_context *c, int64_t timeout_ms);
+
+/*
+ * Fail-over.  With several endpoints, a blocking call (lockd_acquire ..
+ * lockd_list, not the pipelined ones) that meets a node which does not
+ * lead (ERR NOTLEADER) or a connection that broke reconnects and sends the
+ * request again, for at most the fail-over time: LOCKD_FAILOVER_DEFAULT_MS
+ * with several endpoints, 0 (off) with one; lockd_set_failover_timeout
+ * changes it (0: off).  A NOTLEADER reply's leader=<host:port> is followed
+ * when it is one of the configured endpoints, spelled the same (no name is
+ * resolved; any other leader is never connected to); without a usable
+ * hint the next endpoint is tried.  Each endpoint is tried once at once;
+ * after that every attempt waits, from 50 ms doubling to 250 ms, and at
+ * most LOCKD_FAILOVER_HOPS_MAX attempts are made.  Then the call returns
+ * the last error (LOCKD_ERR_NOTLEADER, or IO/EOF/TIMEOUT) with a sentence
+ * saying so.  A new connection sends AUTH again when a token is set.
+ *
+ * Which requests are sent again: every one after ERR NOTLEADER (the node
+ * did nothing with it); after a broken connection RENEW, RELEASE, STATUS,
+ * PING, FORCE, CHECK, WATCH and LIST, which are safe to repeat (a RENEW of
+ * a lease that was lost meanwhile gets LOCKD_ERR_CONFLICT; a repeated
+ * RELEASE answers LOCKD_NOTHELD when the first one had released), and
+ * ACQUIRE and TRY when the request carried a rid= (protocol v2; the
+ * library adds one to each ACQUIRE and TRY when fail-over is on and the
+ * server supports it), so that the repeat finds its own grant instead of
+ * queueing behind it.  A dead context (a fatal error earlier) reconnects
+ * at the next blocking call.  The lease's deadline_ms counts from the
+ * attempt that was answered.
+ */
+#define LOCKD_FAILOVER_DEFAULT_MS 10000
+#define LOCKD_FAILOVER_HOPS_MAX 64
+int lockd_set_failover_timeout(lockd_context *c, int64_t timeout_ms);
 
 /*
  * Blocking calls.  Each sends one request and reads its reply; they refuse

@@ -45,6 +45,7 @@ lockd__server_error(enum proto_error_code code)
 	case PROTO_ERR_OVERFLOW: return LOCKD_ERR_OVERFLOW;
 	case PROTO_ERR_SHUTDOWN: return LOCKD_ERR_SHUTDOWN;
 	case PROTO_ERR_DENIED: return LOCKD_ERR_DENIED;
+	case PROTO_ERR_NOTLEADER: return LOCKD_ERR_NOTLEADER;
 	default: return LOCKD_ERR_PROTOCOL;
 	}
 }
@@ -623,4 +624,16 @@ lockd__send_limit(const struct lockd__queue *q, size_t answered,
 		return appended;
 	p = lockd__queue_at(q, last - 1);
 	return p->end;
+}
+
+/*
+ * The one place that knows whether a request carries protocol v2's rid=,
+ * which makes a repeated ACQUIRE or TRY find its own grant.  None does
+ * yet: the daemon of this tree has no rid=.
+ */
+bool
+lockd__request_has_rid(const struct lockd__request *r)
+{
+	(void)r;
+	return false;
 }

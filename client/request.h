@@ -75,6 +75,9 @@ int lockd__request_watch(struct lockd__request *r, const char *name,
 int lockd__request_list(struct lockd__request *r, const char *prefix,
     const char *after, int limit, char *errstr);
 
+/* Whether r carries a rid= (an ACQUIRE or TRY safe to repeat). */
+bool lockd__request_has_rid(const struct lockd__request *r);
+
 /* A LIST reply line that is not its last: lockd__reply_take returns it
  * (consumed, with *info filled) and the request stays due. */
 #define LOCKD__MORE 100
