@@ -57,6 +57,8 @@
 #define RENEW_DIVISOR 3
 #define RETRY_DIVISOR 15
 #define RETRY_MIN_MS 10
+/* Cluster mode: NOTLEADERs in a row followed without waiting. */
+#define FOLLOW_AT_ONCE 3
 #define STALL_DIVISOR 6
 #define GRACE_DIVISOR 6
 #define MARGIN_DIVISOR 10
@@ -903,6 +905,8 @@ struct run {
 	int64_t leftover_kill_at; /* 0 until what is left got SIGTERM */
 	bool leftover_killed;
 	bool renewing;            /* a RENEW is out */
+	bool follow;              /* ctx was told NOTLEADER: reconnect it */
+	int follows;              /* NOTLEADERs since the last renewal */
 	int64_t renew_sent;
 	int64_t next_renew;
 	bool lost;
@@ -1030,6 +1034,18 @@ connect_until(struct run *r, int64_t deadline)
 
 	if (left < 1)
 		left = 1;
+	if (r->ctx != NULL && r->follow) {
+		/* The context knows where the leader is (or which endpoint
+		 * comes next): reconnect it, at once. */
+		r->follow = false;
+		lockd_set_connect_timeout(r->ctx, o.connect_timeout_ms <= 0 ||
+		    o.connect_timeout_ms > left ? left : o.connect_timeout_ms);
+		if (lockd_reconnect(r->ctx) != LOCKD_OK) {
+			snprintf(r->why, sizeof(r->why), "%s", r->ctx->errstr);
+			drop_connection(r);
+			return false;
+		}
+	}
 	if (r->ctx == NULL) {
 		if (o.connect_timeout_ms <= 0 || o.connect_timeout_ms > left)
 			o.connect_timeout_ms = left;
@@ -1100,6 +1116,7 @@ on_renewal_reply(struct run *r)
 		r->next_renew = r->lease.deadline_ms - r->lease.lease_ms +
 		    r->lease.lease_ms / RENEW_DIVISOR;
 		r->why[0] = '\0';
+		r->follows = 0;
 		return;
 	}
 	/*
@@ -1109,7 +1126,18 @@ on_renewal_reply(struct run *r)
 	 * connection if need be.  Anything else is a refusal: CONFLICT says
 	 * the lease is not ours any more.
 	 */
-	if (rc == LOCKD_ERR_UNAVAILABLE || rc == LOCKD_ERR_LIMIT)
+	if (rc == LOCKD_ERR_NOTLEADER) {
+		/*
+		 * Cluster mode: this node does not lead now.  The context
+		 * knows the leader it named, or the next endpoint: go there
+		 * at once the first times, then at the retry interval (the
+		 * cluster may have no leader for a while).
+		 */
+		retry_renewal(r, false);
+		r->follow = true;
+		if (++r->follows <= FOLLOW_AT_ONCE)
+			r->next_renew = lockd_now_ms();
+	} else if (rc == LOCKD_ERR_UNAVAILABLE || rc == LOCKD_ERR_LIMIT)
 		retry_renewal(r, false);
 	else if (lockd_error_is_fatal(rc) || rc == LOCKD_ERR_SHUTDOWN)
 		retry_renewal(r, true);
