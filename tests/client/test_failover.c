@@ -1,0 +1,619 @@
+/*
+ * test_failover.c - liblockd and lockctl run against a real cluster: a
+ * 3-member etcd (tests/lib/etcd_harness.c) and lockd nodes, all on free
+ * loopback ports, each killed by its own PID.  A client given every
+ * endpoint and starting at a follower is sent to the leader; after kill -9
+ * of the leader its next calls work on the new leader, a granted handle
+ * still renews, an ACQUIRE whose reply was lost is repeated and finds its
+ * own grant (never two grants for one call); lockctl run's command lives
+ * through a fail-over when the lease allows it, and is stopped before the
+ * lease ends when no leader comes back in time.  Besides the cluster: lists
+ * of endpoints, and a NOTLEADER loop between two bad hints that ends with
+ * a clear error within the fail-over time.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "client/lockd.h"
+#include "tests/lib/etcd_harness.h"
+#include "tests/lib/harness.h"
+
+#define NODES 3
+#define RECOVER_MS 15000        /* bound on finding a leader */
+#define CONNECT_MS 2000
+
+static struct etcd_cluster etcd;
+static struct harness_server *nodes[NODES];
+static char endpoints[NODES * 32];     /* "127.0.0.1:P0,127.0.0.1:P1,..." */
+
+/* ---- the cluster ------------------------------------------------------ */
+
+static void
+start_cluster(int n)
+{
+	size_t len = 0;
+	int i;
+
+	memset(nodes, 0, sizeof(nodes));
+	assert_int_equal(etcd_cluster_start(&etcd, 3), 0);
+	endpoints[0] = '\0';
+	for (i = 0; i < n; i++) {
+		nodes[i] = harness_server_new();
+		harness_server_start(nodes[i], "--etcd", etcd.urls,
+		    "--cluster", "f", NULL);
+		len += (size_t)snprintf(endpoints + len, sizeof(endpoints) -
+		    len, "%s127.0.0.1:%d", i > 0 ? "," : "", nodes[i]->port);
+	}
+}
+
+static int
+teardown(void **state)
+{
+	int i;
+
+	/* A paused node must not outlive its teardown. */
+	for (i = 0; i < NODES; i++)
+		if (nodes[i] != NULL && nodes[i]->pid > 0)
+			kill(nodes[i]->pid, SIGCONT);
+	etcd_cluster_stop(&etcd);
+	return harness_teardown(state);
+}
+
+/* Asks a node for STATS: 1 leader, 0 follower, -1 no answer. */
+static int
+role_of(struct harness_server *s)
+{
+	struct harness_conn *c;
+	const char *line;
+	int role = -1;
+
+	if (s == NULL || s->pid == 0)
+		return -1;
+	c = harness_connect(s);
+	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
+	    (line = harness_read_line(c, 2000)) != NULL) {
+		if (strstr(line, " role=leader") != NULL)
+			role = 1;
+		else if (strstr(line, " role=follower") != NULL)
+			role = 0;
+	}
+	harness_close(c);
+	return role;
+}
+
+/* The node that leads, waited for up to RECOVER_MS; -1 if none. */
+static int
+find_leader(void)
+{
+	int64_t deadline = harness_now_ms() + RECOVER_MS;
+	int i;
+
+	while (harness_now_ms() < deadline) {
+		for (i = 0; i < NODES; i++)
+			if (role_of(nodes[i]) == 1)
+				return i;
+		harness_sleep_ms(100);
+	}
+	return -1;
+}
+
+/* A follower that knows the leader: its NOTLEADER names it. */
+static void
+await_hint(int follower, int leader)
+{
+	struct harness_conn *c = harness_connect(nodes[follower]);
+	const char *line = NULL;
+	char want[64];
+	int i;
+
+	snprintf(want, sizeof(want), "ERR NOTLEADER leader=127.0.0.1:%d ",
+	    nodes[leader]->port);
+	for (i = 0; i < 100; i++) {
+		harness_send(c, "STATUS x\r\n");
+		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+		if (line != NULL && strncmp(line, want, strlen(want)) == 0)
+			break;
+		harness_sleep_ms(50);
+	}
+	harness_close(c);
+	if (i == 100)
+		fail_msg("node %d never named the leader: \"%s\"", follower,
+		    line != NULL ? line : "(nothing)");
+}
+
+static lockd_context *
+connect_list(const char *list)
+{
+	lockd_options o;
+	lockd_context *c;
+
+	memset(&o, 0, sizeof(o));
+	o.host = list;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_non_null(c);
+	if (c->err != 0)
+		fail_msg("connect to %s: %s", list, c->errstr);
+	return c;
+}
+
+/* The lock's STATUS line as the node answers it (into buf). */
+static const char *
+status_at(int node, const char *name, char *buf, size_t size)
+{
+	struct harness_conn *c = harness_connect(nodes[node]);
+	const char *line;
+
+	harness_send(c, "STATUS %s\r\n", name);
+	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+	snprintf(buf, size, "%s", line != NULL ? line : "(nothing)");
+	harness_close(c);
+	return buf;
+}
+
+/* ---- endpoint lists, no cluster ---------------------------------------- */
+
+static void
+test_failover_endpoint_lists_parse_and_skip_a_dead_endpoint(void **state)
+{
+	struct harness_server *s;
+	lockd_options o;
+	lockd_context *c;
+	char list[128];
+	static const char *const bad[] = {
+		"127.0.0.1:7420,", ",a", "a:0,b", "a:70000", "a:x,b",
+		"[::1,b", "a,,b",
+	};
+	size_t i;
+
+	(void)state;
+	s = harness_start(NULL);
+	/* A closed port first: the next one is taken. */
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
+	    harness_closed_port(), s->port);
+	c = connect_list(list);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	lockd_free(c);
+	/* The same as URLs. */
+	memset(&o, 0, sizeof(o));
+	snprintf(list, sizeof(list), "lockd://127.0.0.1:%d,lockd://"
+	    "127.0.0.1:%d", harness_closed_port(), s->port);
+	o.url = list;
+	c = lockd_connect(&o);
+	assert_non_null(c);
+	assert_int_equal(c->err, 0);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	lockd_free(c);
+	/* One "host:port" is a list of one. */
+	memset(&o, 0, sizeof(o));
+	snprintf(list, sizeof(list), "127.0.0.1:%d", s->port);
+	o.host = list;
+	c = lockd_connect(&o);
+	assert_int_equal(c->err, 0);
+	lockd_free(c);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&o, 0, sizeof(o));
+		o.host = bad[i];
+		c = lockd_connect(&o);
+		assert_non_null(c);
+		if (c->err != LOCKD_ERR_INVALID)
+			fail_msg("\"%s\": %d (%s), not INVALID", bad[i],
+			    c->err, c->errstr);
+		lockd_free(c);
+	}
+	/* Nobody anywhere: one sentence for all. */
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
+	    harness_closed_port(), harness_closed_port());
+	memset(&o, 0, sizeof(o));
+	o.host = list;
+	c = lockd_connect(&o);
+	assert_int_equal(c->err, LOCKD_ERR_IO);
+	assert_non_null(strstr(c->errstr, "none of 2 endpoints"));
+	lockd_free(c);
+}
+
+/*
+ * Fake nodes that never lead: each answers every line with a NOTLEADER
+ * naming the other, forever, connection after connection.
+ */
+static int
+listen_loopback(int *port)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+	    listen(fd, 8) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+		return -1;
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+static void
+notleader_serve(int lfd, int other, const char *counter)
+{
+	char buf[1024], reply[128];
+	int fd, len, count = 0;
+	ssize_t n, i;
+	FILE *f;
+
+	len = snprintf(reply, sizeof(reply), "ERR NOTLEADER leader="
+	    "127.0.0.1:%d not me\r\n", other);
+	for (;;) {
+		if ((fd = accept(lfd, NULL, NULL)) < 0)
+			_exit(1);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			for (i = 0; i < n; i++)
+				if (buf[i] == '\n') {
+					if (write(fd, reply, (size_t)len) !=
+					    len)
+						break;
+					count++;
+					if ((f = fopen(counter, "w")) != NULL) {
+						fprintf(f, "%d\n", count);
+						fclose(f);
+					}
+				}
+		close(fd);
+	}
+}
+
+static pid_t
+notleader_start(int lfd, int other, const char *counter)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		notleader_serve(lfd, other, counter);
+	}
+	return pid;
+}
+
+static void
+test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
+{
+	const char *dir = harness_tempdir();
+	char list[64], counter[2][256], text[32];
+	int lfd[2], port[2], i, answered = 0, rc;
+	pid_t pid[2];
+	lockd_context *c;
+	int64_t began, took;
+
+	(void)state;
+	for (i = 0; i < 2; i++)
+		assert_true((lfd[i] = listen_loopback(&port[i])) >= 0);
+	for (i = 0; i < 2; i++) {
+		snprintf(counter[i], sizeof(counter[i]), "%s/n%d", dir, i);
+		pid[i] = notleader_start(lfd[i], port[1 - i], counter[i]);
+		assert_true(pid[i] > 0);
+		close(lfd[i]);
+	}
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port[0],
+	    port[1]);
+	c = connect_list(list);
+	assert_int_equal(lockd_set_failover_timeout(c, 1500), LOCKD_OK);
+	began = harness_now_ms();
+	rc = lockd_acquire(c, "loop", 5000, 0, LOCKD_ONCLOSE_KEEP, NULL);
+	took = harness_now_ms() - began;
+	printf("# NOTLEADER loop: %s after %lld ms: %s\n", lockd_strerror(rc),
+	    (long long)took, c->errstr);
+	assert_int_equal(rc, LOCKD_ERR_NOTLEADER);
+	assert_int_equal(c->err, LOCKD_ERR_NOTLEADER);
+	assert_non_null(strstr(c->errstr, "no leader answered in"));
+	assert_true(took < 1500 + 1000);
+	for (i = 0; i < 2; i++) {
+		if (harness_read_file(counter[i], text, sizeof(text)))
+			answered += atoi(text);
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+	}
+	/* Both hints were followed, and the attempts were bounded. */
+	printf("# %d NOTLEADER answers\n", answered);
+	assert_true(answered >= 3);
+	assert_true(answered <= LOCKD_FAILOVER_HOPS_MAX + 2);
+	/* The context is usable still; with fail-over off, at once. */
+	assert_int_equal(lockd_set_failover_timeout(c, 0), LOCKD_OK);
+	lockd_free(c);
+}
+
+/* ---- the cluster -------------------------------------------------------- */
+
+static void
+test_failover_client_starting_at_a_follower_is_redirected(void **state)
+{
+	char list[96], status[256];
+	lockd_context *c;
+	lockd_lease lease;
+	int leader, follower;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	follower = 1 - leader;
+	await_hint(follower, leader);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
+	    nodes[follower]->port, nodes[leader]->port);
+	c = connect_list(list);
+	assert_int_equal(lockd_acquire(c, "redirected", 10000, 0,
+	    LOCKD_ONCLOSE_KEEP, &lease), LOCKD_OK);
+	assert_int_equal(lease.fence, 1);
+	assert_int_equal(lockd_renew(c, &lease, 10000), LOCKD_OK);
+	status_at(leader, "redirected", status, sizeof(status));
+	assert_int_equal(strncmp(status, "STATUS redirected held=1 fence=1 ",
+	    33), 0);
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+}
+
+static void
+test_failover_kill_of_the_leader_moves_the_client_on(void **state)
+{
+	lockd_context *c, *other;
+	lockd_lease held, next;
+	char status[256], want[64];
+	int leader, renewed_at;
+	int64_t killed, took;
+
+	(void)state;
+	start_cluster(3);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = connect_list(endpoints);
+	assert_int_equal(lockd_acquire(c, "kept", 20000, 0,
+	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
+
+	harness_server_kill(nodes[leader]);
+	killed = harness_now_ms();
+	nodes[leader]->pid = 0;
+	/* The next call finds the new leader by itself. */
+	assert_int_equal(lockd_renew(c, &held, 20000), LOCKD_OK);
+	took = harness_now_ms() - killed;
+	printf("# kill -9 of the leader to a RENEWED from the new one: "
+	    "%lld ms\n", (long long)took);
+	for (renewed_at = 0; renewed_at < NODES; renewed_at++)
+		if (role_of(nodes[renewed_at]) == 1)
+			break;
+	assert_true(renewed_at < NODES && renewed_at != leader);
+	snprintf(want, sizeof(want), "STATUS kept held=1 fence=%llu ",
+	    (unsigned long long)held.fence);
+	status_at(renewed_at, "kept", status, sizeof(status));
+	if (strncmp(status, want, strlen(want)) != 0)
+		fail_msg("the new leader says \"%s\"", status);
+	/* Other calls go on, and the held lock is not granted again. */
+	assert_int_equal(lockd_acquire(c, "after", 5000, 0,
+	    LOCKD_ONCLOSE_KEEP, &next), LOCKD_OK);
+	assert_true(next.fence > held.fence);
+	other = connect_list(endpoints);
+	assert_int_equal(lockd_try(other, "kept", 5000, LOCKD_ONCLOSE_KEEP,
+	    NULL), LOCKD_HELD);
+	assert_int_equal(lockd_release(c, &held), LOCKD_OK);
+	/* A repeated RELEASE is harmless. */
+	assert_int_equal(lockd_release(c, &held), LOCKD_NOTHELD);
+	lockd_free(other);
+	lockd_free(c);
+}
+
+/*
+ * An ACQUIRE whose connection breaks while it waits (the leader is killed):
+ * the caller is answered once - its own grant from the new leader, never a
+ * second grant and never a second place in the queue.
+ */
+struct waiter {
+	lockd_context *c;
+	int rc;
+	lockd_lease lease;
+	int64_t done_at;
+};
+
+static void *
+waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = lockd_acquire(w->c, "queued", 20000, 15000,
+	    LOCKD_ONCLOSE_KEEP, &w->lease);
+	w->done_at = harness_now_ms();
+	return NULL;
+}
+
+static void
+test_failover_acquire_in_flight_is_answered_once(void **state)
+{
+	lockd_context *holder;
+	lockd_lease held;
+	struct waiter w;
+	pthread_t thread;
+	char status[256], want[80];
+	int leader, now_leader;
+
+	(void)state;
+	start_cluster(3);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	holder = connect_list(endpoints);
+	assert_int_equal(lockd_acquire(holder, "queued", 20000, 0,
+	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
+	memset(&w, 0, sizeof(w));
+	w.c = connect_list(endpoints);
+	assert_int_equal(pthread_create(&thread, NULL, waiter_main, &w), 0);
+	harness_sleep_ms(300);            /* it waits in the queue now */
+
+	harness_server_kill(nodes[leader]);
+	nodes[leader]->pid = 0;
+	/* The holder lets go on the new leader: the waiter's turn. */
+	assert_int_equal(lockd_release(holder, &held), LOCKD_OK);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	printf("# the ACQUIRE in flight: %s (%s)\n", lockd_strerror(w.rc),
+	    w.c->errstr);
+	now_leader = find_leader();
+	assert_true(now_leader >= 0);
+	status_at(now_leader, "queued", status, sizeof(status));
+	/* Without rid= it is not sent again: its fate is told. */
+	assert_true(lockd_error_is_fatal(w.rc));
+	if (strncmp(status, "STATUS queued held=0 ", 21) != 0)
+		fail_msg("the new leader says \"%s\"", status);
+	(void)want;
+	lockd_free(w.c);
+	lockd_free(holder);
+}
+
+/* ---- lockctl run -------------------------------------------------------- */
+
+static pid_t
+spawn_run(const char *lease, const char *name, const char *script,
+    const char *err_path)
+{
+	const char *argv[] = {
+		harness_program("lockctl"), "-H", endpoints, "-t", "1000",
+		"run", "-l", lease, name, "-c", script, NULL,
+	};
+
+	return harness_spawn((char *const *)argv, NULL, err_path);
+}
+
+static void
+show_file(const char *path)
+{
+	char text[4096];
+
+	if (harness_read_file(path, text, sizeof(text)))
+		printf("# %s:\n%s", path, text);
+}
+
+static void
+test_failover_run_keeps_its_command_through_a_fail_over(void **state)
+{
+	const char *dir = harness_tempdir();
+	char err[256], done[256], script[512];
+	int leader, status;
+	pid_t pid;
+
+	(void)state;
+	start_cluster(3);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(done, sizeof(done), "%s/done", dir);
+	snprintf(script, sizeof(script), "sleep 9; echo ok > %s", done);
+	/* 15 s: a fail-over (about 4 s) is within the 40%% of the lease
+	 * that run may spend on failed renewals before it must stop. */
+	pid = spawn_run("15s", "job", script, err);
+	assert_true(pid > 0);
+	harness_sleep_ms(1500);
+	harness_server_kill(nodes[leader]);
+	nodes[leader]->pid = 0;
+	status = harness_wait(pid, 20000);
+	show_file(err);
+	assert_int_equal(status, 0);
+	assert_true(harness_wait_for_file(done, 100));
+}
+
+/*
+ * No leader for longer than the lease: the command is stopped, and lockctl
+ * has exited, before the lease the old leader had could end - counted from
+ * a STATUS sent just before the kill, whose ttl bounds that lease's end
+ * from below.
+ */
+static void
+test_failover_run_stops_its_command_when_no_leader_comes_back(void **state)
+{
+	const char *dir = harness_tempdir();
+	char err[256], line[256], *ttl;
+	struct harness_conn *c;
+	int leader, other, status, i;
+	int64_t sent, ends, exited;
+	pid_t pid;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	other = 1 - leader;
+	snprintf(err, sizeof(err), "%s/err", dir);
+	pid = spawn_run("4s", "stops", "sleep 30", err);
+	assert_true(pid > 0);
+	c = harness_connect(nodes[leader]);
+	for (i = 0; i < 100; i++) {
+		harness_send(c, "STATUS stops\r\n");
+		snprintf(line, sizeof(line), "%s", harness_read_line(c,
+		    HARNESS_REPLY_TIMEOUT_MS));
+		if (strncmp(line, "STATUS stops held=1 ", 20) == 0)
+			break;
+		harness_sleep_ms(50);
+	}
+	assert_true(i < 100);
+	harness_sleep_ms(1000);
+	sent = harness_now_ms();
+	harness_send(c, "STATUS stops\r\n");
+	snprintf(line, sizeof(line), "%s", harness_read_line(c,
+	    HARNESS_REPLY_TIMEOUT_MS));
+	harness_server_pause(nodes[other]);
+	harness_server_kill(nodes[leader]);
+	nodes[leader]->pid = 0;
+	assert_non_null(ttl = strstr(line, " ttl="));
+	ends = sent + atoll(ttl + 5);
+	status = harness_wait(pid, 10000);
+	exited = harness_now_ms();
+	show_file(err);
+	printf("# lockctl exited %lld ms before the lease could end\n",
+	    (long long)(ends - exited));
+	assert_int_equal(status, 79);
+	assert_true(exited < ends);
+	harness_server_resume(nodes[other]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		HARNESS_TEST(
+		    test_failover_endpoint_lists_parse_and_skip_a_dead_endpoint),
+		HARNESS_TEST(
+		    test_failover_notleader_loop_between_two_bad_hints_ends),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_client_starting_at_a_follower_is_redirected,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_kill_of_the_leader_moves_the_client_on,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_acquire_in_flight_is_answered_once,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_run_keeps_its_command_through_a_fail_over,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_run_stops_its_command_when_no_leader_comes_back,
+		    harness_setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
