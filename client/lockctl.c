@@ -905,7 +905,7 @@ struct run {
 	int64_t leftover_kill_at; /* 0 until what is left got SIGTERM */
 	bool leftover_killed;
 	bool renewing;            /* a RENEW is out */
-	bool follow;              /* ctx was told NOTLEADER: reconnect it */
+	bool reconnect;           /* ctx broke, stalled or met a follower */
 	int follows;              /* NOTLEADERs since the last renewal */
 	int64_t renew_sent;
 	int64_t next_renew;
@@ -1034,15 +1034,15 @@ connect_until(struct run *r, int64_t deadline)
 
 	if (left < 1)
 		left = 1;
-	if (r->ctx != NULL && r->follow) {
-		/* The context knows where the leader is (or which endpoint
-		 * comes next): reconnect it, at once. */
-		r->follow = false;
+	if (r->ctx != NULL && (r->reconnect ||
+	    lockd_error_is_fatal(r->ctx->err))) {
+		/* The same context: it goes to the leader a NOTLEADER
+		 * named, else on to the next endpoint. */
+		r->reconnect = false;
 		lockd_set_connect_timeout(r->ctx, o.connect_timeout_ms <= 0 ||
 		    o.connect_timeout_ms > left ? left : o.connect_timeout_ms);
 		if (lockd_reconnect(r->ctx) != LOCKD_OK) {
 			snprintf(r->why, sizeof(r->why), "%s", r->ctx->errstr);
-			drop_connection(r);
 			return false;
 		}
 	}
@@ -1068,8 +1068,9 @@ connect_until(struct run *r, int64_t deadline)
 
 /*
  * A renewal failed and the lease still runs.  A broken connection is
- * replaced at once (lockd may be back already: a restart); otherwise the
- * next attempt waits a retry interval.
+ * replaced at once (lockd may be back already: a restart; or, in a
+ * cluster, the next node knows the new leader); otherwise the next attempt
+ * waits a retry interval.
  */
 static void
 retry_renewal(struct run *r, bool broken)
@@ -1077,7 +1078,8 @@ retry_renewal(struct run *r, bool broken)
 	snprintf(r->why, sizeof(r->why), "%s",
 	    r->ctx != NULL ? r->ctx->errstr : r->why);
 	if (broken && r->ctx != NULL) {
-		drop_connection(r);
+		r->renewing = false;
+		r->reconnect = true;
 		r->next_renew = lockd_now_ms();
 		return;
 	}
@@ -1134,7 +1136,7 @@ on_renewal_reply(struct run *r)
 		 * cluster may have no leader for a while).
 		 */
 		retry_renewal(r, false);
-		r->follow = true;
+		r->reconnect = true;
 		if (++r->follows <= FOLLOW_AT_ONCE)
 			r->next_renew = lockd_now_ms();
 	} else if (rc == LOCKD_ERR_UNAVAILABLE || rc == LOCKD_ERR_LIMIT)

@@ -46,6 +46,7 @@ struct lockd__state {
 	struct lockd__endpoint *ats;  /* every endpoint configured */
 	size_t n_ats;
 	size_t next_at;       /* where the next connect starts */
+	bool hinted;          /* next_at is a leader a NOTLEADER named */
 	struct lockd__endpoint *at;   /* the one connected or last tried */
 	int64_t failover_timeout_ms;  /* 0: no fail-over */
 	bool unusable;        /* the options were bad: every call fails */
@@ -518,13 +519,29 @@ fail:
 	return NULL;
 }
 
+/*
+ * A new connection for a context that had one: to the leader a NOTLEADER
+ * named, else to the endpoint after the last one (it broke, stalled or
+ * does not lead; a node that merely restarted is named by the others).
+ */
+static int
+lockd__reopen(lockd_context *c)
+{
+	struct lockd__state *s = c->state;
+
+	if (!s->hinted)
+		s->next_at = ((size_t)(s->at - s->ats) + 1) % s->n_ats;
+	s->hinted = false;
+	lockd__reset_stream(c);
+	return lockd__open(c);
+}
+
 int
 lockd_reconnect(lockd_context *c)
 {
 	if (c->state->unusable)
 		return c->err;
-	lockd__reset_stream(c);
-	return lockd__open(c);
+	return lockd__reopen(c);
 }
 
 void
@@ -971,6 +988,7 @@ lockd__follow_hint(lockd_context *c)
 	if (lockd__notleader_hint(c->errstr, hint, sizeof(hint)))
 		at = lockd__endpoints_find(s->ats, s->n_ats, hint,
 		    strlen(hint));
+	s->hinted = at >= 0;
 	s->next_at = at >= 0 ? (size_t)at :
 	    ((size_t)(s->at - s->ats) + 1) % s->n_ats;
 }
@@ -1163,8 +1181,7 @@ lockd__call(lockd_context *c, struct lockd__request *r, int rc,
 				if (backoff > LOCKD__FAILOVER_BACKOFF_MAX_MS)
 					backoff = LOCKD__FAILOVER_BACKOFF_MAX_MS;
 			}
-			lockd__reset_stream(c);
-			rc = lockd__open(c);
+			rc = lockd__reopen(c);
 			if (lockd_error_is_fatal(rc))
 				continue;
 			if (rc != LOCKD_OK)

@@ -210,7 +210,10 @@ typedef struct lockd_reply {
  * defaults).  lockd_reconnect() closes the connection, drops any replies
  * still due and buffered requests, and connects again with the same options;
  * leases survive it unless they were taken with LOCKD_ONCLOSE_RELEASE.
- * lockd_free() closes and frees; NULL is fine.
+ * lockd_free() closes and frees; NULL is fine.  With several endpoints,
+ * lockd_reconnect() goes to the leader the last ERR NOTLEADER named, else
+ * to the endpoint after the one it was connected to, and on around the
+ * list.
  */
 lockd_context *lockd_connect(const lockd_options *options);
 int lockd_reconnect(lockd_context *c);
