@@ -377,7 +377,9 @@ static void
 test_failover_kill_of_the_leader_moves_the_client_on(void **state)
 {
 	lockd_context *c, *other;
-	lockd_lease held, next;
+	lockd_lease held, next, alive;
+	lockd_keepalive *k;
+	lockd_options o;
 	char status[256], want[64];
 	int leader, renewed_at;
 	int64_t killed, took;
@@ -389,6 +391,18 @@ test_failover_kill_of_the_leader_moves_the_client_on(void **state)
 	c = connect_list(endpoints);
 	assert_int_equal(lockd_acquire(c, "kept", 20000, 0,
 	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
+	/* And one the keep-alive helper renews, every 4 s. */
+	memset(&o, 0, sizeof(o));
+	o.host = endpoints;
+	o.connect_timeout_ms = CONNECT_MS;
+	assert_int_equal(lockd_acquire(c, "kept-alive", 12000, 0,
+	    LOCKD_ONCLOSE_KEEP, &alive), LOCKD_OK);
+	k = lockd_keepalive_start(&o, &alive, NULL, NULL);
+	assert_non_null(k);
+	assert_int_equal(lockd_keepalive_lost(k), 0);
+	/* Its next renewal comes half a second after the kill, when no
+	 * node leads: it must follow NOTLEADER until one does. */
+	harness_sleep_ms(3500);
 
 	harness_server_kill(nodes[leader]);
 	killed = harness_now_ms();
@@ -417,6 +431,15 @@ test_failover_kill_of_the_leader_moves_the_client_on(void **state)
 	assert_int_equal(lockd_release(c, &held), LOCKD_OK);
 	/* A repeated RELEASE is harmless. */
 	assert_int_equal(lockd_release(c, &held), LOCKD_NOTHELD);
+	/* The helper renewed on the new leader, past the kill. */
+	while (harness_now_ms() < killed + 6000)
+		harness_sleep_ms(100);
+	if (lockd_keepalive_lost(k) != 0)
+		fail_msg("the keep-alive lost its lease: %s",
+		    lockd_keepalive_errstr(k));
+	lockd_keepalive_lease(k, &alive);
+	assert_true(alive.deadline_ms - alive.lease_ms > killed);
+	assert_int_equal(lockd_keepalive_stop(k), 0);
 	lockd_free(other);
 	lockd_free(c);
 }
