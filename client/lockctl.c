@@ -113,6 +113,8 @@ static const char usage_text[] =
 "  -H lockd://HOST[:PORT]       plain TCP (as -H HOST -p PORT)\n"
 "  -H lockds://HOST[:PORT]      TLS; the server's certificate must name HOST\n"
 "  -H lockd:///PATH             a Unix socket (as -U PATH)\n"
+"  -H HOST:PORT,HOST:PORT,...   a cluster's nodes (or URLs): the leader is\n"
+"                               found and followed through a fail-over\n"
 "      --tls                    TLS with -H HOST\n"
 "      --ca FILE                trust this CA (PEM; default: the system's)\n"
 "      --cert FILE --key FILE   a client certificate (PEM)\n"
@@ -150,6 +152,7 @@ fail(const char *what, const char *name, const lockd_context *c, int rc)
 	case LOCKD_ERR_EOF:
 	case LOCKD_ERR_TIMEOUT:
 	case LOCKD_ERR_SHUTDOWN:
+	case LOCKD_ERR_NOTLEADER:   /* no node of the cluster leads */
 		return EXIT_UNREACHABLE;
 	case LOCKD_ERR_WAIT_TIMEOUT:
 		return EXIT_WAIT_TIMEOUT;
@@ -209,6 +212,11 @@ open_context(const lockd_options *options, int *code)
 		lockd_free(c);
 		return NULL;
 	}
+	/* A cluster: -t also bounds the search for the leader. */
+	if (options->command_timeout_ms > 0 && ((options->url != NULL &&
+	    strchr(options->url, ',') != NULL) || (options->host != NULL &&
+	    strchr(options->host, ',') != NULL)))
+		lockd_set_failover_timeout(c, options->command_timeout_ms);
 	return c;
 }
 

@@ -328,19 +328,40 @@ test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 	assert_int_equal(c->err, LOCKD_ERR_NOTLEADER);
 	assert_non_null(strstr(c->errstr, "no leader answered in"));
 	assert_true(took < 1500 + 1000);
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 2; i++)
 		if (harness_read_file(counter[i], text, sizeof(text)))
 			answered += atoi(text);
-		kill(pid[i], SIGKILL);
-		waitpid(pid[i], NULL, 0);
-	}
 	/* Both hints were followed, and the attempts were bounded. */
 	printf("# %d NOTLEADER answers\n", answered);
 	assert_true(answered >= 3);
 	assert_true(answered <= LOCKD_FAILOVER_HOPS_MAX + 2);
 	/* The context is usable still; with fail-over off, at once. */
 	assert_int_equal(lockd_set_failover_timeout(c, 0), LOCKD_OK);
+	assert_int_equal(lockd_status(c, "loop", NULL), LOCKD_ERR_NOTLEADER);
+	assert_null(strstr(c->errstr, "no leader answered"));
 	lockd_free(c);
+	/* lockctl: -t bounds the search; no leader is exit 69. */
+	{
+		const char *argv[] = {
+			harness_program("lockctl"), "-H", list, "-t", "1000",
+			"status", "loop", NULL,
+		};
+		char err[512];
+
+		began = harness_now_ms();
+		rc = harness_run((char *const *)argv, 10000, NULL, 0, err,
+		    sizeof(err));
+		took = harness_now_ms() - began;
+		printf("# lockctl: exit %d after %lld ms: %s", rc,
+		    (long long)took, err);
+		assert_int_equal(rc, 69);
+		assert_non_null(strstr(err, "no leader answered"));
+		assert_true(took < 1000 + 1000);
+	}
+	for (i = 0; i < 2; i++) {
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+	}
 }
 
 /* ---- the cluster -------------------------------------------------------- */
