@@ -15,6 +15,19 @@
 #include <stdint.h>
 
 static inline void
+bytes_put_le16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static inline uint16_t
+bytes_get_le16(const unsigned char *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline void
 bytes_put_le32(unsigned char *p, uint32_t v)
 {
 	p[0] = (unsigned char)v;

@@ -32,6 +32,7 @@ typedef int64_t core_time;               /* ms on a clock that never steps */
 #define CORE_NAME_MAX 255
 #define CORE_WAIT_FOREVER (-1)           /* acquire without a wait limit */
 #define CORE_OWNER_MAX 64                /* bytes of a holder's owner label */
+#define CORE_RID_MAX 64                  /* bytes of a request id (rid=) */
 
 enum core_status {
 	CORE_OK = 0,
@@ -62,6 +63,10 @@ struct core_lock {
 	int64_t delay_ms;     /* lock-delay when this hold ends badly */
 	uint8_t label_len;    /* 0: no owner label given */
 	char label[CORE_OWNER_MAX];  /* public, never proof of anything */
+	/* The request id the hold was granted with (0: none): a repeat of
+	 * that request while the lease lives gets this same grant back. */
+	uint8_t rid_len;
+	char rid[CORE_RID_MAX];
 };
 
 /* How a hold ended, for lock-delay and for WATCH's cause=. */
@@ -126,6 +131,11 @@ struct core_rules {
 	/* Does a WATCH of `watched` fire when the newest holder's fence (0
 	 * when free) is `current`. */
 	bool (*watch_fires)(uint64_t watched, uint64_t current);
+	/* Is a request with this rid (rid_len 0: none) a repeat of the one
+	 * the live holder was granted for: then it gets that grant back and
+	 * nothing changes.  Never true without a rid, nor for a free lock. */
+	bool (*rid_repeat)(const struct core_lock *lock, const char *rid,
+	    size_t rid_len);
 };
 
 /* The rules the daemon runs. */
@@ -146,6 +156,8 @@ core_time core_rule_delay_end(const struct core_lock *ended,
     enum core_end how, core_time now);
 bool core_rule_force(struct core_lock *lock, uint64_t fence);
 bool core_rule_watch_fires(uint64_t watched, uint64_t current);
+bool core_rule_rid_repeat(const struct core_lock *lock, const char *rid,
+    size_t rid_len);
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -220,6 +232,7 @@ enum core_reply_kind {
 	CORE_REPLY_SHUTDOWN,    /* the waiter was cancelled by a clean stop */
 	CORE_REPLY_FORCED,      /* FORCE freed the holder: durable */
 	CORE_REPLY_CHANGED,     /* a WATCH fired; status says what it saw */
+	CORE_REPLY_SUPERSEDED,  /* a waiter replaced by its rid's repeat */
 	/* Events with no request behind them (session and tag are 0): */
 	CORE_EVENT_RECLAIMED,   /* an expired lease was freed */
 	CORE_EVENT_RELEASED_ONCLOSE  /* a connection's close released a lease */
@@ -256,6 +269,8 @@ struct core_reply {
 	 * found it; valid during the call. */
 	const struct core_lock_status *status;
 	bool watch;                 /* TIMEOUT: of a WATCH, not an ACQUIRE */
+	bool repeat;                /* GRANTED: a rid repeat of a live grant,
+	                             * made durable before, not a new one */
 };
 
 struct core_sink {
@@ -312,6 +327,8 @@ struct core_waiter {
 	int64_t delay_ms;
 	uint8_t label_len;
 	char label[CORE_OWNER_MAX];
+	uint8_t rid_len;
+	char rid[CORE_RID_MAX];
 	/* A WATCH rather than an ACQUIRE: on its entry's watchers list, it
 	 * fires when the newest holder's fence is no longer watch_fence. */
 	bool watch;
@@ -373,11 +390,24 @@ struct core_acquire_args {
 	int64_t delay_ms;        /* lock-delay; capped; negative = BADARG */
 	const char *label;       /* the owner label, label_len bytes; 0: none */
 	size_t label_len;        /* at most CORE_OWNER_MAX, else BADARG */
+	const char *rid;         /* the request id, rid_len bytes; 0: none */
+	size_t rid_len;          /* at most CORE_RID_MAX, else BADARG */
 };
 
 /*
  * Every operation first reclaims the named lock's lease if it has expired
- * (handing the lock to its queue's head), then acts.  Each reports its
+ * (handing the lock to its queue's head), then acts.
+ *
+ * ACQUIRE and TRY with a rid: when the live holder was granted with the
+ * same rid (rules->rid_repeat), the answer is that grant again - GRANTED
+ * with its fence and secret, lease_ms the time it has left - and nothing
+ * changes but one thing: a hold bound by onclose=release is bound to the
+ * repeating session from then on (the one that got the grant before is
+ * presumed gone; that is why the client repeats).  An ACQUIRE whose rid
+ * equals a waiter's in the name's queue takes that waiter's place (its
+ * turn, with the new request's options and session), and the old waiter
+ * is answered CORE_REPLY_SUPERSEDED: one rid never waits twice.  A TRY
+ * never queues and leaves such a waiter alone.  Each reports its
  * answer through the sink, now or later (a queued ACQUIRE), exactly once per
  * request, with the request's tag.  The return value repeats the immediate
  * outcome for the caller's convenience.
@@ -509,6 +539,13 @@ struct core_record {
 	core_time delay_until;      /* the name's lock-delay; 0: none */
 	uint8_t label_len;
 	char label[CORE_OWNER_MAX];
+	uint8_t rid_len;            /* the grant's rid; 0: none */
+	char rid[CORE_RID_MAX];
+	/* The holder's kind (durable since record version 3, for issue 17's
+	 * holder sets): limit 0 or 1 is a plain lock; shared, a read hold.
+	 * A single-holder table writes 0 and false. */
+	uint16_t limit;
+	bool shared;
 	bool onclose_release;
 	/* With onclose_release: the id of the session it is bound to, as
 	 * reported; and, for a restore, that session when the caller knows it

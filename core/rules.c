@@ -144,6 +144,19 @@ core_rule_watch_fires(uint64_t watched, uint64_t current)
 	return watched != current;
 }
 
+/*
+ * Only a live holder's rid is remembered: the rid goes with the hold (a
+ * free lock has none), so a repeat after the lease ended is a new request.
+ * The whole rid must match, not a prefix of it.
+ */
+bool
+core_rule_rid_repeat(const struct core_lock *lock, const char *rid,
+    size_t rid_len)
+{
+	return lock->fence != 0 && rid_len > 0 && lock->rid_len == rid_len &&
+	    memcmp(lock->rid, rid, rid_len) == 0;
+}
+
 static struct core_waiter *
 next_waiter_fifo(struct core_entry *entry)
 {
@@ -167,4 +180,5 @@ const struct core_rules core_rules_std = {
 	.delay_end = core_rule_delay_end,
 	.force = core_rule_force,
 	.watch_fires = core_rule_watch_fires,
+	.rid_repeat = core_rule_rid_repeat,
 };

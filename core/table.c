@@ -567,6 +567,8 @@ struct hold_options {
 	int64_t delay_ms;
 	uint8_t label_len;
 	const char *label;
+	uint8_t rid_len;
+	const char *rid;
 };
 
 /*
@@ -602,6 +604,9 @@ grant_to(struct core_table *table, struct core_entry *e,
 	e->lock.label_len = opt->label_len;
 	if (opt->label_len > 0)   /* no label: label may be NULL */
 		memcpy(e->lock.label, opt->label, opt->label_len);
+	e->lock.rid_len = opt->rid_len;
+	if (opt->rid_len > 0)
+		memcpy(e->lock.rid, opt->rid, opt->rid_len);
 	if (onclose_release && session != NULL) {
 		e->owner = session;
 		link_append(&session->onclose, &e->onclose_link);
@@ -670,7 +675,7 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		uint64_t tag = w->tag;
 		int64_t lease = w->lease_ms;
 		struct hold_options opt;
-		char label[CORE_OWNER_MAX];
+		char label[CORE_OWNER_MAX], rid[CORE_RID_MAX];
 		core_time since = w->enqueued_at;
 
 		/* The waiter is freed before the grant: keep what it asked. */
@@ -679,6 +684,9 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		opt.label_len = w->label_len;
 		memcpy(label, w->label, w->label_len);
 		opt.label = label;
+		opt.rid_len = w->rid_len;
+		memcpy(rid, w->rid, w->rid_len);
+		opt.rid = rid;
 
 		/* A wait that ended before now has timed out, whether or not
 		 * core_tick has run since.  At the deadline's own instant the
@@ -746,6 +754,34 @@ held_limit_hit(const struct core_table *table, const struct core_entry *e)
 }
 
 /*
+ * A repeat of the request the live holder was granted for (same rid): the
+ * same grant again, with the lease it has left.  Nothing about the hold
+ * changes, except that a hold bound by onclose=release follows the
+ * session that repeated it: the one it was bound to is most likely a dead
+ * connection not yet noticed, and releasing the lock when that is noticed
+ * would take it from the client that now has the handle.
+ */
+static void
+regrant(struct core_table *table, struct core_entry *e,
+    struct core_session *session, uint64_t tag, core_time now)
+{
+	struct core_reply r;
+
+	if (e->owner != NULL && session != NULL && e->owner != session) {
+		unbind_owner(e);
+		e->owner = session;
+		link_append(&session->onclose, &e->onclose_link);
+		entry_dirty(table, e);
+	}
+	memset(&r, 0, sizeof(r));
+	r.fence = e->lock.fence;
+	r.secret = e->lock.secret;
+	r.lease_ms = e->lock.expiry - now;
+	r.repeat = true;
+	emit(table, CORE_REPLY_GRANTED, session, tag, e, &r);
+}
+
+/*
  * The start of ACQUIRE and TRY, their arguments checked: finds the entry
  * (an expired lease reclaimed first) and grants it at once when it is free
  * and nobody waits.  Returns true when the request was answered, with
@@ -766,6 +802,11 @@ take_if_free(struct core_table *table, struct core_session *session,
 	}
 	reclaim(table, e, now);
 	*ep = e;
+	if (table->rules->rid_repeat(&e->lock, opt->rid, opt->rid_len)) {
+		regrant(table, e, session, tag, now);
+		*status = CORE_OK;
+		return true;
+	}
 	if (!link_empty(&e->queue) || !grantable(table, e, now))
 		return false;
 	if (held_limit_hit(table, e)) {
@@ -786,13 +827,17 @@ hold_options_get(const struct core_table *table,
     const struct core_acquire_args *args, struct hold_options *opt)
 {
 	if (args->delay_ms < 0 || args->label_len > CORE_OWNER_MAX ||
-	    (args->label_len > 0 && args->label == NULL))
+	    (args->label_len > 0 && args->label == NULL) ||
+	    args->rid_len > CORE_RID_MAX ||
+	    (args->rid_len > 0 && args->rid == NULL))
 		return false;
 	opt->onclose_release = args->onclose_release;
 	opt->delay_ms = args->delay_ms < table->config.max_lock_delay_ms ?
 	    args->delay_ms : table->config.max_lock_delay_ms;
 	opt->label_len = (uint8_t)args->label_len;
 	opt->label = args->label;
+	opt->rid_len = (uint8_t)args->rid_len;
+	opt->rid = args->rid;
 	return true;
 }
 
@@ -859,13 +904,51 @@ waiter_add(struct core_table *table, struct core_session *session,
 	return w;
 }
 
+/* The waiter in e's queue that asked with this rid, NULL for none. */
+static struct core_waiter *
+waiter_with_rid(struct core_entry *e, const char *rid, size_t rid_len)
+{
+	struct core_link *l;
+
+	if (rid_len == 0)
+		return NULL;
+	for (l = e->queue.next; l != &e->queue; l = l->next) {
+		struct core_waiter *w = container_of(l, struct core_waiter,
+		    queue_link);
+
+		if (w->rid_len == rid_len && memcmp(w->rid, rid, rid_len) == 0)
+			return w;
+	}
+	return NULL;
+}
+
+/*
+ * `fresh`, just queued at the tail, takes old's place in the queue (its
+ * turn, from when old was queued), and old is answered SUPERSEDED and
+ * removed: the same request never waits twice.
+ */
+static void
+waiter_supersede(struct core_table *table, struct core_waiter *old,
+    struct core_waiter *fresh)
+{
+	struct core_session *s = old->session;
+	struct core_entry *e = old->entry;
+	uint64_t tag = old->tag;
+
+	link_remove(&fresh->queue_link);
+	link_append(&old->queue_link, &fresh->queue_link);  /* before old */
+	fresh->enqueued_at = old->enqueued_at;
+	waiter_remove(table, old);
+	reply_simple(table, CORE_REPLY_SUPERSEDED, s, tag, e);
+}
+
 enum core_status
 core_acquire(struct core_table *table, struct core_session *session,
     const char *name, size_t name_len, const struct core_acquire_args *args,
     uint64_t tag, core_time now)
 {
 	struct core_entry *e;
-	struct core_waiter *w;
+	struct core_waiter *w, *old;
 	struct hold_options opt;
 	enum core_status status;
 	int64_t lease;
@@ -885,9 +968,13 @@ core_acquire(struct core_table *table, struct core_session *session,
 		reply_simple(table, CORE_REPLY_TIMEOUT, session, tag, e);
 		return CORE_OK;
 	}
-	if (!waiter_room(table, session, tag, e))
+	/* A repeat of a waiting request takes its place: the waiter it
+	 * replaces leaves room for it under every limit. */
+	old = waiter_with_rid(e, opt.rid, opt.rid_len);
+	if (old == NULL && !waiter_room(table, session, tag, e))
 		return CORE_ERR_LIMIT;
-	if (session->group_waiters != NULL && session->group_max_waiters != 0 &&
+	if (old == NULL && session->group_waiters != NULL &&
+	    session->group_max_waiters != 0 &&
 	    *session->group_waiters >= session->group_max_waiters) {
 		reply_limit(table, session, tag, e, CORE_LIMIT_GROUP_WAITERS);
 		return CORE_ERR_LIMIT;
@@ -895,12 +982,17 @@ core_acquire(struct core_table *table, struct core_session *session,
 	if ((w = waiter_add(table, session, tag, e, false, args->wait_ms,
 	    now)) == NULL)
 		return CORE_ERR_NOMEM;
+	if (old != NULL)
+		waiter_supersede(table, old, w);
 	w->lease_ms = lease;
 	w->onclose_release = opt.onclose_release;
 	w->delay_ms = opt.delay_ms;
 	w->label_len = opt.label_len;
 	if (opt.label_len > 0)
 		memcpy(w->label, opt.label, opt.label_len);
+	w->rid_len = opt.rid_len;
+	if (opt.rid_len > 0)
+		memcpy(w->rid, opt.rid, opt.rid_len);
 	return CORE_OK;
 }
 
@@ -1248,6 +1340,8 @@ core_table_changes(struct core_table *table,
 				rec.label_len = e->lock.label_len;
 				memcpy(rec.label, e->lock.label,
 				    e->lock.label_len);
+				rec.rid_len = e->lock.rid_len;
+				memcpy(rec.rid, e->lock.rid, e->lock.rid_len);
 				rec.onclose_release = e->owner != NULL;
 				rec.owner_id = e->owner != NULL ?
 				    e->owner->id : 0;
@@ -1328,6 +1422,9 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		e->lock.label_len = rec->label_len <= CORE_OWNER_MAX ?
 		    rec->label_len : 0;
 		memcpy(e->lock.label, rec->label, e->lock.label_len);
+		e->lock.rid_len = rec->rid_len <= CORE_RID_MAX ?
+		    rec->rid_len : 0;
+		memcpy(e->lock.rid, rec->rid, e->lock.rid_len);
 		/* The record keeps no grant time; its last grant or renewal
 		 * is the closest it tells, and no later than now. */
 		e->granted_at = rec->expiry - rec->lease_ms < now ?

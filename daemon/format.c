@@ -7,13 +7,17 @@
 #include "core/bytes.h"
 #include "daemon/format.h"
 
-void
+size_t
 format_record_encode(const struct core_record *rec, const uint8_t boot_id[16],
     core_time now, int64_t wall_now, unsigned char out[FORMAT_RECORD_SIZE])
 {
-	memset(out, 0, FORMAT_RECORD_SIZE);
+	size_t label = rec->label_len <= CORE_OWNER_MAX ? rec->label_len : 0;
+	size_t rid = rec->rid_len <= CORE_RID_MAX ? rec->rid_len : 0;
+
+	memset(out, 0, FORMAT_RECORD_FIXED);
 	out[0] = FORMAT_RECORD_VERSION;
-	out[1] = rec->onclose_release ? 1 : 0;
+	out[1] = (unsigned char)((rec->onclose_release ? 1 : 0) |
+	    (rec->shared ? 2 : 0));
 	if (rec->onclose_release) {
 		unsigned char id[8];
 		bytes_put_le64(id, rec->owner_id);
@@ -31,10 +35,12 @@ format_record_encode(const struct core_record *rec, const uint8_t boot_id[16],
 		bytes_put_le64(out + 80,
 		    (uint64_t)(wall_now + (rec->delay_until - now)));
 	}
-	if (rec->label_len <= CORE_OWNER_MAX) {
-		out[88] = rec->label_len;
-		memcpy(out + 96, rec->label, rec->label_len);
-	}
+	out[88] = (unsigned char)label;
+	out[89] = (unsigned char)rid;
+	bytes_put_le16(out + 90, rec->limit);
+	memcpy(out + FORMAT_RECORD_FIXED, rec->label, label);
+	memcpy(out + FORMAT_RECORD_FIXED + label, rec->rid, rid);
+	return FORMAT_RECORD_FIXED + label + rid;
 }
 
 /* An instant of the record at boot-clock offset `at` (wall clock at
@@ -60,9 +66,12 @@ format_record_decode(const void *val, size_t len, const uint8_t boot_id[16],
     struct core_record *rec)
 {
 	const unsigned char *p = val;
-	bool same_boot, v2;
+	bool same_boot, v2, v3;
 
-	v2 = len == FORMAT_RECORD_SIZE && p[0] == FORMAT_RECORD_VERSION;
+	v3 = len >= FORMAT_RECORD_FIXED && p[0] == FORMAT_RECORD_VERSION &&
+	    p[88] <= CORE_OWNER_MAX && p[89] <= CORE_RID_MAX &&
+	    len == FORMAT_RECORD_FIXED + (size_t)p[88] + p[89];
+	v2 = v3 || (len == FORMAT_RECORD_V2_SIZE && p[0] == FORMAT_RECORD_V2);
 	if (!v2 && (len != FORMAT_RECORD_V1_SIZE || p[0] != FORMAT_RECORD_V1))
 		return false;
 	memset(rec, 0, sizeof(*rec));
@@ -91,6 +100,12 @@ format_record_decode(const void *val, size_t len, const uint8_t boot_id[16],
 			return false;
 		rec->label_len = p[88];
 		memcpy(rec->label, p + 96, rec->label_len);
+	}
+	if (v3) {
+		rec->rid_len = p[89];
+		memcpy(rec->rid, p + FORMAT_RECORD_FIXED + p[88], rec->rid_len);
+		rec->limit = bytes_get_le16(p + 90);
+		rec->shared = (p[1] & 2) != 0;
 	}
 	/* No holder: only a name in lock-delay has a record. */
 	if (rec->fence == 0) {

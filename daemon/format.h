@@ -17,11 +17,19 @@
 #include "core/core.h"
 
 /*
- * The lease record, version 2: 160 bytes; version 1 (64 bytes) is still
- * read, as a record with no owner label and no lock-delay.
+ * The lease record, version 3: 96 bytes, then the owner label and the rid
+ * as long as they are (96 to 224 bytes in all; a plain lock with neither
+ * takes 96, less than version 2's 160).  Versions 2 (160 bytes) and 1
+ * (64 bytes) are still read: version 2 as a record with no rid and a
+ * plain (limit 1, exclusive) hold, version 1 also with no owner label and
+ * no lock-delay.  Each record is one holder: version 3 carries everything
+ * a holder of issue 17's lock kinds has (rid, mode, limit), so that
+ * counting semaphores and shared locks need no further layout - only
+ * more records per name (a plain lock keeps its one record under its
+ * name, exactly as before).
  *
- *    0  version (1)
- *    1  flags: bit 0, onclose=release
+ *    0  version (3)
+ *    1  flags: bit 0, onclose=release; bit 1, a shared (mode=shared) hold
  *    2  the id of the connection it is bound to, 48 bits (this process's;
  *       zero unless onclose=release)
  *    8  fence
@@ -35,22 +43,40 @@
  *   64  the holder's lock-delay, ms
  *   72  the name's lock-delay ends, on the boot clock, ms (0: none)
  *   80  the same on the wall clock, ms since the epoch (0: none)
- *   88  owner label length, 0..64
- *   89  7 bytes of zeros
- *   96  owner label, 64 bytes, zero-padded
+ *   88  owner label length L, 0..64
+ *   89  7 bytes of zeros (version 2)
+ *   96  owner label, 64 bytes, zero-padded (version 2)
+ * version 3 instead:
+ *   89  rid length R, 0..64
+ *   90  the name's limit, 16 bits (0 or 1: a plain lock)
+ *   92  4 bytes of zeros
+ *   96  owner label, L bytes
+ * 96+L  rid, R bytes; the record is 96 + L + R bytes, no more, no less
  *
- * Fence 0 (no holder) is valid only in version 2 with a lock-delay
+ * A plain lock has one record, under its name.  The holders beyond the
+ * first of a semaphore or a shared lock (issue 17, not written yet) are
+ * to have one record each, under "<name> NUL <fence, 8 bytes big-endian>":
+ * never a name (names hold no NUL), distinct per holder, sorted after
+ * their name in fence order.  Such keys reach 264 bytes, so they come
+ * with a new journal magic (its operations' name length is one byte).
+ *
+ * Fence 0 (no holder) is valid only from version 2 on with a lock-delay
  * running: a free name in lock-delay, whose record keeps the delay across
  * kill -9 and power loss.  A record of another version or size is
  * unreadable: recovery stops rather than guess (a newer lockd's data in
  * an older one).
  */
-#define FORMAT_RECORD_VERSION 2
-#define FORMAT_RECORD_SIZE 160
+#define FORMAT_RECORD_VERSION 3
+#define FORMAT_RECORD_FIXED 96     /* version 3 without label and rid */
+#define FORMAT_RECORD_SIZE (FORMAT_RECORD_FIXED + CORE_OWNER_MAX + \
+    CORE_RID_MAX)                  /* the longest, 224 */
+#define FORMAT_RECORD_V2 2
+#define FORMAT_RECORD_V2_SIZE 160
 #define FORMAT_RECORD_V1 1
 #define FORMAT_RECORD_V1_SIZE 64
 
-void format_record_encode(const struct core_record *rec,
+/* Writes rec into out and returns its length (96..FORMAT_RECORD_SIZE). */
+size_t format_record_encode(const struct core_record *rec,
     const uint8_t boot_id[16], core_time now, int64_t wall_now,
     unsigned char out[FORMAT_RECORD_SIZE]);
 /*

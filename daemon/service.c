@@ -386,12 +386,16 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		struct proto_handle h = { r->fence, r->secret };
 		metrics_observe(&svc->metrics.acquire_wait,
 		    (double)r->waited_ms / 1000);
-		if (quota_grant(&svc->quota, conn_of(r)->quota, r->fence) != 0)
+		/* A rid repeat is the grant made before: counted once, and
+		 * as durable as that one (it waits for its batch, if that
+		 * is still in flight, not for a new one). */
+		if (!r->repeat && quota_grant(&svc->quota, conn_of(r)->quota,
+		    r->fence) != 0)
 			log_event(LOG_ERROR, "nomem", "msg=\"a grant is not "
 			    "counted against its principal\"");
 		n = proto_format_granted(line, sizeof(line), r->name,
 		    r->name_len, h, r->lease_ms);
-		reply(svc, r, true, line, n);
+		reply(svc, r, !r->repeat, line, n);
 		return;
 	}
 	case CORE_REPLY_RENEWED:
@@ -487,6 +491,10 @@ on_core_reply(void *ctx, const struct core_reply *r)
 	case CORE_REPLY_SHUTDOWN:
 		reply_error(svc, r, PROTO_ERR_SHUTDOWN, "server is stopping");
 		return;
+	case CORE_REPLY_SUPERSEDED:
+		reply_error(svc, r, PROTO_ERR_CONFLICT, "an ACQUIRE with the "
+		    "same rid took this request's place in the queue");
+		return;
 	default:
 		return;
 	}
@@ -520,6 +528,8 @@ cmd_acquire(struct service *svc, struct service_conn *conn,
 		.delay_ms = req->has_delay ? req->delay_ms : 0,
 		.label = req->owner,
 		.label_len = req->owner_len,
+		.rid = req->rid,
+		.rid_len = req->rid_len,
 	};
 
 	core_acquire(&svc->table, &conn->session, req->name, req->name_len,
@@ -536,6 +546,8 @@ cmd_try(struct service *svc, struct service_conn *conn,
 		.delay_ms = req->has_delay ? req->delay_ms : 0,
 		.label = req->owner,
 		.label_len = req->owner_len,
+		.rid = req->rid,
+		.rid_len = req->rid_len,
 	};
 
 	core_try(&svc->table, &conn->session, req->name, req->name_len,

@@ -143,13 +143,14 @@ collect_record(void *ctx, const char *name, size_t name_len,
 {
 	struct collect *c = ctx;
 	unsigned char val[FORMAT_RECORD_SIZE];
+	size_t n;
 	int rc;
 
 	if (rec != NULL) {
-		format_record_encode(rec, c->svc->clock.boot_id, c->now,
+		n = format_record_encode(rec, c->svc->clock.boot_id, c->now,
 		    c->wall, val);
 		rc = store_batch_add(&c->svc->batch, STORE_PUT, name, name_len,
-		    val, sizeof(val));
+		    val, n);
 	} else {
 		rc = store_batch_add(&c->svc->batch, STORE_DEL, name, name_len,
 		    NULL, 0);

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STORE_VALUE_MAX 160
+#define STORE_VALUE_MAX 224   /* FORMAT_RECORD_SIZE, daemon/format.h */
 
 /* One batch: puts and deletes in order, then the high-water mark. */
 struct store_batch {

@@ -27,6 +27,7 @@
 #define PROTO_OPTION_PREFIX	0x40u
 #define PROTO_OPTION_AFTER	0x80u
 #define PROTO_OPTION_LIMIT	0x100u
+#define PROTO_OPTION_RID	0x200u
 
 /* What each command takes; the parser checks arity and options once, here. */
 struct proto_command_info {
@@ -40,11 +41,11 @@ struct proto_command_info {
 static const struct proto_command_info proto_commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_ACQUIRE] = { "ACQUIRE", 1,
 	    PROTO_OPTION_LEASE | PROTO_OPTION_WAIT | PROTO_OPTION_ONCLOSE |
-	    PROTO_OPTION_DELAY | PROTO_OPTION_OWNER, false,
+	    PROTO_OPTION_DELAY | PROTO_OPTION_OWNER | PROTO_OPTION_RID, false,
 	    "ACQUIRE takes 1 argument" },
 	[PROTO_CMD_TRY] = { "TRY", 1,
 	    PROTO_OPTION_LEASE | PROTO_OPTION_ONCLOSE | PROTO_OPTION_DELAY |
-	    PROTO_OPTION_OWNER, false,
+	    PROTO_OPTION_OWNER | PROTO_OPTION_RID, false,
 	    "TRY takes 1 argument" },
 	[PROTO_CMD_RENEW] = { "RENEW", 2,
 	    PROTO_OPTION_LEASE, false,
@@ -120,6 +121,8 @@ static const char proto_msg_onclose[] = "onclose must be keep or release";
 static const char proto_msg_reply[] = "not a well-formed reply";
 static const char proto_msg_owner[] =
     "owner must be 1 to 64 bytes without spaces or control bytes";
+static const char proto_msg_rid[] =
+    "rid must be 1 to 64 bytes without spaces or control bytes";
 static const char proto_msg_fence[] =
     "fence must be an integer from 1 to 2^63-1";
 static const char proto_msg_watch_fence[] =
@@ -167,6 +170,7 @@ static const struct proto_option_info proto_options[] = {
 	{ "prefix", PROTO_OPTION_PREFIX, NULL, NULL, NULL },
 	{ "after", PROTO_OPTION_AFTER, NULL, NULL, NULL },
 	{ "limit", PROTO_OPTION_LIMIT, NULL, NULL, NULL },
+	{ "rid", PROTO_OPTION_RID, NULL, NULL, NULL },
 };
 #define PROTO_OPTION_COUNT (sizeof(proto_options) / sizeof(proto_options[0]))
 
@@ -619,6 +623,14 @@ proto_set_option(struct proto_request *req,
 			return proto_msg_owner;
 		req->owner = value;
 		req->owner_len = value_len;
+		return NULL;
+	}
+	if (option->bit == PROTO_OPTION_RID) {
+		if (!proto_valid_name(value, value_len) ||
+		    value_len > PROTO_RID_MAX)
+			return proto_msg_rid;
+		req->rid = value;
+		req->rid_len = value_len;
 		return NULL;
 	}
 	if (option->bit == PROTO_OPTION_FENCE) {
@@ -1458,6 +1470,10 @@ proto_format_request(char *out, size_t cap, const struct proto_request *req)
 	    req->owner_len > PROTO_OWNER_MAX ||
 	    !proto_valid_name(req->owner, req->owner_len)))
 		return 0;
+	if (req->rid_len > 0 && ((info->options & PROTO_OPTION_RID) == 0 ||
+	    req->rid_len > PROTO_RID_MAX ||
+	    !proto_valid_name(req->rid, req->rid_len)))
+		return 0;
 	/* WATCH's fence= is an option; FORCE's and CHECK's an argument. */
 	if (req->has_fence && !info->fence_argument &&
 	    ((info->options & PROTO_OPTION_FENCE) == 0 ||
@@ -1507,6 +1523,10 @@ proto_format_request(char *out, size_t cap, const struct proto_request *req)
 	if (req->owner_len > 0) {
 		proto_put_string(&w, " owner=");
 		proto_put(&w, req->owner, req->owner_len);
+	}
+	if (req->rid_len > 0) {
+		proto_put_string(&w, " rid=");
+		proto_put(&w, req->rid, req->rid_len);
 	}
 	if (req->prefix_len > 0) {
 		proto_put_string(&w, " prefix=");

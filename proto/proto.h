@@ -95,6 +95,8 @@ struct proto_request {
 	int64_t delay_ms;
 	const char *owner;       /* owner=, into the caller's buffer */
 	size_t owner_len;        /* 0: none */
+	const char *rid;         /* rid=, ACQUIRE and TRY; caller's buffer */
+	size_t rid_len;          /* 0: none */
 	bool has_fence;          /* FORCE's and CHECK's argument, WATCH's fence= */
 	uint64_t fence;
 	const char *prefix;      /* LIST's prefix=, into the caller's buffer */
@@ -109,6 +111,7 @@ struct proto_request {
 #define PROTO_LIST_LIMIT_DEFAULT 100           /* LIST without limit= */
 
 #define PROTO_OWNER_MAX 64                     /* bytes in an owner label */
+#define PROTO_RID_MAX 64                       /* bytes in a request id */
 
 enum proto_result {
 	PROTO_DONE,     /* a request (or reply) parsed; *consumed covers its line */
@@ -204,8 +207,8 @@ size_t proto_format_stats(char *out, size_t cap, const struct proto_stat *stats,
 /*
  * Formats a request as a client would send it (canonical spelling: upper-case
  * command, durations in ms, options in the order fence (WATCH), lease, wait,
- * onclose, delay, owner, prefix, after, limit, each only when set: its has_
- * flag, or a non-zero length for owner, prefix and after).  FORCE and CHECK
+ * onclose, delay, owner, rid, prefix, after, limit, each only when set: its
+ * has_ flag, or a non-zero length for owner, rid, prefix and after).  FORCE and CHECK
  * take their fence (req->fence) as the second argument.  Returns the length or 0 when cap is too
  * small or the request holds anything the parser would refuse (an invalid
  * name or handle, a duration out of range, an option its command does not

@@ -20,6 +20,7 @@ static const char *const violation_names[CHK_VIOLATION_COUNT] = {
 	[CHK_ONCLOSE] = "onclose",
 	[CHK_OWNER] = "owner",
 	[CHK_DELAY] = "delay",
+	[CHK_RID] = "rid",
 	[CHK_UNRECOVERABLE] = "unrecoverable",
 };
 
@@ -304,6 +305,80 @@ chk_grant_options(struct chk *c, int64_t g, const char *owner,
 
 /* How far back a told grant is looked for by its fence. */
 #define OWNER_LOOKBACK 4096
+
+void
+chk_grant_rid(struct chk *c, int64_t g, const char *rid, size_t rid_len)
+{
+	struct chk_grant *gr;
+
+	if (g < 0 || (size_t)g >= c->count)
+		return;
+	gr = &c->grants[g];
+	gr->rid_len = (uint8_t)(rid_len < sizeof(gr->rid) ? rid_len :
+	    sizeof(gr->rid));
+	if (gr->rid_len > 0)
+		memcpy(gr->rid, rid, gr->rid_len);
+}
+
+/* The told grant of `fence` on `name`, or -1. */
+static int64_t
+told_grant(const struct chk *c, int name, uint64_t fence)
+{
+	const struct chk_list *l = &c->lists[name];
+	size_t k, seen;
+
+	for (k = l->n, seen = 0; k > 0 && seen < OWNER_LOOKBACK; k--, seen++)
+		if (c->grants[l->idx[k - 1]].fence == fence)
+			return (int64_t)l->idx[k - 1];
+	return -1;
+}
+
+void
+chk_rid_seen(struct chk *c, int name, uint64_t fence, const char *rid,
+    size_t rid_len)
+{
+	int64_t k = fence != 0 ? told_grant(c, name, fence) : -1;
+	const struct chk_grant *g;
+
+	if (k < 0)
+		return;
+	g = &c->grants[k];
+	c->stats.rid_checks++;
+	if (g->rid_len != rid_len || (rid_len > 0 &&
+	    memcmp(g->rid, rid, rid_len) != 0))
+		violation(c, CHK_RID, "%s: fence %llu (told at %lld with "
+		    "rid=%.*s) stored with rid=%.*s", name_of(c, name),
+		    (unsigned long long)fence, rel(c, g->recv),
+		    (int)g->rid_len, g->rid, (int)rid_len, rid);
+}
+
+int64_t
+chk_rid_live(const struct chk *c, int name, uint64_t fence, int64_t until)
+{
+	int64_t k = fence != 0 ? told_grant(c, name, fence) : -1;
+
+	if (k < 0 || c->grants[k].rid_len == 0 ||
+	    sure_end(&c->grants[k], NULL) <= until)
+		return -1;
+	return k;
+}
+
+void
+chk_rid_repeat(struct chk *c, int64_t g, bool granted, uint64_t fence,
+    const char *handle, const char *what)
+{
+	const struct chk_grant *gr;
+
+	if (g < 0 || (size_t)g >= c->count)
+		return;
+	gr = &c->grants[g];
+	c->stats.rid_checks++;
+	if (!granted || fence != gr->fence || strcmp(handle, gr->handle) != 0)
+		violation(c, CHK_RID, "%s: a repeat of rid=%.*s, whose grant "
+		    "%s (told at %lld) is certainly held, was told %s",
+		    name_of(c, gr->name), (int)gr->rid_len, gr->rid,
+		    gr->handle, rel(c, gr->recv), granted ? handle : what);
+}
 
 void
 chk_owner_seen(struct chk *c, int name, uint64_t fence, const char *owner,
@@ -689,13 +764,14 @@ chk_print_stats(const struct chk *c, FILE *out, const char *prefix)
 
 	fprintf(out, "%sgrants checked=%llu renewals=%llu releases=%llu "
 	    "status checks=%llu durability checks=%llu delay checks=%llu "
-	    "images=%llu violations=%llu", prefix,
+	    "rid checks=%llu images=%llu violations=%llu", prefix,
 	    (unsigned long long)c->stats.grants,
 	    (unsigned long long)c->stats.renewals,
 	    (unsigned long long)c->stats.releases,
 	    (unsigned long long)c->stats.status_checks,
 	    (unsigned long long)c->stats.durable_checks,
 	    (unsigned long long)c->stats.delay_checks,
+	    (unsigned long long)c->stats.rid_checks,
 	    (unsigned long long)c->stats.image_checks,
 	    (unsigned long long)chk_violations(c));
 	for (v = 0; v < CHK_VIOLATION_COUNT; v++)

@@ -20,6 +20,10 @@
  *   Onclose     an onclose=release lease does not survive a restart
  *   Owner       the owner label STATUS (or a crash image) shows with a told
  *               fence is the one that grant asked for
+ *   Rid         a grant's rid= is durable with it: a repeat of the rid
+ *               after a restart, while the lease is certainly held, is
+ *               told that same grant (fence and handle), and a crash
+ *               image's record of a told fence has that grant's rid
  *   Delay       no grant while a told lease's lock-delay certainly runs: a
  *               lease no RELEASE was sent for, and not onclose=release,
  *               ends by expiry, so its delay runs at least until its
@@ -63,6 +67,7 @@ enum chk_violation {
 	CHK_ONCLOSE,
 	CHK_OWNER,
 	CHK_DELAY,
+	CHK_RID,
 	CHK_UNRECOVERABLE,   /* a crash image LMDB or lockd cannot open */
 	CHK_VIOLATION_COUNT
 };
@@ -103,6 +108,8 @@ struct chk_grant {
 	int64_t delay;      /* delay= asked (as granted: below the cap) */
 	uint8_t owner_len;  /* owner= asked; 0: none */
 	char owner[64];
+	uint8_t rid_len;    /* rid= asked; 0: none */
+	char rid[64];
 	int cycle;          /* the lockd run that told it */
 	uint64_t jpos;      /* journal bytes when the reply was read */
 	struct chk_event *ev;
@@ -116,6 +123,7 @@ struct chk_stats {
 	uint64_t status_checks;   /* STATUS replies judged */
 	uint64_t durable_checks;  /* a lease that had to be there, was looked for */
 	uint64_t delay_checks;    /* grants judged against a running delay */
+	uint64_t rid_checks;      /* rid repeats and image rids judged */
 	uint64_t image_checks;    /* crash images judged */
 	uint64_t violations[CHK_VIOLATION_COUNT];
 };
@@ -168,6 +176,27 @@ void chk_grant_options(struct chk *c, int64_t g, const char *owner,
  * (owner_len 0: none): it must be the told grant's (Owner). */
 void chk_owner_seen(struct chk *c, int name, uint64_t fence,
     const char *owner, size_t owner_len);
+
+/* Grant g was asked with rid= (rid_len 0: none). */
+void chk_grant_rid(struct chk *c, int64_t g, const char *rid,
+    size_t rid_len);
+
+/* A crash image holds `fence` on `name` with this rid (rid_len 0: none):
+ * it must be the told grant's (Rid). */
+void chk_rid_seen(struct chk *c, int name, uint64_t fence, const char *rid,
+    size_t rid_len);
+
+/* The told grant of `fence` on `name` that was asked with a rid and is
+ * certainly held until `until`, or -1: one whose rid a test may repeat
+ * without starting a new grant. */
+int64_t chk_rid_live(const struct chk *c, int name, uint64_t fence,
+    int64_t until);
+
+/* A repeat of grant g's rid, sent while g was certainly held, was told
+ * GRANTED with (fence, handle) (granted false: something else, `what`):
+ * it must be g again (Rid). */
+void chk_rid_repeat(struct chk *c, int64_t g, bool granted, uint64_t fence,
+    const char *handle, const char *what);
 
 /* The onclose=release connection of grant g closed (or lockd died) at t. */
 void chk_closed(struct chk *c, int64_t g, int64_t t);

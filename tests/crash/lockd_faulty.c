@@ -20,6 +20,10 @@
  *   early_reply       replies leave before their commit (power-loss guard):
  *                     the store commit returns at once and the batch is
  *                     written some milliseconds later, after its replies
+ *   rid_unstored      every lease record is stored without its rid (the
+ *                     length byte zeroed): lockd runs on, but after a
+ *                     restart a grant no longer knows its rid (guard of
+ *                     the crash loop's Rid check)
  *   lmdb_nometasync   the experiment of docs/performance.md ("The journal
  *                     against MDB_NOMETASYNC"): no journal, LMDB alone
  *                     opened with MDB_NOMETASYNC, and batch N's replies
@@ -42,6 +46,7 @@
 #include <uv.h>
 
 #include "daemon/daemon.h"
+#include "daemon/format.h"
 #include "daemon/store.h"
 #include "daemon/store_lmdb.h"
 
@@ -58,6 +63,7 @@ struct faults {
 	int map_unchecked;
 	int early_reply;
 	int nometasync;          /* 1: with the lag; 2: without (guard) */
+	int rid_unstored;
 	long commits, committed, partial_passes;
 };
 
@@ -208,10 +214,90 @@ after_commit(void *ctx)
 		    EARLY_REPLY_DELAY_MS, 0);
 }
 
+/* ---- rid_unstored: records written without their rid ------------------ */
+
+static struct {
+	struct store base;
+	struct store *real;
+	pthread_mutex_t mutex;
+	struct store_batch copy;
+} norid = { .mutex = PTHREAD_MUTEX_INITIALIZER };
+
+static int
+norid_commit(struct store *base, const struct store_batch *batch)
+{
+	struct store_batch_op op;
+	unsigned char val[STORE_VALUE_MAX];
+	size_t pos = 0;
+	int rc;
+
+	(void)base;
+	pthread_mutex_lock(&norid.mutex);
+	store_batch_reset(&norid.copy);
+	while (store_batch_next(batch, &pos, &op)) {
+		size_t len = op.val_len;
+
+		memcpy(val, op.val, len);
+		/* Version 3 (format.h): the rid ends the record. */
+		if (len >= FORMAT_RECORD_FIXED && val[0] == 3) {
+			len -= val[89];
+			val[89] = 0;
+		}
+		if (store_batch_add(&norid.copy, op.op, op.name, op.name_len,
+		    val, len) != 0)
+			abort();
+	}
+	norid.copy.has_hwm = batch->has_hwm;
+	norid.copy.hwm = batch->hwm;
+	rc = norid.real->ops->commit(norid.real, &norid.copy);
+	if (rc != 0)
+		snprintf(base->error, sizeof(base->error), "%s",
+		    norid.real->error);
+	pthread_mutex_unlock(&norid.mutex);
+	return rc;
+}
+
+static int
+norid_get(struct store *base, const char *name, size_t name_len, void *val,
+    size_t *val_len)
+{
+	(void)base;
+	return norid.real->ops->get(norid.real, name, name_len, val, val_len);
+}
+
+static int
+norid_load(struct store *base,
+    int (*fn)(void *ctx, const char *name, size_t name_len, const void *val,
+        size_t val_len),
+    void *ctx, uint64_t *hwm)
+{
+	(void)base;
+	return norid.real->ops->load(norid.real, fn, ctx, hwm);
+}
+
+static void
+norid_close(struct store *base)
+{
+	(void)base;
+}
+
+static const struct store_ops norid_ops = {
+	.commit = norid_commit,
+	.get = norid_get,
+	.load = norid_load,
+	.close = norid_close,
+};
+
 static void
 started(struct server *srv, void *ctx)
 {
 	(void)ctx;
+	if (faults.rid_unstored) {
+		norid.base.ops = &norid_ops;
+		norid.real = srv->svc.store;
+		store_batch_init(&norid.copy);
+		srv->svc.store = &norid.base;
+	}
 	if (!faults.early_reply)
 		return;
 	early.base.ops = &early_ops;
@@ -274,6 +360,8 @@ parse_faults(const char *spec)
 			faults.map_unchecked = 1;
 		else if (strcmp(item, "early_reply") == 0)
 			faults.early_reply = 1;
+		else if (strcmp(item, "rid_unstored") == 0)
+			faults.rid_unstored = 1;
 		else if (strcmp(item, "lmdb_nometasync") == 0)
 			faults.nometasync = 1;
 		else if (strcmp(item, "lmdb_nometasync_nolag") == 0)

@@ -189,6 +189,10 @@ test_crash_loop_kill_9_keeps_every_promise(void **state)
 		fail_msg("crash loop failed; replay with --seed %llu --cycles "
 		    "%ld", (unsigned long long)args.seed, args.cycles);
 	assert_true(r.wl.granted > 0);
+	/* rid repeats ran, in a run and after restarts, and were judged. */
+	printf("  rid repeats told their grant: %llu\n",
+	    (unsigned long long)r.wl.rid_repeats);
+	assert_true(r.wl.rid_repeats > 0 && chk.stats.rid_checks > 0);
 	chk_free(&chk);
 }
 
@@ -209,6 +213,28 @@ test_crash_loop_catches_replies_sent_before_their_commit(void **state)
 	if (chk_violations(&chk) == 0)
 		fail_msg("the checker did not catch a lockd that replies "
 		    "before its commit");
+	chk_free(&chk);
+}
+
+/* A lockd whose records lose their rid: after a restart, a repeat of a
+ * held grant's rid is a new request (ERR TIMEOUT behind itself). */
+static void
+test_crash_loop_catches_a_rid_not_stored(void **state)
+{
+	static struct chk chk;
+	struct loop_result r;
+
+	(void)state;
+	alarm(60 + GUARD_CYCLES * 3);
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
+	chk.report_limit = 2;
+	crash_loop(GUARD_CYCLES, args.seed + 2, "rid_unstored", false, true,
+	    &chk, &r);
+	print_result("crash loop guard (rid_unstored)", args.seed + 2, &r,
+	    &chk);
+	if (chk.stats.violations[CHK_RID] == 0)
+		fail_msg("the checker did not catch a lockd that stores no "
+		    "rid");
 	chk_free(&chk);
 }
 
@@ -321,6 +347,34 @@ test_checker_catches_a_wrong_owner_label(void **state)
 	chk_owner_seen(&c, 0, 7, "w4", 2);
 	chk_owner_seen(&c, 0, 7, "", 0);
 	assert_int_equal(c.stats.violations[CHK_OWNER], 2);
+	chk_free(&c);
+}
+
+/* A rid: an image's record of a told fence carries that grant's rid, and
+ * a repeat while the lease is certainly held is told that grant. */
+static void
+test_checker_catches_a_wrong_rid(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	a = chk_granted(&c, 0, 7, "7-0", 0, 1, 1000, false, 0);
+	chk_grant_rid(&c, a, "w3.1", 4);
+	chk_rid_seen(&c, 0, 7, "w3.1", 4);
+	chk_rid_seen(&c, 0, 8, "w9.9", 4);    /* not a told fence */
+	assert_int_equal(chk_rid_live(&c, 0, 7, 500), a);
+	assert_int_equal(chk_rid_live(&c, 0, 7, 1000), -1);  /* not sure */
+	chk_rid_repeat(&c, a, true, 7, "7-0", NULL);
+	assert_int_equal(chk_violations(&c), 0);
+	chk_rid_seen(&c, 0, 7, "w3.2", 4);
+	chk_rid_seen(&c, 0, 7, "", 0);
+	assert_int_equal(c.stats.violations[CHK_RID], 2);
+	chk_rid_repeat(&c, a, true, 9, "9-0", NULL);      /* a new grant */
+	chk_rid_repeat(&c, a, true, 7, "7-1", NULL);      /* another handle */
+	chk_rid_repeat(&c, a, false, 0, "", "ERR TIMEOUT"); /* queued */
+	assert_int_equal(c.stats.violations[CHK_RID], 5);
 	chk_free(&c);
 }
 
@@ -443,6 +497,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(
 		    test_checker_catches_a_grant_inside_a_lock_delay),
 		cmocka_unit_test(test_checker_catches_a_wrong_owner_label),
+		cmocka_unit_test(test_checker_catches_a_wrong_rid),
+		cmocka_unit_test(test_crash_loop_catches_a_rid_not_stored),
 		cmocka_unit_test(
 		    test_checker_catches_a_forgotten_grant_after_a_restart),
 		cmocka_unit_test(test_checker_catches_a_forgotten_renewal),

@@ -209,6 +209,8 @@ struct inspected {
 	struct chk_record rec[NAMES];
 	uint8_t owner_len[NAMES];   /* the held record's owner label */
 	char owner[NAMES][64];
+	uint8_t rid_len[NAMES];     /* ... and its rid */
+	char rid[NAMES][64];
 	int bad;            /* records lockd could not read */
 };
 
@@ -229,7 +231,8 @@ load_one(void *ctx, const char *name, size_t name_len, const void *val,
 		if (strlen(names[i]) == name_len &&
 		    memcmp(names[i], name, name_len) == 0)
 			break;
-	if (i == NAMES || val_len != FORMAT_RECORD_SIZE ||
+	if (i == NAMES || val_len < FORMAT_RECORD_FIXED ||
+	    val_len != FORMAT_RECORD_FIXED + (size_t)p[88] + p[89] ||
 	    p[0] != FORMAT_RECORD_VERSION) {
 		l->out->bad++;
 		return 0;
@@ -240,9 +243,12 @@ load_one(void *ctx, const char *name, size_t name_len, const void *val,
 	l->out->rec[i].present = true;
 	l->out->rec[i].fence = bytes_get_le64(p + 8);
 	l->out->rec[i].expiry = (int64_t)bytes_get_le64(p + 32) - l->offset;
-	/* The owner label, for the Owner check (format.h: 88, 96). */
+	/* The owner label and the rid, for the Owner and Rid checks
+	 * (format.h: lengths at 88 and 89, the bytes from 96 on). */
 	l->out->owner_len[i] = p[88] <= 64 ? p[88] : 64;
 	memcpy(l->out->owner[i], p + 96, l->out->owner_len[i]);
+	l->out->rid_len[i] = p[89] <= 64 ? p[89] : 64;
+	memcpy(l->out->rid[i], p + 96 + p[88], l->out->rid_len[i]);
 	return 0;
 }
 
@@ -617,9 +623,12 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 			found = chk_image(chk, (int)cycle, jpos, cut, in.rec,
 			    in.hwm);
 			for (int k = 0; k < NAMES; k++)
-				if (in.rec[k].present)
+				if (in.rec[k].present) {
 					chk_owner_seen(chk, k, in.rec[k].fence,
 					    in.owner[k], in.owner_len[k]);
+					chk_rid_seen(chk, k, in.rec[k].fence,
+					    in.rid[k], in.rid_len[k]);
+				}
 			/* The first good image of where lockd died is what
 			 * the next run starts from. */
 			if (full && found == 0 && !next) {

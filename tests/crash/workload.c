@@ -43,10 +43,12 @@ wl_init(struct wl *w, const struct wl_options *opt, struct chk *chk,
 	w->chk = chk;
 	w->names = names;
 	rng_seed(&w->rng, seed);
+	rng_seed(&w->rid_rng, seed ^ 0x0052494400524944ULL);
 	for (i = 0; i < WL_MAX_CLIENTS; i++) {
 		w->c[i].fd = -1;
 		w->c[i].holding = -1;
 		w->c[i].last_grant = -1;
+		w->c[i].req_repeats = -1;
 	}
 }
 
@@ -157,6 +159,38 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 	int64_t lease = pick_lease(w);
 	char extra[96];
 
+	c->req_repeats = -1;
+	c->req_rid[0] = '\0';
+	if (g != NULL && g->rid_len > 0 && rng_below(&w->rid_rng, 8) == 0) {
+		/* Repeat the ACQUIRE that got the held grant, as a client
+		 * that lost its reply does: while the lease is certainly
+		 * held the answer is that grant, and nothing changes. */
+		int64_t sent = harness_now_ms();
+
+		c->req = WL_ACQUIRE;
+		c->req_name = g->name;
+		c->req_sent = sent;
+		c->req_onclose = g->onclose;
+		c->req_owner = g->owner_len > 0;
+		c->req_delay = g->delay;
+		snprintf(c->req_rid, sizeof(c->req_rid), "%.*s",
+		    (int)g->rid_len, g->rid);
+		c->req_repeats = c->holding;
+		/* The same options, should it be a new request after all
+		 * (the lease over by the time it runs). */
+		snprintf(extra, sizeof(extra), "%s",
+		    g->onclose ? " onclose=release" : "");
+		if (g->owner_len > 0)
+			snprintf(extra + strlen(extra), sizeof(extra) -
+			    strlen(extra), " owner=%.*s", (int)g->owner_len,
+			    g->owner);
+		if (g->delay > 0)
+			snprintf(extra + strlen(extra), sizeof(extra) -
+			    strlen(extra), " delay=%lld", (long long)g->delay);
+		send_line(w, c, "ACQUIRE %s lease=%lld wait=0 rid=%s%s\n",
+		    w->names[g->name], (long long)g->lease, c->req_rid, extra);
+		return;
+	}
 	if (g != NULL) {
 		if (r < 40) {
 			c->req = WL_RENEW;
@@ -217,6 +251,13 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 	if (c->req_delay > 0)
 		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
 		    " delay=%lld", (long long)c->req_delay);
+	/* rid= on half: durable with the grant, its repeats judged. */
+	if (rng_below(&w->rid_rng, 2) == 0) {
+		snprintf(c->req_rid, sizeof(c->req_rid), "w%d.%u",
+		    (int)(c - w->c), ++c->rids);
+		snprintf(extra + strlen(extra), sizeof(extra) - strlen(extra),
+		    " rid=%s", c->req_rid);
+	}
 	if (r < 45) {
 		char wait[32] = "";
 		if (rng_below(&w->rng, 10) != 0)
@@ -291,6 +332,39 @@ handle_reply(struct wl *w, struct wl_client *c, const char *line,
 	switch (c->req) {
 	case WL_ACQUIRE:
 	case WL_TRY:
+		if (c->req_repeats >= 0 && r.kind == PROTO_REPLY_ERROR &&
+		    r.error == PROTO_ERR_UNAVAILABLE) {
+			w->stats.unavailable++;
+			c->next_at = now;
+			break;
+		}
+		/* Certainly held from its sending to its reply? */
+		if (c->req_repeats >= 0)
+			c->req_repeat_sure = chk_rid_live(w->chk,
+			    w->chk->grants[c->req_repeats].name,
+			    w->chk->grants[c->req_repeats].fence,
+			    now + CHK_SLACK_MS) >= 0;
+		if (c->req_repeats >= 0 && (c->req_repeat_sure ||
+		    (r.kind == PROTO_REPLY_GRANTED &&
+		    r.fence == w->chk->grants[c->req_repeats].fence))) {
+			/* The grant it repeats was certainly held, or is what
+			 * it was told: this must be that grant again, and the
+			 * client holds it as before.  (Not certainly held, the
+			 * repeat may as well be a new request: below.) */
+			char handle[64] = "";
+			bool granted = r.kind == PROTO_REPLY_GRANTED &&
+			    name_is(w, &r, c->req_name);
+
+			if (granted)
+				handle[proto_format_handle(handle,
+				    sizeof(handle) - 1, r.handle)] = '\0';
+			chk_rid_repeat(w->chk, c->req_repeats, granted,
+			    r.fence, handle, line);
+			w->stats.rid_repeats++;
+			c->next_at = now + hold_time(w,
+			    w->chk->grants[c->req_repeats].lease);
+			break;
+		}
 		if (r.kind == PROTO_REPLY_GRANTED && name_is(w, &r, c->req_name)) {
 			char handle[64];
 			size_t n = proto_format_handle(handle,
@@ -310,6 +384,8 @@ handle_reply(struct wl *w, struct wl_client *c, const char *line,
 				chk_grant_options(w->chk, c->holding, "", 0,
 				    c->req_delay);
 			}
+			chk_grant_rid(w->chk, c->holding, c->req_rid,
+			    strlen(c->req_rid));
 			c->last_grant = c->holding;
 			c->next_at = now + hold_time(w, r.lease_ms);
 			break;
@@ -485,6 +561,105 @@ wl_crash(struct wl *w, int64_t died)
 	}
 }
 
+/*
+ * Sends `line` on fd and reads one reply line into buf (len bytes held
+ * there before and after): the reply's length with its LF, 0 when none
+ * came by the deadline.
+ */
+static size_t
+ask(int fd, const char *line, size_t n, char *buf, size_t cap, size_t *len,
+    int64_t deadline)
+{
+	char *lf;
+
+	if (send(fd, line, n, MSG_NOSIGNAL) != (ssize_t)n)
+		return 0;
+	while ((lf = memchr(buf, '\n', *len)) == NULL) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		int64_t left = deadline - harness_now_ms();
+		ssize_t got;
+
+		if (left <= 0 || *len == cap)
+			return 0;
+		if (poll(&p, 1, (int)left) <= 0)
+			continue;
+		got = recv(fd, buf + *len, cap - *len, MSG_DONTWAIT);
+		if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+			return 0;
+		if (got > 0)
+			*len += (size_t)got;
+	}
+	return (size_t)(lf - buf) + 1;
+}
+
+/* Drops the first `used` bytes of buf. */
+static void
+consume(char *buf, size_t *len, size_t used)
+{
+	memmove(buf, buf + used, *len - used);
+	*len -= used;
+}
+
+/*
+ * After a restart: the rid of a told grant that STATUS shows, and that is
+ * certainly held for a while yet, is repeated - the grant must come back
+ * as it was (its rid survived), and nothing changes.  The margin keeps the
+ * repeat from running after the lease, when it would be a new grant.
+ */
+#define RID_MARGIN_MS 20
+
+static int
+check_rid(struct wl *w, int fd, char *buf, size_t cap, size_t *len,
+    int name, uint64_t fence)
+{
+	int64_t sent = harness_now_ms();
+	int64_t k = chk_rid_live(w->chk, name, fence, sent + RID_MARGIN_MS);
+	const struct chk_grant *g;
+	struct proto_reply r;
+	struct proto_error err;
+	char line[400], handle[64] = "";
+	size_t used, consumed;
+	int n;
+
+	if (k < 0)
+		return 0;
+	g = &w->chk->grants[k];
+	n = snprintf(line, sizeof(line), "ACQUIRE %s lease=%lld wait=0 "
+	    "rid=%.*s\n", w->names[name], (long long)g->lease,
+	    (int)g->rid_len, g->rid);
+	if ((used = ask(fd, line, (size_t)n, buf, cap, len,
+	    sent + STATUS_TIMEOUT_MS)) == 0)
+		return -1;
+	if (proto_parse_reply(buf, used, cap, &r, &consumed, &err) !=
+	    PROTO_DONE)
+		return -1;
+	if (r.kind == PROTO_REPLY_GRANTED)
+		handle[proto_format_handle(handle, sizeof(handle) - 1,
+		    r.handle)] = '\0';
+	buf[used - 1] = '\0';
+	if (chk_rid_live(w->chk, name, fence, harness_now_ms() +
+	    CHK_SLACK_MS) >= 0 || (r.kind == PROTO_REPLY_GRANTED &&
+	    r.fence == fence)) {
+		/* Certainly held all along, or told as that grant. */
+		chk_rid_repeat(w->chk, k, r.kind == PROTO_REPLY_GRANTED &&
+		    name_is(w, &r, name), r.fence, handle, buf);
+		w->stats.rid_repeats++;
+	} else if (r.kind == PROTO_REPLY_GRANTED) {
+		/* The lease ran out first: a new grant, to nobody who will
+		 * use it; its keep lease runs out on its own. */
+		char rid[64];
+		size_t rid_len = g->rid_len;
+		int64_t fresh;
+
+		memcpy(rid, g->rid, rid_len);   /* chk_granted may move g */
+		fresh = chk_granted(w->chk, name, r.fence, handle, sent,
+		    harness_now_ms(), r.lease_ms, false, 0);
+		chk_grant_rid(w->chk, fresh, rid, rid_len);
+	}
+	consume(buf, len, used);
+	return 0;
+}
+
 int
 wl_check_status(struct wl *w, bool after_restart)
 {
@@ -497,56 +672,32 @@ wl_check_status(struct wl *w, bool after_restart)
 	for (name = 0; name < w->opt.names && rc == 0; name++) {
 		int64_t sent = harness_now_ms(), deadline = sent + STATUS_TIMEOUT_MS;
 		char line[320];
-		char *lf = NULL;
 		int n = snprintf(line, sizeof(line), "STATUS %s\n",
 		    w->names[name]);
+		size_t used = ask(fd, line, (size_t)n, buf, sizeof(buf), &len,
+		    deadline);
+		int64_t recv_at = harness_now_ms();
+		struct proto_reply r;
+		struct proto_error err;
+		size_t consumed;
 
-		if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
+		if (used == 0) {
 			rc = -1;
 			break;
 		}
-		while ((lf = memchr(buf, '\n', len)) == NULL) {
-			struct pollfd p = { fd, POLLIN, 0 };
-			int64_t left = deadline - harness_now_ms();
-			ssize_t got;
-
-			if (left <= 0 || len == sizeof(buf))
-				break;
-			if (poll(&p, 1, (int)left) <= 0)
-				continue;
-			got = recv(fd, buf + len, sizeof(buf) - len,
-			    MSG_DONTWAIT);
-			if (got == 0 || (got < 0 && errno != EAGAIN &&
-			    errno != EINTR))
-				break;
-			if (got > 0)
-				len += (size_t)got;
-		}
-		if (lf == NULL) {
+		if (proto_parse_reply(buf, used, sizeof(buf), &r, &consumed,
+		    &err) == PROTO_DONE && r.kind == PROTO_REPLY_STATUS) {
+			chk_status(w->chk, name, sent, recv_at, r.held,
+			    r.fence, r.ttl_ms, after_restart);
+			if (r.held)
+				chk_owner_seen(w->chk, name, r.fence,
+				    r.owner, r.owner_len);
+			consume(buf, &len, used);
+			if (after_restart && r.held)
+				rc = check_rid(w, fd, buf, sizeof(buf), &len,
+				    name, r.fence);
+		} else {
 			rc = -1;
-			break;
-		}
-		{
-			int64_t recv_at = harness_now_ms();
-			size_t used = (size_t)(lf - buf) + 1;
-			struct proto_reply r;
-			struct proto_error err;
-			size_t consumed;
-
-			if (proto_parse_reply(buf, used, sizeof(buf), &r,
-			    &consumed, &err) == PROTO_DONE &&
-			    r.kind == PROTO_REPLY_STATUS)
-			{
-				chk_status(w->chk, name, sent, recv_at, r.held,
-				    r.fence, r.ttl_ms, after_restart);
-				if (r.held)
-					chk_owner_seen(w->chk, name, r.fence,
-					    r.owner, r.owner_len);
-			}
-			else
-				rc = -1;
-			memmove(buf, buf + used, len - used);
-			len -= used;
 		}
 	}
 	close(fd);

@@ -54,6 +54,11 @@ struct wl_client {
 	bool req_onclose;
 	int64_t req_delay;       /* ACQUIRE, TRY: delay=; 0: none */
 	bool req_owner;          /* ACQUIRE, TRY: owner=w<index> */
+	char req_rid[24];        /* ACQUIRE, TRY: rid=; "" for none */
+	int64_t req_repeats;     /* ACQUIRE: the held grant whose rid it
+	                          * repeats; -1: none */
+	bool req_repeat_sure;    /* ... certainly held when it was sent */
+	unsigned rids;           /* rids made, for the next one's name */
 	struct chk_ref req_ref;  /* RENEW, RELEASE */
 	int64_t holding;         /* the grant this client holds; -1: none */
 	int64_t last_grant;      /* for a RELEASE with a stale handle */
@@ -65,6 +70,7 @@ struct wl_stats {
 	uint64_t granted, held, timeouts, renewed, conflicts, released,
 	    notheld, unavailable, statuses, closes, unknown;
 	uint64_t unexpected;     /* a reply no request of ours should get */
+	uint64_t rid_repeats;    /* repeats told their own grant */
 };
 
 struct wl {
@@ -73,6 +79,8 @@ struct wl {
 	const char *const *names;
 	int port;
 	struct rng rng;
+	struct rng rid_rng;      /* rid= choices, apart so that the rest of
+	                          * a seed's run stays what it was */
 	int64_t alive;           /* lockd certainly ran at this instant */
 	struct wl_client c[WL_MAX_CLIENTS];
 	struct wl_stats stats;

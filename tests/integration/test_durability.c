@@ -199,6 +199,53 @@ test_durability_every_grant_seen_survives_kill_9(void **state)
 	}
 }
 
+/*
+ * rid= over the wire and across kill -9: a repeat of the ACQUIRE, from
+ * another connection and after the crash, is told the same grant with
+ * the lease it has left; another rid is another request; a bad rid is
+ * ERR BADARG.
+ */
+static void
+test_durability_rid_repeat_finds_its_grant_after_kill_9(void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *c = harness_connect(s);
+	struct harness_grant g, again;
+	int64_t lease = 4000 * harness_slow();   /* outlives the kill */
+
+	(void)state;
+	harness_send(c, "ACQUIRE job lease=%lld rid=host-7:4242:1\n",
+	    (long long)lease);
+	harness_expect_granted(c, "job", &g);
+	harness_send(c, "ACQUIRE job lease=%lld rid=host-7:4242:1\n",
+	    (long long)lease);
+	harness_expect_granted(c, "job", &again);
+	assert_int_equal(again.fence, g.fence);
+	assert_string_equal(again.handle, g.handle);
+	assert_true(again.lease_ms <= lease);
+	harness_send(c, "TRY job rid=host-7:4242:2\n");
+	harness_expect_line(c, "HELD job");
+	harness_send(c, "TRY job rid=\n");
+	harness_expect_line(c, "ERR BADARG rid must be 1 to 64 bytes without "
+	    "spaces or control bytes");
+
+	harness_server_kill(s);
+	harness_server_restart(s);
+	c = harness_connect(s);
+	harness_send(c, "ACQUIRE job lease=%lld wait=0 rid=host-7:4242:1\n",
+	    (long long)lease);
+	harness_expect_granted(c, "job", &again);
+	assert_int_equal(again.fence, g.fence);
+	assert_string_equal(again.handle, g.handle);
+	assert_true(again.lease_ms > 0 && again.lease_ms < lease);
+	/* The handle still holds; once released, the rid is forgotten. */
+	harness_send(c, "RELEASE job %s\n", g.handle);
+	harness_expect_line(c, "RELEASED job");
+	harness_send(c, "ACQUIRE job wait=0 rid=host-7:4242:1\n");
+	harness_expect_granted(c, "job", &again);
+	assert_true(again.fence > g.fence);
+}
+
 static void
 test_durability_fences_grow_across_restarts_for_released_locks(void **state)
 {
@@ -490,6 +537,8 @@ main(void)
 		HARNESS_TEST(
 		    test_durability_held_lease_survives_a_clean_restart_unchanged),
 		HARNESS_TEST(test_durability_every_grant_seen_survives_kill_9),
+		HARNESS_TEST(
+		    test_durability_rid_repeat_finds_its_grant_after_kill_9),
 		HARNESS_TEST(
 		    test_durability_fences_grow_across_restarts_for_released_locks),
 		HARNESS_TEST(

@@ -14,7 +14,8 @@
 	.delay_blocks = core_rule_delay_blocks, \
 	.delay_end = core_rule_delay_end, \
 	.force = core_rule_force, \
-	.watch_fires = core_rule_watch_fires,
+	.watch_fires = core_rule_watch_fires, \
+	.rid_repeat = core_rule_rid_repeat,
 
 static void
 lock_clear(struct core_lock *lock)
@@ -340,6 +341,7 @@ const struct core_rules broken_rules_delay_ignored = {
 	.delay_end = core_rule_delay_end,
 	.force = core_rule_force,
 	.watch_fires = core_rule_watch_fires,
+	.rid_repeat = core_rule_rid_repeat,
 };
 
 const struct core_rules broken_rules_force_any_fence = {
@@ -348,6 +350,7 @@ const struct core_rules broken_rules_force_any_fence = {
 	.delay_end = core_rule_delay_end,
 	.force = force_any_fence,
 	.watch_fires = core_rule_watch_fires,
+	.rid_repeat = core_rule_rid_repeat,
 };
 
 const struct core_rules broken_rules_watch_fires_early = {
@@ -356,6 +359,7 @@ const struct core_rules broken_rules_watch_fires_early = {
 	.delay_end = core_rule_delay_end,
 	.force = core_rule_force,
 	.watch_fires = watch_fires_always,
+	.rid_repeat = core_rule_rid_repeat,
 };
 
 const struct core_rules broken_rules_watch_never_fires = {
@@ -364,6 +368,7 @@ const struct core_rules broken_rules_watch_never_fires = {
 	.delay_end = core_rule_delay_end,
 	.force = core_rule_force,
 	.watch_fires = watch_fires_never,
+	.rid_repeat = core_rule_rid_repeat,
 };
 
 const struct core_rules broken_rules_release_ignores_handle = {
@@ -533,4 +538,47 @@ const struct core_rules broken_rules_renew_refuses_holder = {
 	.reclaim_if_expired = core_rule_reclaim_if_expired,
 	.next_waiter = next_waiter_std,
 	RULES_STD_REST
+};
+
+/* ---- rid= ----------------------------------------------------------- */
+
+/* A repeat is never recognised: the client's retry queues behind its own
+ * grant (or TRY answers HELD to the holder of the grant it asks for). */
+static bool
+rid_never_repeats(const struct core_lock *lock, const char *rid,
+    size_t rid_len)
+{
+	(void)lock;
+	(void)rid;
+	(void)rid_len;
+	return false;
+}
+
+const struct core_rules broken_rules_rid_ignored = {
+	RULES_STD_BASE
+	.delay_blocks = core_rule_delay_blocks,
+	.delay_end = core_rule_delay_end,
+	.force = core_rule_force,
+	.watch_fires = core_rule_watch_fires,
+	.rid_repeat = rid_never_repeats,
+};
+
+/* A rid matches when one is a prefix of the other: the shorter length is
+ * compared, so rid=ab is taken for a repeat of rid=a. */
+static bool
+rid_matching_a_prefix(const struct core_lock *lock, const char *rid,
+    size_t rid_len)
+{
+	size_t n = rid_len < lock->rid_len ? rid_len : lock->rid_len;
+
+	return lock->fence != 0 && n > 0 && memcmp(lock->rid, rid, n) == 0;
+}
+
+const struct core_rules broken_rules_rid_prefix = {
+	RULES_STD_BASE
+	.delay_blocks = core_rule_delay_blocks,
+	.delay_end = core_rule_delay_end,
+	.force = core_rule_force,
+	.watch_fires = core_rule_watch_fires,
+	.rid_repeat = rid_matching_a_prefix,
 };

@@ -53,5 +53,9 @@ extern const struct core_rules broken_rules_force_any_fence;
 extern const struct core_rules broken_rules_watch_fires_early;
 /* A WATCH never fires: only its wait ends it. */
 extern const struct core_rules broken_rules_watch_never_fires;
+/* rid=: a repeat never recognised (it queues behind its own grant). */
+extern const struct core_rules broken_rules_rid_ignored;
+/* rid=: one rid matches another that it is a prefix of. */
+extern const struct core_rules broken_rules_rid_prefix;
 
 #endif

@@ -50,6 +50,7 @@ model_property_name(enum model_property p)
 		"LockDelay",
 		"ForceExactFence",
 		"WatchOnce",
+		"RidIdempotent",
 		"ShadowAgreement",
 	};
 
@@ -92,6 +93,9 @@ model_coverage_name(enum model_coverage c)
 		"FORCE of a stale fence refused",
 		"WATCH answered CHANGED",
 		"WATCH timed out",
+		"a rid repeat got its grant back",
+		"a rid repeat found a grant whose reply a crash lost",
+		"a rid after its hold ended got a new grant",
 	};
 
 	return (unsigned)c < MODEL_COVERAGE ? names[c] : "?";
@@ -224,7 +228,7 @@ explore(struct explorer *x, unsigned depth)
 		model__step(&x->sys, acts[i]);
 		x->res->transitions++;
 		for (c = 0; c < MODEL_COVERAGE; c++)
-			if (x->sys.cov & (1u << c))
+			if (x->sys.cov & ((uint64_t)1 << c))
 				x->res->covered[c]++;
 		if (x->sys.violated != MODEL_OK) {
 			record(x, depth + 1, false);

@@ -39,6 +39,9 @@ enum model_property {
 	MODEL_FORCE_EXACT_FENCE,   /* FORCE frees only the holder it names */
 	MODEL_WATCH_ONCE,          /* answered once, not before the change,
 				      not after the step that makes it */
+	MODEL_RID_IDEMPOTENT,      /* a repeat of the live holder's rid gets
+				      that grant back and changes nothing;
+				      any other request is no repeat */
 	/* Not a property of the service but of the model: the table, its
 	 * replies and the durable records agree with the checker's own
 	 * account of the protocol. */
@@ -85,8 +88,13 @@ enum model_coverage {
 	MODEL_COV_FORCE_STALE,           /* FORCE of a fence no longer held */
 	MODEL_COV_WATCH_FIRED,
 	MODEL_COV_WATCH_TIMEOUT,
+	MODEL_COV_RID_REPEAT,            /* a rid repeat got its grant */
+	MODEL_COV_RID_LOST_REPLY,        /* ... whose GRANTED a crash lost */
+	MODEL_COV_RID_NEW_GRANT,         /* a rid after its hold: new grant */
 	MODEL_COVERAGE
 };
+/* A step's coverage is a bit set (struct sys's cov). */
+_Static_assert(MODEL_COVERAGE <= 64, "coverage bits fit in 64");
 
 const char *model_coverage_name(enum model_coverage c);
 
@@ -114,6 +122,7 @@ struct model_op {
 	bool onclose;
 	int64_t delay_ms;     /* ACQUIRE's lock-delay */
 	uint64_t fence;       /* FORCE's and WATCH's */
+	const char *rid;      /* ACQUIRE's and TRY's rid=; NULL: none */
 };
 
 struct model_client {

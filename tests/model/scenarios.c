@@ -23,8 +23,32 @@
 	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, (delay), 0 }
 #define FORCE(n, fence) { MODEL_FORCE, (n), 0, 0, false, 0, (fence) }
 #define WATCH(n, fence, wait) { MODEL_WATCH, (n), 0, (wait), false, 0, (fence) }
+#define ACQ_RID(n, wait, rid) \
+	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, (rid) }
+#define TRY_RID(n, rid) { MODEL_TRY, (n), LEASE, 0, false, 0, 0, (rid) }
 
 const struct model_scenario model_scenarios[] = {
+	{
+		.name = "retry",
+		.summary = "A acquires with rid=a and repeats it (after a "
+		    "crash that may lose the GRANTED, or not), then "
+		    "releases and tries with rid=a again; B queues with "
+		    "rid=ab (wait 10), whose prefix is A's rid; D tries; "
+		    "one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'A', 4, { ACQ_RID(0, FOREVER, "a"),
+			    ACQ_RID(0, FOREVER, "a"), RELEASE(0),
+			    TRY_RID(0, "a") } },
+			{ 'B', 2, { ACQ_RID(0, 10, "ab"), RELEASE(0) } },
+			{ 'D', 1, { TRY(0) } },
+		},
+		.ntimes = 4,
+		.times = { 0, 5, 10, 20 },
+		.crashes = 1,
+	},
 	{
 		.name = "expiry",
 		.summary = "A's lease expires under B (wait 10) and C (forever, "

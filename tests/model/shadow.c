@@ -35,7 +35,7 @@ violate(struct sys *s, enum model_property p, const char *fmt, ...)
 static void
 cover(struct sys *s, enum model_coverage c)
 {
-	s->cov |= 1u << c;
+	s->cov |= (uint64_t)1 << c;
 }
 
 static char
@@ -169,6 +169,7 @@ request_done(struct client *m)
 	m->req_delay = 0;
 	m->req_fence = 0;
 	m->req_watch_any = false;
+	m->req_rid = NULL;
 	m->queued = false;
 	m->deadline = CORE_NEVER;
 }
@@ -183,6 +184,68 @@ shadow_free(struct shadow *sh)
 	sh->expiry = 0;
 	sh->lease_ms = 0;
 	sh->delay_ms = 0;
+	sh->rid_len = 0;
+	memset(sh->rid, 0, sizeof(sh->rid));
+}
+
+/* Is m's request a repeat of the request lock n's live holder was
+ * granted for: the same rid, byte for byte, while the lease lives. */
+static bool
+rid_holds(const struct sys *s, int n, const struct client *m)
+{
+	const struct shadow *sh = &s->sh[n];
+
+	return m->req_rid != NULL && sh->held && s->now < sh->expiry &&
+	    sh->rid_len == strlen(m->req_rid) &&
+	    memcmp(sh->rid, m->req_rid, sh->rid_len) == 0;
+}
+
+/* The GRANTED of a rid repeat: the live grant again, lease_ms what is
+ * left of it, and nothing about the hold changed. */
+static void
+on_regranted(struct sys *s, const struct logged *l, struct client *m, int c)
+{
+	struct shadow *sh = &s->sh[l->name];
+	struct delivery *d;
+
+	if (!rid_holds(s, l->name, m)) {
+		violate(s, MODEL_RID_IDEMPOTENT, "%c's request (rid=%s) "
+		    "got fence %llu as a repeat of a grant it did not have",
+		    label(s, c), m->req_rid ? m->req_rid : "none",
+		    (unsigned long long)l->r.fence);
+		return;
+	}
+	if (!l->r.repeat || l->r.fence != sh->fence ||
+	    l->r.secret != sh->secret) {
+		violate(s, MODEL_RID_IDEMPOTENT, "%c's repeat of rid=%s got "
+		    "fence %llu, not the live grant's fence %llu",
+		    label(s, c), m->req_rid, (unsigned long long)l->r.fence,
+		    (unsigned long long)sh->fence);
+		return;
+	}
+	if (l->r.lease_ms != sh->expiry - s->now) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "a repeat's lease %lld, "
+		    "%lld left", (long long)l->r.lease_ms,
+		    (long long)(sh->expiry - s->now));
+		return;
+	}
+	cover(s, MODEL_COV_RID_REPEAT);
+	if (!m->know[l->name].has_handle ||
+	    m->know[l->name].handle.fence != sh->fence)
+		cover(s, MODEL_COV_RID_LOST_REPLY);
+	/* The binding follows the repeating session: the same client. */
+	sh->holder = (uint8_t)c;
+	d = &s->pending[s->npending++];
+	d->client = (uint8_t)c;
+	d->name = l->name;
+	d->tag = m->req_tag;
+	d->kind = CORE_REPLY_GRANTED;
+	d->handle.fence = sh->fence;
+	d->handle.secret = sh->secret;
+	d->until = sh->expiry;
+	d->onclose = sh->onclose;
+	d->repeat = true;
+	request_done(m);
 }
 
 /* The newest holder's fence as WATCH compares it: 0 when free. */
@@ -278,6 +341,10 @@ on_granted(struct sys *s, const struct logged *l)
 		return;
 	}
 	sh = &s->sh[l->name];
+	if (l->r.repeat || rid_holds(s, l->name, m)) {
+		on_regranted(s, l, m, c);
+		return;
+	}
 	if (m->queued) {
 		if (m->deadline < s->now) {
 			violate(s, MODEL_FIFO_FAIRNESS, "%c granted %s at %lld, "
@@ -340,6 +407,14 @@ on_granted(struct sys *s, const struct logged *l)
 	sh->expiry = s->now + l->r.lease_ms;
 	sh->lease_ms = l->r.lease_ms;
 	sh->delay_ms = m->req_delay;
+	sh->rid_len = 0;
+	memset(sh->rid, 0, sizeof(sh->rid));
+	if (m->req_rid != NULL) {
+		sh->rid_len = (uint8_t)strlen(m->req_rid);
+		memcpy(sh->rid, m->req_rid, sh->rid_len);
+		if (m->know[l->name].has_handle)
+			cover(s, MODEL_COV_RID_NEW_GRANT);
+	}
 	if (s->falling_back)
 		cover(s, MODEL_COV_FALLBACK_HANDOFF);
 	d = &s->pending[s->npending++];
@@ -475,6 +550,11 @@ on_held(struct sys *s, const struct logged *l)
 	if (m->req_kind != MODEL_TRY) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "HELD answers op %d",
 		    m->req_kind);
+		return;
+	}
+	if (rid_holds(s, l->name, m)) {
+		violate(s, MODEL_RID_IDEMPOTENT, "%c's TRY with rid=%s, the "
+		    "live holder's, answered HELD", label(s, c), m->req_rid);
 		return;
 	}
 	if (!s->sh[l->name].held && s->sh[l->name].qlen == 0 &&
@@ -759,7 +839,17 @@ deliver(struct sys *s, const struct delivery *d)
 	struct knowledge *k = &s->cl[d->client].know[d->name];
 	int c;
 
-	if (d->kind == CORE_REPLY_GRANTED) {
+	if (d->kind == CORE_REPLY_GRANTED && d->repeat) {
+		/* The grant again: no new fence, so none to compare. */
+		if (!sh->held || d->handle.fence != sh->fence) {
+			violate(s, MODEL_RID_IDEMPOTENT, "%c was given the "
+			    "repeat of fence %llu for %s, no longer held",
+			    label(s, d->client),
+			    (unsigned long long)d->handle.fence,
+			    lock_name(s, d->name));
+			return;
+		}
+	} else if (d->kind == CORE_REPLY_GRANTED) {
 		if (d->handle.fence <= sh->max_delivered) {
 			violate(s, MODEL_FENCING_MONOTONIC, "%c was given "
 			    "fence %llu for %s after fence %llu",
@@ -836,6 +926,9 @@ shadow_from_disk(struct sys *s, int n)
 		sh->secret = d->rec.secret;
 		sh->expiry = d->rec.expiry;
 		sh->lease_ms = d->rec.lease_ms;
+		sh->rid_len = d->rec.rid_len <= sizeof(sh->rid) ?
+		    d->rec.rid_len : 0;
+		memcpy(sh->rid, d->rec.rid, sh->rid_len);
 	}
 }
 
@@ -992,18 +1085,21 @@ run_op(struct sys *s, int c)
 		m->req_fence = op->fence;
 		m->req_watch_any = op->kind == MODEL_WATCH &&
 		    op->fence == MODEL_WATCH_ANY;
+		m->req_rid = op->kind == MODEL_ACQUIRE ||
+		    op->kind == MODEL_TRY ? op->rid : NULL;
 	}
 	/* The op's implicit reclaim ends a lock-delay that ran out. */
 	if (op->kind != MODEL_DISCONNECT)
 		delay_due(s, op->name);
 	switch (op->kind) {
 	case MODEL_ACQUIRE:
+		memset(&args, 0, sizeof(args));
 		args.lease_ms = op->lease_ms;
 		args.wait_ms = op->wait_ms;
 		args.onclose_release = op->onclose;
 		args.delay_ms = op->delay_ms;
-		args.label = NULL;
-		args.label_len = 0;
+		args.rid = op->rid;
+		args.rid_len = op->rid != NULL ? strlen(op->rid) : 0;
 		core_acquire(&s->table, &s->sess[c], name, len, &args, tag,
 		    s->now);
 		break;
@@ -1012,6 +1108,8 @@ run_op(struct sys *s, int c)
 		args.lease_ms = op->lease_ms;
 		args.onclose_release = op->onclose;
 		args.delay_ms = op->delay_ms;
+		args.rid = op->rid;
+		args.rid_len = op->rid != NULL ? strlen(op->rid) : 0;
 		core_try(&s->table, &s->sess[c], name, len, &args, tag,
 		    s->now);
 		break;
@@ -1097,6 +1195,13 @@ settle_op(struct sys *s)
 		    label(s, s->acting));
 		return;
 	}
+	if (rid_holds(s, op->name, m)) {
+		violate(s, MODEL_RID_IDEMPOTENT, "%c's ACQUIRE with rid=%s "
+		    "queued behind its own live grant (fence %llu)",
+		    label(s, s->acting), m->req_rid,
+		    (unsigned long long)s->sh[op->name].fence);
+		return;
+	}
 	m->queued = true;
 	m->deadline = op->wait_ms > 0 ? s->now + op->wait_ms : CORE_NEVER;
 	if (!s->sh[op->name].held && s->sh[op->name].qlen == 0)
@@ -1174,6 +1279,14 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			    e ? (long long)e->lock.expiry : 0,
 			    (unsigned long long)sh->fence,
 			    (long long)sh->expiry);
+			return false;
+		}
+		if (e->lock.rid_len != sh->rid_len ||
+		    memcmp(e->lock.rid, sh->rid, sh->rid_len) != 0) {
+			snprintf(why, whylen, "%s: the table's holder has "
+			    "rid=%.*s, the model's rid=%.*s", name,
+			    (int)e->lock.rid_len, e->lock.rid,
+			    (int)sh->rid_len, sh->rid);
 			return false;
 		}
 		if (e->owner != (sh->onclose && sh->holder != NOBODY ?

@@ -51,6 +51,7 @@ struct client {
 	int64_t req_delay;        /* ACQUIRE's lock-delay */
 	uint64_t req_fence;       /* FORCE's fence; WATCH's watched fence */
 	bool req_watch_any;       /* a WATCH of the next change */
+	const char *req_rid;      /* ACQUIRE's or TRY's rid; NULL: none */
 	core_time deadline;       /* a queued finite wait ends here */
 	uint64_t left_tag;        /* its last request that left the queue */
 	struct knowledge know[MODEL_NAMES];
@@ -69,6 +70,8 @@ struct shadow {
 	uint8_t qlen;
 	uint8_t queue[MODEL_CLIENTS];
 	uint64_t max_delivered;   /* the largest fence a client was given */
+	uint8_t rid_len;          /* the rid the holder was granted with */
+	char rid[8];
 };
 
 struct disk_record {
@@ -85,6 +88,7 @@ struct delivery {
 	struct core_handle handle;
 	core_time until;
 	bool onclose;
+	bool repeat;              /* a rid repeat: the holder's grant again */
 };
 
 struct logged {
@@ -125,7 +129,7 @@ struct sys {
 	uint8_t action;           /* the step's action, without ACT_FLAGS */
 	int last_end;             /* the last lease end in the log, or -1 */
 	bool delay_ended;         /* a lock-delay ran out in this step */
-	uint32_t cov;             /* enum model_coverage bits of the step */
+	uint64_t cov;             /* enum model_coverage bits of the step */
 	uint64_t lost_fence;      /* the largest fence lost in a crash; not
 				     part of the state, only for coverage */
 

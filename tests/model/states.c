@@ -79,6 +79,9 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, (uint64_t)m->req_delay);
 		put64(&x, m->req_fence);
 		put8(&x, m->req_watch_any);
+		put8(&x, m->req_rid != NULL ? strlen(m->req_rid) + 1 : 0);
+		if (m->req_rid != NULL)
+			put(&x, m->req_rid, strlen(m->req_rid));
 		put64(&x, (uint64_t)m->deadline);
 		put64(&x, m->left_tag);
 		for (n = 0; n < s->sc->nnames; n++) {
@@ -113,6 +116,8 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put8(&x, sh->qlen);
 		put(&x, sh->queue, sh->qlen);
 		put64(&x, sh->max_delivered);
+		put8(&x, sh->rid_len);
+		put(&x, sh->rid, sh->rid_len);
 
 		put8(&x, d->present);
 		put8(&x, d->holder);
@@ -123,6 +128,8 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put8(&x, d->rec.onclose_release);
 		put64(&x, (uint64_t)d->rec.delay_ms);
 		put64(&x, (uint64_t)d->rec.delay_until);
+		put8(&x, d->rec.rid_len);
+		put(&x, d->rec.rid, d->rec.rid_len);
 
 		put8(&x, e != NULL);
 		if (e == NULL)
@@ -137,6 +144,8 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, (uint64_t)e->lock.delay_ms);
 		put64(&x, (uint64_t)e->delay_until);
 		put8(&x, e->cause);
+		put8(&x, e->lock.rid_len);
+		put(&x, e->lock.rid, e->lock.rid_len);
 		for (l = e->watchers.next; l != &e->watchers; l = l->next) {
 			const struct core_waiter *w = (const void *)
 			    ((const char *)l -
@@ -159,6 +168,8 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, (uint64_t)w->lease_ms);
 			put8(&x, w->onclose_release);
 			put64(&x, (uint64_t)w->delay_ms);
+			put8(&x, w->rid_len);
+			put(&x, w->rid, w->rid_len);
 			put8(&x, w->timer.slot != UINT32_MAX);
 			put64(&x, (uint64_t)w->timer.when);
 		}

@@ -76,6 +76,16 @@ const struct model_variant model_variants[] = {
 	  "a WATCH is never answered CHANGED, only timed out",
 	  &broken_rules_watch_never_fires, MODEL_HARNESS_RIGHT,
 	  MODEL_WATCH_ONCE },
+	{ "rid_never_repeats",
+	  "a repeat of the live holder's rid is taken for a new request "
+	  "(it queues behind its own grant, or TRY answers HELD)",
+	  &broken_rules_rid_ignored, MODEL_HARNESS_RIGHT,
+	  MODEL_RID_IDEMPOTENT },
+	{ "rid_matching_a_prefix",
+	  "a rid matches the holder's when one is a prefix of the other "
+	  "(rid=ab gets the grant of rid=a)",
+	  &broken_rules_rid_prefix, MODEL_HARNESS_RIGHT,
+	  MODEL_RID_IDEMPOTENT },
 	{ "store_forgetting_the_counter",
 	  "the daemon's store never saves the high-water mark",
 	  &core_rules_std, MODEL_HARNESS_FORGET_HWM,

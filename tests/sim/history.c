@@ -162,6 +162,7 @@ sim_property_name(enum sim_property p)
 		"HolderAccepted",
 		"LockDelay",
 		"WatchChange",
+		"RidIdempotent",
 	};
 
 	return (unsigned)p < SIM_PROPERTIES ? names[p] : "?";
@@ -204,6 +205,9 @@ sim_coverage_name(enum sim_coverage c)
 		"force of another fence refused",
 		"watch changed",
 		"grant held back by lock-delay",
+		"rid repeat told its grant",
+		"rid repeat told a grant its client was not",
+		"rid after its hold ended granted anew",
 	};
 
 	return (unsigned)c < SIM_COVERAGE ? names[c] : "?";
@@ -1089,6 +1093,14 @@ hist_granted(struct hist *h, int name, uint64_t fence, uint64_t secret,
 	live_add(h, idx);
 	fence_advance(h, idx);
 	return idx;
+}
+
+bool
+hist_told(const struct hist *h, int name, uint64_t fence)
+{
+	int32_t idx = fence_find(h, name, fence);
+
+	return idx >= 0 && h->f[idx].told;
 }
 
 void

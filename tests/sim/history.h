@@ -108,6 +108,8 @@ int32_t hist_granted(struct hist *h, int name, uint64_t fence,
     uint64_t secret, int64_t lease, bool onclose, uint64_t arrival_seq,
     sim_time arrival, const struct hist_store_view *stored,
     uint64_t store_hwm);
+/* Was the grant of `fence` on `name` told to its client (hist_granted)? */
+bool hist_told(const struct hist *h, int name, uint64_t fence);
 /* A told ERR TIMEOUT of an ACQUIRE that arrived at arrival_seq and could
  * wait until deadline. */
 void hist_timeout(struct hist *h, int name, uint64_t arrival_seq,

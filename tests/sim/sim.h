@@ -50,6 +50,11 @@ enum sim_property {
 	 * holder's fence differs from the one watched, and at once when it
 	 * already differs: never ERR TIMEOUT then. */
 	SIM_WATCH_CHANGE,
+	/* An ACQUIRE or TRY with the rid of the live holder's grant is told
+	 * that grant again (its fence, its handle, the lease it has left)
+	 * and nothing else; and that rid is durable with the grant: the
+	 * store's record of the holder has the rid the table has. */
+	SIM_RID_IDEMPOTENT,
 	SIM_PROPERTIES
 };
 
@@ -78,6 +83,8 @@ enum sim_variant {
 	SIM_VARIANT_FORCE_ANY_FENCE,       /* FORCE frees whoever holds */
 	SIM_VARIANT_WATCH_FIRES_EARLY,     /* WATCH fires on no change */
 	SIM_VARIANT_WATCH_NEVER_FIRES,
+	SIM_VARIANT_RID_IGNORED,           /* a rid repeat is a new request */
+	SIM_VARIANT_RID_NOT_STORED,        /* the store drops the rid bytes */
 	SIM_VARIANTS
 };
 
@@ -119,6 +126,9 @@ enum sim_coverage {
 	SIM_COV_FORCE_REFUSED,           /* FORCE of another fence: NOTHELD */
 	SIM_COV_WATCH_CHANGED,
 	SIM_COV_LOCK_DELAY,              /* a grant held back by a delay */
+	SIM_COV_RID_REPEAT,              /* a rid repeat told its grant */
+	SIM_COV_RID_UNTOLD,              /* ... one its client was not told */
+	SIM_COV_RID_REUSED,              /* a rid after its hold: a new one */
 	SIM_COVERAGE
 };
 

@@ -393,6 +393,24 @@ test_sim_catches_a_watch_that_never_fires(void **state)
 	guard(SIM_VARIANT_WATCH_NEVER_FIRES, BIT(SIM_WATCH_CHANGE));
 }
 
+/* A repeat of a live grant's rid taken for a new request: it queues
+ * behind its own grant, or TRY answers HELD. */
+static void
+test_sim_catches_a_rid_repeat_taken_for_a_new_request(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_RID_IGNORED, BIT(SIM_RID_IDEMPOTENT));
+}
+
+/* A store that keeps the grant but not its rid: after a restart the
+ * grant's repeats would no longer be recognised. */
+static void
+test_sim_catches_a_rid_the_store_does_not_keep(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_RID_NOT_STORED, BIT(SIM_RID_IDEMPOTENT));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -429,6 +447,9 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_sim_catches_force_freeing_any_fence),
 		cmocka_unit_test(test_sim_catches_a_watch_firing_on_no_change),
 		cmocka_unit_test(test_sim_catches_a_watch_that_never_fires),
+		cmocka_unit_test(
+		    test_sim_catches_a_rid_repeat_taken_for_a_new_request),
+		cmocka_unit_test(test_sim_catches_a_rid_the_store_does_not_keep),
 	};
 	const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
 

@@ -42,6 +42,8 @@ sim_variant_rules(enum sim_variant v)
 		return &broken_rules_watch_fires_early;
 	case SIM_VARIANT_WATCH_NEVER_FIRES:
 		return &broken_rules_watch_never_fires;
+	case SIM_VARIANT_RID_IGNORED:
+		return &broken_rules_rid_ignored;
 	default:
 		return NULL;
 	}
@@ -71,6 +73,8 @@ sim_variant_name(enum sim_variant v)
 		"force-any-fence",
 		"watch-fires-early",
 		"watch-never-fires",
+		"rid-ignored",
+		"rid-not-stored",
 	};
 
 	return (unsigned)v < SIM_VARIANTS ? names[v] : "?";

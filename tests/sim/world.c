@@ -124,6 +124,21 @@ sim_store_commit(struct store *base, const struct store_batch *batch)
 	} else {
 		rc = mem->ops->commit(mem, batch);
 	}
+	if (rc == 0 && w->opt->variant == SIM_VARIANT_RID_NOT_STORED) {
+		size_t i;
+
+		/* Every record as if its grant had no rid (format.h:
+		 * the rid ends a version-3 record). */
+		for (i = 0; i < w->mem.count; i++) {
+			struct store_mem_entry *e = &w->mem.entries[i];
+
+			if (e->val_len >= FORMAT_RECORD_FIXED &&
+			    e->val[0] == FORMAT_RECORD_VERSION) {
+				e->val_len -= e->val[89];
+				e->val[89] = 0;
+			}
+		}
+	}
 	if (rc != 0)
 		snprintf(base->error, sizeof(base->error), "%s", mem->error);
 	return rc;
@@ -176,6 +191,8 @@ struct record {
 	int64_t lease;
 	sim_time expiry;
 	bool onclose;
+	uint8_t rid_len;
+	char rid[CORE_RID_MAX];
 };
 
 /* Decodes a stored record (daemon/format.h); the wall-clock
@@ -185,7 +202,8 @@ record_decode(const struct store_mem_entry *e, struct record *r)
 {
 	const unsigned char *p = e->val;
 
-	if (e->val_len != FORMAT_RECORD_SIZE ||
+	if (e->val_len < FORMAT_RECORD_FIXED ||
+	    e->val_len != FORMAT_RECORD_FIXED + (size_t)p[88] + p[89] ||
 	    p[0] != FORMAT_RECORD_VERSION)
 		world_fatal("the record format of daemon/format.h changed; "
 		    "update tests/sim/world.c");
@@ -193,6 +211,8 @@ record_decode(const struct store_mem_entry *e, struct record *r)
 	r->fence = bytes_get_le64(p + 8);
 	r->lease = (int64_t)bytes_get_le64(p + 24);
 	r->expiry = (int64_t)bytes_get_le64(p + 40) - WALL_BASE;
+	r->rid_len = p[89] <= CORE_RID_MAX ? p[89] : 0;
+	memcpy(r->rid, p + FORMAT_RECORD_FIXED + p[88], r->rid_len);
 }
 
 static bool
@@ -229,6 +249,26 @@ store_view_of(const struct world *w, int name, struct hist_store_view *v)
 }
 
 /* ---- watching the table ----------------------------------------------- */
+
+/* RidIdempotent, durability: once the store has the holder's grant, it has
+ * its rid, so that a restart keeps recognising the grant's repeats. */
+static void
+rid_stored(struct world *w, int name, const struct core_entry *e)
+{
+	struct record r;
+
+	if (e->lock.fence == 0 || !store_record(w, name, &r) ||
+	    r.fence != e->lock.fence)
+		return;
+	hist_checked(w->hist);
+	if (r.rid_len != e->lock.rid_len ||
+	    memcmp(r.rid, e->lock.rid, r.rid_len) != 0)
+		hist_violation(w->hist, SIM_RID_IDEMPOTENT,
+		    "%s fence=%llu: the table's holder has rid=%.*s, the "
+		    "store's rid=%.*s", w->name_text[name],
+		    (unsigned long long)r.fence, (int)e->lock.rid_len,
+		    e->lock.rid, (int)r.rid_len, r.rid);
+}
 
 /*
  * After every service call: which fence each lock holds (a new one is a
@@ -295,6 +335,7 @@ observe(struct world *w, bool after_tick)
 		w->delay_skip[i] = false;
 		if (e == NULL)
 			continue;
+		rid_stored(w, i, e);
 		hist_checked(w->hist);
 		/* A free name with waiters is starving them, unless a
 		 * lock-delay holds them back (until the tick at its end,
@@ -542,6 +583,8 @@ world_format_request(const struct world *w, const struct sim_req *r, char *out,
 	q.delay_ms = r->delay;
 	q.has_fence = r->has_fence;
 	q.fence = r->fence;
+	q.rid = r->rid;
+	q.rid_len = r->rid_len;
 	return proto_format_request(out, cap, &q);
 }
 
@@ -579,6 +622,40 @@ random_delay(struct world *w, struct sim_req *r)
 	r->has_delay = true;
 	r->delay = (int64_t)world_random_below(w,
 	    (uint64_t)w->config.core.max_lease_ms / 2 + 1);
+}
+
+/*
+ * rid= on some ACQUIREs and TRYs (drawn from a generator of their own, so
+ * that the rest of a seed's requests stay what they were before rid=): a
+ * new one, or the repeat of one of the
+ * client's recent requests whose answer it has (or lost with its
+ * connection), as a client retrying after a lost reply does - on the same
+ * name, so that it may find its grant.
+ */
+static void
+random_rid(struct world *w, struct client *c, struct sim_req *r)
+{
+	unsigned n = c->nrids < OWN_RIDS ? c->nrids : OWN_RIDS, slot;
+
+	r->rid_slot = -1;
+	if (rng_below(&w->rids, 100) >= 30)
+		return;
+	slot = n > 0 ? (unsigned)rng_below(&w->rids, n) : 0;
+	if (n > 0 && !c->rids[slot].open && rng_below(&w->rids, 100) < 50) {
+		r->name = c->rids[slot].name;
+	} else {
+		slot = c->nrids++ % OWN_RIDS;
+		if (c->rids[slot].open)
+			return;   /* still in flight: no rid this time */
+		c->rids[slot].len = (uint8_t)snprintf(c->rids[slot].rid,
+		    SIM_RID_MAX, "c%d.%u", c->id, c->nrids);
+		c->rids[slot].name = r->name;
+		c->rids[slot].granted = false;
+	}
+	c->rids[slot].open = true;
+	r->rid_slot = (int8_t)slot;
+	r->rid_len = c->rids[slot].len;
+	memcpy(r->rid, c->rids[slot].rid, r->rid_len);
 }
 
 static void
@@ -639,6 +716,7 @@ world_queue_request(struct world *w, struct client *c, bool last)
 	size_t n;
 
 	memset(r, 0, sizeof(*r));
+	r->rid_slot = -1;
 	r->name = (uint8_t)world_random_below(w, (uint64_t)w->nnames);
 	if (p < 300) {
 		r->cmd = PROTO_CMD_ACQUIRE;
@@ -649,11 +727,13 @@ world_queue_request(struct world *w, struct client *c, bool last)
 		    2 * (uint64_t)w->config.core.max_lease_ms);
 		random_onclose(w, r);
 		random_delay(w, r);
+		random_rid(w, c, r);
 	} else if (p < 400) {
 		r->cmd = PROTO_CMD_TRY;
 		random_lease(w, r);
 		random_onclose(w, r);
 		random_delay(w, r);
+		random_rid(w, c, r);
 	} else if (p < 600) {
 		r->cmd = PROTO_CMD_RENEW;
 		random_lease(w, r);
@@ -754,6 +834,29 @@ force_begin(struct world *w, struct sim_req *r)
 	    secret, 0, r->seq, r->t);
 }
 
+/*
+ * An ACQUIRE or TRY with a rid: the live grant it repeats, if its holder
+ * was granted with this rid - byte for byte, while its lease lives (as it
+ * is when the command runs, after any reclaim).
+ */
+static void
+rid_begin(struct world *w, struct sim_req *r)
+{
+	const struct core_entry *e = core_table_find(&w->svc->table,
+	    w->name_text[r->name], w->name_len[r->name]);
+	core_time mono = w->now - w->boot_off;
+
+	r->rid_fence = 0;
+	if (live_fence(w, r->name) == 0 || e->lock.rid_len != r->rid_len ||
+	    memcmp(e->lock.rid, r->rid, r->rid_len) != 0)
+		return;
+	r->rid_fence = e->lock.fence;
+	r->rid_secret = e->lock.secret;
+	r->rid_left = e->lock.expiry - mono;
+	r->rid_lease = e->lock.lease_ms;
+	r->rid_onclose = e->owner != NULL;
+}
+
 /* The request starts executing now: it gets its place in the history. */
 static void
 exec_begin(struct world *w, struct client *c, struct sim_req *r)
@@ -770,6 +873,12 @@ exec_begin(struct world *w, struct client *c, struct sim_req *r)
 		force_begin(w, r);
 	if (r->cmd == PROTO_CMD_WATCH)
 		r->fence_at_exec = live_fence(w, r->name);
+	if (r->rid_len > 0)
+		rid_begin(w, r);
+	if (r->rid_slot >= 0 && r->rid_fence == 0) {
+		c->rids[r->rid_slot].exec_seq = r->seq;
+		c->rids[r->rid_slot].exec_t = r->t;
+	}
 	if (w->opt->trace) {
 		char line[PROTO_REPLY_MAX];
 		size_t n = world_format_request(w, r, line, sizeof(line));
@@ -788,11 +897,12 @@ world_client_feed(struct world *w, struct client *c, size_t k)
 	while (i != c->tail && left >= c->req[i % REQ_RING].len - off) {
 		const struct sim_req *r = &c->req[i % REQ_RING];
 
-		/* FORCE and WATCH are judged against the table as it is when
-		 * they run: each starts a read of its own, so that nothing
-		 * of the same read runs before it unseen. */
+		/* FORCE, WATCH and a request with a rid are judged against
+		 * the table as it is when they run: each starts a read of
+		 * its own, so that nothing of the same read runs before it
+		 * unseen. */
 		if (done > 0 && (r->cmd == PROTO_CMD_FORCE ||
-		    r->cmd == PROTO_CMD_WATCH)) {
+		    r->cmd == PROTO_CMD_WATCH || r->rid_len > 0)) {
 			k -= left;
 			left = 0;
 			break;
@@ -861,6 +971,9 @@ client_lost(struct world *w, struct client *c, uint64_t seq)
 	for (k = 0; k < c->nonclose; k++)
 		hist_closed(w->hist, c->onclose[k], seq, w->now);
 	c->nonclose = 0;
+	/* Requests never answered: their rids may be repeated now. */
+	for (k = 0; k < OWN_RIDS; k++)
+		c->rids[k].open = false;
 	c->head = c->exec = c->tail = 0;
 	c->buf_len = c->partial = 0;
 	c->connected = false;
@@ -918,10 +1031,77 @@ is_error(const struct proto_reply *rep, enum proto_error_code code)
 	return rep->kind == PROTO_REPLY_ERROR && rep->error == code;
 }
 
+/* The told grant idx is bound to c's connection by onclose=release. */
+static void
+onclose_add(struct client *c, int32_t idx)
+{
+	if (c->nonclose == c->conclose) {
+		c->conclose = c->conclose ? 2 * c->conclose : 32;
+		c->onclose = realloc(c->onclose,
+		    c->conclose * sizeof(*c->onclose));
+		if (c->onclose == NULL)
+			world_fatal("out of memory");
+	}
+	c->onclose[c->nonclose++] = idx;
+}
+
+/*
+ * The reply to a repeat of a live grant's rid: that grant, no other (and
+ * no new one: the history is not told of a grant), or UNAVAILABLE when
+ * the commit it waited for failed.
+ */
+static void
+reply_to_repeat(struct world *w, struct client *c, struct sim_req *r,
+    const struct proto_reply *rep, const char *line, size_t len)
+{
+	struct proto_handle h = { r->rid_fence, r->rid_secret };
+
+	hist_checked(w->hist);
+	if (is_error(rep, PROTO_ERR_UNAVAILABLE)) {
+		w->res->unavailable++;
+		return;
+	}
+	if (rep->kind != PROTO_REPLY_GRANTED || !names_match(w, r, rep) ||
+	    rep->handle.fence != h.fence || rep->handle.secret != h.secret ||
+	    rep->lease_ms != r->rid_left) {
+		hist_violation(w->hist, SIM_RID_IDEMPOTENT,
+		    "client %d: a repeat of rid=%.*s (t=%lld), whose grant "
+		    "fence=%llu had %lld ms left, answered \"%.*s\"", c->id,
+		    (int)r->rid_len, r->rid, (long long)r->t,
+		    (unsigned long long)h.fence, (long long)r->rid_left,
+		    (int)(len > 1 ? len - 2 : 0), line);
+		return;
+	}
+	hist_cover(w->hist, SIM_COV_RID_REPEAT);
+	if (!hist_told(w->hist, r->name, h.fence) && r->rid_slot >= 0) {
+		/* Its GRANTED was lost (with its connection, or in a
+		 * crash): the client learns of the grant now, as a reply to
+		 * the request that got it. */
+		struct hist_store_view stored;
+		int32_t idx;
+
+		hist_cover(w->hist, SIM_COV_RID_UNTOLD);
+		store_view_of(w, r->name, &stored);
+		idx = hist_granted(w->hist, r->name, h.fence, h.secret,
+		    r->rid_lease, r->rid_onclose,
+		    c->rids[r->rid_slot].exec_seq,
+		    c->rids[r->rid_slot].exec_t, &stored, w->mem.hwm);
+		if (idx < 0)
+			return;
+		own_add(w, c, r->name, h);
+		if (r->rid_onclose)
+			onclose_add(c, idx);
+	}
+}
+
 static void
 reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
     const struct proto_reply *rep, const char *line, size_t len)
 {
+	if (r->rid_fence != 0) {
+		reply_to_repeat(w, c, r, rep, line, len);
+		return;
+	}
 	if (rep->kind == PROTO_REPLY_GRANTED) {
 		struct hist_store_view stored;
 		int32_t idx;
@@ -934,6 +1114,12 @@ reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
 		w->res->grants++;
 		if (r->pass < w->pass)
 			hist_cover(w->hist, SIM_COV_GRANT_TOLD_LATE);
+		if (r->rid_slot >= 0) {
+			/* Told a grant before, which has ended since. */
+			if (c->rids[r->rid_slot].granted)
+				hist_cover(w->hist, SIM_COV_RID_REUSED);
+			c->rids[r->rid_slot].granted = true;
+		}
 		store_view_of(w, r->name, &stored);
 		idx = hist_granted(w->hist, r->name, rep->handle.fence,
 		    rep->handle.secret, rep->lease_ms, r->onclose_release,
@@ -941,17 +1127,9 @@ reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
 		if (idx < 0)
 			return;
 		own_add(w, c, r->name, rep->handle);
-		if (r->onclose_release) {
-			/* Every one: its close must end each of them. */
-			if (c->nonclose == c->conclose) {
-				c->conclose = c->conclose ? 2 * c->conclose : 32;
-				c->onclose = realloc(c->onclose,
-				    c->conclose * sizeof(*c->onclose));
-				if (c->onclose == NULL)
-					world_fatal("out of memory");
-			}
-			c->onclose[c->nonclose++] = idx;
-		}
+		/* Every one: its close must end each of them. */
+		if (r->onclose_release)
+			onclose_add(c, idx);
 		return;
 	}
 	if (r->cmd == PROTO_CMD_TRY && rep->kind == PROTO_REPLY_HELD &&
@@ -1093,6 +1271,8 @@ client_reply(struct world *w, struct client *c,
 		return;
 	}
 	r = &c->req[c->head++ % REQ_RING];
+	if (r->rid_slot >= 0)
+		c->rids[r->rid_slot].open = false;
 	switch (r->cmd) {
 	case PROTO_CMD_ACQUIRE:
 	case PROTO_CMD_TRY:
@@ -1316,6 +1496,7 @@ world_init(struct world *w, uint64_t seed, const struct sim_options *opt,
 	w->out = opt->out != NULL ? opt->out : stdout;
 	rng_seed(&w->rng, seed);
 	rng_seed(&w->secrets, seed ^ 0x5ec7e75ec7e7ULL);
+	rng_seed(&w->rids, seed ^ 0x0052494452494400ULL);
 	w->nclients = 2 + (int)world_random_below(w, MAX_CLIENTS - 1);
 	w->nnames = 1 + (int)world_random_below(w, MAX_NAMES);
 	for (i = 0; i < w->nnames; i++) {

@@ -21,6 +21,8 @@
 #define REQ_RING 32            /* requests a client keeps in flight, at most */
 #define OWN_HANDLES 8
 #define POOL_HANDLES 32        /* told handles anybody may replay */
+#define OWN_RIDS 4             /* a client's recent rids, to repeat */
+#define SIM_RID_MAX 12         /* "c<id>.<n>", its rids' longest */
 #define MONO_START 1000000     /* the boot clock never reads 0 */
 #define WALL_BASE 1700000000000LL
 
@@ -35,6 +37,14 @@ struct sim_req {
 	uint64_t fence;
 	uint64_t fence_at_exec;     /* WATCH: the live holder's then */
 	int64_t eff;                /* the lease the service must grant */
+	int8_t rid_slot;            /* ACQUIRE, TRY: its client's rid, -1 */
+	uint8_t rid_len;
+	char rid[SIM_RID_MAX];
+	/* Set when it ran: the live grant it repeats (fence 0: none), with
+	 * the secret and the lease it has left, that it must be told. */
+	uint64_t rid_fence, rid_secret;
+	int64_t rid_left, rid_lease;
+	bool rid_onclose;
 	struct proto_handle handle;
 	uint32_t len;               /* bytes of its line */
 	uint64_t seq;               /* when it executed */
@@ -63,6 +73,20 @@ struct client {
 	unsigned nown;
 	int32_t *onclose;               /* told grants bound to this conn */
 	unsigned nonclose, conclose;
+	/* The rids of its recent ACQUIREs and TRYs; one that is not open
+	 * (its request answered, or its connection gone) may be repeated,
+	 * as a client that lost a reply does. */
+	struct {
+		char rid[SIM_RID_MAX];
+		uint8_t len, name;
+		bool open;
+		bool granted;     /* a grant with it was told */
+		/* When its last request that could be granted ran: the
+		 * arrival of a grant a repeat finds untold. */
+		uint64_t exec_seq;
+		sim_time exec_t;
+	} rids[OWN_RIDS];
+	unsigned nrids;
 };
 
 struct world;
@@ -80,6 +104,7 @@ struct world {
 	FILE *out;
 	struct rng rng;          /* every choice */
 	struct rng secrets;      /* handle secrets, a stream of their own */
+	struct rng rids;         /* rid= choices, a stream of their own */
 	sim_time now;            /* global time; mono = now - boot_off */
 	sim_time boot_off;
 	uint8_t boot_id[16];

@@ -90,43 +90,45 @@ test_format_record_reads_back_and_a_reboot_caps_the_lease(void **state)
 	    .secret = 0x1122334455667788ULL, .expiry = 5000, .lease_ms = 4000,
 	    .onclose_release = true, .owner_id = 0xabcdef123456ULL }, back;
 	unsigned char out[FORMAT_RECORD_SIZE];
+	size_t n;
 
 	(void)state;
-	format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
+	n = format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
 	assert_int_equal(out[0], FORMAT_RECORD_VERSION);
 	/* The same boot: the boot clock's expiry stands. */
-	assert_true(format_record_decode(out, sizeof(out), boot, 300000, 2000,
+	assert_true(format_record_decode(out, n, boot, 300000, 2000,
 	    0, &back));
 	assert_true(back.fence == 9 && back.secret == rec.secret &&
 	    back.expiry == 5000 && back.lease_ms == 4000 &&
 	    back.onclose_release && back.owner_id == 0xabcdef123456ULL);
 	/* Another boot: the wall clock's, 4 s left, capped at 1 s. */
-	assert_true(format_record_decode(out, sizeof(out), other, 1000, 10,
+	assert_true(format_record_decode(out, n, other, 1000, 10,
 	    1700000000000LL, &back));
 	assert_true(back.expiry == 10 + 1000);
-	assert_true(format_record_decode(out, sizeof(out), other, 300000, 10,
+	assert_true(format_record_decode(out, n, other, 300000, 10,
 	    1700000000000LL, &back));
 	assert_true(back.expiry == 10 + 4000);
 	/* Another version or size is unreadable. */
-	assert_false(format_record_decode(out, sizeof(out) - 1, boot, 300000,
+	assert_false(format_record_decode(out, n - 1, boot, 300000,
 	    2000, 0, &back));
 	out[0] = FORMAT_RECORD_VERSION + 1;
-	assert_false(format_record_decode(out, sizeof(out), boot, 300000,
+	assert_false(format_record_decode(out, n, boot, 300000,
 	    2000, 0, &back));
 }
 
 static void
-test_format_record_v2_keeps_owner_and_lock_delay(void **state)
+test_format_record_keeps_owner_and_lock_delay(void **state)
 {
 	const uint8_t boot[16] = "boot-one", other[16] = "boot-two";
 	struct core_record rec = { .fence = 7, .secret = 5, .expiry = 5000,
 	    .lease_ms = 4000, .delay_ms = 3000, .delay_until = 0,
 	    .label_len = 11, .label = "web-1:12345" }, back;
 	unsigned char out[FORMAT_RECORD_SIZE];
+	size_t n;
 
 	(void)state;
-	format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
-	assert_true(format_record_decode(out, sizeof(out), boot, 300000, 2000,
+	n = format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
+	assert_true(format_record_decode(out, n, boot, 300000, 2000,
 	    0, &back));
 	assert_true(back.fence == 7 && back.delay_ms == 3000 &&
 	    back.delay_until == 0 && back.label_len == 11 &&
@@ -135,18 +137,98 @@ test_format_record_v2_keeps_owner_and_lock_delay(void **state)
 	 * boot clock in this boot and on the wall clock after a reboot. */
 	memset(&rec, 0, sizeof(rec));
 	rec.delay_until = 4000;
-	format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
-	assert_true(format_record_decode(out, sizeof(out), boot, 300000, 2000,
+	n = format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
+	assert_true(format_record_decode(out, n, boot, 300000, 2000,
 	    0, &back));
 	assert_true(back.fence == 0 && back.delay_until == 4000);
-	assert_true(format_record_decode(out, sizeof(out), other, 300000, 10,
+	assert_true(format_record_decode(out, n, other, 300000, 10,
 	    1700000000000LL, &back));
 	assert_true(back.fence == 0 && back.delay_until == 10 + 3000);
 	/* Fence 0 with no delay is no record at all: unreadable. */
 	memset(&rec, 0, sizeof(rec));
-	format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
-	assert_false(format_record_decode(out, sizeof(out), boot, 300000,
+	n = format_record_encode(&rec, boot, 1000, 1700000000000LL, out);
+	assert_false(format_record_decode(out, n, boot, 300000,
 	    2000, 0, &back));
+}
+
+static void
+test_format_record_v3_keeps_rid_mode_and_limit(void **state)
+{
+	const uint8_t boot[16] = "boot-one";
+	struct core_record rec = { .fence = 12, .secret = 77, .expiry = 5000,
+	    .lease_ms = 4000, .label_len = 3, .label = "web",
+	    .rid_len = 64, .limit = 65535, .shared = true }, back;
+	unsigned char out[FORMAT_RECORD_SIZE];
+
+	(void)state;
+	memset(rec.rid, 'r', sizeof(rec.rid));
+	rec.rid[63] = 'z';
+	assert_int_equal(format_record_encode(&rec, boot, 1000,
+	    1700000000000LL, out), 96 + 3 + 64);
+	assert_int_equal(out[0], 3);
+	assert_int_equal(FORMAT_RECORD_SIZE, 224);
+	assert_true(format_record_decode(out, 96 + 3 + 64, boot, 300000, 2000,
+	    0, &back));
+	assert_true(back.fence == 12 && back.rid_len == 64 &&
+	    memcmp(back.rid, rec.rid, 64) == 0 && back.limit == 65535 &&
+	    back.shared && back.label_len == 3 &&
+	    memcmp(back.label, "web", 3) == 0 && !back.onclose_release);
+	/* Any other length is not that record. */
+	assert_false(format_record_decode(out, 96 + 3 + 63, boot, 300000,
+	    2000, 0, &back));
+	assert_false(format_record_decode(out, 96 + 3 + 65, boot, 300000,
+	    2000, 0, &back));
+	/* No label, no rid, a plain lock: 96 bytes, less than version 2's
+	 * 160, and all of them read back as absent. */
+	memset(&rec, 0, sizeof(rec));
+	rec.fence = 3;
+	rec.expiry = 5000;
+	assert_int_equal(format_record_encode(&rec, boot, 1000,
+	    1700000000000LL, out), 96);
+	assert_true(format_record_decode(out, 96, boot, 300000, 2000, 0,
+	    &back));
+	assert_true(back.rid_len == 0 && back.label_len == 0 &&
+	    back.limit == 0 && !back.shared);
+	/* A rid longer than 64 bytes is not a record lockd wrote. */
+	out[89] = 65;
+	assert_false(format_record_decode(out, 96 + 65, boot, 300000,
+	    2000, 0, &back));
+}
+
+/* A version-2 record, as lockd wrote it before rid=, still loads: the
+ * hold has no rid and is a plain one. */
+static void
+test_format_record_v2_still_loads(void **state)
+{
+	const uint8_t boot[16] = "boot-one";
+	unsigned char v2[FORMAT_RECORD_V2_SIZE];
+	struct core_record back;
+
+	(void)state;
+	memset(v2, 0, sizeof(v2));
+	v2[0] = 2;
+	v2[1] = 1;   /* onclose=release; bit 1 meant nothing then */
+	bytes_put_le64(v2 + 8, 41);
+	bytes_put_le64(v2 + 16, 0x8c1f);
+	bytes_put_le64(v2 + 24, 30000);
+	bytes_put_le64(v2 + 32, 31000);
+	memcpy(v2 + 48, boot, 16);
+	bytes_put_le64(v2 + 64, 2500);
+	v2[88] = 4;
+	memcpy(v2 + 96, "cron", 4);
+	assert_true(format_record_decode(v2, sizeof(v2), boot, 300000, 1000,
+	    0, &back));
+	assert_true(back.fence == 41 && back.secret == 0x8c1f &&
+	    back.expiry == 31000 && back.delay_ms == 2500 &&
+	    back.label_len == 4 && memcmp(back.label, "cron", 4) == 0 &&
+	    back.onclose_release && back.rid_len == 0 && back.limit == 0 &&
+	    !back.shared);
+	/* A version-2 header on a version-3 size, or the reverse: neither. */
+	assert_false(format_record_decode(v2, sizeof(v2) - 1, boot, 300000,
+	    1000, 0, &back));
+	v2[0] = 3;
+	assert_false(format_record_decode(v2, sizeof(v2), boot, 300000, 1000,
+	    0, &back));
 }
 
 /* A version-1 record, as lockd 0.x wrote it, still loads. */
@@ -203,7 +285,10 @@ main(void)
 		cmocka_unit_test(
 		    test_format_record_reads_back_and_a_reboot_caps_the_lease),
 		cmocka_unit_test(
-		    test_format_record_v2_keeps_owner_and_lock_delay),
+		    test_format_record_keeps_owner_and_lock_delay),
+		cmocka_unit_test(
+		    test_format_record_v3_keeps_rid_mode_and_limit),
+		cmocka_unit_test(test_format_record_v2_still_loads),
 		cmocka_unit_test(test_format_record_v1_still_loads),
 		cmocka_unit_test(
 		    test_format_mark_reads_back_and_refuses_another_size),

@@ -129,6 +129,7 @@ parse_at(request_parser parse, const char *buf, size_t len, size_t max_line)
 		o.req.name = NULL;
 	}
 	o.req.owner = keep_field(o.req.owner, o.req.owner_len, buf, len);
+	o.req.rid = keep_field(o.req.rid, o.req.rid_len, buf, len);
 	o.req.prefix = keep_field(o.req.prefix, o.req.prefix_len, buf, len);
 	o.req.after = keep_field(o.req.after, o.req.after_len, buf, len);
 	return o;
@@ -178,6 +179,7 @@ same_request(const struct proto_request *a, const char *a_name,
 	    a->has_onclose == b->has_onclose && a->onclose == b->onclose &&
 	    a->has_delay == b->has_delay && a->delay_ms == b->delay_ms &&
 	    same_bytes(a->owner, a->owner_len, b->owner, b->owner_len) &&
+	    same_bytes(a->rid, a->rid_len, b->rid, b->rid_len) &&
 	    a->has_fence == b->has_fence && a->fence == b->fence &&
 	    same_bytes(a->prefix, a->prefix_len, b->prefix, b->prefix_len) &&
 	    same_bytes(a->after, a->after_len, b->after, b->after_len) &&
@@ -312,6 +314,7 @@ struct bad_request {
 #define M_LEASE_FORM "lease must be digits with an optional unit ms, s, m or h"
 #define M_LEASE_MAX "lease must be at most 365 days"
 #define M_NOT_TAKEN "option not taken by this command"
+#define M_RID "rid must be 1 to 64 bytes without spaces or control bytes"
 
 static const struct bad_request bad_requests[] = {
 	/* Empty and blank lines are not errors, just nothing to answer. */
@@ -401,6 +404,14 @@ static const struct bad_request bad_requests[] = {
 	BADARG("ACQUIRE x lease=5=5\n", M_LEASE_FORM),
 	BADARG("ACQUIRE x wait=1e3\n",
 	    "wait must be digits with an optional unit ms, s, m or h"),
+	/* rid=: 1 to 64 bytes of a name, on ACQUIRE and TRY only. */
+	BADARG("ACQUIRE x rid=\n", M_RID),
+	BADARG("TRY x rid=" X16 X16 X16 X16 "z\n", M_RID),
+	BADARG("ACQUIRE x rid=a rid=b\n", "option given twice"),
+	BADARG("ACQUIRE x rid=a RID=a\n", "option given twice"),
+	BADARG("RENEW a " HANDLE_41 " rid=a\n", M_NOT_TAKEN),
+	BADARG("STATUS a rid=a\n", M_NOT_TAKEN),
+	BADARG("WATCH a rid=a\n", M_NOT_TAKEN),
 	BADARG("ACQUIRE x onclose=never\n", "onclose must be keep or release"),
 	BADARG("ACQUIRE x onclose=\n", "onclose must be keep or release"),
 	BADARG("ACQUIRE x onclose=releasex\n",
@@ -1930,6 +1941,33 @@ test_proto_format_request_round_trips_every_combination(void **state)
 	}
 }
 
+/* rid= on ACQUIRE and TRY: any name bytes, '=' too, 1 to 64 of them. */
+static void
+test_proto_rid_parses_on_acquire_and_try(void **state)
+{
+	struct outcome o;
+	char line[128];
+
+	(void)state;
+	o = parse_line("ACQUIRE a lease=1s rid=c7/req=42 wait=0\n");
+	assert_int_equal(o.result, PROTO_DONE);
+	assert_int_equal(o.req.rid_len, 9);
+	assert_memory_equal(o.req.rid, "c7/req=42", 9);
+	assert_true(o.req.has_lease && o.req.has_wait);
+	o = parse_line("try b RID=\xc3\xa9\n");
+	assert_int_equal(o.result, PROTO_DONE);
+	assert_int_equal(o.req.command, PROTO_CMD_TRY);
+	assert_int_equal(o.req.rid_len, 2);
+	/* 64 bytes is the most. */
+	snprintf(line, sizeof(line), "ACQUIRE a rid=%s\n",
+	    "0123456789012345678901234567890123456789012345678901234567890123");
+	o = parse_line(line);
+	assert_int_equal(o.result, PROTO_DONE);
+	assert_int_equal(o.req.rid_len, 64);
+	o = parse_line("ACQUIRE a\n");
+	assert_int_equal(o.req.rid_len, 0);
+}
+
 /* Protocol v2's commands and options format and parse back, each option
  * only on the commands that take it. */
 static void
@@ -1958,6 +1996,11 @@ test_proto_format_request_round_trips_v2_commands(void **state)
 			}
 			req.has_lease = (mask & 4) != 0;
 			req.lease_ms = req.has_lease ? 500 : 0;
+			if (mask & 8) {
+				req.rid = v == 2 ? long_name_init() :
+				    "c7/req=42";
+				req.rid_len = v == 2 ? PROTO_RID_MAX : 9;
+			}
 			assert_check(check_round_trip(proto_format_request,
 			    &req));
 			/* WATCH: fence= (0 too) and wait=. */
@@ -2022,7 +2065,22 @@ test_proto_format_request_round_trips_v2_commands(void **state)
 	req.owner_len = 3;
 	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
 	req.owner_len = 0;
+	req.rid = "a\tb";
+	req.rid_len = 3;
+	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
+	req.rid = long_name_init();
+	req.rid_len = PROTO_RID_MAX + 1;
+	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
+	req.rid_len = 0;
 	req.has_fence = true;
+	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
+	/* A rid is taken by ACQUIRE and TRY only. */
+	memset(&req, 0, sizeof(req));
+	req.command = PROTO_CMD_STATUS;
+	req.name = "a";
+	req.name_len = 1;
+	req.rid = "r";
+	req.rid_len = 1;
 	assert_int_equal(proto_format_request(out, sizeof(out), &req), 0);
 }
 
@@ -2556,6 +2614,7 @@ static const struct CMUnitTest proto_tests[] = {
 	cmocka_unit_test(
 	    test_proto_format_request_round_trips_every_combination),
 	cmocka_unit_test(test_proto_format_request_round_trips_v2_commands),
+	cmocka_unit_test(test_proto_rid_parses_on_acquire_and_try),
 	cmocka_unit_test(test_proto_v2_replies_parse_into_their_fields),
 	cmocka_unit_test(
 	    test_proto_round_trip_checker_catches_a_formatter_that_drops_wait),

@@ -1960,6 +1960,211 @@ test_table_heap_keeps_the_earliest_deadline_first(void **state)
 	}
 }
 
+/* ---- rid= ------------------------------------------------------------- */
+
+static enum core_status
+acquire_rid(struct fixture *f, int s, const char *name, const char *rid,
+    int64_t wait, bool onclose, uint64_t tag, core_time now)
+{
+	struct core_acquire_args args = { .lease_ms = LEASE, .wait_ms = wait,
+	    .onclose_release = onclose, .rid = rid,
+	    .rid_len = rid != NULL ? strlen(rid) : 0 };
+
+	return core_acquire(&f->table, &f->s[s], name, strlen(name), &args,
+	    tag, now);
+}
+
+static enum core_status
+try_rid(struct fixture *f, int s, const char *name, const char *rid,
+    uint64_t tag, core_time now)
+{
+	struct core_acquire_args args = { .lease_ms = LEASE, .rid = rid,
+	    .rid_len = strlen(rid) };
+
+	return core_try(&f->table, &f->s[s], name, strlen(name), &args, tag,
+	    now);
+}
+
+static void
+test_table_rid_repeat_returns_the_live_grant_and_changes_nothing(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_handle h;
+	const struct got *g;
+
+	acquire_rid(f, 0, "a", "r-1", CORE_WAIT_FOREVER, false, 1, 0);
+	h = handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
+	assert_int_equal(drain(f), 1);
+	assert_int_equal(change_of(f, "a")->rec.rid_len, 3);
+	assert_memory_equal(change_of(f, "a")->rec.rid, "r-1", 3);
+	/* The repeat, from another connection, 400 ms later: the same
+	 * grant with what is left of its lease; nothing to commit. */
+	assert_int_equal(acquire_rid(f, 1, "a", "r-1", CORE_WAIT_FOREVER,
+	    false, 2, 400), CORE_OK);
+	g = expect(f, 1, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_true(g->r.repeat);
+	assert_true(g->r.fence == h.fence && g->r.secret == h.secret);
+	assert_int_equal(g->r.lease_ms, LEASE - 400);
+	/* TRY with the rid finds it too. */
+	assert_int_equal(try_rid(f, 2, "a", "r-1", 3, 500), CORE_OK);
+	g = expect(f, 2, CORE_REPLY_GRANTED, 2, 3, "a");
+	assert_true(g->r.fence == h.fence && g->r.secret == h.secret &&
+	    g->r.lease_ms == LEASE - 500);
+	assert_int_equal(drain(f), 0);
+	assert_false(f->hwm_changed);
+	assert_int_equal(f->table.hwm, 1);
+	assert_int_equal(f->table.stats.granted, 1);
+	assert_int_equal(find(f, "a")->lock.expiry, LEASE);
+	assert_int_equal(find(f, "a")->queue_len, 0);
+	/* Another rid, or a prefix of this one, is another request. */
+	try_rid(f, 2, "a", "r-", 4, 500);
+	expect(f, 3, CORE_REPLY_HELD, 2, 4, "a");
+	try_rid(f, 2, "a", "r-12", 5, 500);
+	expect(f, 4, CORE_REPLY_HELD, 2, 5, "a");
+	assert_books_balance(f);
+}
+
+static void
+test_table_rid_is_forgotten_when_the_hold_ends(void **state)
+{
+	struct fixture *f = *state;
+	struct core_handle h;
+
+	acquire_rid(f, 0, "a", "r", CORE_WAIT_FOREVER, false, 1, 0);
+	h = handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
+	/* At its expiry the lease is over: a repeat is a new request. */
+	acquire_rid(f, 0, "a", "r", CORE_WAIT_FOREVER, false, 2, LEASE);
+	expect(f, 1, CORE_EVENT_RECLAIMED, -1, 0, "a");
+	h = handle_of(expect(f, 2, CORE_REPLY_GRANTED, 0, 2, "a"));
+	assert_int_equal(h.fence, 2);
+	/* After RELEASE too. */
+	release(f, 0, "a", h, 3, LEASE + 1);
+	expect(f, 3, CORE_REPLY_RELEASED, 0, 3, "a");
+	assert_int_equal(find(f, "a")->lock.rid_len, 0);
+	acquire_rid(f, 0, "a", "r", CORE_WAIT_FOREVER, false, 4, LEASE + 2);
+	h = handle_of(expect(f, 4, CORE_REPLY_GRANTED, 0, 4, "a"));
+	assert_int_equal(h.fence, 3);
+	assert_books_balance(f);
+}
+
+/*
+ * A repeat of a request still in the queue takes its place - its turn,
+ * not the tail - and the request it repeats is answered SUPERSEDED: one
+ * rid never waits twice, nor is granted twice.
+ */
+static void
+test_table_rid_repeat_of_a_waiter_takes_its_place(void **state)
+{
+	struct fixture *f = *state;
+	struct core_handle h;
+
+	acquire(f, 0, "a", LEASE, CORE_WAIT_FOREVER, false, 1, 0);
+	h = handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
+	acquire_rid(f, 1, "a", "w", CORE_WAIT_FOREVER, false, 2, 10);
+	acquire_rid(f, 2, "a", NULL, CORE_WAIT_FOREVER, false, 3, 20);
+	assert_int_equal(f->ngot, 1);
+	acquire_rid(f, 3, "a", "w", 5000, false, 4, 30);
+	expect(f, 1, CORE_REPLY_SUPERSEDED, 1, 2, "a");
+	assert_int_equal(find(f, "a")->queue_len, 2);
+	assert_int_equal(f->table.stats.waiters, 2);
+	assert_books_balance(f);
+	/* The repeat is at the head, where the request it repeats was. */
+	release(f, 0, "a", h, 5, 100);
+	expect(f, 2, CORE_REPLY_RELEASED, 0, 5, "a");
+	h = handle_of(expect(f, 3, CORE_REPLY_GRANTED, 3, 4, "a"));
+	assert_int_equal(f->got[3].r.waited_ms, 100 - 10);
+	/* And now it holds: one more repeat gets the grant, not a place. */
+	acquire_rid(f, 4, "a", "w", CORE_WAIT_FOREVER, false, 6, 150);
+	assert_true(expect(f, 4, CORE_REPLY_GRANTED, 4, 6, "a")->r.fence ==
+	    h.fence);
+	assert_int_equal(find(f, "a")->queue_len, 1);
+	release(f, 3, "a", h, 7, 200);
+	expect(f, 5, CORE_REPLY_RELEASED, 3, 7, "a");
+	expect(f, 6, CORE_REPLY_GRANTED, 2, 3, "a");
+	assert_int_equal(f->ngot, 7);
+	assert_books_balance(f);
+}
+
+/* A TRY never queues: it leaves a waiting request with its rid alone. */
+static void
+test_table_rid_try_leaves_a_waiter_with_its_rid(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire(f, 0, "a", LEASE, CORE_WAIT_FOREVER, false, 1, 0);
+	acquire_rid(f, 1, "a", "w", CORE_WAIT_FOREVER, false, 2, 10);
+	try_rid(f, 2, "a", "w", 3, 20);
+	expect(f, 1, CORE_REPLY_HELD, 2, 3, "a");
+	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_books_balance(f);
+}
+
+/* A hold bound by onclose=release follows the connection that repeated
+ * its request: the closing of the one it had is then no release. */
+static void
+test_table_rid_repeat_moves_an_onclose_binding(void **state)
+{
+	struct fixture *f = *state;
+
+	acquire_rid(f, 0, "a", "r", CORE_WAIT_FOREVER, true, 1, 0);
+	handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
+	assert_int_equal(drain(f), 1);
+	acquire_rid(f, 1, "a", "r", CORE_WAIT_FOREVER, false, 2, 10);
+	expect(f, 1, CORE_REPLY_GRANTED, 1, 2, "a");
+	assert_int_equal(drain(f), 1);
+	assert_true(change_of(f, "a")->rec.onclose_release);
+	assert_int_equal(change_of(f, "a")->rec.owner_id, f->s[1].id);
+	core_disconnect(&f->table, &f->s[0], 20);
+	assert_int_equal(f->ngot, 2);
+	assert_int_equal(find(f, "a")->lock.fence, 1);
+	core_disconnect(&f->table, &f->s[1], 30);
+	expect(f, 2, CORE_EVENT_RELEASED_ONCLOSE, -1, 0, "a");
+	assert_books_balance(f);
+}
+
+/* The rid is durable with the grant: a restored hold still knows it. */
+static void
+test_table_rid_survives_a_restore(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec;
+	struct core_handle h;
+	const struct got *g;
+
+	acquire_rid(f, 0, "a", "client-7/req-42", CORE_WAIT_FOREVER, false, 1,
+	    0);
+	h = handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
+	drain(f);
+	rec = change_of(f, "a")->rec;
+	fixture_restart(f);
+	core_table_restore_hwm(&f->table, 1);
+	assert_int_equal(core_table_restore(&f->table, "a", 1, &rec, 200),
+	    CORE_OK);
+	drain(f);
+	acquire_rid(f, 2, "a", "client-7/req-42", CORE_WAIT_FOREVER, false,
+	    2, 300);
+	g = expect(f, 0, CORE_REPLY_GRANTED, 2, 2, "a");
+	assert_true(g->r.fence == h.fence && g->r.secret == h.secret &&
+	    g->r.lease_ms == LEASE - 300);
+	assert_int_equal(drain(f), 0);
+}
+
+static void
+test_table_rid_longer_than_64_bytes_is_badarg(void **state)
+{
+	struct fixture *f = *state;
+	char rid[CORE_RID_MAX + 2];
+
+	memset(rid, 'x', sizeof(rid) - 1);
+	rid[sizeof(rid) - 1] = '\0';
+	acquire_rid(f, 0, "a", rid, CORE_WAIT_FOREVER, false, 1, 0);
+	expect(f, 0, CORE_REPLY_BADARG, 0, 1, NULL);
+	rid[CORE_RID_MAX] = '\0';
+	acquire_rid(f, 0, "a", rid, CORE_WAIT_FOREVER, false, 2, 0);
+	expect(f, 1, CORE_REPLY_GRANTED, 0, 2, "a");
+}
+
 int
 main(void)
 {
@@ -2016,7 +2221,14 @@ main(void)
 		T(test_table_restore_batch_stops_at_the_first_error_and_says_where),
 		T(test_table_name_hash_is_siphash_1_3_at_every_length_and_alignment),
 		T(test_table_heap_keeps_the_earliest_deadline_first),
-	};
+			T(test_table_rid_repeat_returns_the_live_grant_and_changes_nothing),
+		T(test_table_rid_is_forgotten_when_the_hold_ends),
+		T(test_table_rid_repeat_of_a_waiter_takes_its_place),
+		T(test_table_rid_try_leaves_a_waiter_with_its_rid),
+		T(test_table_rid_repeat_moves_an_onclose_binding),
+		T(test_table_rid_survives_a_restore),
+		T(test_table_rid_longer_than_64_bytes_is_badarg),
+};
 #undef T
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
