@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -1151,8 +1152,8 @@ lockd__call(lockd_context *c, struct lockd__request *r, int rc,
     lockd_reply *reply, lockd_lock_info *info)
 {
 	struct lockd__state *s = c->state;
-	int64_t start = lockd_now_ms(), backoff = LOCKD__FAILOVER_BACKOFF_MS,
-	    left;
+	int64_t start = lockd_now_ms(), began = start,
+	    backoff = LOCKD__FAILOVER_BACKOFF_MS, left;
 	char last[LOCKD_ERRSTR_SIZE];
 	int attempt;
 
@@ -1162,6 +1163,14 @@ lockd__call(lockd_context *c, struct lockd__request *r, int rc,
 		if (attempt > 0 || lockd__dead(c)) {
 			if (!lockd__fails_over(c))
 				return c->err;
+			/* An attempt that ran longer than the fail-over time
+			 * was a healthy wait (an ACQUIRE, a WATCH): the
+			 * fail-over time counts from its end. */
+			if (lockd_now_ms() - began > s->failover_timeout_ms) {
+				start = lockd_now_ms();
+				attempt = 1;
+				backoff = LOCKD__FAILOVER_BACKOFF_MS;
+			}
 			left = start + s->failover_timeout_ms - lockd_now_ms();
 			if (attempt >= LOCKD_FAILOVER_HOPS_MAX || left <= 0) {
 				snprintf(last, sizeof(last), "%s", c->errstr);
@@ -1189,6 +1198,7 @@ lockd__call(lockd_context *c, struct lockd__request *r, int rc,
 		}
 		if (lockd__append(c, r, LOCKD_OK) != LOCKD_OK)
 			return c->err;
+		began = lockd_now_ms();
 		rc = lockd__get_reply_info(c, reply, info);
 		if (rc == LOCKD_ERR_NOTLEADER && lockd__fails_over(c))
 			continue;
@@ -1199,38 +1209,26 @@ lockd__call(lockd_context *c, struct lockd__request *r, int rc,
 	}
 }
 
+static int lockd__acquire_ex(lockd_context *c, bool try_only,
+    const char *name, const lockd_acquire_options *options, const char *rid,
+    lockd_lease *lease);
+
 int
 lockd_acquire(lockd_context *c, const char *name, int64_t lease_ms,
     int64_t wait_ms, int onclose, lockd_lease *lease)
 {
-	struct lockd__request r;
-	lockd_reply reply;
-	int rc;
+	lockd_acquire_options o = { lease_ms, wait_ms, onclose, NULL, 0 };
 
-	if (lockd__check_idle(c) != LOCKD_OK)
-		return c->err;
-	rc = lockd__call(c, &r, lockd__request_acquire(&r, name, lease_ms,
-	    wait_ms, onclose, c->errstr), &reply, NULL);
-	if (rc == LOCKD_OK && lease != NULL)
-		*lease = reply.lease;
-	return rc;
+	return lockd__acquire_ex(c, false, name, &o, NULL, lease);
 }
 
 int
 lockd_try(lockd_context *c, const char *name, int64_t lease_ms, int onclose,
     lockd_lease *lease)
 {
-	struct lockd__request r;
-	lockd_reply reply;
-	int rc;
+	lockd_acquire_options o = { lease_ms, 0, onclose, NULL, 0 };
 
-	if (lockd__check_idle(c) != LOCKD_OK)
-		return c->err;
-	rc = lockd__call(c, &r, lockd__request_try(&r, name, lease_ms,
-	    onclose, c->errstr), &reply, NULL);
-	if (rc == LOCKD_OK && lease != NULL)
-		*lease = reply.lease;
-	return rc;
+	return lockd__acquire_ex(c, true, name, &o, NULL, lease);
 }
 
 int
@@ -1293,18 +1291,46 @@ lockd_ping(lockd_context *c)
 
 /* ---- protocol v2 ------------------------------------------------------ */
 
+/* 32 hex digits of the kernel's randomness (128 bits) into rid; false
+ * when none could be had. */
+static bool
+lockd__rid_new(char *rid)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char bytes[16];
+	size_t i;
+
+	if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes))
+		return false;
+	for (i = 0; i < sizeof(bytes); i++) {
+		rid[2 * i] = hex[bytes[i] >> 4];
+		rid[2 * i + 1] = hex[bytes[i] & 15];
+	}
+	rid[2 * sizeof(bytes)] = '\0';
+	return true;
+}
+
+/*
+ * ACQUIRE or TRY.  With fail-over on, a call without a rid gets one of
+ * its own, so that a repeat after a broken connection finds the grant the
+ * first attempt may have had instead of queueing behind it.
+ */
 static int
 lockd__acquire_ex(lockd_context *c, bool try_only, const char *name,
-    const lockd_acquire_options *options, lockd_lease *lease)
+    const lockd_acquire_options *options, const char *rid,
+    lockd_lease *lease)
 {
+	char own[LOCKD__RID_MAX + 1];
 	struct lockd__request r;
 	lockd_reply reply;
 	int rc;
 
 	if (lockd__check_idle(c) != LOCKD_OK)
 		return c->err;
-	rc = lockd__call(c, &r, lockd__request_acquire_ex(&r, try_only, name,
-	    options, c->errstr), &reply, NULL);
+	if (rid == NULL && lockd__fails_over(c) && lockd__rid_new(own))
+		rid = own;
+	rc = lockd__call(c, &r, lockd__request_acquire_rid(&r, try_only, name,
+	    options, rid, c->errstr), &reply, NULL);
 	if (rc == LOCKD_OK && lease != NULL)
 		*lease = reply.lease;
 	return rc;
@@ -1314,14 +1340,32 @@ int
 lockd_acquire_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease)
 {
-	return lockd__acquire_ex(c, false, name, options, lease);
+	return lockd__acquire_ex(c, false, name, options, NULL, lease);
 }
 
 int
 lockd_try_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease)
 {
-	return lockd__acquire_ex(c, true, name, options, lease);
+	return lockd__acquire_ex(c, true, name, options, NULL, lease);
+}
+
+int
+lockd_acquire_rid(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const char *rid, lockd_lease *lease)
+{
+	if (rid == NULL)
+		return lockd__fail(c, LOCKD_ERR_INVALID, "no rid given");
+	return lockd__acquire_ex(c, false, name, options, rid, lease);
+}
+
+int
+lockd_try_rid(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const char *rid, lockd_lease *lease)
+{
+	if (rid == NULL)
+		return lockd__fail(c, LOCKD_ERR_INVALID, "no rid given");
+	return lockd__acquire_ex(c, true, name, options, rid, lease);
 }
 
 int

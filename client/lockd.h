@@ -243,12 +243,14 @@ int lockd_set_connect_timeout(lockd_context *c, int64_t timeout_ms);
  * PING, FORCE, CHECK, WATCH and LIST, which are safe to repeat (a RENEW of
  * a lease that was lost meanwhile gets LOCKD_ERR_CONFLICT; a repeated
  * RELEASE answers LOCKD_NOTHELD when the first one had released), and
- * ACQUIRE and TRY when the request carried a rid= (protocol v2; the
- * library adds one to each ACQUIRE and TRY when fail-over is on and the
- * server supports it), so that the repeat finds its own grant instead of
- * queueing behind it.  A dead context (a fatal error earlier) reconnects
- * at the next blocking call.  The lease's deadline_ms counts from the
- * attempt that was answered.
+ * ACQUIRE and TRY, which carry a rid= (protocol v2): the library makes a
+ * fresh one for each call when fail-over is on and the caller gave none
+ * (lockd_acquire_rid), so that the repeat finds its own grant instead of
+ * queueing behind it.  A repeated ACQUIRE waits its wait_ms anew.  A dead
+ * context (a fatal error earlier) reconnects at the next blocking call.
+ * The fail-over time counts from the first failure (or from the end of an
+ * attempt that ran longer, such as an ACQUIRE that waited).  The lease's
+ * deadline_ms counts from the attempt that was answered.
  */
 #define LOCKD_FAILOVER_DEFAULT_MS 10000
 #define LOCKD_FAILOVER_HOPS_MAX 64
@@ -316,6 +318,18 @@ int lockd_acquire_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease);
 int lockd_try_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease);
+/*
+ * lockd_acquire_ex and lockd_try_ex with rid=<rid> (1 to 64 bytes a name
+ * may hold): if the lock's live holder was granted with this rid, the
+ * reply is that grant again and nothing changes.  Use a fresh rid for each
+ * acquisition and repeat it only to retry that one (after a crash of your
+ * own, say).  The library makes one of its own for every ACQUIRE and TRY
+ * when fail-over is on (see "Fail-over").
+ */
+int lockd_acquire_rid(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const char *rid, lockd_lease *lease);
+int lockd_try_rid(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const char *rid, lockd_lease *lease);
 int lockd_status_info(lockd_context *c, const char *name,
     lockd_lock_info *info);
 int lockd_force(lockd_context *c, const char *name, uint64_t fence);

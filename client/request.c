@@ -138,6 +138,7 @@ lockd__finish(struct lockd__request *r, const struct proto_request *req,
 	if (r->len == 0)
 		return lockd__error(errstr, LOCKD_ERR_INVALID,
 		    "request cannot be formatted");
+	r->has_rid = req->rid_len > 0;
 	memset(p, 0, sizeof(*p));
 	/* req was filled by the caller's request function (the analyzer
 	 * cannot follow it there). */
@@ -252,6 +253,14 @@ int
 lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
     const char *name, const lockd_acquire_options *o, char *errstr)
 {
+	return lockd__request_acquire_rid(r, try_only, name, o, NULL, errstr);
+}
+
+int
+lockd__request_acquire_rid(struct lockd__request *r, bool try_only,
+    const char *name, const lockd_acquire_options *o, const char *rid,
+    char *errstr)
+{
 	lockd_acquire_options none = { 0, LOCKD_WAIT_FOREVER,
 	    LOCKD_ONCLOSE_KEEP, NULL, 0 };
 	struct proto_request req;
@@ -279,6 +288,17 @@ lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
 			    "or control bytes)", LOCKD_OWNER_MAX);
 		req.owner = o->owner;
 		req.owner_len = len;
+	}
+	if (rid != NULL) {
+		size_t len = strlen(rid);
+
+		if (len == 0 || len > LOCKD__RID_MAX ||
+		    !proto_valid_name(rid, len))
+			return lockd__error(errstr, LOCKD_ERR_INVALID,
+			    "invalid rid (1 to %d bytes, no blanks or control "
+			    "bytes)", LOCKD__RID_MAX);
+		req.rid = rid;
+		req.rid_len = len;
 	}
 	return lockd__finish(r, &req, NULL, errstr);
 }
@@ -628,12 +648,10 @@ lockd__send_limit(const struct lockd__queue *q, size_t answered,
 
 /*
  * The one place that knows whether a request carries protocol v2's rid=,
- * which makes a repeated ACQUIRE or TRY find its own grant.  None does
- * yet: the daemon of this tree has no rid=.
+ * which makes a repeated ACQUIRE or TRY find its own grant.
  */
 bool
 lockd__request_has_rid(const struct lockd__request *r)
 {
-	(void)r;
-	return false;
+	return r->has_rid;
 }

@@ -4,8 +4,9 @@
  * loopback ports, each killed by its own PID.  A client given every
  * endpoint and starting at a follower is sent to the leader; after kill -9
  * of the leader its next calls work on the new leader, a granted handle
- * still renews, an ACQUIRE whose reply was lost is repeated and finds its
- * own grant (never two grants for one call); lockctl run's command lives
+ * still renews, an ACQUIRE in flight is repeated with its rid= and granted
+ * once; an ACQUIRE whose reply was lost is repeated and finds its own
+ * grant (never two grants for one call); lockctl run's command lives
  * through a fail-over when the lease allows it, and is stopped before the
  * lease ends when no leader comes back in time.  Besides the cluster: lists
  * of endpoints, and a NOTLEADER loop between two bad hints that ends with
@@ -520,13 +521,124 @@ test_failover_acquire_in_flight_is_answered_once(void **state)
 	now_leader = find_leader();
 	assert_true(now_leader >= 0);
 	status_at(now_leader, "queued", status, sizeof(status));
-	/* Without rid= it is not sent again: its fate is told. */
-	assert_true(lockd_error_is_fatal(w.rc));
-	if (strncmp(status, "STATUS queued held=0 ", 21) != 0)
+	/* Sent again with its rid on the new leader: granted once, behind
+	 * the holder, and nothing left in the queue. */
+	assert_int_equal(w.rc, LOCKD_OK);
+	assert_true(w.lease.fence > held.fence);
+	snprintf(want, sizeof(want), "STATUS queued held=1 fence=%llu ttl=",
+	    (unsigned long long)w.lease.fence);
+	if (strncmp(status, want, strlen(want)) != 0 ||
+	    strstr(status, " queue=0") == NULL)
 		fail_msg("the new leader says \"%s\"", status);
-	(void)want;
+	assert_int_equal(lockd_release(w.c, &w.lease), LOCKD_OK);
 	lockd_free(w.c);
 	lockd_free(holder);
+}
+
+/*
+ * A proxy in front of lockd that loses the reply to the first GRANTED it
+ * sees: it closes both sides instead of passing it on.  Later connections
+ * pass everything.  The grant was made; only the client does not know.
+ */
+static void
+proxy_serve(int lfd, int upstream_port)
+{
+	struct sockaddr_in sin;
+	struct pollfd p[2];
+	char buf[4096];
+	bool dropped = false;
+	int client, server;
+	ssize_t n;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)upstream_port);
+	for (;;) {
+		if ((client = accept(lfd, NULL, NULL)) < 0)
+			_exit(1);
+		server = socket(AF_INET, SOCK_STREAM, 0);
+		if (server < 0 || connect(server, (struct sockaddr *)&sin,
+		    sizeof(sin)) != 0)
+			_exit(1);
+		p[0].fd = client;
+		p[1].fd = server;
+		p[0].events = p[1].events = POLLIN;
+		for (;;) {
+			if (poll(p, 2, -1) < 0)
+				_exit(1);
+			if (p[0].revents != 0) {
+				n = read(client, buf, sizeof(buf));
+				if (n <= 0 || write(server, buf, (size_t)n) !=
+				    n)
+					break;
+			}
+			if (p[1].revents != 0) {
+				n = read(server, buf, sizeof(buf));
+				if (n <= 0)
+					break;
+				if (!dropped && strncmp(buf, "GRANTED ", 8) ==
+				    0) {
+					dropped = true;
+					break;
+				}
+				if (write(client, buf, (size_t)n) != n)
+					break;
+			}
+		}
+		close(client);
+		close(server);
+	}
+}
+
+static void
+test_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
+{
+	struct harness_server *s;
+	struct harness_conn *direct;
+	lockd_options o;
+	lockd_context *c;
+	lockd_lease lease;
+	char list[32];
+	const char *line;
+	int lfd, port, rc;
+	pid_t pid;
+
+	(void)state;
+	s = harness_start(NULL);
+	assert_true((lfd = listen_loopback(&port)) >= 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		proxy_serve(lfd, s->port);
+	}
+	assert_true(pid > 0);
+	close(lfd);
+	memset(&o, 0, sizeof(o));
+	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
+	o.host = list;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_int_equal(c->err, 0);
+	/* One endpoint: fail-over is on when asked for. */
+	assert_int_equal(lockd_set_failover_timeout(c, 3000), LOCKD_OK);
+	rc = lockd_acquire(c, "lost", 20000, 2000, LOCKD_ONCLOSE_KEEP, &lease);
+	printf("# ACQUIRE whose GRANTED was lost: %s %s\n", lockd_strerror(rc),
+	    rc == LOCKD_OK ? lease.handle : c->errstr);
+	assert_int_equal(rc, LOCKD_OK);
+	/* Its own grant: the first and only one, nobody waits. */
+	assert_int_equal(lease.fence, 1);
+	direct = harness_connect(s);
+	harness_send(direct, "STATUS lost\r\n");
+	line = harness_expect_prefix(direct, "STATUS lost held=1 fence=1 ");
+	assert_non_null(strstr(line, " queue=0"));
+	assert_int_equal(lockd_renew(c, &lease, 20000), LOCKD_OK);
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
 
 /* ---- lockctl run -------------------------------------------------------- */
@@ -673,6 +785,8 @@ main(void)
 		    test_failover_endpoint_lists_parse_and_skip_a_dead_endpoint),
 		HARNESS_TEST(
 		    test_failover_notleader_loop_between_two_bad_hints_ends),
+		HARNESS_TEST(
+		    test_failover_acquire_whose_reply_was_lost_finds_its_grant),
 		cmocka_unit_test_setup_teardown(
 		    test_failover_client_starting_at_a_follower_is_redirected,
 		    harness_setup, teardown),
