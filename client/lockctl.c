@@ -73,9 +73,9 @@ static const char usage_text[] =
 "usage: lockctl [-H HOST|URL] [-p PORT | -U SOCKET] [-t TIMEOUT] [TLS, TOKEN]\n"
 "               COMMAND ...\n"
 "\n"
-"  acquire [-w WAIT] [-l LEASE] [--owner LABEL] [--delay D] NAME\n"
+"  acquire [-w WAIT] [-l LEASE] [--owner LABEL] [--delay D] [--rid ID] NAME\n"
 "                                      wait for NAME (forever by default)\n"
-"  try [-l LEASE] [--owner LABEL] [--delay D] NAME\n"
+"  try [-l LEASE] [--owner LABEL] [--delay D] [--rid ID] NAME\n"
 "                                      take NAME if free, never wait\n"
 "  renew [-l LEASE] NAME HANDLE        extend a lease\n"
 "  release NAME HANDLE                 give a lease back\n"
@@ -238,6 +238,7 @@ struct words {
 	const char *name;
 	const char *handle;      /* renew, release; force: the fence */
 	const char *owner;       /* --owner; NULL: host:pid */
+	const char *rid;         /* --rid; NULL: liblockd's own, if any */
 	int64_t delay_ms;        /* --delay */
 	bool json;               /* list --json */
 	int nwords;              /* the words after the options */
@@ -265,11 +266,14 @@ default_owner(void)
 #define OPT_OWNER 257
 #define OPT_DELAY 258
 #define OPT_JSON 259
+/* The fail-over work's own range of option codes: 0x1700-0x17ff. */
+#define OPT_RID 0x1700
 
 static const struct option word_options[] = {
 	{ "owner", required_argument, NULL, OPT_OWNER },
 	{ "delay", required_argument, NULL, OPT_DELAY },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "rid", required_argument, NULL, OPT_RID },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -313,6 +317,11 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 			if (!json_ok)
 				return false;
 			w->json = true;
+			break;
+		case OPT_RID:
+			if (!long_ok)
+				return false;
+			w->rid = optarg;
 			break;
 		case 'l':
 			if (!parse_duration(optarg, &w->lease_ms, "lease"))
@@ -360,7 +369,8 @@ cmd_acquire(lockd_context *c, const struct words *w)
 
 	lockd_acquire_options o = acquire_options(w);
 
-	rc = lockd_acquire_ex(c, w->name, &o, &lease);
+	rc = w->rid != NULL ? lockd_acquire_rid(c, w->name, &o, w->rid,
+	    &lease) : lockd_acquire_ex(c, w->name, &o, &lease);
 	if (rc != LOCKD_OK)
 		return fail("acquire", w->name, c, rc);
 	print_lease(&lease);
@@ -375,7 +385,8 @@ cmd_try(lockd_context *c, const struct words *w)
 
 	lockd_acquire_options o = acquire_options(w);
 
-	rc = lockd_try_ex(c, w->name, &o, &lease);
+	rc = w->rid != NULL ? lockd_try_rid(c, w->name, &o, w->rid, &lease) :
+	    lockd_try_ex(c, w->name, &o, &lease);
 	if (rc == LOCKD_HELD) {
 		fprintf(stderr, "lockctl: %s is held\n", w->name);
 		return EXIT_BUSY;
@@ -1650,9 +1661,9 @@ struct command {
 
 static const struct command commands[] = {
 	{ "acquire", "+w:l:O", 1, "acquire [-w WAIT] [-l LEASE] "
-	  "[--owner LABEL] [--delay D] NAME", cmd_acquire },
-	{ "try", "+l:O", 1, "try [-l LEASE] [--owner LABEL] [--delay D] NAME",
-	  cmd_try },
+	  "[--owner LABEL] [--delay D] [--rid ID] NAME", cmd_acquire },
+	{ "try", "+l:O", 1, "try [-l LEASE] [--owner LABEL] [--delay D] "
+	  "[--rid ID] NAME", cmd_try },
 	{ "renew", "+l:", 2, "renew [-l LEASE] NAME HANDLE", cmd_renew },
 	{ "release", "+", 2, "release NAME HANDLE", cmd_release },
 	{ "status", "+", 1, "status NAME", cmd_status },

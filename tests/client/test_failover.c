@@ -641,6 +641,44 @@ test_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 	waitpid(pid, NULL, 0);
 }
 
+/* lockctl acquire --rid: the same rid again is the same grant. */
+static void
+test_failover_lockctl_acquire_with_a_rid_repeats_its_grant(void **state)
+{
+	struct harness_server *s;
+	char port[16], out[2][256], err[256];
+	int i, rc;
+
+	(void)state;
+	s = harness_start(NULL);
+	snprintf(port, sizeof(port), "%d", s->port);
+	for (i = 0; i < 2; i++) {
+		const char *argv[] = {
+			harness_program("lockctl"), "-p", port, "acquire",
+			"-w", "1", "--rid", "job-42", "r", NULL,
+		};
+
+		rc = harness_run((char *const *)argv, 10000, out[i],
+		    sizeof(out[i]), err, sizeof(err));
+		if (rc != 0)
+			fail_msg("lockctl acquire --rid: exit %d: %s", rc, err);
+	}
+	/* "fence=1 handle=1-... lease=...": the same fence and handle. */
+	assert_int_equal(strncmp(out[0], "fence=1 handle=", 15), 0);
+	assert_non_null(strstr(out[0], " lease="));
+	assert_int_equal(strncmp(out[0], out[1],
+	    (size_t)(strstr(out[0], " lease=") - out[0])), 0);
+	{
+		const char *argv[] = {
+			harness_program("lockctl"), "-p", port, "try", "--rid",
+			"job-43", "r", NULL,
+		};
+
+		assert_int_equal(harness_run((char *const *)argv, 10000, NULL,
+		    0, NULL, 0), 1);
+	}
+}
+
 /* ---- lockctl run -------------------------------------------------------- */
 
 static pid_t
@@ -787,6 +825,8 @@ main(void)
 		    test_failover_notleader_loop_between_two_bad_hints_ends),
 		HARNESS_TEST(
 		    test_failover_acquire_whose_reply_was_lost_finds_its_grant),
+		HARNESS_TEST(
+		    test_failover_lockctl_acquire_with_a_rid_repeats_its_grant),
 		cmocka_unit_test_setup_teardown(
 		    test_failover_client_starting_at_a_follower_is_redirected,
 		    harness_setup, teardown),
