@@ -394,6 +394,9 @@ lockd__endpoints_init(struct lockd__endpoint **list, size_t *count,
 	*count = 0;
 	if ((*list = calloc(LOCKD__ENDPOINTS_MAX, sizeof(**list))) == NULL)
 		return LOCKD_ERR_OOM;
+	/* At least one, zeroed until filled: a bad list leaves a context
+	 * that says why at every call, and frees nothing it did not make. */
+	*count = 1;
 	all = o->url != NULL ? o->url : o->unix_path == NULL ? o->host : NULL;
 	if (all == NULL || strchr(all, ',') == NULL) {
 		if (all != NULL && o->url == NULL && strchr(all, ':') != NULL &&

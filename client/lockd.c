@@ -530,7 +530,7 @@ lockd__reopen(lockd_context *c)
 {
 	struct lockd__state *s = c->state;
 
-	if (!s->hinted)
+	if (!s->hinted && s->n_ats > 1)
 		s->next_at = ((size_t)(s->at - s->ats) + 1) % s->n_ats;
 	s->hinted = false;
 	lockd__reset_stream(c);
@@ -990,8 +990,10 @@ lockd__follow_hint(lockd_context *c)
 		at = lockd__endpoints_find(s->ats, s->n_ats, hint,
 		    strlen(hint));
 	s->hinted = at >= 0;
-	s->next_at = at >= 0 ? (size_t)at :
-	    ((size_t)(s->at - s->ats) + 1) % s->n_ats;
+	if (at >= 0)
+		s->next_at = (size_t)at;
+	else if (s->n_ats > 1)
+		s->next_at = ((size_t)(s->at - s->ats) + 1) % s->n_ats;
 }
 
 /*
