@@ -44,13 +44,21 @@
 static struct etcd_cluster etcd;
 static struct harness_server *nodes[NODES];
 static char endpoints[NODES * 32];     /* "127.0.0.1:P0,127.0.0.1:P1,..." */
+static const char *raw_token;          /* AUTH for raw connections; NULL */
 
 /* ---- the cluster ------------------------------------------------------ */
 
+/* printf '%s' s3cret | sha256sum: alice's token, for --auth. */
+#define HASH_S3CRET \
+	"1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0"
+
+/* n lockd nodes; with auth (NULL: none), each runs --auth with it. */
 static void
-start_cluster(int n)
+start_cluster_auth(int n, const char *auth)
 {
+	char path[HARNESS_PATH_MAX];
 	size_t len = 0;
+	FILE *f;
 	int i;
 
 	memset(nodes, 0, sizeof(nodes));
@@ -58,11 +66,26 @@ start_cluster(int n)
 	endpoints[0] = '\0';
 	for (i = 0; i < n; i++) {
 		nodes[i] = harness_server_new();
-		harness_server_start(nodes[i], "--etcd", etcd.urls,
-		    "--cluster", "f", NULL);
+		if (auth != NULL) {
+			snprintf(path, sizeof(path), "%s/auth", nodes[i]->dir);
+			assert_non_null(f = fopen(path, "w"));
+			fputs(auth, f);
+			fclose(f);
+			harness_server_start(nodes[i], "--etcd", etcd.urls,
+			    "--cluster", "f", "--auth", path, NULL);
+		} else {
+			harness_server_start(nodes[i], "--etcd", etcd.urls,
+			    "--cluster", "f", NULL);
+		}
 		len += (size_t)snprintf(endpoints + len, sizeof(endpoints) -
 		    len, "%s127.0.0.1:%d", i > 0 ? "," : "", nodes[i]->port);
 	}
+}
+
+static void
+start_cluster(int n)
+{
+	start_cluster_auth(n, NULL);
 }
 
 static int
@@ -70,6 +93,7 @@ teardown(void **state)
 {
 	int i;
 
+	raw_token = NULL;
 	/* A paused node must not outlive its teardown. */
 	for (i = 0; i < NODES; i++)
 		if (nodes[i] != NULL && nodes[i]->pid > 0)
@@ -89,6 +113,14 @@ role_of(struct harness_server *s)
 	if (s == NULL || s->pid == 0)
 		return -1;
 	c = harness_connect(s);
+	if (raw_token != NULL) {
+		harness_send(c, "AUTH %s\r\n", raw_token);
+		if ((line = harness_read_line(c, 2000)) == NULL ||
+		    strncmp(line, "AUTHED ", 7) != 0) {
+			harness_close(c);
+			return -1;
+		}
+	}
 	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
 	    (line = harness_read_line(c, 2000)) != NULL) {
 		if (strstr(line, " role=leader") != NULL)
@@ -116,11 +148,24 @@ find_leader(void)
 	return -1;
 }
 
+/* A raw connection to a node, authenticated when raw_token is set. */
+static struct harness_conn *
+raw_connect(int node)
+{
+	struct harness_conn *c = harness_connect(nodes[node]);
+
+	if (raw_token != NULL) {
+		harness_send(c, "AUTH %s\r\n", raw_token);
+		harness_expect_prefix(c, "AUTHED ");
+	}
+	return c;
+}
+
 /* A follower that knows the leader: its NOTLEADER names it. */
 static void
 await_hint(int follower, int leader)
 {
-	struct harness_conn *c = harness_connect(nodes[follower]);
+	struct harness_conn *c = raw_connect(follower);
 	const char *line = NULL;
 	char want[64];
 	int i;
@@ -128,7 +173,7 @@ await_hint(int follower, int leader)
 	snprintf(want, sizeof(want), "ERR NOTLEADER leader=127.0.0.1:%d ",
 	    nodes[leader]->port);
 	for (i = 0; i < 100; i++) {
-		harness_send(c, "STATUS x\r\n");
+		harness_send(c, "STATUS app/x\r\n");
 		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
 		if (line != NULL && strncmp(line, want, strlen(want)) == 0)
 			break;
@@ -161,7 +206,7 @@ connect_list(const char *list)
 static const char *
 status_at(int node, const char *name, char *buf, size_t size)
 {
-	struct harness_conn *c = harness_connect(nodes[node]);
+	struct harness_conn *c = raw_connect(node);
 	const char *line;
 
 	harness_send(c, "STATUS %s\r\n", name);
@@ -375,22 +420,40 @@ test_failover_client_starting_at_a_follower_is_redirected(void **state)
 	lockd_lease lease;
 	int leader, follower;
 
+	struct harness_conn *raw;
+	lockd_options o;
+
 	(void)state;
-	start_cluster(2);
+	/* With --auth: the token goes along to the leader (AUTH again). */
+	start_cluster_auth(2, "alice " HASH_S3CRET " lock,read,admin app/\n");
+	raw_token = "s3cret";
 	leader = find_leader();
 	assert_true(leader >= 0);
 	follower = 1 - leader;
 	await_hint(follower, leader);
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
 	    nodes[follower]->port, nodes[leader]->port);
-	c = connect_list(list);
-	assert_int_equal(lockd_acquire(c, "redirected", 10000, 0,
-	    LOCKD_ONCLOSE_KEEP, &lease), LOCKD_OK);
+	memset(&o, 0, sizeof(o));
+	o.host = list;
+	o.token = "s3cret";
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_non_null(c);
+	if (c->err != 0)
+		fail_msg("connect: %s", c->errstr);
+	if (lockd_acquire(c, "app/redirected", 10000, 0, LOCKD_ONCLOSE_KEEP,
+	    &lease) != LOCKD_OK)
+		fail_msg("acquire: %s", c->errstr);
 	assert_int_equal(lease.fence, 1);
 	assert_int_equal(lockd_renew(c, &lease, 10000), LOCKD_OK);
-	status_at(leader, "redirected", status, sizeof(status));
-	assert_int_equal(strncmp(status, "STATUS redirected held=1 fence=1 ",
-	    33), 0);
+	status_at(leader, "app/redirected", status, sizeof(status));
+	if (strncmp(status, "STATUS app/redirected held=1 fence=1 ", 37) != 0)
+		fail_msg("the leader says \"%s\"", status);
+	/* The leader keeps --auth: nobody unauthenticated locks there. */
+	raw = harness_connect(nodes[leader]);
+	harness_send(raw, "ACQUIRE app/other wait=0\r\n");
+	harness_expect_line(raw, "ERR DENIED not authenticated");
 	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
 	lockd_free(c);
 }
