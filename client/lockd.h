@@ -14,7 +14,8 @@
  * success) and c->errstr a sentence saying why.  The errors IO, EOF,
  * PROTOCOL and TIMEOUT are fatal: the connection is closed, the replies
  * still due are lost, and every later call fails with the same error until
- * lockd_reconnect().  Server errors (BADREQ .. SHUTDOWN) and caller errors
+ * lockd_reconnect() (with fail-over on, the next blocking call reconnects
+ * by itself; see "Fail-over").  Server errors (BADREQ .. SHUTDOWN) and caller errors
  * (INVALID, OOM) leave the context usable.
  *
  * Threads.  A context belongs to one thread at a time, as in hiredis: never
@@ -242,7 +243,9 @@ int lockd_set_connect_timeout(lockd_context *c, int64_t timeout_ms);
  * did nothing with it); after a broken connection RENEW, RELEASE, STATUS,
  * PING, FORCE, CHECK, WATCH and LIST, which are safe to repeat (a RENEW of
  * a lease that was lost meanwhile gets LOCKD_ERR_CONFLICT; a repeated
- * RELEASE answers LOCKD_NOTHELD when the first one had released), and
+ * RELEASE or FORCE answers LOCKD_NOTHELD when the first one had done it;
+ * a repeated WATCH without a fence waits for the next change after the
+ * repeat), and
  * ACQUIRE and TRY, which carry a rid= (protocol v2): the library makes a
  * fresh one for each call when fail-over is on and the caller gave none
  * (lockd_acquire_rid), so that the repeat finds its own grant instead of
