@@ -532,6 +532,39 @@ test_failover_kill_of_the_leader_moves_the_client_on(void **state)
 }
 
 /*
+ * A leader that hangs (SIGSTOP) closes nothing: the client's command
+ * timeout ends the attempt, and the call moves on to the other nodes, one
+ * of which takes over within the leader lease.
+ */
+static void
+test_failover_paused_leader_is_left_by_timeout(void **state)
+{
+	lockd_context *c;
+	lockd_lease held;
+	int leader;
+	int64_t paused, took;
+
+	(void)state;
+	start_cluster(3);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = connect_list(endpoints);
+	assert_int_equal(lockd_set_command_timeout(c, 1500), LOCKD_OK);
+	assert_int_equal(lockd_acquire(c, "paused", 20000, 0,
+	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
+	harness_server_pause(nodes[leader]);
+	paused = harness_now_ms();
+	if (lockd_renew(c, &held, 20000) != LOCKD_OK)
+		fail_msg("renew: %s", c->errstr);
+	took = harness_now_ms() - paused;
+	printf("# SIGSTOP of the leader to a RENEWED from the new one: "
+	    "%lld ms\n", (long long)took);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	harness_server_resume(nodes[leader]);
+	lockd_free(c);
+}
+
+/*
  * An ACQUIRE whose connection breaks while it waits (the leader is killed):
  * the caller is answered once - its own grant from the new leader, never a
  * second grant and never a second place in the queue.
@@ -900,6 +933,9 @@ main(void)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_failover_acquire_in_flight_is_answered_once,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_paused_leader_is_left_by_timeout,
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_failover_run_keeps_its_command_through_a_fail_over,
