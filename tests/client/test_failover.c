@@ -777,6 +777,63 @@ test_failover_lockctl_acquire_with_a_rid_repeats_its_grant(void **state)
 	}
 }
 
+/*
+ * TLS over a list of URLs: each endpoint is verified under its own name
+ * (an IP address, then localhost), and a restart of lockd is followed by
+ * a new handshake.
+ */
+static void
+test_failover_tls_endpoints_each_verify_their_own_name(void **state)
+{
+	const char *dir = harness_tempdir();
+	char script[2048], cert[256], key[256], ca[256], list[256];
+	char *argv[] = { "/bin/sh", "-ec", script, NULL };
+	char err[1024];
+	struct harness_server *s;
+	lockd_options o;
+	lockd_context *c;
+	lockd_lease lease;
+
+	(void)state;
+	snprintf(script, sizeof(script), "cd %s\no=/usr/bin/openssl\n"
+	    "$o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+	    "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=ca "
+	    "2>/dev/null\n"
+	    "$o req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+	    "-keyout server.key -out server.csr -subj /CN=server 2>/dev/null\n"
+	    "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > s.ext\n"
+	    "$o x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
+	    "-CAcreateserial -out server.pem -days 2 -extfile s.ext "
+	    "2>/dev/null\n", dir);
+	if (harness_run(argv, 60000, NULL, 0, err, sizeof(err)) != 0)
+		fail_msg("openssl: %s", err);
+	snprintf(cert, sizeof(cert), "%s/server.pem", dir);
+	snprintf(key, sizeof(key), "%s/server.key", dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	s = harness_start("--tls-cert", cert, "--tls-key", key, NULL);
+	snprintf(list, sizeof(list), "lockds://127.0.0.1:%d,lockds://"
+	    "localhost:%d", harness_closed_port(), s->port);
+	memset(&o, 0, sizeof(o));
+	o.url = list;
+	o.tls_ca_file = ca;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_non_null(c);
+	if (c->err != 0)
+		fail_msg("connect %s: %s", list, c->errstr);
+	assert_int_equal(lockd_acquire(c, "tls", 20000, 0, LOCKD_ONCLOSE_KEEP,
+	    &lease), LOCKD_OK);
+	/* lockd restarts: the next call connects and shakes hands anew. */
+	assert_int_equal(harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS,
+	    NULL), 0);
+	harness_server_restart(s);
+	if (lockd_renew(c, &lease, 20000) != LOCKD_OK)
+		fail_msg("renew after a restart: %s", c->errstr);
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+}
+
 /* ---- lockctl run -------------------------------------------------------- */
 
 static pid_t
@@ -925,6 +982,8 @@ main(void)
 		    test_failover_acquire_whose_reply_was_lost_finds_its_grant),
 		HARNESS_TEST(
 		    test_failover_lockctl_acquire_with_a_rid_repeats_its_grant),
+		HARNESS_TEST(
+		    test_failover_tls_endpoints_each_verify_their_own_name),
 		cmocka_unit_test_setup_teardown(
 		    test_failover_client_starting_at_a_follower_is_redirected,
 		    harness_setup, teardown),
