@@ -321,3 +321,168 @@ lockd__auth_reply(const char *buf, size_t len, size_t *consumed,
 	default: return LOCKD_ERR_PROTOCOL;
 	}
 }
+
+/*
+ * Endpoint lists.  A cluster's nodes are named in the fields that name one
+ * server, comma-separated, so that lockd_options keeps its size and an
+ * older program's options mean what they meant: no valid host or URL held
+ * a comma before.
+ */
+
+/* Splits "HOST[:PORT]" / "[V6][:PORT]" / "V6" of len bytes into host and
+ * port (0: none given); false when it is not one of those. */
+static bool
+split_host_port(const char *item, size_t len, char *host, size_t size,
+    int *port)
+{
+	const char *colon = NULL, *end = item + len, *h = item, *h_end;
+	char digits[8];
+	long p;
+	char *stop;
+
+	*port = 0;
+	if (len > 0 && item[0] == '[') {
+		h = item + 1;
+		if ((h_end = memchr(h, ']', len - 1)) == NULL)
+			return false;
+		if (h_end + 1 < end) {
+			if (h_end[1] != ':')
+				return false;
+			colon = h_end + 1;
+		}
+	} else {
+		h_end = memchr(item, ':', len);
+		/* Two colons or more: a bare IPv6 address, no port. */
+		if (h_end != NULL && memchr(h_end + 1, ':',
+		    (size_t)(end - h_end - 1)) == NULL)
+			colon = h_end;
+		else
+			h_end = end;
+	}
+	if (h_end == h || (size_t)(h_end - h) >= size)
+		return false;
+	memcpy(host, h, (size_t)(h_end - h));
+	host[h_end - h] = '\0';
+	if (colon == NULL)
+		return true;
+	if ((size_t)(end - colon - 1) == 0 ||
+	    (size_t)(end - colon - 1) >= sizeof(digits))
+		return false;
+	memcpy(digits, colon + 1, (size_t)(end - colon - 1));
+	digits[end - colon - 1] = '\0';
+	p = strtol(digits, &stop, 10);
+	if (*stop != '\0' || p < 1 || p > 65535 || !isdigit(
+	    (unsigned char)digits[0]))
+		return false;
+	*port = (int)p;
+	return true;
+}
+
+int
+lockd__endpoints_init(struct lockd__endpoint **list, size_t *count,
+    const lockd_options *o, char *errstr)
+{
+	static const lockd_options defaults;
+	const char *all, *item, *comma;
+	char one[300];
+	lockd_options each;
+	size_t n = 0, len;
+	int rc, port;
+
+	if (o == NULL)
+		o = &defaults;
+	*count = 0;
+	if ((*list = calloc(LOCKD__ENDPOINTS_MAX, sizeof(**list))) == NULL)
+		return LOCKD_ERR_OOM;
+	/* At least one, zeroed until filled: a bad list leaves a context
+	 * that says why at every call, and frees nothing it did not make. */
+	*count = 1;
+	all = o->url != NULL ? o->url : o->unix_path == NULL ? o->host : NULL;
+	if (all == NULL || strchr(all, ',') == NULL) {
+		if (all != NULL && o->url == NULL && strchr(all, ':') != NULL &&
+		    strchr(strchr(all, ':') + 1, ':') == NULL) {
+			/* "-H host:port": one item of a list. */
+		} else {
+			*count = 1;
+			return lockd__endpoint_init(&(*list)[0], o, errstr);
+		}
+	}
+	for (item = all; ; item = comma + 1) {
+		comma = strchr(item, ',');
+		len = comma != NULL ? (size_t)(comma - item) : strlen(item);
+		if (n == LOCKD__ENDPOINTS_MAX)
+			return invalid(errstr, "more than %d endpoints",
+			    LOCKD__ENDPOINTS_MAX);
+		if (len == 0 || len >= sizeof(one))
+			return invalid(errstr, "bad endpoint list '%.40s'",
+			    all);
+		memcpy(one, item, len);
+		one[len] = '\0';
+		each = *o;
+		if (o->url != NULL) {
+			each.url = one;
+		} else {
+			if (!split_host_port(item, len, one, sizeof(one),
+			    &port))
+				return invalid(errstr, "bad endpoint '%.*s': "
+				    "HOST, HOST:PORT or [IPV6]:PORT",
+				    (int)(len > 60 ? 60 : len), item);
+			each.host = one;
+			if (port != 0)
+				each.port = port;
+		}
+		*count = ++n;
+		if ((rc = lockd__endpoint_init(&(*list)[n - 1], &each,
+		    errstr)) != LOCKD_OK)
+			return rc;
+		if (comma == NULL)
+			return LOCKD_OK;
+	}
+}
+
+void
+lockd__endpoints_free(struct lockd__endpoint *list, size_t count)
+{
+	size_t i;
+
+	if (list == NULL)
+		return;
+	for (i = 0; i < count; i++)
+		lockd__endpoint_free(&list[i]);
+	free(list);
+}
+
+int
+lockd__endpoints_find(const struct lockd__endpoint *list, size_t count,
+    const char *hostport, size_t len)
+{
+	char host[300];
+	size_t i;
+	int port;
+
+	if (!split_host_port(hostport, len, host, sizeof(host), &port) ||
+	    port == 0)
+		return -1;
+	for (i = 0; i < count; i++)
+		if (list[i].host != NULL && list[i].port == port &&
+		    strcmp(list[i].host, host) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool
+lockd__notleader_hint(const char *errstr, char *hint, size_t size)
+{
+	static const char prefix[] = "NOTLEADER: leader=";
+	size_t len;
+
+	if (strncmp(errstr, prefix, sizeof(prefix) - 1) != 0)
+		return false;
+	errstr += sizeof(prefix) - 1;
+	len = strcspn(errstr, " ");
+	if (len == 0 || len >= size)
+		return false;
+	memcpy(hint, errstr, len);
+	hint[len] = '\0';
+	return true;
+}

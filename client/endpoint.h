@@ -39,6 +39,35 @@ int lockd__endpoint_init(struct lockd__endpoint *e, const lockd_options *o,
     char *errstr);
 void lockd__endpoint_free(struct lockd__endpoint *e);
 
+/* The most endpoints one set of options may name. */
+#define LOCKD__ENDPOINTS_MAX 16
+
+/*
+ * Every endpoint o names, in order: o->url and o->host may each be a
+ * comma-separated list ("lockd://a:7420,lockds://b", "a:7420,b,[::1]:7421";
+ * a host item without its own port takes o->port).  One endpoint when
+ * they name one.  Returns what lockd__endpoint_init returns; *list (count
+ * entries, at least one allocated even on failure) is freed with
+ * lockd__endpoints_free whatever it returned.
+ */
+int lockd__endpoints_init(struct lockd__endpoint **list, size_t *count,
+    const lockd_options *o, char *errstr);
+void lockd__endpoints_free(struct lockd__endpoint *list, size_t count);
+
+/*
+ * The index in list of the endpoint "host:port" ("[v6]:port" too) names,
+ * compared as text (no name is resolved), or -1.
+ */
+int lockd__endpoints_find(const struct lockd__endpoint *list, size_t count,
+    const char *hostport, size_t len);
+
+/*
+ * The leader a "NOTLEADER: leader=<host:port> ..." sentence (a server
+ * error as request.c words it) names, into hint (size bytes); false when
+ * it names none.
+ */
+bool lockd__notleader_hint(const char *errstr, char *hint, size_t size);
+
 /* Sets up ssl (a new client SSL) to verify the server's name and send
  * it as SNI; false when OpenSSL refuses the name. */
 bool lockd__endpoint_tls_name(const struct lockd__endpoint *e, SSL *ssl);

@@ -129,8 +129,13 @@ lockd__keepalive_renew(lockd_keepalive *k, int64_t deadline)
 	if (left <= 0)
 		return LOCKD_ERR_TIMEOUT;
 	if (k->ctx != NULL && (k->ctx->err != 0 || lockd_pending(k->ctx) > 0)) {
-		lockd_free(k->ctx);
-		k->ctx = NULL;
+		/* The same context: it knows which lockd a NOTLEADER named
+		 * (cluster mode), and reconnects there first. */
+		lockd_set_connect_timeout(k->ctx, options.connect_timeout_ms <=
+		    0 || options.connect_timeout_ms > left ? left :
+		    options.connect_timeout_ms);
+		if ((rc = lockd_reconnect(k->ctx)) != LOCKD_OK)
+			return rc;
 	}
 	if (k->ctx == NULL) {
 		if (options.connect_timeout_ms <= 0 ||
@@ -174,7 +179,7 @@ lockd__keepalive_retryable(int rc)
 {
 	return lockd_error_is_fatal(rc) || rc == LOCKD_ERR_UNAVAILABLE ||
 	    rc == LOCKD_ERR_LIMIT || rc == LOCKD_ERR_SHUTDOWN ||
-	    rc == LOCKD_ERR_OOM;
+	    rc == LOCKD_ERR_OOM || rc == LOCKD_ERR_NOTLEADER;
 }
 
 static void

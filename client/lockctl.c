@@ -57,6 +57,8 @@
 #define RENEW_DIVISOR 3
 #define RETRY_DIVISOR 15
 #define RETRY_MIN_MS 10
+/* Cluster mode: NOTLEADERs in a row followed without waiting. */
+#define FOLLOW_AT_ONCE 3
 #define STALL_DIVISOR 6
 #define GRACE_DIVISOR 6
 #define MARGIN_DIVISOR 10
@@ -71,9 +73,9 @@ static const char usage_text[] =
 "usage: lockctl [-H HOST|URL] [-p PORT | -U SOCKET] [-t TIMEOUT] [TLS, TOKEN]\n"
 "               COMMAND ...\n"
 "\n"
-"  acquire [-w WAIT] [-l LEASE] [--owner LABEL] [--delay D] NAME\n"
+"  acquire [-w WAIT] [-l LEASE] [--owner LABEL] [--delay D] [--rid ID] NAME\n"
 "                                      wait for NAME (forever by default)\n"
-"  try [-l LEASE] [--owner LABEL] [--delay D] NAME\n"
+"  try [-l LEASE] [--owner LABEL] [--delay D] [--rid ID] NAME\n"
 "                                      take NAME if free, never wait\n"
 "  renew [-l LEASE] NAME HANDLE        extend a lease\n"
 "  release NAME HANDLE                 give a lease back\n"
@@ -111,6 +113,8 @@ static const char usage_text[] =
 "  -H lockd://HOST[:PORT]       plain TCP (as -H HOST -p PORT)\n"
 "  -H lockds://HOST[:PORT]      TLS; the server's certificate must name HOST\n"
 "  -H lockd:///PATH             a Unix socket (as -U PATH)\n"
+"  -H HOST:PORT,HOST:PORT,...   a cluster's nodes (or URLs): the leader is\n"
+"                               found and followed through a fail-over\n"
 "      --tls                    TLS with -H HOST\n"
 "      --ca FILE                trust this CA (PEM; default: the system's)\n"
 "      --cert FILE --key FILE   a client certificate (PEM)\n"
@@ -148,6 +152,7 @@ fail(const char *what, const char *name, const lockd_context *c, int rc)
 	case LOCKD_ERR_EOF:
 	case LOCKD_ERR_TIMEOUT:
 	case LOCKD_ERR_SHUTDOWN:
+	case LOCKD_ERR_NOTLEADER:   /* no node of the cluster leads */
 		return EXIT_UNREACHABLE;
 	case LOCKD_ERR_WAIT_TIMEOUT:
 		return EXIT_WAIT_TIMEOUT;
@@ -207,6 +212,11 @@ open_context(const lockd_options *options, int *code)
 		lockd_free(c);
 		return NULL;
 	}
+	/* A cluster: -t also bounds the search for the leader. */
+	if (options->command_timeout_ms > 0 && ((options->url != NULL &&
+	    strchr(options->url, ',') != NULL) || (options->host != NULL &&
+	    strchr(options->host, ',') != NULL)))
+		lockd_set_failover_timeout(c, options->command_timeout_ms);
 	return c;
 }
 
@@ -228,6 +238,7 @@ struct words {
 	const char *name;
 	const char *handle;      /* renew, release; force: the fence */
 	const char *owner;       /* --owner; NULL: host:pid */
+	const char *rid;         /* --rid; NULL: liblockd's own, if any */
 	int64_t delay_ms;        /* --delay */
 	bool json;               /* list --json */
 	int nwords;              /* the words after the options */
@@ -255,11 +266,14 @@ default_owner(void)
 #define OPT_OWNER 257
 #define OPT_DELAY 258
 #define OPT_JSON 259
+/* The fail-over work's own range of option codes: 0x1700-0x17ff. */
+#define OPT_RID 0x1700
 
 static const struct option word_options[] = {
 	{ "owner", required_argument, NULL, OPT_OWNER },
 	{ "delay", required_argument, NULL, OPT_DELAY },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "rid", required_argument, NULL, OPT_RID },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -303,6 +317,11 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 			if (!json_ok)
 				return false;
 			w->json = true;
+			break;
+		case OPT_RID:
+			if (!long_ok)
+				return false;
+			w->rid = optarg;
 			break;
 		case 'l':
 			if (!parse_duration(optarg, &w->lease_ms, "lease"))
@@ -350,7 +369,8 @@ cmd_acquire(lockd_context *c, const struct words *w)
 
 	lockd_acquire_options o = acquire_options(w);
 
-	rc = lockd_acquire_ex(c, w->name, &o, &lease);
+	rc = w->rid != NULL ? lockd_acquire_rid(c, w->name, &o, w->rid,
+	    &lease) : lockd_acquire_ex(c, w->name, &o, &lease);
 	if (rc != LOCKD_OK)
 		return fail("acquire", w->name, c, rc);
 	print_lease(&lease);
@@ -365,7 +385,8 @@ cmd_try(lockd_context *c, const struct words *w)
 
 	lockd_acquire_options o = acquire_options(w);
 
-	rc = lockd_try_ex(c, w->name, &o, &lease);
+	rc = w->rid != NULL ? lockd_try_rid(c, w->name, &o, w->rid, &lease) :
+	    lockd_try_ex(c, w->name, &o, &lease);
 	if (rc == LOCKD_HELD) {
 		fprintf(stderr, "lockctl: %s is held\n", w->name);
 		return EXIT_BUSY;
@@ -903,6 +924,8 @@ struct run {
 	int64_t leftover_kill_at; /* 0 until what is left got SIGTERM */
 	bool leftover_killed;
 	bool renewing;            /* a RENEW is out */
+	bool reconnect;           /* ctx broke, stalled or met a follower */
+	int follows;              /* NOTLEADERs since the last renewal */
 	int64_t renew_sent;
 	int64_t next_renew;
 	bool lost;
@@ -1030,6 +1053,18 @@ connect_until(struct run *r, int64_t deadline)
 
 	if (left < 1)
 		left = 1;
+	if (r->ctx != NULL && (r->reconnect ||
+	    lockd_error_is_fatal(r->ctx->err))) {
+		/* The same context: it goes to the leader a NOTLEADER
+		 * named, else on to the next endpoint. */
+		r->reconnect = false;
+		lockd_set_connect_timeout(r->ctx, o.connect_timeout_ms <= 0 ||
+		    o.connect_timeout_ms > left ? left : o.connect_timeout_ms);
+		if (lockd_reconnect(r->ctx) != LOCKD_OK) {
+			snprintf(r->why, sizeof(r->why), "%s", r->ctx->errstr);
+			return false;
+		}
+	}
 	if (r->ctx == NULL) {
 		if (o.connect_timeout_ms <= 0 || o.connect_timeout_ms > left)
 			o.connect_timeout_ms = left;
@@ -1052,8 +1087,9 @@ connect_until(struct run *r, int64_t deadline)
 
 /*
  * A renewal failed and the lease still runs.  A broken connection is
- * replaced at once (lockd may be back already: a restart); otherwise the
- * next attempt waits a retry interval.
+ * replaced at once (lockd may be back already: a restart; or, in a
+ * cluster, the next node knows the new leader); otherwise the next attempt
+ * waits a retry interval.
  */
 static void
 retry_renewal(struct run *r, bool broken)
@@ -1061,7 +1097,8 @@ retry_renewal(struct run *r, bool broken)
 	snprintf(r->why, sizeof(r->why), "%s",
 	    r->ctx != NULL ? r->ctx->errstr : r->why);
 	if (broken && r->ctx != NULL) {
-		drop_connection(r);
+		r->renewing = false;
+		r->reconnect = true;
 		r->next_renew = lockd_now_ms();
 		return;
 	}
@@ -1100,6 +1137,7 @@ on_renewal_reply(struct run *r)
 		r->next_renew = r->lease.deadline_ms - r->lease.lease_ms +
 		    r->lease.lease_ms / RENEW_DIVISOR;
 		r->why[0] = '\0';
+		r->follows = 0;
 		return;
 	}
 	/*
@@ -1109,7 +1147,18 @@ on_renewal_reply(struct run *r)
 	 * connection if need be.  Anything else is a refusal: CONFLICT says
 	 * the lease is not ours any more.
 	 */
-	if (rc == LOCKD_ERR_UNAVAILABLE || rc == LOCKD_ERR_LIMIT)
+	if (rc == LOCKD_ERR_NOTLEADER) {
+		/*
+		 * Cluster mode: this node does not lead now.  The context
+		 * knows the leader it named, or the next endpoint: go there
+		 * at once the first times, then at the retry interval (the
+		 * cluster may have no leader for a while).
+		 */
+		retry_renewal(r, false);
+		r->reconnect = true;
+		if (++r->follows <= FOLLOW_AT_ONCE)
+			r->next_renew = lockd_now_ms();
+	} else if (rc == LOCKD_ERR_UNAVAILABLE || rc == LOCKD_ERR_LIMIT)
 		retry_renewal(r, false);
 	else if (lockd_error_is_fatal(rc) || rc == LOCKD_ERR_SHUTDOWN)
 		retry_renewal(r, true);
@@ -1612,9 +1661,9 @@ struct command {
 
 static const struct command commands[] = {
 	{ "acquire", "+w:l:O", 1, "acquire [-w WAIT] [-l LEASE] "
-	  "[--owner LABEL] [--delay D] NAME", cmd_acquire },
-	{ "try", "+l:O", 1, "try [-l LEASE] [--owner LABEL] [--delay D] NAME",
-	  cmd_try },
+	  "[--owner LABEL] [--delay D] [--rid ID] NAME", cmd_acquire },
+	{ "try", "+l:O", 1, "try [-l LEASE] [--owner LABEL] [--delay D] "
+	  "[--rid ID] NAME", cmd_try },
 	{ "renew", "+l:", 2, "renew [-l LEASE] NAME HANDLE", cmd_renew },
 	{ "release", "+", 2, "release NAME HANDLE", cmd_release },
 	{ "status", "+", 1, "status NAME", cmd_status },

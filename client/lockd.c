@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -38,9 +39,17 @@
 
 #define LOCKD__READ_CHUNK 4096
 #define LOCKD__WRITE_SLICE 16384
+/* Fail-over's pause between attempts, once each endpoint had one. */
+#define LOCKD__FAILOVER_BACKOFF_MS 50
+#define LOCKD__FAILOVER_BACKOFF_MAX_MS 250
 
 struct lockd__state {
-	struct lockd__endpoint at;  /* where, TLS and the token */
+	struct lockd__endpoint *ats;  /* every endpoint configured */
+	size_t n_ats;
+	size_t next_at;       /* where the next connect starts */
+	bool hinted;          /* next_at is a leader a NOTLEADER named */
+	struct lockd__endpoint *at;   /* the one connected or last tried */
+	int64_t failover_timeout_ms;  /* 0: no fail-over */
 	bool unusable;        /* the options were bad: every call fails */
 	SSL *ssl;             /* TLS on this connection; NULL: plain */
 	int64_t connect_timeout_ms;
@@ -98,6 +107,7 @@ lockd_strerror(int code)
 	case LOCKD_ERR_OVERFLOW: return "OVERFLOW";
 	case LOCKD_ERR_SHUTDOWN: return "SHUTDOWN";
 	case LOCKD_ERR_DENIED: return "DENIED";
+	case LOCKD_ERR_NOTLEADER: return "NOTLEADER";
 	default: return "?";
 	}
 }
@@ -258,15 +268,15 @@ lockd__open_unix(lockd_context *c, int64_t deadline)
 
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
-	if (strlen(s->at.unix_path) >= sizeof(sun.sun_path))
+	if (strlen(s->at->unix_path) >= sizeof(sun.sun_path))
 		return lockd__fail(c, LOCKD_ERR_IO, "unix socket path too long");
-	memcpy(sun.sun_path, s->at.unix_path, strlen(s->at.unix_path));
+	memcpy(sun.sun_path, s->at->unix_path, strlen(s->at->unix_path));
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return lockd__fail(c, LOCKD_ERR_IO, "socket: %s",
 		    strerror(errno));
 	rc = lockd__connect_fd(c, c->fd, (struct sockaddr *)&sun, sizeof(sun),
-	    deadline, s->at.unix_path);
+	    deadline, s->at->unix_path);
 	return rc;
 }
 
@@ -281,12 +291,12 @@ lockd__open_tcp(lockd_context *c, int64_t deadline)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%d", s->at.port);
-	snprintf(where, sizeof(where), "%s:%d", s->at.host, s->at.port);
-	rc = getaddrinfo(s->at.host, port, &hints, &list);
+	snprintf(port, sizeof(port), "%d", s->at->port);
+	snprintf(where, sizeof(where), "%s:%d", s->at->host, s->at->port);
+	rc = getaddrinfo(s->at->host, port, &hints, &list);
 	if (rc != 0)
 		return lockd__fail(c, LOCKD_ERR_IO, "resolve %s: %s",
-		    s->at.host,
+		    s->at->host,
 		    rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
 	rc = LOCKD_ERR_IO;
 	for (ai = list; ai != NULL; ai = ai->ai_next) {
@@ -320,9 +330,9 @@ lockd__tls_handshake(lockd_context *c, int64_t deadline)
 	char why[96];
 	int rc, revents;
 
-	if ((s->ssl = SSL_new(s->at.tls_ctx)) == NULL ||
+	if ((s->ssl = SSL_new(s->at->tls_ctx)) == NULL ||
 	    SSL_set_fd(s->ssl, c->fd) != 1 ||
-	    !lockd__endpoint_tls_name(&s->at, s->ssl)) {
+	    !lockd__endpoint_tls_name(s->at, s->ssl)) {
 		ERR_clear_error();
 		return lockd__fail(c, LOCKD_ERR_OOM, "cannot set up TLS");
 	}
@@ -340,12 +350,12 @@ lockd__tls_handshake(lockd_context *c, int64_t deadline)
 		default:
 			lockd__tls_why(s->ssl, why, sizeof(why));
 			return lockd__fail(c, LOCKD_ERR_IO, "TLS with %s:%d: %s",
-			    s->at.host, s->at.port, why);
+			    s->at->host, s->at->port, why);
 		}
 		if (revents == 0)
 			return lockd__fail(c, LOCKD_ERR_TIMEOUT,
-			    "TLS with %s:%d: timed out", s->at.host,
-			    s->at.port);
+			    "TLS with %s:%d: timed out", s->at->host,
+			    s->at->port);
 		if (revents < 0)
 			return lockd__fail(c, LOCKD_ERR_IO, "poll: %s",
 			    strerror(errno));
@@ -370,7 +380,7 @@ lockd__authenticate(lockd_context *c, int64_t deadline)
 
 	char why[LOCKD_ERRSTR_SIZE];
 
-	if ((rc = lockd__endpoint_auth_line(&c->state->at, line, why)) <= 0) {
+	if ((rc = lockd__endpoint_auth_line(c->state->at, line, why)) <= 0) {
 		if (rc < 0)
 			return lockd__fail(c, rc, "%s", why);
 		return 0;
@@ -421,8 +431,9 @@ lockd__authenticate(lockd_context *c, int64_t deadline)
 	}
 }
 
+/* Connects to s->at, each endpoint by its own connect timeout. */
 static int
-lockd__open(lockd_context *c)
+lockd__open_one(lockd_context *c)
 {
 	struct lockd__state *s = c->state;
 	int64_t deadline = lockd__deadline_after(s->connect_timeout_ms);
@@ -430,13 +441,45 @@ lockd__open(lockd_context *c)
 
 	c->err = 0;
 	c->errstr[0] = '\0';
-	rc = s->at.unix_path != NULL ? lockd__open_unix(c, deadline) :
+	rc = s->at->unix_path != NULL ? lockd__open_unix(c, deadline) :
 	    lockd__open_tcp(c, deadline);
-	if (rc == 0 && s->at.tls)
+	if (rc == 0 && s->at->tls)
 		rc = lockd__tls_handshake(c, deadline);
 	if (rc == 0)
 		rc = lockd__authenticate(c, deadline);
 	return rc == 0 ? lockd__succeed(c, LOCKD_OK) : rc;
+}
+
+/*
+ * Connects to the first endpoint that accepts, from next_at on around the
+ * list.  A refused AUTH ends the search there: the token is the same
+ * everywhere.
+ */
+static int
+lockd__open(lockd_context *c)
+{
+	struct lockd__state *s = c->state;
+	char last[LOCKD_ERRSTR_SIZE];
+	size_t i, at;
+	int rc = LOCKD_ERR_IO;
+
+	for (i = 0; i < s->n_ats; i++) {
+		at = (s->next_at + i) % s->n_ats;
+		s->at = &s->ats[at];
+		if (i > 0)
+			lockd__reset_stream(c);
+		rc = lockd__open_one(c);
+		if (rc == LOCKD_OK || !lockd_error_is_fatal(rc)) {
+			s->next_at = at;
+			return rc;
+		}
+	}
+	if (s->n_ats > 1) {
+		snprintf(last, sizeof(last), "%s", c->errstr);
+		return lockd__fail(c, rc, "none of %zu endpoints answered; "
+		    "last: %.90s", s->n_ats, last);
+	}
+	return rc;
 }
 
 lockd_context *
@@ -455,9 +498,11 @@ lockd_connect(const lockd_options *options)
 		goto fail;
 	c->state = s;
 	lockd__queue_init(&s->pending, sizeof(struct lockd__pending));
-	rc = lockd__endpoint_init(&s->at, o, c->errstr);
-	if (rc == LOCKD_ERR_OOM)
+	rc = lockd__endpoints_init(&s->ats, &s->n_ats, o, c->errstr);
+	if (s->ats == NULL || rc == LOCKD_ERR_OOM)
 		goto fail;
+	s->at = &s->ats[0];
+	s->failover_timeout_ms = s->n_ats > 1 ? LOCKD_FAILOVER_DEFAULT_MS : 0;
 	s->connect_timeout_ms = o->connect_timeout_ms > 0 ?
 	    o->connect_timeout_ms : 0;
 	s->command_timeout_ms = o->command_timeout_ms > 0 ?
@@ -475,13 +520,29 @@ fail:
 	return NULL;
 }
 
+/*
+ * A new connection for a context that had one: to the leader a NOTLEADER
+ * named, else to the endpoint after the last one (it broke, stalled or
+ * does not lead; a node that merely restarted is named by the others).
+ */
+static int
+lockd__reopen(lockd_context *c)
+{
+	struct lockd__state *s = c->state;
+
+	if (!s->hinted && s->n_ats > 1)
+		s->next_at = ((size_t)(s->at - s->ats) + 1) % s->n_ats;
+	s->hinted = false;
+	lockd__reset_stream(c);
+	return lockd__open(c);
+}
+
 int
 lockd_reconnect(lockd_context *c)
 {
 	if (c->state->unusable)
 		return c->err;
-	lockd__reset_stream(c);
-	return lockd__open(c);
+	return lockd__reopen(c);
 }
 
 void
@@ -496,7 +557,7 @@ lockd_free(lockd_context *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	if (s != NULL) {
-		lockd__endpoint_free(&s->at);
+		lockd__endpoints_free(s->ats, s->n_ats);
 		free(s->out);
 		free(s->in);
 		lockd__queue_free(&s->pending);
@@ -512,6 +573,26 @@ lockd_set_command_timeout(lockd_context *c, int64_t timeout_ms)
 		return lockd__fail(c, LOCKD_ERR_INVALID,
 		    "negative command timeout");
 	c->state->command_timeout_ms = timeout_ms;
+	return LOCKD_OK;
+}
+
+int
+lockd_set_connect_timeout(lockd_context *c, int64_t timeout_ms)
+{
+	if (timeout_ms < 0)
+		return lockd__fail(c, LOCKD_ERR_INVALID,
+		    "negative connect timeout");
+	c->state->connect_timeout_ms = timeout_ms;
+	return LOCKD_OK;
+}
+
+int
+lockd_set_failover_timeout(lockd_context *c, int64_t timeout_ms)
+{
+	if (timeout_ms < 0)
+		return lockd__fail(c, LOCKD_ERR_INVALID,
+		    "negative fail-over timeout");
+	c->state->failover_timeout_ms = timeout_ms;
 	return LOCKD_OK;
 }
 
@@ -896,6 +977,25 @@ lockd_flush(lockd_context *c)
 	return lockd__succeed(c, LOCKD_OK);
 }
 
+/* Where the next connect starts after a NOTLEADER: the leader it named,
+ * when that is one of ours, else the endpoint after this one. */
+static void
+lockd__follow_hint(lockd_context *c)
+{
+	struct lockd__state *s = c->state;
+	char hint[300];
+	int at = -1;
+
+	if (lockd__notleader_hint(c->errstr, hint, sizeof(hint)))
+		at = lockd__endpoints_find(s->ats, s->n_ats, hint,
+		    strlen(hint));
+	s->hinted = at >= 0;
+	if (at >= 0)
+		s->next_at = (size_t)at;
+	else if (s->n_ats > 1)
+		s->next_at = ((size_t)(s->at - s->ats) + 1) % s->n_ats;
+}
+
 /*
  * Parses the next reply from the input, if a whole one is there, and pops
  * the request it answers.  Returns LOCKD_AGAIN when more input is needed.
@@ -924,6 +1024,8 @@ lockd__take_reply(lockd_context *c, lockd_reply *r, lockd_lock_info *info)
 		return result;
 	lockd__queue_pop(&s->pending);
 	s->sent--;
+	if (result == LOCKD_ERR_NOTLEADER)
+		lockd__follow_hint(c);
 	return lockd__record(c, result);
 }
 
@@ -997,119 +1099,142 @@ lockd_poll_reply(lockd_context *c, lockd_reply *reply)
  * their own.
  */
 
+/* Whether this context reconnects and repeats requests (see lockd.h). */
+static bool
+lockd__fails_over(const lockd_context *c)
+{
+	return c->state->failover_timeout_ms > 0 && !c->state->unusable;
+}
+
 static int
 lockd__check_idle(lockd_context *c)
 {
 	if (lockd__dead(c))
-		return c->err;
+		return lockd__fails_over(c) ? LOCKD_OK : c->err;
 	if (c->state->pending.count > 0)
 		return lockd__fail(c, LOCKD_ERR_INVALID,
 		    "pipelined replies are still due");
 	return LOCKD_OK;
 }
 
+/*
+ * Whether r may go out again after its connection broke with its fate
+ * unknown: everything but an ACQUIRE or TRY without a rid, which could
+ * queue behind its own grant or be granted twice.
+ */
+static bool
+lockd__repeatable(const struct lockd__request *r)
+{
+	if (r->pending.command == LOCKD_CMD_ACQUIRE ||
+	    r->pending.command == LOCKD_CMD_TRY)
+		return lockd__request_has_rid(r);
+	return true;
+}
+
+/* Sleeps ms (bounded by the caller), through signals. */
+static void
+lockd__sleep_ms(int64_t ms)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(ms / 1000),
+		.tv_nsec = (long)(ms % 1000) * 1000000L,
+	};
+
+	while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Appends r (rc: how building it went) and reads its one reply; with
+ * fail-over on, follows NOTLEADER and reconnects as lockd.h says, within
+ * the fail-over time and LOCKD_FAILOVER_HOPS_MAX attempts.
+ */
+static int
+lockd__call(lockd_context *c, struct lockd__request *r, int rc,
+    lockd_reply *reply, lockd_lock_info *info)
+{
+	struct lockd__state *s = c->state;
+	int64_t start = lockd_now_ms(), began = start,
+	    backoff = LOCKD__FAILOVER_BACKOFF_MS, left;
+	char last[LOCKD_ERRSTR_SIZE];
+	int attempt;
+
+	if (rc != LOCKD_OK)
+		return lockd__record(c, rc);
+	for (attempt = 0; ; attempt++) {
+		if (attempt > 0 || lockd__dead(c)) {
+			if (!lockd__fails_over(c))
+				return c->err;
+			/* An attempt that ran longer than the fail-over time
+			 * was a healthy wait (an ACQUIRE, a WATCH): the
+			 * fail-over time counts from its end. */
+			if (lockd_now_ms() - began > s->failover_timeout_ms) {
+				start = lockd_now_ms();
+				attempt = 1;
+				backoff = LOCKD__FAILOVER_BACKOFF_MS;
+			}
+			left = start + s->failover_timeout_ms - lockd_now_ms();
+			if (attempt >= LOCKD_FAILOVER_HOPS_MAX || left <= 0) {
+				snprintf(last, sizeof(last), "%s", c->errstr);
+				rc = c->err;
+				lockd__fail(c, rc, "no leader answered in %d "
+				    "attempts over %lld ms; last: %.60s",
+				    attempt, (long long)(lockd_now_ms() -
+				    start), last);
+				return rc;
+			}
+			/* Each endpoint once at once; then with a pause. */
+			if (attempt >= (int)s->n_ats) {
+				lockd__sleep_ms(backoff < left ? backoff :
+				    left);
+				if (backoff < LOCKD__FAILOVER_BACKOFF_MAX_MS)
+					backoff *= 2;
+				if (backoff > LOCKD__FAILOVER_BACKOFF_MAX_MS)
+					backoff = LOCKD__FAILOVER_BACKOFF_MAX_MS;
+			}
+			rc = lockd__reopen(c);
+			if (lockd_error_is_fatal(rc))
+				continue;
+			if (rc != LOCKD_OK)
+				return rc;
+		}
+		if (lockd__append(c, r, LOCKD_OK) != LOCKD_OK)
+			return c->err;
+		began = lockd_now_ms();
+		rc = lockd__get_reply_info(c, reply, info);
+		if (rc == LOCKD_ERR_NOTLEADER && lockd__fails_over(c))
+			continue;
+		if (lockd_error_is_fatal(rc) && rc != LOCKD_ERR_PROTOCOL &&
+		    lockd__fails_over(c) && lockd__repeatable(r))
+			continue;
+		return rc;
+	}
+}
+
+static int lockd__acquire_ex(lockd_context *c, bool try_only,
+    const char *name, const lockd_acquire_options *options, const char *rid,
+    lockd_lease *lease);
+
 int
 lockd_acquire(lockd_context *c, const char *name, int64_t lease_ms,
     int64_t wait_ms, int onclose, lockd_lease *lease)
 {
-	lockd_reply r;
-	int rc;
+	lockd_acquire_options o = { lease_ms, wait_ms, onclose, NULL, 0 };
 
-	if (lockd__check_idle(c) != LOCKD_OK ||
-	    lockd_append_acquire(c, name, lease_ms, wait_ms, onclose) !=
-	    LOCKD_OK)
-		return c->err;
-	rc = lockd_get_reply(c, &r);
-	if (rc == LOCKD_OK && lease != NULL)
-		*lease = r.lease;
-	return rc;
+	return lockd__acquire_ex(c, false, name, &o, NULL, lease);
 }
 
 int
 lockd_try(lockd_context *c, const char *name, int64_t lease_ms, int onclose,
     lockd_lease *lease)
 {
-	lockd_reply r;
-	int rc;
+	lockd_acquire_options o = { lease_ms, 0, onclose, NULL, 0 };
 
-	if (lockd__check_idle(c) != LOCKD_OK ||
-	    lockd_append_try(c, name, lease_ms, onclose) != LOCKD_OK)
-		return c->err;
-	rc = lockd_get_reply(c, &r);
-	if (rc == LOCKD_OK && lease != NULL)
-		*lease = r.lease;
-	return rc;
+	return lockd__acquire_ex(c, true, name, &o, NULL, lease);
 }
 
 int
 lockd_renew(lockd_context *c, lockd_lease *lease, int64_t lease_ms)
-{
-	lockd_reply r;
-	int rc;
-
-	if (lockd__check_idle(c) != LOCKD_OK ||
-	    lockd_append_renew(c, lease, lease_ms) != LOCKD_OK)
-		return c->err;
-	rc = lockd_get_reply(c, &r);
-	if (rc == LOCKD_OK) {
-		lease->lease_ms = r.lease.lease_ms;
-		lease->deadline_ms = r.lease.deadline_ms;
-	}
-	return rc;
-}
-
-int
-lockd_release(lockd_context *c, const lockd_lease *lease)
-{
-	lockd_reply r;
-
-	if (lockd__check_idle(c) != LOCKD_OK ||
-	    lockd_append_release(c, lease) != LOCKD_OK)
-		return c->err;
-	return lockd_get_reply(c, &r);
-}
-
-int
-lockd_status(lockd_context *c, const char *name, lockd_lock_status *status)
-{
-	lockd_reply r;
-	int rc;
-
-	if (lockd__check_idle(c) != LOCKD_OK ||
-	    lockd_append_status(c, name) != LOCKD_OK)
-		return c->err;
-	rc = lockd_get_reply(c, &r);
-	if (rc == LOCKD_OK && status != NULL)
-		*status = r.status;
-	return rc;
-}
-
-int
-lockd_ping(lockd_context *c)
-{
-	lockd_reply r;
-
-	if (lockd__check_idle(c) != LOCKD_OK || lockd_append_ping(c) !=
-	    LOCKD_OK)
-		return c->err;
-	return lockd_get_reply(c, &r);
-}
-
-/* ---- protocol v2 ------------------------------------------------------ */
-
-/* Appends r (rc: how building it went) and reads its one reply. */
-static int
-lockd__call(lockd_context *c, struct lockd__request *r, int rc,
-    lockd_reply *reply, lockd_lock_info *info)
-{
-	if (lockd__append(c, r, rc) != LOCKD_OK)
-		return c->err;
-	return lockd__get_reply_info(c, reply, info);
-}
-
-static int
-lockd__acquire_ex(lockd_context *c, bool try_only, const char *name,
-    const lockd_acquire_options *options, lockd_lease *lease)
 {
 	struct lockd__request r;
 	lockd_reply reply;
@@ -1117,8 +1242,97 @@ lockd__acquire_ex(lockd_context *c, bool try_only, const char *name,
 
 	if (lockd__check_idle(c) != LOCKD_OK)
 		return c->err;
-	rc = lockd__call(c, &r, lockd__request_acquire_ex(&r, try_only, name,
-	    options, c->errstr), &reply, NULL);
+	rc = lockd__call(c, &r, lockd__request_renew(&r, lease, lease_ms,
+	    c->errstr), &reply, NULL);
+	if (rc == LOCKD_OK) {
+		lease->lease_ms = reply.lease.lease_ms;
+		lease->deadline_ms = reply.lease.deadline_ms;
+	}
+	return rc;
+}
+
+int
+lockd_release(lockd_context *c, const lockd_lease *lease)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__call(c, &r, lockd__request_release(&r, lease,
+	    c->errstr), &reply, NULL);
+}
+
+int
+lockd_status(lockd_context *c, const char *name, lockd_lock_status *status)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+	int rc;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	rc = lockd__call(c, &r, lockd__request_status(&r, name, c->errstr),
+	    &reply, NULL);
+	if (rc == LOCKD_OK && status != NULL)
+		*status = reply.status;
+	return rc;
+}
+
+int
+lockd_ping(lockd_context *c)
+{
+	struct lockd__request r;
+	lockd_reply reply;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__call(c, &r, lockd__request_ping(&r, c->errstr), &reply,
+	    NULL);
+}
+
+/* ---- protocol v2 ------------------------------------------------------ */
+
+/* 32 hex digits of the kernel's randomness (128 bits) into rid; false
+ * when none could be had. */
+static bool
+lockd__rid_new(char *rid)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char bytes[16];
+	size_t i;
+
+	if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes))
+		return false;
+	for (i = 0; i < sizeof(bytes); i++) {
+		rid[2 * i] = hex[bytes[i] >> 4];
+		rid[2 * i + 1] = hex[bytes[i] & 15];
+	}
+	rid[2 * sizeof(bytes)] = '\0';
+	return true;
+}
+
+/*
+ * ACQUIRE or TRY.  With fail-over on, a call without a rid gets one of
+ * its own, so that a repeat after a broken connection finds the grant the
+ * first attempt may have had instead of queueing behind it.
+ */
+static int
+lockd__acquire_ex(lockd_context *c, bool try_only, const char *name,
+    const lockd_acquire_options *options, const char *rid,
+    lockd_lease *lease)
+{
+	char own[LOCKD__RID_MAX + 1];
+	struct lockd__request r;
+	lockd_reply reply;
+	int rc;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	if (rid == NULL && lockd__fails_over(c) && lockd__rid_new(own))
+		rid = own;
+	rc = lockd__call(c, &r, lockd__request_acquire_rid(&r, try_only, name,
+	    options, rid, c->errstr), &reply, NULL);
 	if (rc == LOCKD_OK && lease != NULL)
 		*lease = reply.lease;
 	return rc;
@@ -1128,14 +1342,32 @@ int
 lockd_acquire_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease)
 {
-	return lockd__acquire_ex(c, false, name, options, lease);
+	return lockd__acquire_ex(c, false, name, options, NULL, lease);
 }
 
 int
 lockd_try_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease)
 {
-	return lockd__acquire_ex(c, true, name, options, lease);
+	return lockd__acquire_ex(c, true, name, options, NULL, lease);
+}
+
+int
+lockd_acquire_rid(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const char *rid, lockd_lease *lease)
+{
+	if (rid == NULL)
+		return lockd__fail(c, LOCKD_ERR_INVALID, "no rid given");
+	return lockd__acquire_ex(c, false, name, options, rid, lease);
+}
+
+int
+lockd_try_rid(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const char *rid, lockd_lease *lease)
+{
+	if (rid == NULL)
+		return lockd__fail(c, LOCKD_ERR_INVALID, "no rid given");
+	return lockd__acquire_ex(c, true, name, options, rid, lease);
 }
 
 int

@@ -14,7 +14,8 @@
  * success) and c->errstr a sentence saying why.  The errors IO, EOF,
  * PROTOCOL and TIMEOUT are fatal: the connection is closed, the replies
  * still due are lost, and every later call fails with the same error until
- * lockd_reconnect().  Server errors (BADREQ .. SHUTDOWN) and caller errors
+ * lockd_reconnect() (with fail-over on, the next blocking call reconnects
+ * by itself; see "Fail-over").  Server errors (BADREQ .. SHUTDOWN) and caller errors
  * (INVALID, OOM) leave the context usable.
  *
  * Threads.  A context belongs to one thread at a time, as in hiredis: never
@@ -76,6 +77,8 @@ extern "C" {
 #define LOCKD_ERR_SHUTDOWN (-18)      /* the server is stopping */
 #define LOCKD_ERR_DENIED (-19)        /* --auth: no permission, or AUTH
 					 refused (a bad token) */
+#define LOCKD_ERR_NOTLEADER (-20)     /* cluster mode: this node does not
+					 serve locks now (see fail-over) */
 
 /* ACQUIRE's and TRY's onclose option. */
 #define LOCKD_ONCLOSE_KEEP 0      /* the lease outlives the connection */
@@ -101,6 +104,12 @@ extern "C" {
  * connect.  A refused token leaves the connection open but nobody's:
  * c->err is LOCKD_ERR_DENIED, and each command is refused the same way.
  * Keep tokens out of argv, where ps shows them.
+ *
+ * A cluster: url and host may each name several lockd nodes, separated by
+ * commas: "lockd://a:7420,lockd://b:7420" (every item a URL), or
+ * "a:7420,b,[::1]:7421" (an item without a port takes port).  At most 16.
+ * lockd_connect tries them in order until one accepts; see "Fail-over"
+ * below for what the blocking calls then do.
  */
 typedef struct lockd_options {
 	const char *host;            /* NULL: LOCKD_DEFAULT_HOST */
@@ -202,13 +211,53 @@ typedef struct lockd_reply {
  * defaults).  lockd_reconnect() closes the connection, drops any replies
  * still due and buffered requests, and connects again with the same options;
  * leases survive it unless they were taken with LOCKD_ONCLOSE_RELEASE.
- * lockd_free() closes and frees; NULL is fine.
+ * lockd_free() closes and frees; NULL is fine.  With several endpoints,
+ * lockd_reconnect() goes to the leader the last ERR NOTLEADER named, else
+ * to the endpoint after the one it was connected to, and on around the
+ * list.
  */
 lockd_context *lockd_connect(const lockd_options *options);
 int lockd_reconnect(lockd_context *c);
 void lockd_free(lockd_context *c);
 /* Changes the command timeout for later calls (0: none). */
 int lockd_set_command_timeout(lockd_context *c, int64_t timeout_ms);
+/* Changes the connect timeout (per endpoint) of later connects (0: none). */
+int lockd_set_connect_timeout(lockd_context *c, int64_t timeout_ms);
+
+/*
+ * Fail-over.  With several endpoints, a blocking call (lockd_acquire ..
+ * lockd_list, not the pipelined ones) that meets a node which does not
+ * lead (ERR NOTLEADER) or a connection that broke reconnects and sends the
+ * request again, for at most the fail-over time: LOCKD_FAILOVER_DEFAULT_MS
+ * with several endpoints, 0 (off) with one; lockd_set_failover_timeout
+ * changes it (0: off).  A NOTLEADER reply's leader=<host:port> is followed
+ * when it is one of the configured endpoints, spelled the same (no name is
+ * resolved; any other leader is never connected to); without a usable
+ * hint the next endpoint is tried.  Each endpoint is tried once at once;
+ * after that every attempt waits, from 50 ms doubling to 250 ms, and at
+ * most LOCKD_FAILOVER_HOPS_MAX attempts are made.  Then the call returns
+ * the last error (LOCKD_ERR_NOTLEADER, or IO/EOF/TIMEOUT) with a sentence
+ * saying so.  A new connection sends AUTH again when a token is set.
+ *
+ * Which requests are sent again: every one after ERR NOTLEADER (the node
+ * did nothing with it); after a broken connection RENEW, RELEASE, STATUS,
+ * PING, FORCE, CHECK, WATCH and LIST, which are safe to repeat (a RENEW of
+ * a lease that was lost meanwhile gets LOCKD_ERR_CONFLICT; a repeated
+ * RELEASE or FORCE answers LOCKD_NOTHELD when the first one had done it;
+ * a repeated WATCH without a fence waits for the next change after the
+ * repeat), and
+ * ACQUIRE and TRY, which carry a rid= (protocol v2): the library makes a
+ * fresh one for each call when fail-over is on and the caller gave none
+ * (lockd_acquire_rid), so that the repeat finds its own grant instead of
+ * queueing behind it.  A repeated ACQUIRE waits its wait_ms anew.  A dead
+ * context (a fatal error earlier) reconnects at the next blocking call.
+ * The fail-over time counts from the first failure (or from the end of an
+ * attempt that ran longer, such as an ACQUIRE that waited).  The lease's
+ * deadline_ms counts from the attempt that was answered.
+ */
+#define LOCKD_FAILOVER_DEFAULT_MS 10000
+#define LOCKD_FAILOVER_HOPS_MAX 64
+int lockd_set_failover_timeout(lockd_context *c, int64_t timeout_ms);
 
 /*
  * Blocking calls.  Each sends one request and reads its reply; they refuse
@@ -272,6 +321,18 @@ int lockd_acquire_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease);
 int lockd_try_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease);
+/*
+ * lockd_acquire_ex and lockd_try_ex with rid=<rid> (1 to 64 bytes a name
+ * may hold): if the lock's live holder was granted with this rid, the
+ * reply is that grant again and nothing changes.  Use a fresh rid for each
+ * acquisition and repeat it only to retry that one (after a crash of your
+ * own, say).  The library makes one of its own for every ACQUIRE and TRY
+ * when fail-over is on (see "Fail-over").
+ */
+int lockd_acquire_rid(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const char *rid, lockd_lease *lease);
+int lockd_try_rid(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const char *rid, lockd_lease *lease);
 int lockd_status_info(lockd_context *c, const char *name,
     lockd_lock_info *info);
 int lockd_force(lockd_context *c, const char *name, uint64_t fence);

@@ -45,6 +45,7 @@ lockd__server_error(enum proto_error_code code)
 	case PROTO_ERR_OVERFLOW: return LOCKD_ERR_OVERFLOW;
 	case PROTO_ERR_SHUTDOWN: return LOCKD_ERR_SHUTDOWN;
 	case PROTO_ERR_DENIED: return LOCKD_ERR_DENIED;
+	case PROTO_ERR_NOTLEADER: return LOCKD_ERR_NOTLEADER;
 	default: return LOCKD_ERR_PROTOCOL;
 	}
 }
@@ -137,6 +138,7 @@ lockd__finish(struct lockd__request *r, const struct proto_request *req,
 	if (r->len == 0)
 		return lockd__error(errstr, LOCKD_ERR_INVALID,
 		    "request cannot be formatted");
+	r->has_rid = req->rid_len > 0;
 	memset(p, 0, sizeof(*p));
 	/* req was filled by the caller's request function (the analyzer
 	 * cannot follow it there). */
@@ -251,6 +253,14 @@ int
 lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
     const char *name, const lockd_acquire_options *o, char *errstr)
 {
+	return lockd__request_acquire_rid(r, try_only, name, o, NULL, errstr);
+}
+
+int
+lockd__request_acquire_rid(struct lockd__request *r, bool try_only,
+    const char *name, const lockd_acquire_options *o, const char *rid,
+    char *errstr)
+{
 	lockd_acquire_options none = { 0, LOCKD_WAIT_FOREVER,
 	    LOCKD_ONCLOSE_KEEP, NULL, 0 };
 	struct proto_request req;
@@ -278,6 +288,17 @@ lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
 			    "or control bytes)", LOCKD_OWNER_MAX);
 		req.owner = o->owner;
 		req.owner_len = len;
+	}
+	if (rid != NULL) {
+		size_t len = strlen(rid);
+
+		if (len == 0 || len > LOCKD__RID_MAX ||
+		    !proto_valid_name(rid, len))
+			return lockd__error(errstr, LOCKD_ERR_INVALID,
+			    "invalid rid (1 to %d bytes, no blanks or control "
+			    "bytes)", LOCKD__RID_MAX);
+		req.rid = rid;
+		req.rid_len = len;
 	}
 	return lockd__finish(r, &req, NULL, errstr);
 }
@@ -623,4 +644,14 @@ lockd__send_limit(const struct lockd__queue *q, size_t answered,
 		return appended;
 	p = lockd__queue_at(q, last - 1);
 	return p->end;
+}
+
+/*
+ * The one place that knows whether a request carries protocol v2's rid=,
+ * which makes a repeated ACQUIRE or TRY find its own grant.
+ */
+bool
+lockd__request_has_rid(const struct lockd__request *r)
+{
+	return r->has_rid;
 }

@@ -44,8 +44,13 @@ struct lockd__pending {
 struct lockd__request {
 	char line[LOCKD__REQUEST_MAX];
 	size_t len;
+	bool has_rid;        /* ACQUIRE or TRY with rid=: safe to repeat */
 	struct lockd__pending pending;
 };
+
+/* rid= (protocol v2): 1 to this many bytes; the library's own are 32 hex
+ * digits (128 random bits). */
+#define LOCKD__RID_MAX 64
 
 /*
  * Check the arguments and format the request into *r.  LOCKD_OK, or
@@ -65,6 +70,11 @@ int lockd__request_ping(struct lockd__request *r, char *errstr);
 /* Protocol v2: ACQUIRE or TRY with every option (o NULL: defaults). */
 int lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
     const char *name, const lockd_acquire_options *o, char *errstr);
+/* The same with rid=<rid> (NULL: none; else 1 to LOCKD__RID_MAX bytes a
+ * name may hold, or LOCKD_ERR_INVALID). */
+int lockd__request_acquire_rid(struct lockd__request *r, bool try_only,
+    const char *name, const lockd_acquire_options *o, const char *rid,
+    char *errstr);
 int lockd__request_force(struct lockd__request *r, const char *name,
     uint64_t fence, char *errstr);
 int lockd__request_check(struct lockd__request *r, const char *name,
@@ -74,6 +84,9 @@ int lockd__request_watch(struct lockd__request *r, const char *name,
     int64_t fence, int64_t wait_ms, char *errstr);
 int lockd__request_list(struct lockd__request *r, const char *prefix,
     const char *after, int limit, char *errstr);
+
+/* Whether r carries a rid= (an ACQUIRE or TRY safe to repeat). */
+bool lockd__request_has_rid(const struct lockd__request *r);
 
 /* A LIST reply line that is not its last: lockd__reply_take returns it
  * (consumed, with *info filled) and the request stays due. */

@@ -91,6 +91,12 @@ reopen_service(struct leader *l, bool leading)
 	struct service *svc = &l->srv->svc;
 	struct service_recovery rec;
 	struct service_config scfg = l->scfg;
+	/* service_open starts from zero: what the daemon set on the service
+	 * after opening it (--auth's rules, test seams) must come along, or
+	 * a node that takes over serves without authentication. */
+	const struct auth_rules *auth = svc->auth;
+	struct service_hooks hooks = svc->hooks;
+	int rc = 0;
 
 	service_close(svc);
 	store_etcd_standby(l->store, !leading);
@@ -107,14 +113,16 @@ reopen_service(struct leader *l, bool leading)
 			    "error=\"%s\" action=exit", svc->error);
 			abort();
 		}
-		return -1;
-	}
-	if (leading)
+		rc = -1;
+	} else if (leading) {
 		log_event(LOG_INFO, "recovered", "leases=%llu held=%llu "
 		    "fence_hwm=%llu role=leader", (unsigned long long)rec.leases,
 		    (unsigned long long)service_held_count(svc),
 		    (unsigned long long)rec.hwm);
-	return 0;
+	}
+	svc->auth = auth;
+	svc->hooks = hooks;
+	return rc;
 }
 
 /* Stops serving: every lock connection closes (its clients go to the next

