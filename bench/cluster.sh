@@ -16,7 +16,8 @@
 # LOADGEN.  Knobs: BENCH_CLUSTER_SECONDS (3), BENCH_CLUSTER_ROUNDS (3),
 # BENCH_CLUSTER_CONNS ("1 64"), BENCH_HANDOFF_CONNS (16), BENCH_FAILOVERS
 # (20), BENCH_SERVER_CPU (0), BENCH_CLIENT_CPU (1), BENCH_QUICK=1 (1 round
-# of 1 s, 3 kills).  Everything it starts is stopped by PID.
+# of 1 s, 3 kills), BENCH_CLUSTER_KEEP=1 (keep the work directory and its
+# logs).  Everything it starts is stopped by PID.
 set -euo pipefail
 
 LOCKD=${LOCKD:?set LOCKD to build/lockd}
@@ -67,7 +68,11 @@ cleanup() {
 	for pid in "${NPID[@]}" "${EPID[@]}"; do
 		[ -n "$pid" ] && wait "$pid" 2>/dev/null || true
 	done
-	rm -rf "$WORK"
+	if [ -n "${BENCH_CLUSTER_KEEP:-}" ]; then
+		echo "bench-cluster: kept $WORK" >&2
+	else
+		rm -rf "$WORK"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -165,15 +170,26 @@ leader=$(leader_index "$line")
 } >"$RESULTS"
 cat "$RESULTS" >&2
 
+# stats PORT: the commits and records of a lockd node's STATS line.
+stats() {
+	local fd line=
+	exec {fd}<>"/dev/tcp/127.0.0.1/$1" || return 0
+	printf 'STATS\n' >&"$fd"
+	read -r -t 2 line <&"$fd" || true
+	exec {fd}>&-
+	echo "$(grep -o ' commits=[0-9]*' <<<"$line" | cut -d= -f2) $(grep -o ' commit_records=[0-9]*' <<<"$line" | cut -d= -f2)"
+}
+
 # run PEER LABEL ARGS...: one bounded loadgen run; its line goes to RESULTS.
 run() {
-	local peer=$1 label=$2 line rc=0 limit proto port pid
+	local peer=$1 label=$2 line rc=0 limit proto port pid c0= r0= c1= r1=
 	shift 2
 	case $peer in
 	lockd) proto=lockd; port=${NPORT[leader]}; pid=${NPID[leader]} ;;
 	*) proto=etcd; port=${EPORT[0]}; pid=${EPID[0]} ;;
 	esac
 	limit=$(awk -v s="$BENCH_CLUSTER_SECONDS" -v w="$BENCH_WARMUP" 'BEGIN { print int(s + w + 60) }')
+	[ "$peer" = lockd ] && read -r c0 r0 <<<"$(stats "$port")"
 	line=$(timeout -k 5 "$limit" "${CPIN[@]}" "$LOADGEN" -x "$proto" \
 	    -p "$port" -S "$pid" -L "$label peer=$peer" -t "$BENCH_CLUSTER_SECONDS" \
 	    -W "$BENCH_WARMUP" "$@" 2>>"$WORK/loadgen.err") || rc=$?
@@ -181,6 +197,11 @@ run() {
 		line="$label peer=$peer failed=1 rc=$rc errors=1 $*"
 		echo "bench-cluster: loadgen failed (rc $rc) on $peer: $*" >&2
 		tail -3 "$WORK/loadgen.err" >&2 || true
+	elif [ "$peer" = lockd ]; then
+		# The leader's commits over the run (warm-up included).
+		read -r c1 r1 <<<"$(stats "$port")"
+		[ -n "$c1" ] && [ -n "${c0:-}" ] && [ "$c1" -gt "$c0" ] &&
+		    line+=" commits=$((c1 - c0)) commit_records=$((r1 - r0)) records_per_commit=$(( (r1 - r0) / (c1 - c0) ))"
 	fi
 	echo "$line" >>"$RESULTS"
 	echo "$line" >&2
@@ -257,6 +278,8 @@ function median(list,   n, a, i, j, t) {
 	acq99[k] = acq99[k] " " f["acq_p99_us"]
 	p99[k] = p99[k] " " f["p99_us"]
 	cpu[k] = cpu[k] " " f["server_cpu_us_per_cycle"]
+	if ("records_per_commit" in f)
+		rpc[k] = rpc[k] " " f["records_per_commit"]
 	err[k] += f["errors"]
 }
 /^failover=/ {
@@ -270,12 +293,12 @@ END {
 	print ""
 	print "Cluster mode: medians over the rounds (rate: cycles/s; cycle = lock + unlock; handoff: hand-offs/s)"
 	print ""
-	print "| workload | conns | peer | rate/s | acquire p50 us | acquire p99 us | cycle p99 us | server CPU us/cycle | errors |"
-	print "|---|---:|---|---:|---:|---:|---:|---:|---:|"
+	print "| workload | conns | peer | rate/s | acquire p50 us | acquire p99 us | cycle p99 us | server CPU us/cycle | records/commit | errors |"
+	print "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
 	for (i = 1; i <= nk; i++) {
 		k = order[i]; split(k, w, "|")
 		m[k] = median(rate[k])
-		printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %s | %d |\n", w[1], w[2], (w[3] == "lockd" ? "lockd cluster" : "etcd lock API"), m[k], median(acq50[k]), median(acq99[k]), median(p99[k]), median(cpu[k]), err[k]
+		printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %s | %s | %d |\n", w[1], w[2], (w[3] == "lockd" ? "lockd cluster" : "etcd lock API"), m[k], median(acq50[k]), median(acq99[k]), median(p99[k]), median(cpu[k]), median(rpc[k]), err[k]
 	}
 	print ""
 	print "Ratios of median rates (lockd cluster / etcd lock API)"
