@@ -126,15 +126,19 @@ for ((i = 0; i < 300; i++)); do
 	sleep 0.05
 done
 
-# start_node I: lockd node I in cluster mode on its own fixed port.
+# start_node I: lockd node I in cluster mode on its own fixed port, with a
+# log of its own for each life (n<I>.<life>.log).
+declare -A LIFE
 start_node() {
-	local i=$1
+	local i=$1 log
+	LIFE[$i]=$(( ${LIFE[$i]:-0} + 1 ))
+	log=$WORK/n$i.${LIFE[$i]}.log
 	mkdir -p "$WORK/n$i"
 	"${SPIN[@]}" "$LOCKD" --data-dir "$WORK/n$i" \
 	    --listen "127.0.0.1:${NPORT[i]}" --advertise "127.0.0.1:${NPORT[i]}" \
-	    --etcd "$urls" --cluster bench 2>>"$WORK/n$i.log" &
+	    --etcd "$urls" --cluster bench 2>"$log" &
 	NPID[i]=$!
-	wait_log "$WORK/n$i.log" "listening on 127.0.0.1:${NPORT[i]}" 30 "${NPID[i]}"
+	wait_log "$log" "listening on 127.0.0.1:${NPORT[i]}" 30 "${NPID[i]}"
 }
 
 # first_granted PORTS PREFIX: the line of loadgen's fail-over workload.

@@ -341,10 +341,10 @@ int service_end_pass(struct service *svc);
  * to send their next request (a round trip, far less than a transaction of
  * etcd), so that it rides in the next batch instead of waiting for one
  * more.  The wait ends as soon as the forming batch holds as many promises
- * as the last one, or after half the last commit's duration, at least
- * 1 ms and at most SERVICE_GATHER_MAX_MS.  Never with LMDB.
+ * as the last one, or after a quarter of the last commit's duration, at
+ * least 1 ms and at most SERVICE_GATHER_MAX_MS.  Never with LMDB.
  */
-#define SERVICE_GATHER_MAX_MS 10
+#define SERVICE_GATHER_MAX_MS 5
 
 /* The next instant the service must run: a core deadline or a lazy
  * commit; CORE_NEVER when none. */

@@ -506,7 +506,7 @@ service_commit_end(struct service *svc)
 		svc->hooks.after_commit(svc->hooks.ctx);
 	if (svc->store->ops->commit_start != NULL &&
 	    svc->inflight_promises > 0) {
-		int64_t wait = svc->inflight_ns / 2000000;
+		int64_t wait = svc->inflight_ns / 4000000;
 		svc->gather_until = svc->clock.mono(svc->clock.ctx) +
 		    (wait < 1 ? 1 : wait > SERVICE_GATHER_MAX_MS ?
 		    SERVICE_GATHER_MAX_MS : wait);

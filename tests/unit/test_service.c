@@ -784,8 +784,9 @@ use_async_store(struct world *w)
 /*
  * After a batch of an asynchronous store, the next one gathers until it
  * holds the promises of the batch before (its clients, back with their next
- * request) as well as those that waited already, or for 1 ms here (half
- * the commit's duration, which the fake clock makes 0, at least 1 ms); with
+ * request) as well as those that waited already, or for 1 ms here (a
+ * quarter of the commit's duration, which the fake clock makes 0, at least
+ * 1 ms); with
  * a store that writes in place (LMDB's kind) it is due at once.
  */
 static void
