@@ -173,12 +173,6 @@ struct service {
 	uint64_t committed_hwm;
 	bool commit_needed;      /* a reply waits for batch_seq */
 	core_time lazy_since;    /* unpromised changes pending since; 0: none */
-	/* An asynchronous store: the next batch gathers until then (0: no
-	 * wait) or until it holds as many promises as the last one. */
-	core_time gather_until;
-	uint64_t promises;       /* made on the batch now forming */
-	uint64_t inflight_promises;  /* made on the batch in flight */
-	uint64_t gather_promises;    /* made on the last batch written */
 	struct core_link conns;
 	struct core_link ready;
 	struct core_link waiting;
@@ -333,18 +327,6 @@ bool service_commit_due(struct service *svc);
  */
 #define SERVICE_LAZY_COMMIT_MS 50
 int service_end_pass(struct service *svc);
-
-/*
- * With an asynchronous store (etcd), a batch that carried promises (a
- * GRANTED or RENEWED each) is followed by a short wait in which the next
- * batch only gathers: the clients its replies just answered get the time
- * to send their next request (a round trip, far less than a transaction of
- * etcd), so that it rides in the next batch instead of waiting for one
- * more.  The wait ends as soon as the forming batch holds as many promises
- * as the last one, or after a quarter of the last commit's duration, at
- * least 1 ms and at most SERVICE_GATHER_MAX_MS.  Never with LMDB.
- */
-#define SERVICE_GATHER_MAX_MS 5
 
 /* The next instant the service must run: a core deadline or a lazy
  * commit; CORE_NEVER when none. */

@@ -109,7 +109,6 @@ service__promise(struct service *svc, uint64_t *user)
 	if (user != NULL)
 		*user = svc->batch_seq;
 	svc->commit_needed = true;
-	svc->promises++;
 	return svc->batch_seq;
 }
 
@@ -373,8 +372,6 @@ service_commit_begin(struct service *svc)
 		svc->batch.hwm = svc->table.hwm;
 	}
 	svc->inflight_seq = svc->batch_seq++;
-	svc->inflight_promises = svc->promises;
-	svc->promises = 0;
 	svc->inflight_indexed = false;
 	svc->commit_needed = false;
 	svc->inflight_rc = 0;
@@ -504,15 +501,6 @@ service_commit_end(struct service *svc)
 	}   /* else an empty batch: its replies wait for the sync */
 	if (svc->hooks.after_commit != NULL)
 		svc->hooks.after_commit(svc->hooks.ctx);
-	if (svc->store->ops->commit_start != NULL &&
-	    svc->inflight_promises > 0) {
-		int64_t wait = svc->inflight_ns / 4000000;
-		svc->gather_until = svc->clock.mono(svc->clock.ctx) +
-		    (wait < 1 ? 1 : wait > SERVICE_GATHER_MAX_MS ?
-		    SERVICE_GATHER_MAX_MS : wait);
-		svc->gather_promises = svc->promises +
-		    svc->inflight_promises;
-	}
 release:
 	for (l = svc->waiting.next; l != &svc->waiting; l = next) {
 		next = l->next;
@@ -546,17 +534,11 @@ service_commit_due(struct service *svc)
 
 	if (svc->inflight_seq != 0 || svc->syncing)
 		return false;   /* the next batch forms meanwhile */
-	now = svc->clock.mono(svc->clock.ctx);
-	if (svc->gather_until != 0) {
-		if (now < svc->gather_until &&
-		    svc->promises < svc->gather_promises)
-			return false;   /* SERVICE_GATHER_MAX_MS */
-		svc->gather_until = 0;
-	}
 	if (svc->commit_needed || sync_now(svc))
 		return true;
 	if (!service_commit_pending(svc))
 		return false;
+	now = svc->clock.mono(svc->clock.ctx);
 	if (svc->lazy_since == 0) {
 		svc->lazy_since = now;
 		return false;
@@ -574,9 +556,6 @@ core_time
 service_next_deadline(const struct service *svc)
 {
 	core_time next = core_next_deadline(&svc->table);
-
-	if (svc->gather_until != 0 && svc->gather_until < next)
-		next = svc->gather_until;
 
 	if (svc->lazy_since != 0 &&
 	    svc->lazy_since + SERVICE_LAZY_COMMIT_MS < next)

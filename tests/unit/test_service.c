@@ -761,78 +761,6 @@ test_service_requests_go_on_while_a_batch_is_in_flight(void **state)
 	world_free(w);
 }
 
-/* An asynchronous store (etcd's kind): the in-memory store, written at
- * once, with a commit_start so that the service knows it for one. */
-static int
-async_commit_start(struct store *store, const struct store_batch *batch,
-    void (*done)(void *ctx, int rc), void *ctx)
-{
-	done(ctx, store->ops->commit(store, batch));
-	return 0;
-}
-
-static void
-use_async_store(struct world *w)
-{
-	static struct store_ops ops;
-
-	ops = *w->store.base.ops;
-	ops.commit_start = async_commit_start;
-	w->store.base.ops = &ops;
-}
-
-/*
- * After a batch of an asynchronous store, the next one gathers until it
- * holds the promises of the batch before (its clients, back with their next
- * request) as well as those that waited already, or for 1 ms here (a
- * quarter of the commit's duration, which the fake clock makes 0, at least
- * 1 ms); with
- * a store that writes in place (LMDB's kind) it is due at once.
- */
-static void
-test_service_async_store_gathers_the_next_batch(void **state)
-{
-	int async, timeout;
-
-	(void)state;
-	for (async = 0; async <= 1; async++) {
-		for (timeout = 0; timeout <= 1; timeout++) {
-			struct world *w = world_new();
-			char h0[64], h1[64];
-
-			if (async)
-				use_async_store(w);
-			world_open(w);
-			feed(w, 0, "ACQUIRE a\n");
-			feed(w, 1, "ACQUIRE b\n");
-			assert_true(service_commit_due(&w->svc));
-			assert_int_equal(service_commit(&w->svc), 0);
-			handle_of(take(w, 0), h0);
-			handle_of(take(w, 1), h1);
-			/* One of the two clients is back. */
-			feedf(w, 0, "RELEASE a %s\nACQUIRE a\n", h0);
-			assert_string_equal(take(w, 0), "RELEASED a\r\n");
-			assert_int_equal(service_commit_due(&w->svc), !async);
-			if (async)   /* the timer is set for the end */
-				assert_true(service_next_deadline(&w->svc) <=
-				    w->clock.mono + 1);
-			if (timeout) {
-				w->clock.mono += 1;
-			} else {
-				/* The other one too. */
-				feedf(w, 1, "RELEASE b %s\nACQUIRE b\n", h1);
-				assert_string_equal(take(w, 1),
-				    "RELEASED b\r\n");
-			}
-			assert_true(service_commit_due(&w->svc));
-			assert_int_equal(service_commit(&w->svc), 0);
-			assert_non_null(strstr(take(w, 0), "GRANTED a "));
-			assert_int_equal(w->store.commits, 2);
-			world_free(w);
-		}
-	}
-}
-
 static void
 test_service_failed_batch_in_flight_fails_what_rests_on_it(void **state)
 {
@@ -1100,7 +1028,6 @@ main(void)
 		cmocka_unit_test(test_service_shutdown_answers_every_waiter),
 		cmocka_unit_test(
 		    test_service_requests_go_on_while_a_batch_is_in_flight),
-		cmocka_unit_test(test_service_async_store_gathers_the_next_batch),
 		cmocka_unit_test(
 		    test_service_failed_batch_in_flight_fails_what_rests_on_it),
 		cmocka_unit_test(
