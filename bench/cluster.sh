@@ -17,7 +17,9 @@
 # BENCH_CLUSTER_CONNS ("1 64"), BENCH_HANDOFF_CONNS (16), BENCH_FAILOVERS
 # (20), BENCH_SERVER_CPU (0), BENCH_CLIENT_CPU (1), BENCH_QUICK=1 (1 round
 # of 1 s, 3 kills), BENCH_CLUSTER_KEEP=1 (keep the work directory and its
-# logs).  Everything it starts is stopped by PID.
+# logs), LOCKD_ALT (another lockd build: one more node of it, leading a
+# cluster of its own on the same etcd, is the peer "alt" in every round, to
+# compare two builds in one run).  Everything it starts is stopped by PID.
 set -euo pipefail
 
 LOCKD=${LOCKD:?set LOCKD to build/lockd}
@@ -60,12 +62,16 @@ else
 fi
 
 declare -a EPID EPORT PPORT NPID NPORT
+APID=
+APORT=
+PEERS=(lockd etcd)
+[ -n "${LOCKD_ALT:-}" ] && PEERS=(lockd alt etcd)
 cleanup() {
 	local pid
-	for pid in "${NPID[@]}" "${EPID[@]}"; do
+	for pid in "${NPID[@]}" "${EPID[@]}" $APID; do
 		[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
 	done
-	for pid in "${NPID[@]}" "${EPID[@]}"; do
+	for pid in "${NPID[@]}" "${EPID[@]}" $APID; do
 		[ -n "$pid" ] && wait "$pid" 2>/dev/null || true
 	done
 	if [ -n "${BENCH_CLUSTER_KEEP:-}" ]; then
@@ -91,7 +97,8 @@ wait_log() {
 	return 1
 }
 
-ports=($("$LOADGEN" -F $((2 * MEMBERS + NODES))))
+ports=($("$LOADGEN" -F $((2 * MEMBERS + NODES + 1))))
+APORT=${ports[2 * MEMBERS + NODES]}
 initial=
 for ((i = 0; i < MEMBERS; i++)); do
 	EPORT[i]=${ports[2 * i]}
@@ -160,6 +167,15 @@ leader_index() {
 for ((i = 0; i < NODES; i++)); do
 	start_node "$i"
 done
+if [ -n "${LOCKD_ALT:-}" ]; then
+	mkdir -p "$WORK/alt"
+	"${SPIN[@]}" "$LOCKD_ALT" --data-dir "$WORK/alt" \
+	    --listen "127.0.0.1:$APORT" --advertise "127.0.0.1:$APORT" \
+	    --etcd "$urls" --cluster alt 2>"$WORK/alt.log" &
+	APID=$!
+	wait_log "$WORK/alt.log" "listening on 127.0.0.1:$APORT" 30 "$APID"
+	first_granted "$APORT" warm/alt >/dev/null
+fi
 all_ports=$(IFS=,; echo "${NPORT[*]}")
 line=$(first_granted "$all_ports" warm/leader)
 leader=$(leader_index "$line")
@@ -168,6 +184,7 @@ leader=$(leader_index "$line")
 	echo "# lockd cluster bench $(date -u +%Y-%m-%dT%H:%M:%SZ) ${BENCH_NOTE:-}"
 	echo "# machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r); disk: $WORK on $(stat -f -c %T "$WORK")"
 	echo "# pinning: $pinning; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	[ -n "${LOCKD_ALT:-}" ] && echo "# alt: $LOCKD_ALT, one node, cluster \"alt\" on the same etcd"
 	echo "# lockd $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo '+dirty'); etcd $(etcd --version | awk '/etcd Version/ { print $3 }'), $MEMBERS members; $NODES lockd nodes"
 	echo "# rounds=$BENCH_CLUSTER_ROUNDS seconds=$BENCH_CLUSTER_SECONDS warmup=$BENCH_WARMUP conns=\"$BENCH_CLUSTER_CONNS\" handoff_conns=$BENCH_HANDOFF_CONNS failovers=$BENCH_FAILOVERS"
 	echo "# etcd lock API: one lease per connection (granted once, TTL 60 s), lock + unlock on it; lockd and etcd both through etcd member m0's client port"
@@ -190,10 +207,11 @@ run() {
 	shift 2
 	case $peer in
 	lockd) proto=lockd; port=${NPORT[leader]}; pid=${NPID[leader]} ;;
+	alt) proto=lockd; port=$APORT; pid=$APID ;;
 	*) proto=etcd; port=${EPORT[0]}; pid=${EPID[0]} ;;
 	esac
 	limit=$(awk -v s="$BENCH_CLUSTER_SECONDS" -v w="$BENCH_WARMUP" 'BEGIN { print int(s + w + 60) }')
-	[ "$peer" = lockd ] && read -r c0 r0 <<<"$(stats "$port")"
+	[ "$proto" = lockd ] && read -r c0 r0 <<<"$(stats "$port")"
 	line=$(timeout -k 5 "$limit" "${CPIN[@]}" "$LOADGEN" -x "$proto" \
 	    -p "$port" -S "$pid" -L "$label peer=$peer" -t "$BENCH_CLUSTER_SECONDS" \
 	    -W "$BENCH_WARMUP" "$@" 2>>"$WORK/loadgen.err") || rc=$?
@@ -201,7 +219,7 @@ run() {
 		line="$label peer=$peer failed=1 rc=$rc errors=1 $*"
 		echo "bench-cluster: loadgen failed (rc $rc) on $peer: $*" >&2
 		tail -3 "$WORK/loadgen.err" >&2 || true
-	elif [ "$peer" = lockd ]; then
+	elif [ "$proto" = lockd ]; then
 		# The leader's commits over the run (warm-up included).
 		read -r c1 r1 <<<"$(stats "$port")"
 		[ -n "$c1" ] && [ -n "${c0:-}" ] && [ "$c1" -gt "$c0" ] &&
@@ -212,16 +230,17 @@ run() {
 }
 
 # A second of warm-up each, not counted.
-run lockd "round=0" -w cycle -c 16 -P warm/lockd >/dev/null 2>&1
-run etcd "round=0" -w cycle -c 16 -P warm/etcd >/dev/null 2>&1
+for peer in "${PEERS[@]}"; do
+	run "$peer" "round=0" -w cycle -c 16 -P "warm/$peer" >/dev/null 2>&1
+done
 
 for ((round = 1; round <= BENCH_CLUSTER_ROUNDS; round++)); do
 	for n in $BENCH_CLUSTER_CONNS; do
-		for peer in lockd etcd; do
+		for peer in "${PEERS[@]}"; do
 			run "$peer" "round=$round" -w cycle -c "$n" -P "r$round/c$n"
 		done
 	done
-	for peer in lockd etcd; do
+	for peer in "${PEERS[@]}"; do
 		run "$peer" "round=$round" -w handoff -c "$BENCH_HANDOFF_CONNS" -P "r$round/h"
 	done
 	run txn "round=$round" -w txn -c 1 -r 64 -P "/ceiling/r$round"
@@ -302,17 +321,17 @@ END {
 	for (i = 1; i <= nk; i++) {
 		k = order[i]; split(k, w, "|")
 		m[k] = median(rate[k])
-		printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %s | %s | %d |\n", w[1], w[2], (w[3] == "lockd" ? "lockd cluster" : "etcd lock API"), m[k], median(acq50[k]), median(acq99[k]), median(p99[k]), median(cpu[k]), median(rpc[k]), err[k]
+		printf "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %s | %s | %d |\n", w[1], w[2], (w[3] == "lockd" ? "lockd cluster" : w[3] == "alt" ? "alt (LOCKD_ALT)" : "etcd lock API"), m[k], median(acq50[k]), median(acq99[k]), median(p99[k]), median(cpu[k]), median(rpc[k]), err[k]
 	}
 	print ""
 	print "Ratios of median rates (lockd cluster / etcd lock API)"
 	print ""
 	for (i = 1; i <= nk; i++) {
 		k = order[i]; split(k, w, "|")
-		if (w[3] != "lockd") continue
+		if (w[3] != "lockd" && w[3] != "alt") continue
 		e = w[1] "|" w[2] "|etcd"
 		if (m[e] > 0)
-			printf "- %s, %s conns: %.2f\n", w[1], w[2], m[k] / m[e]
+			printf "- %s, %s conns%s: %.2f\n", w[1], w[2], (w[3] == "alt" ? ", alt" : ""), m[k] / m[e]
 	}
 	print ""
 	if (txn != "")
