@@ -69,10 +69,10 @@ PEERS=(lockd etcd)
 cleanup() {
 	local pid
 	for pid in "${NPID[@]}" "${EPID[@]}" $APID; do
-		[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
+		if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null || true; fi
 	done
 	for pid in "${NPID[@]}" "${EPID[@]}" $APID; do
-		[ -n "$pid" ] && wait "$pid" 2>/dev/null || true
+		if [ -n "$pid" ]; then wait "$pid" 2>/dev/null || true; fi
 	done
 	if [ -n "${BENCH_CLUSTER_KEEP:-}" ]; then
 		echo "bench-cluster: kept $WORK" >&2
@@ -97,7 +97,7 @@ wait_log() {
 	return 1
 }
 
-ports=($("$LOADGEN" -F $((2 * MEMBERS + NODES + 1))))
+mapfile -t ports < <("$LOADGEN" -F $((2 * MEMBERS + NODES + 1)))
 APORT=${ports[2 * MEMBERS + NODES]}
 initial=
 for ((i = 0; i < MEMBERS; i++)); do
@@ -203,7 +203,7 @@ stats() {
 
 # run PEER LABEL ARGS...: one bounded loadgen run; its line goes to RESULTS.
 run() {
-	local peer=$1 label=$2 line rc=0 limit proto port pid c0= r0= c1= r1=
+	local peer=$1 label=$2 line rc=0 limit proto port pid c0='' r0='' c1='' r1=''
 	shift 2
 	case $peer in
 	lockd) proto=lockd; port=${NPORT[leader]}; pid=${NPID[leader]} ;;
