@@ -7,6 +7,7 @@
 #   make deb        the Debian packages lockd, liblockd0, liblockd-dev, lockctl
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
+#   make bench-cluster  cluster mode against etcd's lock API, fail-over time
 #   make sizing     memory and data.mdb bytes per held lock (docs/operations.md)
 #   make soak       the long crash, power-loss and fencing runs
 #   make lint       cppcheck and clang-tidy; make valgrind: memcheck of lockd
@@ -598,7 +599,7 @@ BENCH_NOOP    := $(B)/bench/noop
 BENCH_FLUSH   := $(B)/bench/flushcost
 HIREDIS_LIBS   = $(call pc_libs,hiredis,-lhiredis)
 
-.PHONY: bench bench-build deps-bench sizing
+.PHONY: bench bench-build deps-bench sizing bench-cluster bench-cluster-run
 
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
@@ -624,6 +625,17 @@ bench: deps-bench
 	LOCKD=$(abspath $(B)/lockd) LOADGEN=$(abspath $(BENCH_LOADGEN)) \
 	    NOOP=$(abspath $(BENCH_NOOP)) FLUSHCOST=$(abspath $(BENCH_FLUSH)) \
 	    bench/run.sh
+	@$(MAKE) --no-print-directory bench-cluster-run
+
+# Cluster mode (3-member etcd, 3 lockd nodes) against etcd's own lock API
+# on the same etcd, the ceiling and fail-over time (bench/cluster.sh; about
+# 3 minutes; BENCH_QUICK=1 about 30 s).
+bench-cluster: deps-bench
+	@$(MAKE) --no-print-directory bench-cluster-run
+
+bench-cluster-run: $(B)/lockd $(BENCH_LOADGEN)
+	LOCKD=$(abspath $(B)/lockd) LOADGEN=$(abspath $(BENCH_LOADGEN)) \
+	    bench/cluster.sh
 
 # Memory and data.mdb bytes per held lock at 16- and 255-byte names
 # (bench/sizing.py; about 30 s; docs/operations.md, Sizing).

@@ -14,6 +14,7 @@
  *           [-w cycle|handoff|try|hold|idle] [-t SECONDS] [-W WARMUP]
  *           [-n MAX_CYCLES] [-P PREFIX] [-S SERVER_PID] [-d DEPTH]
  *           [-l LEASE] [-L "key=value ..."]
+ *           [-r RECORDS] [-A PORT,PORT,...]
  *   loadgen -F COUNT        print COUNT free loopback TCP ports
  *
  * Workloads (a "cycle" is what one latency sample measures):
@@ -33,6 +34,18 @@
  *            memory per held lock.
  *   idle     -c connections opened, each answered one PING, then left idle;
  *            with -S, the server's resident memory per connection.
+ *   txn      (etcd only) each connection writes guarded transactions the
+ *            shape lockd's cluster store writes (docs/design.md): compare a
+ *            guard key's create revision and the connection's high-water
+ *            key's mod revision, then put that key and -r records (64); a
+ *            cycle is one transaction.  The ceiling of cluster mode.
+ *   first    (lockd only) fail-over: one ACQUIRE at a time, on a fresh
+ *            connection, to each port of -A in turn (10 ms apart) until
+ *            one answers GRANTED, for at most -t seconds; prints when that
+ *            reply came (CLOCK_REALTIME, first_granted_unix_us=) and from
+ *            which port.
+ * The cycle and handoff workloads also report the acquire's own latency
+ * (acq_p50_us, acq_p99_us: from the lock request leaving to its grant).
  * Prints one line of key=value results on stdout.  The exit status is 0
  * when the run completed (errors are counted in errors=), 1 on a fatal
  * error (connect or setup failed), 2 on bad usage.
@@ -73,7 +86,7 @@
 #define LOADGEN_DEFAULT_MAX_CYCLES 20000000L
 
 enum server_kind { SERVER_LOCKD, SERVER_REDIS, SERVER_ETCD };
-enum workload { W_CYCLE, W_HANDOFF, W_TRY, W_HOLD, W_IDLE };
+enum workload { W_CYCLE, W_HANDOFF, W_TRY, W_HOLD, W_IDLE, W_TXN, W_FIRST };
 
 /* What a connection waits for. */
 enum step {
@@ -83,6 +96,7 @@ enum step {
 	ST_ACQUIRE,  /* lockd ACQUIRE, Redis acquire script, etcd lock */
 	ST_TRY,      /* lockd TRY, Redis acquire script, etcd txn */
 	ST_RELEASE,  /* lockd RELEASE, Redis release script, etcd unlock */
+	ST_TXN,      /* etcd: one guarded transaction of -r records */
 	ST_HOLDING   /* holds the lock and sends nothing */
 };
 
@@ -111,6 +125,7 @@ struct conn {
 	char name[128];
 	char token[160];       /* lockd handle, Redis token, etcd lock key */
 	char lease[32];        /* etcd lease ID */
+	char hwm_mod[24];      /* txn: the high-water key's mod revision */
 	redisReader *reader;   /* Redis */
 	size_t in_len;         /* lockd, etcd */
 	char *out;
@@ -128,7 +143,8 @@ static struct loadgen {
 	enum server_kind server;
 	enum workload workload;
 	const char *host, *prefix, *label, *lease;
-	int port, nconns, depth, server_pid;
+	int port, nconns, depth, server_pid, records;
+	const char *first_ports;
 	double seconds, warmup;
 	long max_cycles;
 
@@ -146,7 +162,7 @@ static struct loadgen {
 	long cycles, errors, retries, ready, dead;
 	long next_name, held, sent;
 	double last_release, last_grant;
-	struct samples lat, gap;
+	struct samples lat, gap, acq;
 	uint64_t rng;
 	int errors_shown;
 } lg;
@@ -697,6 +713,60 @@ etcd_release(struct conn *c)
 	etcd_post(c, "/v3/lock/unlock", body);
 }
 
+/*
+ * One transaction the shape of lockd's cluster store's (store_etcd.c): if
+ * the guard key's create revision and the high-water key's mod revision are
+ * what the writer last saw, put the high-water key and the records.  The
+ * guard key is never created (its create revision compares as 0): the
+ * compare costs the same.  Each record is a 160-byte value, the size of
+ * lockd's record (daemon/format.h).
+ */
+#define LOADGEN_TXN_VALUE 160
+
+static void
+etcd_txn(struct conn *c)
+{
+	char key[200], key64[280], val[LOADGEN_TXN_VALUE], val64[220];
+	char head[256], hwm64[280], guard64[280];
+	size_t cap = (size_t)lg.records * 600 + 1024, len = 0;
+	char *body = malloc(cap);
+	int i, n;
+
+	if (body == NULL)
+		die("malloc");
+	memset(val, 'v', sizeof(val));
+	base64(val64, val, sizeof(val));
+	snprintf(key, sizeof(key), "%s/leader", lg.prefix);
+	base64(guard64, key, strlen(key));
+	snprintf(key, sizeof(key), "%s/%d/hwm", lg.prefix, c->id);
+	base64(hwm64, key, strlen(key));
+	len += (size_t)snprintf(body + len, cap - len, "{\"compare\":["
+	    "{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+	    "\"create_revision\":\"0\"},"
+	    "{\"key\":\"%s\",\"target\":\"MOD\",\"result\":\"EQUAL\","
+	    "\"mod_revision\":\"%s\"}],\"success\":["
+	    "{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}",
+	    guard64, hwm64, c->hwm_mod, hwm64, val64);
+	for (i = 0; i < lg.records; i++) {
+		snprintf(key, sizeof(key), "%s/%d/locks/%d", lg.prefix, c->id,
+		    i);
+		base64(key64, key, strlen(key));
+		len += (size_t)snprintf(body + len, cap - len,
+		    ",{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\"}}",
+		    key64, val64);
+	}
+	len += (size_t)snprintf(body + len, cap - len, "],\"failure\":["
+	    "{\"request_range\":{\"key\":\"%s\"}}]}", hwm64);
+	if (len >= cap)
+		fail("transaction too long");
+	n = snprintf(head, sizeof(head), "POST /v3/kv/txn HTTP/1.1\r\n"
+	    "Host: %s:%d\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n\r\n", lg.host, lg.port, len);
+	conn_send(c, head, (size_t)n);
+	conn_send(c, body, len);
+	free(body);
+}
+
 /* Finds "field": in a JSON body and returns what follows it, or NULL. */
 static const char *
 json_find(const char *body, size_t len, const char *field)
@@ -827,6 +897,21 @@ etcd_next(struct conn *c, size_t *pos)
 	case ST_TRY:
 		return memmem(body, body_len, "\"succeeded\":true", 16) ?
 		    OC_GRANTED : OC_HELD;
+	case ST_TXN:
+		/* The header's revision comes first: the new mod revision. */
+		if (memmem(body, body_len, "\"succeeded\":true", 16) == NULL) {
+			/* Refused: the failure branch read the key, whose
+			 * mod revision the next try compares. */
+			if (!json_scalar(body, body_len, "mod_revision",
+			    c->hwm_mod, sizeof(c->hwm_mod)))
+				strcpy(c->hwm_mod, "0");
+			show_error(c, body, body_len);
+			return OC_ERROR;
+		}
+		if (!json_scalar(body, body_len, "revision", c->hwm_mod,
+		    sizeof(c->hwm_mod)))
+			return OC_ERROR;
+		return OC_GRANTED;
 	case ST_RELEASE:
 		return OC_RELEASED;
 	default:
@@ -905,7 +990,10 @@ static void
 start_cycle(struct conn *c, double t)
 {
 	c->started = t;
-	if (lg.workload == W_TRY)
+	if (lg.workload == W_TXN) {
+		c->step = ST_TXN;
+		etcd_txn(c);
+	} else if (lg.workload == W_TRY)
 		send_try(c);
 	else
 		send_acquire(c);
@@ -993,6 +1081,7 @@ on_outcome(struct conn *c, enum outcome oc, double t)
 			start_cycle(c, t);
 			return;
 		}
+		record(&lg.acq, t, t - c->started);
 		if (lg.workload == W_HANDOFF) {
 			/* From the previous holder's RELEASE leaving. */
 			if (lg.last_release > lg.last_grant)
@@ -1020,6 +1109,14 @@ on_outcome(struct conn *c, enum outcome oc, double t)
 		} else {
 			start_cycle(c, t);
 		}
+		return;
+	case ST_TXN:
+		if (oc == OC_GRANTED && lg.measuring &&
+		    t >= lg.measure_start) {
+			samples_push(&lg.lat, t - c->started);
+			lg.cycles++;
+		}
+		start_cycle(c, t);
 		return;
 	case ST_RELEASE:
 		if (oc == OC_RELEASED) {
@@ -1144,6 +1241,7 @@ open_conns(void)
 		int one = 1;
 
 		c->id = i;
+		strcpy(c->hwm_mod, "0");
 		if ((c->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
 			die("socket");
 		/* A blocking connect, bounded by SO_SNDTIMEO. */
@@ -1219,7 +1317,7 @@ static const char *
 workload_name(void)
 {
 	static const char *const names[] = { "cycle", "handoff", "try",
-	    "hold", "idle" };
+	    "hold", "idle", "txn", "first" };
 
 	return names[lg.workload];
 }
@@ -1286,6 +1384,15 @@ run_closed_loop(void)
 	    percentile_us(&lg.lat, 0.90), percentile_us(&lg.lat, 0.99),
 	    percentile_us(&lg.lat, 0.999), percentile_us(&lg.lat, 1.0),
 	    mean_us(&lg.lat));
+	if (lg.workload == W_CYCLE || lg.workload == W_HANDOFF) {
+		qsort(lg.acq.v, lg.acq.n, sizeof(double), cmp_double);
+		printf(" acq_p50_us=%.1f acq_p99_us=%.1f acq_p999_us=%.1f",
+		    percentile_us(&lg.acq, 0.50), percentile_us(&lg.acq, 0.99),
+		    percentile_us(&lg.acq, 0.999));
+	}
+	if (lg.workload == W_TXN)
+		printf(" records_per_txn=%d records_rate=%.1f", lg.records,
+		    elapsed > 0 ? (double)lg.cycles * lg.records / elapsed : 0);
 	if (lg.workload == W_HANDOFF) {
 		qsort(lg.gap.v, lg.gap.n, sizeof(double), cmp_double);
 		printf(" handoff_samples=%zu handoff_p50_us=%.1f "
@@ -1369,6 +1476,80 @@ run_idle(void)
 	return lg.errors ? 1 : 0;
 }
 
+/*
+ * One ACQUIRE on a fresh connection to 127.0.0.1:port; true when GRANTED.
+ * A node that does not answer within 2 s (a leader still loading, say) is
+ * given up for this attempt.
+ */
+static bool
+first_try(int port, long attempt)
+{
+	struct timeval tv = { 2, 0 };
+	struct sockaddr_in a;
+	char req[256], buf[512];
+	size_t got = 0;
+	ssize_t r;
+	bool granted = false;
+	int fd, n;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, lg.host, &a.sin_addr) != 1)
+		fail("bad address %s", lg.host);
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+		die("socket");
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	n = snprintf(req, sizeof(req), "ACQUIRE %s/%ld lease=%s\n", lg.prefix,
+	    attempt, lg.lease);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    write(fd, req, (size_t)n) == n) {
+		while (got < sizeof(buf) - 1 && memchr(buf, '\n', got) == NULL &&
+		    (r = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+			got += (size_t)r;
+		granted = got >= 8 && memcmp(buf, "GRANTED ", 8) == 0;
+	}
+	close(fd);
+	return granted;
+}
+
+/* The fail-over workload: the first GRANTED from any port of -A. */
+static int
+run_first(void)
+{
+	int ports[16], nports = 0, i;
+	const char *p = lg.first_ports;
+	double deadline = now_s() + lg.seconds;
+	long attempts = 0;
+	struct timespec pause = { 0, 10 * 1000000L }, wall;
+
+	while (p != NULL && *p != '\0' && nports < 16) {
+		ports[nports++] = atoi(p);
+		p = strchr(p, ',');
+		if (p != NULL)
+			p++;
+	}
+	if (nports == 0 || lg.server != SERVER_LOCKD)
+		fail("the first workload speaks lockd, to the ports of -A");
+	while (now_s() < deadline) {
+		for (i = 0; i < nports; i++) {
+			if (!first_try(ports[i], ++attempts))
+				continue;
+			clock_gettime(CLOCK_REALTIME, &wall);
+			print_head();
+			printf(" first_granted_unix_us=%lld port=%d "
+			    "attempts=%ld\n", (long long)wall.tv_sec * 1000000 +
+			    wall.tv_nsec / 1000, ports[i], attempts);
+			return 0;
+		}
+		nanosleep(&pause, NULL);
+	}
+	print_head();
+	printf(" first_granted_unix_us=0 attempts=%ld errors=1\n", attempts);
+	return 1;
+}
+
 /* Prints free loopback ports: bound together, so they are distinct. */
 static int
 free_ports(int count)
@@ -1405,7 +1586,8 @@ usage(void)
 	    "[-W WARMUP]\n"
 	    "               [-n MAX_CYCLES] [-P PREFIX] [-S SERVER_PID] "
 	    "[-d DEPTH]\n"
-	    "               [-l LEASE] [-L \"key=value ...\"]\n"
+	    "               [-l LEASE] [-L \"key=value ...\"] [-r RECORDS] "
+	    "[-A PORT,...]\n"
 	    "       loadgen -F COUNT\n");
 	exit(2);
 }
@@ -1421,9 +1603,10 @@ main(int argc, char **argv)
 	lg.lease = "60s";
 	lg.nconns = 1;
 	lg.depth = 256;
+	lg.records = 64;
 	lg.seconds = 5;
 	lg.max_cycles = LOADGEN_DEFAULT_MAX_CYCLES;
-	while ((opt = getopt(argc, argv, "x:H:p:c:t:W:n:w:P:S:d:l:L:F:")) != -1) {
+	while ((opt = getopt(argc, argv, "x:H:p:c:t:W:n:w:P:S:d:l:L:F:r:A:")) != -1) {
 		switch (opt) {
 		case 'x':
 			if (strcmp(optarg, "lockd") == 0)
@@ -1446,6 +1629,10 @@ main(int argc, char **argv)
 				lg.workload = W_HOLD;
 			else if (strcmp(optarg, "idle") == 0)
 				lg.workload = W_IDLE;
+			else if (strcmp(optarg, "txn") == 0)
+				lg.workload = W_TXN;
+			else if (strcmp(optarg, "first") == 0)
+				lg.workload = W_FIRST;
 			else
 				usage();
 			break;
@@ -1461,14 +1648,21 @@ main(int argc, char **argv)
 		case 'l': lg.lease = optarg; break;
 		case 'L': lg.label = optarg; break;
 		case 'F': return free_ports(atoi(optarg));
+		case 'r': lg.records = atoi(optarg); break;
+		case 'A': lg.first_ports = optarg; break;
 		default: usage();
 		}
 	}
 	if (optind != argc || lg.port <= 0 || lg.port > 65535 ||
 	    lg.nconns <= 0 || lg.nconns > LOADGEN_MAX_CONNS ||
 	    lg.max_cycles <= 0 || lg.seconds <= 0 || lg.seconds > 3600 ||
-	    lg.warmup < 0 || lg.warmup > 600 || lg.depth <= 0)
+	    lg.warmup < 0 || lg.warmup > 600 || lg.depth <= 0 ||
+	    lg.records < 1 || lg.records > 127)
 		usage();
+	if (lg.workload == W_FIRST)
+		return run_first();
+	if (lg.workload == W_TXN && lg.server != SERVER_ETCD)
+		fail("the txn workload speaks etcd only");
 	if (lg.workload == W_TRY && lg.nconns < 2)
 		fail("the TRY storm needs -c 2 or more");
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
@@ -1476,6 +1670,7 @@ main(int argc, char **argv)
 	lg.rng = seed | 1;
 	lg.lat.max = (size_t)lg.max_cycles;
 	lg.gap.max = (size_t)lg.max_cycles;
+	lg.acq.max = (size_t)lg.max_cycles;
 	raise_nofile();
 	lg.conns = calloc((size_t)lg.nconns, sizeof(*lg.conns));
 	lg.dirty = calloc((size_t)lg.nconns, sizeof(*lg.dirty));
@@ -1496,5 +1691,6 @@ main(int argc, char **argv)
 	free(lg.dirty);
 	free(lg.lat.v);
 	free(lg.gap.v);
+	free(lg.acq.v);
 	return rc;
 }
