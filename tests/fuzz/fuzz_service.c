@@ -154,8 +154,23 @@ struct fuzz_grant {
 	bool onclose;
 	int conn;
 	uint32_t gen;
+	uint64_t bind_stamp;         /* the request that bound it last */
 	char rid[PROTO_RID_MAX];     /* the rid it was granted with */
 	size_t rid_len;
+};
+
+/* An ACQUIRE or TRY with a rid, executed. */
+struct fuzz_rid_req {
+	char name[PROTO_NAME_MAX];
+	size_t name_len;
+	char rid[PROTO_RID_MAX];
+	size_t rid_len;
+	uint64_t stamp;
+	bool onclose;
+	int conn;                    /* where it executed */
+	uint32_t gen;
+	bool closed;                 /* that connection closed, at: */
+	core_time closed_at;
 };
 
 /* A RELEASE or RENEW executed, by handle. */
@@ -197,6 +212,8 @@ struct fuzz {
 	size_t ngrants, grants_cap;
 	struct fuzz_handle_event *events;
 	size_t nevents, events_cap;
+	struct fuzz_rid_req *rid_reqs;
+	size_t nrid_reqs, rid_reqs_cap;
 };
 
 /*
@@ -381,6 +398,31 @@ fuzz_before_commit(void *ctx)
 
 /* ---- what clients were told ------------------------------------------- */
 
+/*
+ * Was grant g's rid repeated on connection slot c (this opening)?  An
+ * onclose=release hold follows the connection that repeated its rid last,
+ * and replies may be read out of execution order, so the close of any
+ * connection that sent g's name and rid may end it: assuming so only
+ * bounds it earlier.
+ */
+static bool
+rid_bound_to(const struct fuzz_grant *g, int c)
+{
+	size_t i;
+
+	if (g->rid_len == 0)
+		return false;
+	for (i = 0; i < fz.nrid_reqs; i++) {
+		const struct fuzz_rid_req *r = &fz.rid_reqs[i];
+		if (r->conn == c && r->gen == fz.conns[c].gen &&
+		    same_name(r->name, r->name_len, g->name, g->name_len) &&
+		    r->rid_len == g->rid_len &&
+		    memcmp(r->rid, g->rid, g->rid_len) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* A lease-ending event for every told grant it names: bound it. */
 static void
 handle_event(const char *name, size_t name_len, struct proto_handle h,
@@ -412,9 +454,17 @@ conn_closed_event(int c)
 {
 	size_t i;
 
+	for (i = 0; i < fz.nrid_reqs; i++) {
+		struct fuzz_rid_req *r = &fz.rid_reqs[i];
+		if (!r->closed && r->conn == c && r->gen == fz.conns[c].gen) {
+			r->closed = true;
+			r->closed_at = fz.mono;
+		}
+	}
 	for (i = 0; i < fz.ngrants; i++) {
 		struct fuzz_grant *g = &fz.grants[i];
-		if (g->onclose && g->conn == c && g->gen == fz.conns[c].gen)
+		if (g->onclose && ((g->conn == c &&
+		    g->gen == fz.conns[c].gen) || rid_bound_to(g, c)))
 			g->bound = min_time(g->bound, fz.mono);
 	}
 }
@@ -432,6 +482,55 @@ running_grant(const char *name, size_t name_len)
 			return g;
 	}
 	return NULL;
+}
+
+static int64_t effective_lease(int64_t asked);
+
+/*
+ * Did an ACQUIRE or TRY with req's name and rid execute before req?  Then
+ * req's GRANTED may repeat that request's grant before that one was read
+ * (or after its connection closed unread): its lease is what the hold had
+ * left at req->t, so req->t + lease is still the hold's end.  *onclose:
+ * whether any of them asked for onclose=release (the hold then follows
+ * the repeating connection; assuming so only ends it earlier).
+ */
+static bool
+earlier_rid(const struct fuzz_req *req, bool *onclose)
+{
+	bool found = false;
+	size_t i;
+
+	*onclose = false;
+	for (i = 0; i < fz.nrid_reqs; i++) {
+		const struct fuzz_rid_req *r = &fz.rid_reqs[i];
+		if (r->stamp < req->stamp && same_name(r->name, r->name_len,
+		    req->name, req->name_len) && r->rid_len == req->rid_len &&
+		    memcmp(r->rid, req->rid, r->rid_len) == 0) {
+			found = true;
+			*onclose = *onclose || r->onclose;
+		}
+	}
+	return found;
+}
+
+static bool
+earlier_rid_onclose(const struct fuzz_req *req)
+{
+	bool onclose;
+
+	return req->rid_len > 0 && earlier_rid(req, &onclose) && onclose;
+}
+
+/* The lease a first told GRANTED may carry for req (see earlier_rid). */
+static bool
+granted_lease_ok(const struct fuzz_req *req, int64_t lease_ms)
+{
+	bool onclose;
+
+	if (req->rid_len > 0 && earlier_rid(req, &onclose))
+		return lease_ms > 0 &&
+		    lease_ms <= fz.config.core.max_lease_ms;
+	return lease_ms == effective_lease(req->lease);
 }
 
 static void
@@ -467,11 +566,22 @@ told_granted(int c, const struct fuzz_req *req,
 	g->told = fz.mono;
 	g->told_stamp = ++fz.stamp;
 	g->bound = req->t + rep->lease_ms;
-	g->onclose = req->onclose;
+	g->onclose = req->onclose || earlier_rid_onclose(req);
 	g->conn = c;
 	g->gen = fz.conns[c].gen;
+	g->bind_stamp = req->stamp;
 	g->rid_len = req->rid_len;
 	memcpy(g->rid, req->rid, req->rid_len);
+	/* The hold lived at req->t; a close since of a connection that sent
+	 * its rid may have ended it (see rid_bound_to). */
+	for (i = 0; g->onclose && g->rid_len > 0 && i < fz.nrid_reqs; i++) {
+		const struct fuzz_rid_req *r = &fz.rid_reqs[i];
+		if (r->closed && r->closed_at >= req->t &&
+		    same_name(r->name, r->name_len, g->name, g->name_len) &&
+		    r->rid_len == g->rid_len &&
+		    memcmp(r->rid, g->rid, g->rid_len) == 0)
+			g->bound = min_time(g->bound, r->closed_at);
+	}
 	for (i = 0; i < fz.nevents; i++) {
 		const struct fuzz_handle_event *e = &fz.events[i];
 		if (same_name(e->name, e->name_len, g->name, g->name_len) &&
@@ -511,9 +621,12 @@ told_again(int c, const struct fuzz_req *req, const struct proto_reply *rep)
 		FUZZ_CHECK(rep->handle.secret == o->secret);
 		FUZZ_CHECK(rep->lease_ms > 0 &&
 		    rep->lease_ms <= fz.config.core.max_lease_ms);
-		if (o->onclose) {
+		/* Bound to the connection that repeated it last (replies
+		 * may be read out of execution order). */
+		if (o->onclose && req->stamp > o->bind_stamp) {
 			o->conn = c;
 			o->gen = fz.conns[c].gen;
+			o->bind_stamp = req->stamp;
 		}
 		return true;
 	}
@@ -599,7 +712,7 @@ check_reply(int c, const char *line, size_t n)
 		    &rep)) {
 			/* A rid repeat: the grant told before. */
 		} else if (rep.kind == PROTO_REPLY_GRANTED) {
-			FUZZ_CHECK(rep.lease_ms == effective_lease(req->lease));
+			FUZZ_CHECK(granted_lease_ok(req, rep.lease_ms));
 			told_granted(c, req, &rep);
 		} else if (req->rid_len > 0 &&
 		    is_error(&rep, PROTO_ERR_CONFLICT)) {
@@ -619,7 +732,7 @@ check_reply(int c, const char *line, size_t n)
 		    &rep)) {
 			/* A rid repeat: the grant told before. */
 		} else if (rep.kind == PROTO_REPLY_GRANTED) {
-			FUZZ_CHECK(rep.lease_ms == effective_lease(req->lease));
+			FUZZ_CHECK(granted_lease_ok(req, rep.lease_ms));
 			told_granted(c, req, &rep);
 		} else {
 			FUZZ_CHECK(rep.kind == PROTO_REPLY_HELD ||
@@ -782,6 +895,26 @@ judge(struct fuzz_conn *fc, const struct proto_request *preq,
 
 /* ---- the client's side of a connection -------------------------------- */
 
+/* Logs an executed ACQUIRE or TRY with a rid (see told_granted). */
+static void
+rid_executed(int c, const struct fuzz_req *req)
+{
+	struct fuzz_rid_req *r;
+
+	fz.rid_reqs = grow(fz.rid_reqs, &fz.rid_reqs_cap, fz.nrid_reqs + 1,
+	    sizeof(*fz.rid_reqs));
+	r = &fz.rid_reqs[fz.nrid_reqs++];
+	memcpy(r->name, req->name, req->name_len);
+	r->name_len = req->name_len;
+	memcpy(r->rid, req->rid, req->rid_len);
+	r->rid_len = req->rid_len;
+	r->stamp = req->stamp;
+	r->onclose = req->onclose;
+	r->conn = c;
+	r->gen = fz.conns[c].gen;
+	r->closed = false;
+}
+
 /* Records a request the service executed now, with what it implies. */
 static void
 executed(int c, const struct proto_request *preq,
@@ -816,8 +949,10 @@ executed(int c, const struct proto_request *preq,
 	req->has_fence = preq->has_fence;
 	req->fence = preq->fence;
 	req->rid_len = preq->rid_len;
-	if (preq->rid_len > 0)
+	if (preq->rid_len > 0) {
 		memcpy(req->rid, preq->rid, preq->rid_len);
+		rid_executed(c, req);
+	}
 	if (fz.auth)
 		judge(fc, preq, req);
 	switch (preq->command) {
@@ -1609,6 +1744,7 @@ teardown(void)
 	store_mem_free(&fz.mem);
 	free(fz.grants);
 	free(fz.events);
+	free(fz.rid_reqs);
 	memset(&fz, 0, sizeof(fz));
 }
 
