@@ -255,6 +255,34 @@ session_of(struct service *svc, uint64_t id)
 }
 
 /*
+ * Puts one lock back as the store has it.  The table must never keep what
+ * the store does not: a grant the store lacks would be handed to a rid
+ * repeat undurable, and its fence minted again after a restart.  Putting
+ * a lock back may need memory (its entry, dropped as idle in the same
+ * pass; its holder's owner and rid), so a restore that runs out of memory
+ * is tried again, and when it still fails lockd stops, as when the store
+ * cannot be read: recovery starts over from the disk.
+ */
+#define FALL_BACK_TRIES 8
+
+static void
+restore_or_stop(struct service *svc, const char *name, size_t len,
+    const struct core_record *rec, core_time now)
+{
+	char shown[LOG_VALUE_MAX + 1];
+	enum core_status st = CORE_ERR_NOMEM;
+	int i;
+
+	for (i = 0; i < FALL_BACK_TRIES && st == CORE_ERR_NOMEM; i++)
+		st = core_table_restore(&svc->table, name, len, rec, now);
+	if (st == CORE_OK)
+		return;
+	log_event(LOG_ERROR, "nomem", "op=fall_back name=%s action=exit",
+	    log_value(shown, name, len));
+	abort();
+}
+
+/*
  * After a failed commit: every lock the batch wrote falls back to what the
  * store holds, whatever happened to it since (what did rests on the batch
  * and has failed with it).  A store that cannot even be read leaves no
@@ -297,7 +325,7 @@ fall_back(struct service *svc, const struct store_batch *batch, core_time now,
 			rec.owner = session_of(svc, rec.owner_id);
 		e = core_table_find(&svc->table, op.name, op.name_len);
 		fence = e != NULL ? e->lock.fence : 0;
-		core_table_restore(&svc->table, op.name, op.name_len,
+		restore_or_stop(svc, op.name, op.name_len,
 		    rc == 1 ? &rec : NULL, now);
 		/* A grant the store does not have is gone, without an
 		 * event: its principal no longer holds it. */

@@ -5,12 +5,15 @@
  * seams.  No sockets: connections are fed bytes and their output is read.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -923,6 +926,87 @@ test_service_fall_back_binds_an_onclose_lease_to_its_live_connection(
 	world_free(w);
 }
 
+/* The core's allocator, failing the next `failing` calls (-1: all). */
+static int failing;
+
+static void *
+failing_realloc(void *p, size_t size)
+{
+	if (failing != 0) {
+		if (failing > 0)
+			failing--;
+		return NULL;
+	}
+	return realloc(p, size);
+}
+
+/*
+ * c0 holds a (owner and rid: out of line), releases it, and c1 takes it
+ * with rid=r1 in a batch that fails while the core's allocator fails the
+ * next `fails` calls: the fall-back must still put c0's hold back.
+ */
+static struct world *
+fall_back_without_memory(int fails)
+{
+	struct world *w = world_new();
+	char h[64];
+
+	w->config.core.realloc = failing_realloc;
+	world_open(w);
+	grant_handle(w, 0, "ACQUIRE a owner=c0 rid=r0\n", h);
+	feedf(w, 0, "RELEASE a %s\n", h);
+	feed(w, 1, "ACQUIRE a rid=r1\n");
+	w->store.fail_commits = 1;
+	failing = fails;
+	assert_int_equal(service_commit(&w->svc), -1);
+	failing = 0;
+	return w;
+}
+
+static void
+test_service_fall_back_retries_a_restore_without_memory(void **state)
+{
+	struct world *w = fall_back_without_memory(3);
+
+	(void)state;
+	take(w, 0);
+	assert_string_equal(take(w, 1),
+	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
+	/* c0's durable hold is back, with its owner; c1's grant, never
+	 * durable, is gone: a repeat of its rid is no repeat. */
+	feed(w, 2, "STATUS a\n");
+	assert_string_equal(take(w, 2),
+	    "STATUS a held=1 fence=1 ttl=30000 queue=0 owner=c0\r\n");
+	feed(w, 2, "TRY a rid=r1\n");
+	assert_string_equal(take(w, 2), "HELD a\r\n");
+	feed(w, 2, "TRY a rid=r0\n");
+	assert_string_equal(take(w, 2),
+	    "GRANTED a fence=1 handle=1-0000000000001000 lease=30000\r\n");
+	world_free(w);
+}
+
+/* When memory does not come back, lockd stops rather than serve a table
+ * the store disagrees with. */
+static void
+test_service_fall_back_stops_when_memory_stays_out(void **state)
+{
+	pid_t pid;
+	int status;
+
+	(void)state;
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		freopen("/dev/null", "w", stderr);
+		(void)fall_back_without_memory(-1);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+}
+
 /* Feeds text to connection c one byte at a time; after each byte but the
  * last, the service must hold the partial line and resume its search for
  * the line end at the byte just fed, not from the line's start. */
@@ -1038,6 +1122,10 @@ main(void)
 		    test_service_failed_commit_keeps_no_release_a_promise_rests_on),
 		cmocka_unit_test(
 		    test_service_fall_back_binds_an_onclose_lease_to_its_live_connection),
+		cmocka_unit_test(
+		    test_service_fall_back_retries_a_restore_without_memory),
+		cmocka_unit_test(
+		    test_service_fall_back_stops_when_memory_stays_out),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
