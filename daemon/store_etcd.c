@@ -39,7 +39,7 @@
 #include "daemon/store_etcd.h"
 
 #define PREFIX_MAX (STORE_ETCD_CLUSTER_MAX + 16)
-#define KEY_MAX (PREFIX_MAX + 8 + 255)
+#define KEY_MAX (PREFIX_MAX + 8 + STORE_KEY_MAX)
 #define HWM_VALUE_MAX 96
 
 struct merged {

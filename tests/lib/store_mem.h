@@ -13,7 +13,7 @@
 #include "daemon/store.h"
 
 struct store_mem_entry {
-	char name[256];
+	char name[STORE_KEY_MAX];
 	size_t name_len;
 	unsigned char val[STORE_VALUE_MAX];
 	size_t val_len;
