@@ -26,6 +26,7 @@
 
 #include <cmocka.h>
 
+#include "daemon/format.h"
 #include "daemon/store_lmdb.h"    /* the mark: white-box */
 
 #define NAMES 300
@@ -717,6 +718,249 @@ test_journal_a_batch_larger_than_the_journal_commits(void **state)
 	s->ops->close(s);
 }
 
+/* ---- keys of every kind: names and holder keys of up to 264 bytes ---- */
+
+#define KEYED_NAMES 4
+#define KEYED_FENCES 5
+#define KEYED (KEYED_NAMES * (1 + KEYED_FENCES))
+
+/* The model of a keyed run: key i's value, when present. */
+struct keyed {
+	bool held[KEYED];
+	unsigned char val[KEYED][FORMAT_RECORD_FIXED];
+};
+
+/* Key i: a name, or one of its holders' keys (daemon/format.h). */
+static size_t
+keyed_key(int i, char key[FORMAT_KEY_MAX])
+{
+	static const uint64_t fences[KEYED_FENCES] = { 1, 2, 256,
+	    1ULL << 40, CORE_FENCE_MAX };
+	char name[CORE_NAME_MAX];
+	size_t len;
+	int k = i / (1 + KEYED_FENCES), f = i % (1 + KEYED_FENCES);
+
+	switch (k) {
+	case 0:
+		len = 1;
+		memcpy(name, "a", 1);
+		break;
+	case 1:
+		len = 2;
+		memcpy(name, "ab", 2);
+		break;
+	case 2:   /* the longest name: its holder keys are 264 bytes */
+		len = CORE_NAME_MAX;
+		memset(name, 'm', len);
+		break;
+	default:
+		len = 2;
+		memcpy(name, "a\x01", 2);
+		break;
+	}
+	return format_key(name, len, f == 0 ? 0 : fences[f - 1], key);
+}
+
+struct keyed_args {
+	unsigned seed;
+	int batches, ops;
+	bool clean;          /* close the store: a checkpoint into LMDB */
+	bool names_only;     /* no holder keys: what an older lockd wrote */
+};
+
+static int
+keyed_batches(void *ctx, void *out)
+{
+	struct keyed_args *a = ctx;
+	struct keyed *m = out, next;
+	char err[512], key[FORMAT_KEY_MAX];
+	struct store *s = try_open(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG, err,
+	    sizeof(err));
+	struct store_batch b;
+	int i, j;
+
+	if (s == NULL)
+		return 2;
+	store_batch_init(&b);
+	for (i = 0; i < a->batches; i++) {
+		next = *m;
+		store_batch_reset(&b);
+		for (j = 0; j < a->ops; j++) {
+			int k = (int)(rand_r(&a->seed) % KEYED);
+			size_t len;
+			if (a->names_only)
+				k -= k % (1 + KEYED_FENCES);
+			len = keyed_key(k, key);
+			if (rand_r(&a->seed) % 3 == 0) {
+				store_batch_add(&b, STORE_DEL, key, len,
+				    NULL, 0);
+				next.held[k] = false;
+				continue;
+			}
+			memset(next.val[k], 0, sizeof(next.val[k]));
+			snprintf((char *)next.val[k], sizeof(next.val[k]),
+			    "v%u", rand_r(&a->seed));
+			store_batch_add(&b, STORE_PUT, key, len, next.val[k],
+			    sizeof(next.val[k]));
+			next.held[k] = true;
+		}
+		if (b.count != (size_t)a->ops || s->ops->commit(s, &b) != 0)
+			return 3;
+		*m = next;
+	}
+	store_batch_free(&b);
+	if (a->clean)
+		s->ops->close(s);
+	return 0;
+}
+
+struct keyed_loaded {
+	struct keyed m;
+	char last[FORMAT_KEY_MAX];
+	size_t last_len, count;
+	const char *bad;
+};
+
+static int
+keyed_collect(void *ctx, const char *key, size_t len, const void *val,
+    size_t val_len)
+{
+	struct keyed_loaded *l = ctx;
+	char want[FORMAT_KEY_MAX];
+	int i;
+
+	if (l->count++ > 0 && format_key_compare(l->last, l->last_len, key,
+	    len) >= 0)
+		l->bad = "load: a key out of key order (or twice)";
+	memcpy(l->last, key, len);
+	l->last_len = len;
+	for (i = 0; i < KEYED; i++)
+		if (keyed_key(i, want) == len && memcmp(want, key, len) == 0)
+			break;
+	if (i == KEYED || val_len != FORMAT_RECORD_FIXED) {
+		l->bad = "load: a key or value not written";
+		return 0;
+	}
+	l->m.held[i] = true;
+	memcpy(l->m.val[i], val, val_len);
+	return 0;
+}
+
+/* What the store loads, in key order, and get() says are the model. */
+static void
+keyed_check(struct store *s, const struct keyed *m)
+{
+	struct keyed_loaded l;
+	unsigned char val[STORE_VALUE_MAX];
+	char key[FORMAT_KEY_MAX];
+	uint64_t hwm;
+	size_t len, vlen;
+	int i;
+
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(s->ops->load(s, keyed_collect, &l, &hwm), 0);
+	if (l.bad != NULL)
+		fail_msg("%s", l.bad);
+	for (i = 0; i < KEYED; i++) {
+		len = keyed_key(i, key);
+		if (l.m.held[i] != m->held[i])
+			fail_msg("key %d (%zu bytes): loaded %d, want %d", i,
+			    len, l.m.held[i], m->held[i]);
+		assert_int_equal(s->ops->get(s, key, len, val, &vlen),
+		    m->held[i] ? 1 : 0);
+		if (m->held[i]) {
+			assert_memory_equal(l.m.val[i], m->val[i],
+			    FORMAT_RECORD_FIXED);
+			assert_memory_equal(val, m->val[i],
+			    FORMAT_RECORD_FIXED);
+		}
+	}
+}
+
+/*
+ * Names and holder keys up to 264 bytes go through the journal and its
+ * replay after a kill -9 (the child's _exit), through a checkpoint into
+ * LMDB, and load in key order with LMDB's and the journal's keys merged:
+ * a name's holder keys right after it, every key once.
+ */
+static void
+test_journal_holder_keys_survive_a_crash_and_load_in_key_order(void **state)
+{
+	struct keyed_args a = { 5, 40, 6, false, false };
+	struct keyed m;
+	struct store *s;
+	int round;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	for (round = 0; round < 6; round++) {
+		/* A clean stop leaves it all in LMDB; a crash, in the
+		 * journal, on top of what LMDB has (each check here closes
+		 * cleanly after it). */
+		a.clean = round % 3 == 0;
+		in_child(keyed_batches, &a, &m, sizeof(m));
+		a.seed += 100;
+		s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+		keyed_check(s, &m);
+		s->ops->close(s);
+	}
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
+	keyed_check(s, &m);
+	s->ops->close(s);
+}
+
+/*
+ * A journal that a lockd before this one left after a crash - records
+ * under the old magic, "LKWL" - still replays, and records of the new
+ * magic go on after them.
+ */
+static void
+test_journal_records_of_the_old_magic_still_replay(void **state)
+{
+	struct keyed_args a = { 9, 12, 4, false, true };
+	unsigned char hdr[FORMAT_JOURNAL_HEADER];
+	struct format_journal_header h;
+	char path[128];
+	struct keyed m;
+	struct store *s;
+	off_t off = 0;
+	int fd, old = 0;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	in_child(keyed_batches, &a, &m, sizeof(m));
+	/* The records from the start of the file: make them old ones (the
+	 * CRC does not cover the magic; names only, as an older lockd
+	 * wrote). */
+	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
+	assert_true((fd = open(path, O_RDWR)) >= 0);
+	while (pread(fd, hdr, sizeof(hdr), off) == (ssize_t)sizeof(hdr) &&
+	    format_journal_decode(hdr, &h) && h.len > 0) {
+		assert_memory_equal(hdr, "LKW2", 4);
+		assert_int_equal(pwrite(fd, "LKWL", 4, off), 4);
+		off += FORMAT_JOURNAL_HEADER + h.len;
+		old++;
+	}
+	close(fd);
+	assert_int_equal(old, 12);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	keyed_check(s, &m);
+	s->ops->close(s);
+	/* Nothing replays an unknown magic: the journal ends there. */
+	memset(&m, 0, sizeof(m));
+	teardown(NULL);
+	assert_int_equal(setup(NULL), 0);
+	in_child(keyed_batches, &a, &m, sizeof(m));
+	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
+	assert_true((fd = open(path, O_RDWR)) >= 0);
+	assert_int_equal(pwrite(fd, "LKW3", 4, 0), 4);
+	close(fd);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	memset(&m, 0, sizeof(m));
+	keyed_check(s, &m);
+	s->ops->close(s);
+}
+
 int
 main(void)
 {
@@ -743,6 +987,12 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_journal_a_batch_larger_than_the_journal_commits,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_holder_keys_survive_a_crash_and_load_in_key_order,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_records_of_the_old_magic_still_replay,
 		    setup, teardown),
 	};
 
