@@ -179,6 +179,14 @@ format_key_split(const void *key, size_t len, size_t *name_len,
 	return FORMAT_KEY_HOLDER;
 }
 
+size_t
+format_key_name_len(const void *key, size_t len)
+{
+	const char *nul = memchr(key, '\0', len);
+
+	return nul != NULL ? (size_t)(nul - (const char *)key) : len;
+}
+
 bool
 format_key_fits(uint64_t key_fence, const struct core_record *rec)
 {

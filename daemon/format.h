@@ -137,6 +137,10 @@ enum format_key_kind {
 enum format_key_kind format_key_split(const void *key, size_t len,
     size_t *name_len, uint64_t *key_fence);
 
+/* The length of a key's name: up to its NUL, if it has one (a holder
+ * key), else the whole key.  No check: format_key_split checks. */
+size_t format_key_name_len(const void *key, size_t len);
+
 /*
  * Whether a decoded record may stand under a key of key_fence: under a
  * name (0), a plain hold or a free name in lock-delay; under a holder

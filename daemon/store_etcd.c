@@ -132,9 +132,7 @@ merged_order(const void *a, const void *b)
 static size_t
 name_part(const struct merged *m)
 {
-	const char *nul = memchr(m->name, '\0', m->name_len);
-
-	return nul != NULL ? (size_t)(nul - m->name) : m->name_len;
+	return format_key_name_len(m->name, m->name_len);
 }
 
 static bool
