@@ -212,7 +212,8 @@ void
 format_journal_encode(const struct format_journal_header *h, const void *ops,
     unsigned char out[FORMAT_JOURNAL_HEADER])
 {
-	bytes_put_le32(out, FORMAT_JOURNAL_MAGIC);
+	bytes_put_le32(out, h->holder_keys ? FORMAT_JOURNAL_MAGIC :
+	    FORMAT_JOURNAL_MAGIC_V1);
 	bytes_put_le64(out + 8, h->seq);
 	bytes_put_le64(out + 16, h->has_hwm ? h->hwm : 0);
 	bytes_put_le32(out + 24, h->len);
@@ -228,6 +229,7 @@ format_journal_decode(const unsigned char in[FORMAT_JOURNAL_HEADER],
 
 	if (magic != FORMAT_JOURNAL_MAGIC && magic != FORMAT_JOURNAL_MAGIC_V1)
 		return false;
+	h->holder_keys = magic == FORMAT_JOURNAL_MAGIC;
 	h->seq = bytes_get_le64(in + 8);
 	h->hwm = bytes_get_le64(in + 16);
 	h->len = bytes_get_le32(in + 24);

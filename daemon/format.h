@@ -152,8 +152,8 @@ bool format_key_fits(uint64_t key_fence, const struct core_record *rec);
  * The journal, DIR/lockd.wal: records one after the other, each a 32-byte
  * header and then the batch's operations.
  *
- *    0  magic "LKW2" (0x32574b4c), which is also the version: a new
- *       layout takes a new magic
+ *    0  magic "LKW2" (0x32574b4c) or "LKWL" (0x4c574b4c), which is
+ *       also the version: a new layout takes a new magic (below)
  *    4  CRC32C of bytes 8..31 and then of the operations
  *    8  sequence number
  *   16  the fence high-water mark (0 without one)
@@ -169,14 +169,18 @@ bool format_key_fits(uint64_t key_fence, const struct core_record *rec);
  *    2  value length, 0..STORE_VALUE_MAX
  *    3  the key, then the value
  *
- * "LKWL" (0x4c574b4c), the magic before, is the same layout with keys of
- * 255 bytes at most (bit 7 never set): its records still replay, so a
- * journal that an older lockd left after a crash loses nothing.  A key up
- * to 255 bytes is the same 3 + key + value bytes under either magic: a
- * plain lock's record costs what it did.
+ * "LKWL", the magic before holder keys, is the same layout with no holder
+ * key (so no key past 255 bytes, and bit 7 never set).  A record takes
+ * "LKW2" only when one of its keys is a holder's, "LKWL" otherwise: a
+ * journal without semaphores or shared locks in it is one a lockd before
+ * holder keys still replays whole, after a crash too (a lockd stops its
+ * replay at a magic it does not know, as at the journal's end, so a
+ * record of "LKW2" would drop it and every record after it).  Both
+ * replay here.  A key up to 255 bytes is the same 3 + key + value bytes
+ * under either magic: a plain lock's record costs what it did.
  */
-#define FORMAT_JOURNAL_MAGIC 0x32574b4cu        /* "LKW2" */
-#define FORMAT_JOURNAL_MAGIC_V1 0x4c574b4cu     /* "LKWL": read only */
+#define FORMAT_JOURNAL_MAGIC 0x32574b4cu        /* "LKW2": holder keys */
+#define FORMAT_JOURNAL_MAGIC_V1 0x4c574b4cu     /* "LKWL": none */
 #define FORMAT_JOURNAL_LONG_KEY 0x80u           /* in an operation's byte 0 */
 #define FORMAT_JOURNAL_HEADER 32
 #define FORMAT_JOURNAL_HAS_HWM 1u
@@ -186,6 +190,7 @@ struct format_journal_header {
 	bool has_hwm;
 	uint64_t hwm;
 	uint32_t len;        /* of the operations */
+	bool holder_keys;    /* a holder's key among them: "LKW2" */
 };
 
 /* Writes h's header for the len bytes of ops, CRC included. */

@@ -26,6 +26,7 @@ store_batch_reset(struct store_batch *batch)
 	batch->count = 0;
 	batch->has_hwm = false;
 	batch->hwm = 0;
+	batch->holder_keys = false;
 }
 
 void
@@ -65,6 +66,8 @@ store_batch_add(struct store_batch *batch, enum store_op op, const char *name,
 	if (val_len)
 		memcpy(p + 3 + name_len, val, val_len);
 	batch->len += need;
+	if (memchr(name, '\0', name_len) != NULL)
+		batch->holder_keys = true;
 	/* Not settled, whatever an earlier use of the batch marked here. */
 	if (batch->count / 8 < batch->settled_cap)
 		batch->settled[batch->count / 8] &=

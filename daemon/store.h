@@ -33,6 +33,8 @@ struct store_batch {
 	size_t settled_cap;      /* bytes of settled */
 	bool has_hwm;
 	uint64_t hwm;
+	bool holder_keys;   /* a key is a holder's (it has a NUL): the
+	                     * journal's record then takes its new magic */
 };
 
 /* The values are on disk, in the journal's records (daemon/format.h). */

@@ -408,7 +408,7 @@ journal_commit(struct store *base, const struct store_batch *b)
 {
 	struct store_journal *s = (struct store_journal *)base;
 	struct format_journal_header h = { s->next_seq, b->has_hwm, b->hwm,
-	    (uint32_t)b->len };
+	    (uint32_t)b->len, b->holder_keys };
 	unsigned char hdr[FORMAT_JOURNAL_HEADER];
 	struct iovec iov[2];
 	uint64_t len = FORMAT_JOURNAL_HEADER + b->len, used;

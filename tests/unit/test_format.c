@@ -59,7 +59,7 @@ test_format_crc32c_matches_the_standard_vectors(void **state)
 static void
 test_format_journal_header_fails_its_check_on_any_changed_byte(void **state)
 {
-	struct format_journal_header h = { 42, true, 7, 5 }, back;
+	struct format_journal_header h = { 42, true, 7, 5, true }, back;
 	unsigned char hdr[FORMAT_JOURNAL_HEADER], ops[5] = "abcde";
 	size_t i;
 
@@ -447,12 +447,13 @@ test_format_key_fits_only_its_kind_of_record(void **state)
  * The journal's operations, byte for byte: a plain lock's put is what it
  * was under the old magic (3 bytes, the name, the value), so a plain
  * grant's journal record does not grow; a key of 256 bytes or more sets
- * bit 7 of the op.  The old magic's records still read.
+ * bit 7 of the op.  A record takes the new magic only with a holder key,
+ * and records of either read.
  */
 static void
 test_format_journal_ops_keep_short_keys_and_carry_long_ones(void **state)
 {
-	struct format_journal_header h = { 1, false, 0, 0 }, back;
+	struct format_journal_header h = { 1, false, 0, 0, false }, back;
 	unsigned char hdr[FORMAT_JOURNAL_HEADER], val[96];
 	char key[FORMAT_KEY_MAX + 1];
 	struct store_batch b;
@@ -470,6 +471,7 @@ test_format_journal_ops_keep_short_keys_and_carry_long_ones(void **state)
 	assert_int_equal(store_batch_add(&b, STORE_DEL, key, 255, NULL, 0),
 	    0);
 	assert_memory_equal(b.ops + 115, "\x02\xff\x00", 3);
+	assert_false(b.holder_keys);     /* names only: the old magic */
 	format_key(key, 255, 0x1122334455667788ULL, key);
 	assert_int_equal(store_batch_add(&b, STORE_PUT, key, 264, val, 96),
 	    0);
@@ -495,14 +497,22 @@ test_format_journal_ops_keep_short_keys_and_carry_long_ones(void **state)
 	assert_true(op.op == STORE_DEL && op.name_len == 256 &&
 	    op.val_len == 0);
 	assert_false(store_batch_next(&b, &pos, &op));
+	assert_true(b.holder_keys);
+	store_batch_reset(&b);
+	assert_false(b.holder_keys);
 	store_batch_free(&b);
 
-	/* The magic: "LKW2" now; "LKWL", the one before, still reads. */
+	/* The magic: "LKW2" with a holder key, "LKWL" (an older lockd's)
+	 * without; both read back, and nothing else does. */
+	format_journal_encode(&h, NULL, hdr);
+	assert_memory_equal(hdr, "LKWL", 4);
+	assert_true(format_journal_decode(hdr, &back) && !back.holder_keys);
+	h.holder_keys = true;
 	format_journal_encode(&h, NULL, hdr);
 	assert_memory_equal(hdr, "LKW2", 4);
-	assert_true(format_journal_decode(hdr, &back));
+	assert_true(format_journal_decode(hdr, &back) && back.holder_keys);
+	assert_true(format_journal_check(hdr, NULL, 0));
 	memcpy(hdr, "LKWL", 4);   /* the CRC does not cover the magic */
-	assert_true(format_journal_decode(hdr, &back));
 	assert_true(format_journal_check(hdr, NULL, 0));
 	memcpy(hdr, "LKW3", 4);
 	assert_false(format_journal_decode(hdr, &back));

@@ -909,49 +909,77 @@ test_journal_holder_keys_survive_a_crash_and_load_in_key_order(void **state)
 	s->ops->close(s);
 }
 
+/* Whether a record's operations hold a holder's key (one with a NUL). */
+static bool
+ops_have_holder_key(const unsigned char *ops, size_t len)
+{
+	struct store_batch b;
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	store_batch_init(&b);
+	b.ops = (char *)ops;
+	b.len = len;
+	while (store_batch_next(&b, &pos, &op))
+		if (memchr(op.name, '\0', op.name_len) != NULL)
+			return true;
+	return false;
+}
+
 /*
- * A journal that a lockd before this one left after a crash - records
- * under the old magic, "LKWL" - still replays, and records of the new
- * magic go on after them.
+ * A record takes the new magic, "LKW2", only when it holds a holder's
+ * key; one without takes the old one, "LKWL", which a lockd before holder
+ * keys replays - so a journal of plain locks stays one it can read after
+ * a crash.  Records of both magics, one after the other, replay here; a
+ * magic nobody knows ends the journal.
  */
 static void
-test_journal_records_of_the_old_magic_still_replay(void **state)
+test_journal_takes_the_new_magic_only_for_holder_keys(void **state)
 {
 	struct keyed_args a = { 9, 12, 4, false, true };
-	unsigned char hdr[FORMAT_JOURNAL_HEADER];
+	unsigned char hdr[FORMAT_JOURNAL_HEADER], ops[4096];
 	struct format_journal_header h;
 	char path[128];
 	struct keyed m;
 	struct store *s;
 	off_t off = 0;
-	int fd, old = 0;
+	int fd, old = 0, new = 0;
 
 	(void)state;
 	memset(&m, 0, sizeof(m));
-	in_child(keyed_batches, &a, &m, sizeof(m));
-	/* The records from the start of the file: make them old ones (the
-	 * CRC does not cover the magic; names only, as an older lockd
-	 * wrote). */
+	in_child(keyed_batches, &a, &m, sizeof(m));    /* names only */
+	a.names_only = false;
+	a.seed = 10;
+	in_child(keyed_batches, &a, &m, sizeof(m));    /* and holders */
 	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
-	assert_true((fd = open(path, O_RDWR)) >= 0);
+	assert_true((fd = open(path, O_RDONLY)) >= 0);
 	while (pread(fd, hdr, sizeof(hdr), off) == (ssize_t)sizeof(hdr) &&
 	    format_journal_decode(hdr, &h) && h.len > 0) {
-		assert_memory_equal(hdr, "LKW2", 4);
-		assert_int_equal(pwrite(fd, "LKWL", 4, off), 4);
+		assert_true(h.len <= sizeof(ops));
+		assert_int_equal(pread(fd, ops, h.len,
+		    off + FORMAT_JOURNAL_HEADER), h.len);
+		if (ops_have_holder_key(ops, h.len)) {
+			assert_memory_equal(hdr, "LKW2", 4);
+			new++;
+		} else {
+			assert_memory_equal(hdr, "LKWL", 4);
+			old++;
+		}
 		off += FORMAT_JOURNAL_HEADER + h.len;
-		old++;
 	}
 	close(fd);
-	assert_int_equal(old, 12);
+	assert_int_equal(old + new, 24);
+	assert_true(old >= 12 && new > 0);
 	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
 	keyed_check(s, &m);
 	s->ops->close(s);
+
 	/* Nothing replays an unknown magic: the journal ends there. */
 	memset(&m, 0, sizeof(m));
 	teardown(NULL);
 	assert_int_equal(setup(NULL), 0);
 	in_child(keyed_batches, &a, &m, sizeof(m));
-	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
+	snprintf(path, sizeof(path), "%s/lockd.wal", dir);   /* a new dir */
 	assert_true((fd = open(path, O_RDWR)) >= 0);
 	assert_int_equal(pwrite(fd, "LKW3", 4, 0), 4);
 	close(fd);
@@ -992,7 +1020,7 @@ main(void)
 		    test_journal_holder_keys_survive_a_crash_and_load_in_key_order,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
-		    test_journal_records_of_the_old_magic_still_replay,
+		    test_journal_takes_the_new_magic_only_for_holder_keys,
 		    setup, teardown),
 	};
 
