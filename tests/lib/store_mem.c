@@ -137,7 +137,8 @@ mem_load(struct store *base,
 	}
 	/* In key order, as the seam asks: the entries sorted in place (their
 	 * order means nothing else). */
-	qsort(s->entries, s->count, sizeof(*s->entries), key_order);
+	if (s->count > 1)
+		qsort(s->entries, s->count, sizeof(*s->entries), key_order);
 	for (i = 0; i < s->count; i++)
 		if ((rc = fn(ctx, s->entries[i].name, s->entries[i].name_len,
 		    s->entries[i].val, s->entries[i].val_len)) != 0)
