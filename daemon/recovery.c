@@ -112,13 +112,15 @@ recovery_key(void *ctx, const char *key, size_t key_len, const void *val,
 		memcpy(r->name, key, name_len);
 		r->name_len = name_len;
 	}
-	/* A name is of one kind at a time: a plain hold under the name and
-	 * holders under holder keys never stand together (its own key comes
-	 * first, by key order). */
-	if (key_fence != 0 && r->recs[0].fence != 0 && r->holders == 0 &&
-	    r->n > 0)
-		return refuse(r, key, key_len, "a plain hold and a semaphore's "
-		    "or shared lock's holders on one name");
+	/* A name is of one kind at a time, and only a free one has a
+	 * record in lock-delay: a record under the name (a plain hold, or a
+	 * free name's delay) and holders under holder keys never stand
+	 * together.  Its own key comes first, by key order. */
+	if (key_fence != 0 && r->holders == 0 && r->n > 0)
+		return refuse(r, key, key_len, r->recs[0].fence != 0 ?
+		    "a plain hold and a semaphore's or shared lock's holders "
+		    "on one name" : "a free name's lock-delay and holders of "
+		    "it on one name");
 	if (key_fence != 0)
 		r->holders++;
 	r->n++;

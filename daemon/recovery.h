@@ -25,13 +25,13 @@
 struct recovery_name {
 	const char *name;
 	size_t name_len;
-	/* Its records in key order: the one under the name first when there
-	 * is one (a plain hold, or a free name's lock-delay), then its
-	 * holders' by fence.  The callee may change them (the take-over
-	 * rule) and keeps nothing past its return. */
+	/* Its records in key order: either the one under the name (a plain
+	 * hold, or a free name's lock-delay), or its holders' by fence, one
+	 * under each holder key - never both.  The callee may change them
+	 * (the take-over rule) and keeps nothing past its return. */
 	struct core_record *recs;
 	size_t n;                /* 1 or more */
-	size_t holders;          /* how many are under holder keys */
+	size_t holders;          /* 0 (n is 1), or n: under holder keys */
 };
 
 struct recovery {

@@ -232,6 +232,14 @@ plain_and_holders(struct recovery *r)
 }
 
 static int
+delay_and_holders(struct recovery *r)
+{
+	if (feed(r, "sem", 0, 0, 0, false) != 0)
+		return 0;
+	return feed(r, "sem", 5, 5, 3, false);
+}
+
+static int
 out_of_order(struct recovery *r)
 {
 	if (feed(r, "b", 0, 4, 0, false) != 0)
@@ -301,6 +309,8 @@ test_recovery_refuses_keys_and_records_that_do_not_fit(void **state)
 	    shared_under_a_name);
 	refused("a plain hold and a semaphore's or shared lock's holders",
 	    plain_and_holders);
+	refused("a free name's lock-delay and holders of it on one name",
+	    delay_and_holders);
 	refused("out of order", out_of_order);
 	refused("out of order", a_key_twice);
 	refused("out of order", holders_apart);
