@@ -374,11 +374,34 @@ test_recovery_service_restores_plain_names_and_refuses_holders(void **state)
 	store_put(&m, "zeta", 0, 3, 0);
 	store_put(&m, "alpha", 0, 4, 0);
 	store_put(&m, "mid", 0, 5, 0);
+	{
+		/* Records of versions 1 and 2, as older lockds wrote them. */
+		unsigned char v[FORMAT_RECORD_V2_SIZE];
+		struct store_batch b;
+
+		memset(v, 0, sizeof(v));
+		v[0] = 1;
+		bytes_put_le64(v + 8, 6);
+		bytes_put_le64(v + 24, 30000);
+		bytes_put_le64(v + 32, NOW + 30000);
+		memcpy(v + 48, boot, 16);
+		store_batch_init(&b);
+		assert_int_equal(store_batch_add(&b, STORE_PUT, "old1", 4, v,
+		    FORMAT_RECORD_V1_SIZE), 0);
+		v[0] = 2;
+		bytes_put_le64(v + 8, 7);
+		assert_int_equal(store_batch_add(&b, STORE_PUT, "old2", 4, v,
+		    FORMAT_RECORD_V2_SIZE), 0);
+		assert_int_equal(m.base.ops->commit(&m.base, &b), 0);
+		store_batch_free(&b);
+	}
 	assert_int_equal(service_open(&svc, &config, &m.base, &clock, &rec),
 	    0);
-	assert_int_equal(rec.leases, 3);
+	assert_int_equal(rec.leases, 5);
 	assert_non_null(core_table_find(&svc.table, "alpha", 5));
 	assert_non_null(core_table_find(&svc.table, "zeta", 4));
+	assert_true(core_table_find(&svc.table, "old1", 4)->lock.fence == 6);
+	assert_true(core_table_find(&svc.table, "old2", 4)->lock.fence == 7);
 	service_close(&svc);
 
 	store_put(&m, "mid2", 7, 7, 4);
