@@ -54,8 +54,7 @@ static int
 refuse(struct recovery *r, const char *key, size_t len, const char *why)
 {
 	char shown[LOG_VALUE_MAX + 1];
-	const char *nul = memchr(key, '\0', len);
-	size_t name_len = nul != NULL ? (size_t)(nul - key) : len, split;
+	size_t name_len = format_key_name_len(key, len), split;
 	uint64_t fence;
 
 	if (format_key_split(key, len, &split, &fence) == FORMAT_KEY_HOLDER)
