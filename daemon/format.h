@@ -1,11 +1,13 @@
 /*
  * format.h - every byte lockd keeps on disk, in one place: the lease record
- * (the value stored under each held lock's name), the journal's records
- * (DIR/lockd.wal, daemon/store_journal.c) and LMDB's meta keys
- * (DIR/data.mdb, daemon/store_lmdb.c).  A change of any layout is made
- * here, with a new version, so that it is one visible place; the stores
- * and the service keep no offsets of their own.  Integers are
- * little-endian (core/bytes.h).  Pure: no I/O.
+ * (the value stored under each held lock's name, or each holder's key),
+ * the store keys, the journal's records (DIR/lockd.wal,
+ * daemon/store_journal.c) and LMDB's meta keys (DIR/data.mdb,
+ * daemon/store_lmdb.c).  A change of any layout is made here, with a new
+ * version, so that it is one visible place; the stores and the service
+ * keep no offsets of their own.  Integers are little-endian
+ * (core/bytes.h), but for a holder key's fence, big-endian so that it
+ * sorts.  Pure: no I/O.
  */
 #ifndef LOCKD_FORMAT_H
 #define LOCKD_FORMAT_H
