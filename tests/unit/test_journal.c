@@ -13,6 +13,7 @@
  * replay.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -909,6 +910,133 @@ test_journal_holder_keys_survive_a_crash_and_load_in_key_order(void **state)
 	s->ops->close(s);
 }
 
+/* What the child of a kill -9 run tells, before and after each commit. */
+struct keyed_note {
+	char what;           /* 'i': about to commit this; 'a': committed */
+	struct keyed m;
+};
+
+/*
+ * In a child: commits keyed batches on top of *m for ever, noting each
+ * one's state before its commit and after it, until the parent kills it.
+ */
+static void
+keyed_forever(int fd, struct keyed m, unsigned seed)
+{
+	char err[512], key[FORMAT_KEY_MAX];
+	struct store *s = try_open(STORE_JOURNAL_MIN_SIZE, MAP_BIG, err,
+	    sizeof(err));
+	struct keyed_note note;
+	struct store_batch b;
+	int j;
+
+	if (s == NULL)
+		_exit(2);
+	store_batch_init(&b);
+	for (;;) {
+		note.m = m;
+		store_batch_reset(&b);
+		for (j = 0; j < 1 + (int)(seed % 9); j++) {
+			int k = (int)(rand_r(&seed) % KEYED);
+			size_t len = keyed_key(k, key);
+			if (rand_r(&seed) % 3 == 0) {
+				store_batch_add(&b, STORE_DEL, key, len,
+				    NULL, 0);
+				note.m.held[k] = false;
+				continue;
+			}
+			memset(note.m.val[k], 0, sizeof(note.m.val[k]));
+			snprintf((char *)note.m.val[k], sizeof(note.m.val[k]),
+			    "v%u", rand_r(&seed));
+			store_batch_add(&b, STORE_PUT, key, len,
+			    note.m.val[k], sizeof(note.m.val[k]));
+			note.m.held[k] = true;
+		}
+		note.what = 'i';
+		if (write(fd, &note, sizeof(note)) != (ssize_t)sizeof(note))
+			_exit(3);
+		if (s->ops->commit(s, &b) != 0)
+			_exit(4);
+		m = note.m;
+		note.what = 'a';
+		if (write(fd, &note, sizeof(note)) != (ssize_t)sizeof(note))
+			_exit(3);
+	}
+}
+
+static bool
+keyed_equal(const struct keyed *a, const struct keyed *b)
+{
+	int i;
+
+	for (i = 0; i < KEYED; i++)
+		if (a->held[i] != b->held[i] || (a->held[i] &&
+		    memcmp(a->val[i], b->val[i], sizeof(a->val[i])) != 0))
+			return false;
+	return true;
+}
+
+/*
+ * A real kill -9 at a random moment - between commits, in a write, in a
+ * sync, in a checkpoint of the smallest journal - of a child writing
+ * names and 264-byte holder keys: the store it leaves is the last
+ * acknowledged state, or the one whose commit was under way.
+ */
+static void
+test_journal_kill_9_mid_commit_keeps_every_acknowledged_key(void **state)
+{
+	struct keyed m, acked, intent;
+	struct keyed_loaded l;
+	struct keyed_note note;
+	struct store *s;
+	unsigned seed = 77;
+	int round, fd[2], status, notes;
+	uint64_t hwm;
+	pid_t pid;
+
+	(void)state;
+	assert_true(sizeof(note) <= 4096);   /* one atomic pipe write */
+	memset(&m, 0, sizeof(m));
+	for (round = 0; round < 8; round++) {
+		assert_int_equal(pipe(fd), 0);
+		if ((pid = fork()) == 0) {
+			close(fd[0]);
+			keyed_forever(fd[1], m, seed + (unsigned)round);
+		}
+		close(fd[1]);
+		usleep(5000 + (useconds_t)(rand_r(&seed) % 40000));
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status));
+		acked = intent = m;
+		notes = 0;
+		while (read(fd[0], &note, sizeof(note)) ==
+		    (ssize_t)sizeof(note)) {
+			if (note.what == 'a')
+				acked = note.m;
+			else
+				intent = note.m;
+			notes++;
+		}
+		close(fd[0]);
+		s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
+		memset(&l, 0, sizeof(l));
+		assert_int_equal(s->ops->load(s, keyed_collect, &l, &hwm), 0);
+		if (l.bad != NULL)
+			fail_msg("round %d: %s", round, l.bad);
+		if (keyed_equal(&l.m, &acked))
+			m = acked;
+		else if (keyed_equal(&l.m, &intent))
+			m = intent;    /* its commit went in, unacknowledged */
+		else
+			fail_msg("round %d (%d notes): the store is neither "
+			    "the last acknowledged state nor the next", round,
+			    notes);
+		keyed_check(s, &m);
+		s->ops->close(s);   /* the next child goes on from here */
+	}
+}
+
 /* Whether a record's operations hold a holder's key (one with a NUL). */
 static bool
 ops_have_holder_key(const unsigned char *ops, size_t len)
@@ -1021,6 +1149,9 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_journal_takes_the_new_magic_only_for_holder_keys,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_kill_9_mid_commit_keeps_every_acknowledged_key,
 		    setup, teardown),
 	};
 
