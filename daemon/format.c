@@ -120,6 +120,83 @@ format_record_decode(const void *val, size_t len, const uint8_t boot_id[16],
 	return true;
 }
 
+/* ---- store keys -------------------------------------------------------- */
+
+size_t
+format_key(const char *name, size_t name_len, uint64_t key_fence,
+    char out[FORMAT_KEY_MAX])
+{
+	int i;
+
+	memcpy(out, name, name_len);
+	if (key_fence == 0)
+		return name_len;
+	out[name_len] = '\0';
+	for (i = 0; i < 8; i++)
+		out[name_len + 1 + (size_t)i] =
+		    (char)(unsigned char)(key_fence >> (56 - 8 * i));
+	return name_len + FORMAT_HOLDER_SUFFIX;
+}
+
+int
+format_key_compare(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+	int c = memcmp(a, b, a_len < b_len ? a_len : b_len);
+
+	if (c != 0)
+		return c;
+	return a_len < b_len ? -1 : a_len > b_len;
+}
+
+enum format_key_kind
+format_key_split(const void *key, size_t len, size_t *name_len,
+    uint64_t *key_fence)
+{
+	const unsigned char *p = key, *nul;
+	uint64_t fence = 0;
+	size_t n;
+	int i;
+
+	*name_len = 0;
+	*key_fence = 0;
+	if (len == 0 || len > FORMAT_KEY_MAX)
+		return FORMAT_KEY_BAD;
+	if ((nul = memchr(p, 0, len)) == NULL) {
+		if (len > CORE_NAME_MAX)
+			return FORMAT_KEY_BAD;
+		*name_len = len;
+		return FORMAT_KEY_NAME;
+	}
+	n = (size_t)(nul - p);
+	if (n == 0 || len != n + FORMAT_HOLDER_SUFFIX)
+		return FORMAT_KEY_BAD;
+	for (i = 0; i < 8; i++)
+		fence = fence << 8 | nul[1 + i];
+	if (fence == 0)
+		return FORMAT_KEY_BAD;
+	*name_len = n;
+	*key_fence = fence;
+	return FORMAT_KEY_HOLDER;
+}
+
+size_t
+format_key_name_len(const void *key, size_t len)
+{
+	const char *nul = memchr(key, '\0', len);
+
+	return nul != NULL ? (size_t)(nul - (const char *)key) : len;
+}
+
+bool
+format_key_fits(uint64_t key_fence, const struct core_record *rec)
+{
+	bool multi = rec->limit > 1 || rec->shared;
+
+	if (key_fence == 0)
+		return rec->fence == 0 || !multi;
+	return rec->fence == key_fence && multi;
+}
+
 /* ---- the journal ------------------------------------------------------ */
 
 /* The CRC of a header's bytes 8..31 and of the operations after it. */
@@ -135,7 +212,8 @@ void
 format_journal_encode(const struct format_journal_header *h, const void *ops,
     unsigned char out[FORMAT_JOURNAL_HEADER])
 {
-	bytes_put_le32(out, FORMAT_JOURNAL_MAGIC);
+	bytes_put_le32(out, h->holder_keys ? FORMAT_JOURNAL_MAGIC :
+	    FORMAT_JOURNAL_MAGIC_V1);
 	bytes_put_le64(out + 8, h->seq);
 	bytes_put_le64(out + 16, h->has_hwm ? h->hwm : 0);
 	bytes_put_le32(out + 24, h->len);
@@ -147,8 +225,11 @@ bool
 format_journal_decode(const unsigned char in[FORMAT_JOURNAL_HEADER],
     struct format_journal_header *h)
 {
-	if (bytes_get_le32(in) != FORMAT_JOURNAL_MAGIC)
+	uint32_t magic = bytes_get_le32(in);
+
+	if (magic != FORMAT_JOURNAL_MAGIC && magic != FORMAT_JOURNAL_MAGIC_V1)
 		return false;
+	h->holder_keys = magic == FORMAT_JOURNAL_MAGIC;
 	h->seq = bytes_get_le64(in + 8);
 	h->hwm = bytes_get_le64(in + 16);
 	h->len = bytes_get_le32(in + 24);

@@ -1,11 +1,13 @@
 /*
  * format.h - every byte lockd keeps on disk, in one place: the lease record
- * (the value stored under each held lock's name), the journal's records
- * (DIR/lockd.wal, daemon/store_journal.c) and LMDB's meta keys
- * (DIR/data.mdb, daemon/store_lmdb.c).  A change of any layout is made
- * here, with a new version, so that it is one visible place; the stores
- * and the service keep no offsets of their own.  Integers are
- * little-endian (core/bytes.h).  Pure: no I/O.
+ * (the value stored under each held lock's name, or each holder's key),
+ * the store keys, the journal's records (DIR/lockd.wal,
+ * daemon/store_journal.c) and LMDB's meta keys (DIR/data.mdb,
+ * daemon/store_lmdb.c).  A change of any layout is made here, with a new
+ * version, so that it is one visible place; the stores and the service
+ * keep no offsets of their own.  Integers are little-endian
+ * (core/bytes.h), but for a holder key's fence, big-endian so that it
+ * sorts.  Pure: no I/O.
  */
 #ifndef LOCKD_FORMAT_H
 #define LOCKD_FORMAT_H
@@ -53,12 +55,9 @@
  *   96  owner label, L bytes
  * 96+L  rid, R bytes; the record is 96 + L + R bytes, no more, no less
  *
- * A plain lock has one record, under its name.  The holders beyond the
- * first of a semaphore or a shared lock (issue 17, not written yet) are
- * to have one record each, under "<name> NUL <fence, 8 bytes big-endian>":
- * never a name (names hold no NUL), distinct per holder, sorted after
- * their name in fence order.  Such keys reach 264 bytes, so they come
- * with a new journal magic (its operations' name length is one byte).
+ * A plain lock has one record, under its name; each holder of a
+ * semaphore or a shared lock has one of its own, under a holder key (the
+ * store keys, below).
  *
  * Fence 0 (no holder) is valid only from version 2 on with a lock-delay
  * running: a free name in lock-delay, whose record keeps the delay across
@@ -91,11 +90,72 @@ bool format_record_decode(const void *val, size_t len,
     int64_t wall_now, struct core_record *rec);
 
 /*
+ * The store keys.  Every store maps keys to records; a key is one of:
+ *
+ *   <name>                       a plain lock's record (limit 1,
+ *                                exclusive), or a free name's in
+ *                                lock-delay (fence 0), of either kind
+ *   <name> NUL <fence, 8 bytes   one holder's record of a MULTI name
+ *    big-endian>                 (limit > 1, or held shared): never
+ *                                under <name>
+ *
+ * A name holds no NUL, so a key with one is a holder key, and one without
+ * is a name.  Big-endian, so that byte order is fence order; and since NUL
+ * sorts before every other byte, "<name>" < "<name> NUL <fence>" <
+ * "<name>x" for every x: in key order (LMDB's, etcd's) a name's keys come
+ * together, its own first, then its holders by fence.  A holder key is
+ * 1 + 9 to CORE_NAME_MAX + 9 = 264 bytes.
+ *
+ * A key that is neither is unreadable, and so is a record under a key it
+ * does not fit (format_key_fits): recovery stops rather than guess.
+ */
+#define FORMAT_HOLDER_SUFFIX 9          /* NUL and the fence */
+#define FORMAT_KEY_MAX (CORE_NAME_MAX + FORMAT_HOLDER_SUFFIX)   /* 264 */
+
+/*
+ * The key of (name, key_fence), as the core reports a change: the name
+ * itself for key_fence 0, else the holder key of that fence.  name_len is
+ * 1..CORE_NAME_MAX.  Returns the key's length.
+ */
+size_t format_key(const char *name, size_t name_len, uint64_t key_fence,
+    char out[FORMAT_KEY_MAX]);
+
+/* Key order, LMDB's and etcd's: bytes compared as unsigned, and a key
+ * before every longer key it begins.  <0, 0, >0 as memcmp. */
+int format_key_compare(const void *a, size_t a_len, const void *b,
+    size_t b_len);
+
+enum format_key_kind {
+	FORMAT_KEY_NAME,      /* <name>; *key_fence is 0 */
+	FORMAT_KEY_HOLDER,    /* <name> NUL <fence>; the fence is not 0 */
+	FORMAT_KEY_BAD        /* neither: unreadable */
+};
+/*
+ * Splits a key into its name (the first *name_len bytes of key) and its
+ * fence.  A key is bad when it is empty or longer than FORMAT_KEY_MAX, when
+ * its name is longer than CORE_NAME_MAX, or when it has a NUL that is not
+ * followed by exactly 8 bytes of a fence other than 0.
+ */
+enum format_key_kind format_key_split(const void *key, size_t len,
+    size_t *name_len, uint64_t *key_fence);
+
+/* The length of a key's name: up to its NUL, if it has one (a holder
+ * key), else the whole key.  No check: format_key_split checks. */
+size_t format_key_name_len(const void *key, size_t len);
+
+/*
+ * Whether a decoded record may stand under a key of key_fence: under a
+ * name (0), a plain hold or a free name in lock-delay; under a holder
+ * key, a hold of that very fence of a MULTI name (limit > 1, or shared).
+ */
+bool format_key_fits(uint64_t key_fence, const struct core_record *rec);
+
+/*
  * The journal, DIR/lockd.wal: records one after the other, each a 32-byte
  * header and then the batch's operations.
  *
- *    0  magic "LKWL" (0x4c574b4c), which is also the version: a new
- *       layout takes a new magic
+ *    0  magic "LKW2" (0x32574b4c) or "LKWL" (0x4c574b4c), which is
+ *       also the version: a new layout takes a new magic (below)
  *    4  CRC32C of bytes 8..31 and then of the operations
  *    8  sequence number
  *   16  the fence high-water mark (0 without one)
@@ -105,12 +165,25 @@ bool format_record_decode(const void *val, size_t len,
  * The operations are daemon/store.c's batch encoding, one after the
  * other:
  *
- *    0  op: 1 put, 2 delete (enum store_op)
- *    1  name length, 1..255
+ *    0  op: 1 put, 2 delete (enum store_op); bit 7, the key is 256
+ *       bytes or longer: its length is 256 + byte 1
+ *    1  key length, 1..255 (bit 7 of byte 0 clear), else 0..8
  *    2  value length, 0..STORE_VALUE_MAX
- *    3  the name, then the value
+ *    3  the key, then the value
+ *
+ * "LKWL", the magic before holder keys, is the same layout with no holder
+ * key (so no key past 255 bytes, and bit 7 never set).  A record takes
+ * "LKW2" only when one of its keys is a holder's, "LKWL" otherwise: a
+ * journal without semaphores or shared locks in it is one a lockd before
+ * holder keys still replays whole, after a crash too (a lockd stops its
+ * replay at a magic it does not know, as at the journal's end, so a
+ * record of "LKW2" would drop it and every record after it).  Both
+ * replay here.  A key up to 255 bytes is the same 3 + key + value bytes
+ * under either magic: a plain lock's record costs what it did.
  */
-#define FORMAT_JOURNAL_MAGIC 0x4c574b4cu
+#define FORMAT_JOURNAL_MAGIC 0x32574b4cu        /* "LKW2": holder keys */
+#define FORMAT_JOURNAL_MAGIC_V1 0x4c574b4cu     /* "LKWL": none */
+#define FORMAT_JOURNAL_LONG_KEY 0x80u           /* in an operation's byte 0 */
 #define FORMAT_JOURNAL_HEADER 32
 #define FORMAT_JOURNAL_HAS_HWM 1u
 
@@ -119,12 +192,13 @@ struct format_journal_header {
 	bool has_hwm;
 	uint64_t hwm;
 	uint32_t len;        /* of the operations */
+	bool holder_keys;    /* a holder's key among them: "LKW2" */
 };
 
 /* Writes h's header for the len bytes of ops, CRC included. */
 void format_journal_encode(const struct format_journal_header *h,
     const void *ops, unsigned char out[FORMAT_JOURNAL_HEADER]);
-/* Reads a header; false when the magic is not there.  The CRC is checked
+/* Reads a header; false when neither magic is there.  The CRC is checked
  * apart, once the operations are read. */
 bool format_journal_decode(const unsigned char in[FORMAT_JOURNAL_HEADER],
     struct format_journal_header *h);

@@ -25,6 +25,7 @@
 #include "core/takeover.h"
 #include "daemon/format.h"
 #include "daemon/log.h"
+#include "daemon/recovery.h"
 #include "daemon/service.h"
 #include "daemon/service_int.h"
 
@@ -1275,41 +1276,49 @@ load_flush(struct load *l)
 	return 0;
 }
 
+/* The take-over rule and the recovery's figures, for each record. */
+static void
+load_account(struct load *l, struct core_record *rec)
+{
+	if (l->svc->config.takeover_lease_ms > 0)
+		core_takeover_record(rec, l->now,
+		    l->svc->config.takeover_lease_ms,
+		    l->svc->config.core.max_lock_delay_ms);
+	/* A free name in lock-delay has a record but no lease. */
+	if (rec->fence != 0)
+		l->rec->leases++;
+	if (rec->fence != 0 && rec->onclose_release)
+		l->rec->onclose++;
+	else if (rec->fence != 0 && rec->expiry <= l->now)
+		l->rec->expired++;
+}
+
+/*
+ * One name of the store, with all its records (daemon/recovery.h).  A
+ * plain one - one record, under the name - joins the batch.  Holders of a
+ * semaphore or a shared lock are a newer lockd's records, which this one
+ * cannot hold: it stops rather than drop them.
+ */
 static int
-load_record(void *ctx, const char *name, size_t name_len, const void *val,
-    size_t val_len)
+load_name(void *ctx, struct recovery_name *name)
 {
 	struct load *l = ctx;
 	struct core_restore *it = &l->batch[l->n];
 	char shown[LOG_VALUE_MAX + 1];
 
-	if (!format_record_decode(val, val_len, l->svc->clock.boot_id,
-	    l->svc->config.core.max_lease_ms, l->now, l->wall, &it->rec)) {
+	if (name->holders > 0) {
 		snprintf(l->svc->error, sizeof(l->svc->error),
-		    "unreadable record for lock %s", log_value(shown, name,
-		    name_len));
+		    "records of a newer lockd: lock %s has %zu holders of a "
+		    "semaphore or shared lock, which this lockd cannot "
+		    "restore", log_value(shown, name->name, name->name_len),
+		    name->holders);
 		return -1;
 	}
-	if (name_len == 0 || name_len > CORE_NAME_MAX) {
-		snprintf(l->svc->error, sizeof(l->svc->error),
-		    "cannot restore lock %s", log_value(shown, name,
-		    name_len));
-		return -1;
-	}
-	if (l->svc->config.takeover_lease_ms > 0)
-		core_takeover_record(&it->rec, l->now,
-		    l->svc->config.takeover_lease_ms,
-		    l->svc->config.core.max_lock_delay_ms);
-	/* A free name in lock-delay has a record but no lease. */
-	if (it->rec.fence != 0)
-		l->rec->leases++;
-	if (it->rec.fence != 0 && it->rec.onclose_release)
-		l->rec->onclose++;
-	else if (it->rec.fence != 0 && it->rec.expiry <= l->now)
-		l->rec->expired++;
-	memcpy(l->names[l->n], name, name_len);
+	load_account(l, &name->recs[0]);
+	it->rec = name->recs[0];
+	memcpy(l->names[l->n], name->name, name->name_len);
 	it->name = l->names[l->n];
-	it->name_len = name_len;
+	it->name_len = name->name_len;
 	if (++l->n == LOAD_BATCH)
 		return load_flush(l);
 	return 0;
@@ -1329,6 +1338,7 @@ service_open(struct service *svc, const struct service_config *config,
 {
 	struct service_recovery scratch;
 	struct core_sink sink;
+	struct recovery gather;
 	struct load l;
 	uint64_t hwm = 0;
 	struct service_cluster cluster = svc->cluster;
@@ -1360,14 +1370,25 @@ service_open(struct service *svc, const struct service_config *config,
 	l.now = clock->mono(clock->ctx);
 	l.wall = clock->wall(clock->ctx);
 	l.n = 0;
-	if (store->ops->load(store, load_record, &l, &hwm) != 0 ||
-	    load_flush(&l) != 0) {
+	memset(&gather, 0, sizeof(gather));
+	recovery_init(&gather);
+	gather.boot_id = svc->clock.boot_id;
+	gather.max_lease_ms = config->core.max_lease_ms;
+	gather.now = l.now;
+	gather.wall_now = l.wall;
+	gather.name_fn = load_name;
+	gather.ctx = &l;
+	if (store->ops->load(store, recovery_key, &gather, &hwm) != 0 ||
+	    recovery_finish(&gather) != 0 || load_flush(&l) != 0) {
 		if (svc->error[0] == '\0')
 			snprintf(svc->error, sizeof(svc->error), "%s",
+			    gather.error[0] != '\0' ? gather.error :
 			    store->error);
+		recovery_free(&gather);
 		core_table_destroy(&svc->table);
 		return -1;
 	}
+	recovery_free(&gather);
 	core_table_restore_hwm(&svc->table, hwm);
 	if (store->ops->stats != NULL)
 		store->ops->stats(store, &svc->store_stats);

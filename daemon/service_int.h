@@ -40,8 +40,9 @@ struct service_slot {
 /* service.c: moves the writable prefix of conn's slots to its output. */
 void service__advance(struct service *svc, struct service_conn *conn);
 
-/* service_commit.c: the batch in flight when it writes this lock, else 0:
- * a reply about the lock must not leave before that batch is durable. */
+/* service_commit.c: the batch in flight when it writes this lock (any of
+ * its keys: its own, its holders'), else 0: a reply about the lock must
+ * not leave before that batch is durable. */
 uint64_t service__inflight_depends(struct service *svc, const char *name,
     size_t len);
 
@@ -52,6 +53,17 @@ uint64_t service__inflight_depends(struct service *svc, const char *name,
  * service__promise_open() tells whether a batch so noted has not ended.
  */
 uint64_t service__promise(struct service *svc, uint64_t *user);
+
+/*
+ * service_commit.c: one change the core reports, into the batch now
+ * forming: the record of (name, key_fence) - the name's own key for
+ * key_fence 0, else that holder's key (daemon/format.h) - or its delete
+ * when rec is NULL, settled when no promise rests on it.  -1 without
+ * memory.  What the core's per-key record callback (issue 17) calls.
+ */
+int service__batch_key(struct service *svc, const char *name,
+    size_t name_len, uint64_t key_fence, const struct core_record *rec,
+    core_time now, int64_t wall);
 bool service__promise_open(const struct service *svc, uint64_t batch);
 
 #endif

@@ -1,7 +1,9 @@
 /*
- * store.h - the durable store as the service sees it: a map from lock name
- * to an opaque value (the record of a held lock, daemon/format.h), plus
- * the fence high-water mark, changed only by whole batches.
+ * store.h - the durable store as the service sees it: a map from key (a
+ * lock's name, or one holder's key: daemon/format.h) to an opaque value
+ * (the record of a hold), plus the fence high-water mark, changed only by
+ * whole batches.  Keys are opaque bytes of 1..STORE_KEY_MAX; the
+ * parameters below called name are keys.
  *
  * struct store_ops below is the seam, and all of it: what every store
  * provides - LMDB alone (store_lmdb.c), lockd's redo journal in front of
@@ -19,16 +21,20 @@
 #include <stdint.h>
 
 #define STORE_VALUE_MAX 224   /* FORMAT_RECORD_SIZE, daemon/format.h */
+#define STORE_KEY_MAX 264     /* FORMAT_KEY_MAX: a name, or a holder key */
 
 /* One batch: puts and deletes in order, then the high-water mark. */
 struct store_batch {
-	char *ops;          /* encoded: op, name_len, value_len, name, value */
+	char *ops;          /* encoded: op, key_len, value_len, key, value
+	                     * (daemon/format.h, the journal's operations) */
 	size_t len, cap;
 	size_t count;       /* operations */
 	unsigned char *settled;  /* a bit per operation: a settled delete */
 	size_t settled_cap;      /* bytes of settled */
 	bool has_hwm;
 	uint64_t hwm;
+	bool holder_keys;   /* a key is a holder's (it has a NUL): the
+	                     * journal's record then takes its new magic */
 };
 
 /* The values are on disk, in the journal's records (daemon/format.h). */
@@ -66,6 +72,9 @@ struct store_stats {
  *         (fall_back), and the replies that waited for the batch become
  *         ERR UNAVAILABLE.  A get that fails stops lockd (fail-stop).
  * load    Every record, then the high-water mark: where recovery starts.
+ *         In key order (bytes compared as unsigned, a key before every
+ *         longer key it begins): so a name's keys come together, the
+ *         one recovery needs to restore a name at once (daemon/recovery.h).
  * close   Stops cleanly (the journal checkpoints) and frees the store.
  * stats   May be NULL: figures for the metrics, between commits only.
  * count   May be NULL: how many records load() will give, at most, so that

@@ -3,7 +3,9 @@
  * the same seam as LMDB (store.h).  Under the cluster's prefix
  * /lockd/<cluster>/ it keeps
  *
- *   locks/<name>   the record of a held lock, format.c's bytes, unread here
+ *   locks/<key>    the record of a hold under its key (a name, or a
+ *                  holder's key: daemon/format.h), format.c's bytes,
+ *                  unread here
  *   hwm            "hwm=<fence high-water mark> leader=<r> txn=<n>"
  *   leader         the leader's key (leader.c), whose create revision
  *                  guards every write
@@ -16,8 +18,9 @@
  * tells a replay - the first try went in, and hwm now holds exactly what
  * this try would write - from a refusal.  etcd takes at most 128
  * operations per branch: a batch of more than 127 records after merging
- * per name is written in several transactions, the high-water mark with
- * the first (docs/design.md, "Cluster mode: batches in etcd").  An outcome
+ * per key is written in several transactions, the high-water mark with
+ * the first, a name's keys in one where they fit (docs/design.md,
+ * "Cluster mode: batches in etcd").  An outcome
  * this store cannot know - a transaction that may have gone in, or a batch
  * written in part - leaves the store broken: commit and get fail from then
  * on, and leadership (leader.c) stops leading and empties the service, so
@@ -35,11 +38,12 @@
 #include <string.h>
 
 #include "daemon/etcd.h"
+#include "daemon/format.h"
 #include "daemon/store.h"
 #include "daemon/store_etcd.h"
 
 #define PREFIX_MAX (STORE_ETCD_CLUSTER_MAX + 16)
-#define KEY_MAX (PREFIX_MAX + 8 + 255)
+#define KEY_MAX (PREFIX_MAX + 8 + STORE_KEY_MAX)
 #define HWM_VALUE_MAX 96
 
 struct merged {
@@ -55,7 +59,7 @@ struct merged {
 struct job {
 	struct merged *ops;
 	size_t n;                /* after merging */
-	size_t chunk;            /* the next record: a multiple of the chunk */
+	size_t chunk;            /* the next record: a chunk's first */
 	uint64_t hwm;            /* the batch's high-water mark */
 	int attempt;             /* of this chunk */
 	bool uncertain;          /* an attempt of this chunk had no answer */
@@ -123,10 +127,42 @@ merged_order(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/* The length of a key's name: up to its NUL, if it has one (a holder's
+ * key, daemon/format.h; the only place this store looks into a key). */
+static size_t
+name_part(const struct merged *m)
+{
+	return format_key_name_len(m->name, m->name_len);
+}
+
+static bool
+same_name(const struct merged *a, const struct merged *b)
+{
+	size_t n = name_part(a);
+
+	return n == name_part(b) && memcmp(a->name, b->name, n) == 0;
+}
+
+/* A name's keys together (key order keeps them so), its deletes first. */
+static int
+deletes_first(const void *a, const void *b)
+{
+	const struct merged *x = a, *y = b;
+	size_t nx = name_part(x), ny = name_part(y);
+	int c = format_key_compare(x->name, nx, y->name, ny);
+
+	if (c != 0)
+		return c;
+	if (x->op != y->op)
+		return x->op == STORE_DEL ? -1 : 1;
+	return format_key_compare(x->name, x->name_len, y->name, y->name_len);
+}
+
 /*
- * The batch's operations, one per name: the last one, which is what
+ * The batch's operations, one per key: the last one, which is what
  * applying them in order leaves (etcd refuses a key twice in one
- * transaction).  -1 without memory.
+ * transaction); then each name's keys together, deletes first (see
+ * chunk_end).  -1 without memory.
  */
 static int
 merge(const struct store_batch *batch, struct job *job)
@@ -156,7 +192,29 @@ merge(const struct store_batch *batch, struct job *job)
 			continue;   /* a later one for the same name follows */
 		job->ops[job->n++] = job->ops[i];
 	}
+	qsort(job->ops, job->n, sizeof(*job->ops), deletes_first);
 	return 0;
+}
+
+/*
+ * Where the chunk from job->chunk ends: after STORE_ETCD_TXN_RECORDS
+ * keys, or before, so that a name's keys (its own and its holders') go in
+ * one transaction and every name is either as before the batch or as
+ * after it.  A name with more changed keys than a transaction takes is
+ * split, its deletes first: a state between two of its transactions then
+ * holds a subset of the keys it has after the batch, never more holders.
+ */
+static size_t
+chunk_end(const struct job *job)
+{
+	size_t end = job->chunk + STORE_ETCD_TXN_RECORDS, cut;
+
+	if (end >= job->n)
+		return job->n;
+	for (cut = end; cut > job->chunk &&
+	    same_name(&job->ops[cut - 1], &job->ops[cut]); cut--)
+		;
+	return cut > job->chunk ? cut : end;
 }
 
 /* ---- one transaction -------------------------------------------------- */
@@ -188,7 +246,7 @@ static json_t *
 chunk_txn(struct store_etcd *s, struct job *job)
 {
 	json_t *success = json_array(), *op;
-	size_t i, end = job->chunk + STORE_ETCD_TXN_RECORDS;
+	size_t i, end = chunk_end(job);
 
 	if (job->attempt == 0) {
 		job->value_len = (size_t)snprintf(job->value,
@@ -291,7 +349,7 @@ job_step(struct store_etcd *s, struct job *job, enum answer a, int *rc)
 	case ANSWER_AGAIN:
 		return 1;
 	case ANSWER_WRITTEN:
-		job->chunk += STORE_ETCD_TXN_RECORDS;
+		job->chunk = chunk_end(job);
 		job->attempt = 0;
 		job->uncertain = false;
 		if (job->chunk < job->n)

@@ -27,7 +27,9 @@
  * The records since the last checkpoint are also kept in memory (their
  * operations, and an index from name to the latest operation on it), so
  * that get() and load() answer with the journal's view on top of LMDB's
- * and a checkpoint writes each name once, whatever the number of records.
+ * (load() in key order, as LMDB's own walk: the journal's keys are sorted
+ * into it) and a checkpoint writes each name once, whatever the number of
+ * records.
  *
  * LMDB's map must still bound what is stored, and a batch that does not
  * fit must be refused whole, as LMDB alone refuses it.  The journal only
@@ -406,7 +408,7 @@ journal_commit(struct store *base, const struct store_batch *b)
 {
 	struct store_journal *s = (struct store_journal *)base;
 	struct format_journal_header h = { s->next_seq, b->has_hwm, b->hwm,
-	    (uint32_t)b->len };
+	    (uint32_t)b->len, b->holder_keys };
 	unsigned char hdr[FORMAT_JOURNAL_HEADER];
 	struct iovec iov[2];
 	uint64_t len = FORMAT_JOURNAL_HEADER + b->len, used;
@@ -470,25 +472,73 @@ journal_get(struct store *base, const char *name, size_t name_len,
 	return 1;
 }
 
+/* One key the journal changed, for the load's merge in key order. */
+struct load_key {
+	const char *key;
+	size_t len;
+	uint32_t off;       /* of its latest operation in tail */
+};
+
 struct load_ctx {
 	struct store_journal *s;
 	int (*fn)(void *ctx, const char *name, size_t name_len,
 	    const void *val, size_t val_len);
 	void *ctx;
+	struct load_key *keys;   /* the journal's, in key order */
+	size_t n, next;
 };
 
-/* LMDB's records, but for those the journal changed since. */
 static int
-load_unchanged(void *ctx, const char *name, size_t name_len, const void *val,
+load_key_order(const void *a, const void *b)
+{
+	const struct load_key *x = a, *y = b;
+
+	return format_key_compare(x->key, x->len, y->key, y->len);
+}
+
+/* Hands on the journal's keys before key (all of them with key NULL),
+ * the ones still there: a put's value. */
+static int
+load_journal_before(struct load_ctx *l, const char *key, size_t len)
+{
+	struct store_batch_op op;
+	int rc;
+
+	for (; l->next < l->n; l->next++) {
+		const struct load_key *k = &l->keys[l->next];
+		if (key != NULL &&
+		    format_key_compare(k->key, k->len, key, len) >= 0)
+			break;
+		op_at(l->s, k->off, &op);
+		if (op.op == STORE_PUT &&
+		    (rc = l->fn(l->ctx, op.name, op.name_len, op.val,
+		    op.val_len)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* LMDB's records, but for those the journal changed since, merged in
+ * key order with the journal's own. */
+static int
+load_merged(void *ctx, const char *name, size_t name_len, const void *val,
     size_t val_len)
 {
 	struct load_ctx *l = ctx;
+	int rc;
 
+	if ((rc = load_journal_before(l, name, name_len)) != 0)
+		return rc;
 	if (index_find(l->s, name, name_len) != NULL)
-		return 0;
+		return 0;   /* the journal's comes in its place */
 	return l->fn(l->ctx, name, name_len, val, val_len);
 }
 
+/*
+ * In key order, as the seam asks (store.h): LMDB's walk is, and the keys
+ * the journal changed since its mark - at most the index's names, sorted
+ * here once - go in between.  A key in both is the journal's.
+ */
 static int
 journal_load(struct store *base,
     int (*fn)(void *ctx, const char *name, size_t name_len, const void *val,
@@ -496,23 +546,33 @@ journal_load(struct store *base,
     void *ctx, uint64_t *hwm)
 {
 	struct store_journal *s = (struct store_journal *)base;
-	struct load_ctx l = { s, fn, ctx };
+	struct load_ctx l = { s, fn, ctx, NULL, 0, 0 };
 	struct store_batch_op op;
 	size_t i;
 	int rc;
 
-	if ((rc = s->db->ops->load(s->db, load_unchanged, &l, hwm)) != 0) {
-		memcpy(s->base.error, s->db->error, sizeof(s->base.error));
-		return rc;
-	}
-	for (i = 0; i < s->nslots; i++) {
+	if (s->nnames > 0 &&
+	    (l.keys = calloc(s->nnames, sizeof(*l.keys))) == NULL)
+		return fail(s, -1, "load", "out of memory");
+	for (i = 0; i < s->nslots && l.n < s->nnames; i++) {
 		if (s->slots[i].off1 == 0)
 			continue;
 		op_at(s, s->slots[i].off1 - 1, &op);
-		if (op.op == STORE_PUT &&
-		    (rc = fn(ctx, op.name, op.name_len, op.val, op.val_len)) != 0)
-			return rc;
+		l.keys[l.n].key = op.name;
+		l.keys[l.n].len = op.name_len;
+		l.keys[l.n++].off = s->slots[i].off1 - 1;
 	}
+	if (l.n > 1)
+		qsort(l.keys, l.n, sizeof(*l.keys), load_key_order);
+	if ((rc = s->db->ops->load(s->db, load_merged, &l, hwm)) != 0) {
+		memcpy(s->base.error, s->db->error, sizeof(s->base.error));
+		free(l.keys);
+		return rc;
+	}
+	rc = load_journal_before(&l, NULL, 0);
+	free(l.keys);
+	if (rc != 0)
+		return rc;
 	if (s->has_hwm && s->hwm > *hwm)
 		*hwm = s->hwm;
 	return 0;

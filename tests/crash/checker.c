@@ -549,6 +549,59 @@ chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
 	}
 }
 
+/*
+ * The holder keys of a name in an image: every multi grant among the
+ * first k told, still certainly held at the cut, is there under its own
+ * key, and runs at least as long as a told renewal says.  Each holder of
+ * a semaphore or a shared lock is judged alone: one's release says
+ * nothing of another's.
+ */
+static void
+image_holders(struct chk *c, const struct cut *cut, int name, size_t k,
+    const struct chk_record *r)
+{
+	const struct chk_list *l = &c->lists[name];
+	size_t i;
+	unsigned h;
+
+	for (i = 0; i < k; i++) {
+		const struct chk_grant *g = &c->grants[l->idx[i]];
+		int64_t end;
+
+		if (!g->multi ||
+		    (end = sure_end(g, cut)) <= cut->time + CHK_SLACK_MS)
+			continue;
+		c->stats.durable_checks++;
+		for (h = 0; h < r->nholders && h < CHK_MAX_HOLDERS; h++)
+			if (r->holders[h].fence == g->fence)
+				break;
+		if (h == r->nholders || h == CHK_MAX_HOLDERS)
+			violation(c, CHK_FORGOTTEN, "%s: image (run %d, cut "
+			    "at %lld) lacks the holder key of fence %llu "
+			    "(told at %lld), certainly held until %lld",
+			    name_of(c, name), cut->cycle, rel(c, cut->time),
+			    (unsigned long long)g->fence, rel(c, g->recv),
+			    rel(c, end));
+		else if (r->holders[h].expiry < end - CHK_SLACK_MS)
+			violation(c, CHK_FORGOTTEN, "%s: image (run %d, cut "
+			    "at %lld) ends holder fence %llu at %lld, but a "
+			    "told renewal runs until %lld", name_of(c, name),
+			    cut->cycle, rel(c, cut->time),
+			    (unsigned long long)g->fence,
+			    rel(c, r->holders[h].expiry), rel(c, end));
+	}
+}
+
+void
+chk_grant_multi(struct chk *c, int64_t g)
+{
+	struct chk_grant *grant = &c->grants[g];
+
+	if (!grant->multi)
+		c->lists[grant->name].multi++;
+	grant->multi = true;
+}
+
 uint64_t
 chk_image(struct chk *c, int cycle, uint64_t jpos, int64_t cut_time,
     const struct chk_record *records, uint64_t hwm)
@@ -577,6 +630,10 @@ chk_image(struct chk *c, int cycle, uint64_t jpos, int64_t cut_time,
 			    "%llu", name_of(c, name), cycle, rel(c, cut_time),
 			    (unsigned long long)hwm,
 			    (unsigned long long)top->fence);
+		if (l->multi > 0)
+			image_holders(c, &cut, name, k, r);
+		if (top->multi)
+			continue;   /* the name's own key: plain holds only */
 		if (r->present && r->fence < top->fence) {
 			violation(c, CHK_FORGOTTEN, "%s: image (run %d, cut at "
 			    "%lld) holds fence %llu, older than told fence %llu",

@@ -112,6 +112,8 @@ struct chk_grant {
 	char rid[64];
 	int cycle;          /* the lockd run that told it */
 	uint64_t jpos;      /* journal bytes when the reply was read */
+	bool multi;         /* a semaphore's or shared lock's holder: its
+	                     * record is under its own holder key */
 	struct chk_event *ev;
 	uint32_t nev, cap;
 };
@@ -134,6 +136,7 @@ struct chk_list {
 	size_t *idx;        /* into chk.grants */
 	size_t *top;        /* top[k]: the highest fence among idx[0..k] */
 	size_t n, cap;
+	size_t multi;       /* grants marked chk_grant_multi */
 };
 
 struct chk {
@@ -208,19 +211,37 @@ void chk_closed(struct chk *c, int64_t g, int64_t t);
 void chk_status(struct chk *c, int name, int64_t sent, int64_t recv,
     bool held, uint64_t fence, int64_t ttl, bool after_restart);
 
-/* What a crash image holds for one name. */
-struct chk_record {
-	bool present;
+/* Grant g holds a semaphore's permit or a shared lock (limit > 1 or
+ * mode=shared): a crash image keeps it under its own holder key,
+ * "<name> NUL <fence>" (daemon/format.h), beside the name's others. */
+void chk_grant_multi(struct chk *c, int64_t g);
+
+#define CHK_MAX_HOLDERS 16
+
+/* One holder key's record in a crash image. */
+struct chk_holder {
 	uint64_t fence;
 	int64_t expiry;     /* on the test's clock */
+};
+
+/* What a crash image holds for one name, key by key: the record under
+ * the name (a plain hold), and those under its holder keys. */
+struct chk_record {
+	bool present;       /* the name's own key holds a lease */
+	uint64_t fence;
+	int64_t expiry;     /* on the test's clock */
+	unsigned nholders;  /* at most CHK_MAX_HOLDERS */
+	struct chk_holder holders[CHK_MAX_HOLDERS];
 };
 
 /*
  * Judges a crash image cut at journal position jpos and time cut (the last
  * record's time) of lockd run `cycle`: every grant told before the cut
  * (an earlier run, or read at a journal position <= jpos) must be in it,
- * and its high-water mark must not be below a told fence.  Returns the
- * violations found.
+ * and its high-water mark must not be below a told fence.  Per key: a
+ * plain grant under its name (the newest told one, as a plain lock has
+ * one holder), each multi grant (chk_grant_multi) certainly still held
+ * under its own holder key.  Returns the violations found.
  */
 uint64_t chk_image(struct chk *c, int cycle, uint64_t jpos, int64_t cut,
     const struct chk_record *records, uint64_t hwm);

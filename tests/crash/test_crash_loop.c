@@ -468,7 +468,8 @@ static void
 test_checker_catches_a_crash_image_that_forgot(void **state)
 {
 	struct chk c;
-	struct chk_record rec[1] = { { true, 1, 1000 } };
+	struct chk_record rec[1] = { { .present = true, .fence = 1,
+	    .expiry = 1000 } };
 
 	(void)state;
 	chk_init(&c, 1, one, NULL, 0);
@@ -484,6 +485,56 @@ test_checker_catches_a_crash_image_that_forgot(void **state)
 	assert_int_equal(c.stats.violations[CHK_REWIND], 1);
 	/* The whole journal: fence 2 must be there. */
 	assert_int_equal(chk_image(&c, 0, UINT64_MAX, 6, rec, 2), 1);
+	chk_free(&c);
+}
+
+/*
+ * Per key: holders of a semaphore or a shared lock are each under their
+ * own holder key in an image; each one certainly still held must be
+ * there, whatever the others do, and the name's own key is not looked
+ * at for them.
+ */
+static void
+test_checker_catches_a_crash_image_that_forgot_a_holder(void **state)
+{
+	struct chk c;
+	struct chk_record rec[1];
+	int64_t g1, g2;
+
+	(void)state;
+	memset(rec, 0, sizeof(rec));
+	chk_init(&c, 1, one, NULL, 0);
+	c.cycle = 0;
+	g1 = chk_granted(&c, 0, 1, "1-0", 0, 1, 1000, false, 100);
+	g2 = chk_granted(&c, 0, 2, "2-0", 2, 3, 1000, false, 110);
+	chk_grant_multi(&c, g1);
+	chk_grant_multi(&c, g2);
+	rec[0].nholders = 2;
+	rec[0].holders[0].fence = 1;
+	rec[0].holders[0].expiry = 1000;
+	rec[0].holders[1].fence = 2;
+	rec[0].holders[1].expiry = 1002;
+	assert_int_equal(chk_image(&c, 0, 150, 5, rec, 2), 0);
+	/* The older holder is still held: it must be there too (a plain
+	 * lock's newer grant would have ended it). */
+	rec[0].holders[0] = rec[0].holders[1];
+	rec[0].nholders = 1;
+	assert_int_equal(chk_image(&c, 0, 150, 5, rec, 2), 1);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 1);
+	/* There, but ending before the lease it was told. */
+	rec[0].nholders = 2;
+	rec[0].holders[1].fence = 1;
+	rec[0].holders[1].expiry = 500;
+	assert_int_equal(chk_image(&c, 0, 150, 5, rec, 2), 1);
+	/* A holder released before the cut need not be there. */
+	{
+		struct chk_ref ref = chk_begin(&c, g1, CHK_EV_RELEASE, 4, 0);
+		chk_end(&c, ref, CHK_OK, 5, 120);
+	}
+	rec[0].nholders = 1;
+	rec[0].holders[0].fence = 2;
+	rec[0].holders[0].expiry = 1002;
+	assert_int_equal(chk_image(&c, 0, 150, 6, rec, 2), 0);
 	chk_free(&c);
 }
 
@@ -507,6 +558,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(
 		    test_checker_catches_an_onclose_lease_surviving_a_restart),
 		cmocka_unit_test(test_checker_catches_a_crash_image_that_forgot),
+		cmocka_unit_test(
+		    test_checker_catches_a_crash_image_that_forgot_a_holder),
 		HARNESS_TEST(test_crash_loop_kill_9_keeps_every_promise),
 		HARNESS_TEST(
 		    test_crash_loop_catches_replies_sent_before_their_commit),

@@ -204,13 +204,22 @@ clear_dir(const char *dir)
 
 /* ---- looking into an image ---------------------------------------------- */
 
+/* The owner label and the rid of one record, for the Owner and Rid
+ * checks. */
+struct tags {
+	uint8_t owner_len;
+	char owner[64];
+	uint8_t rid_len;
+	char rid[64];
+};
+
+/* An image, key by key (daemon/format.h): each name's own record and
+ * those under its holder keys. */
 struct inspected {
 	uint64_t hwm;
 	struct chk_record rec[NAMES];
-	uint8_t owner_len[NAMES];   /* the held record's owner label */
-	char owner[NAMES][64];
-	uint8_t rid_len[NAMES];     /* ... and its rid */
-	char rid[NAMES][64];
+	struct tags tags[NAMES];                     /* the name's own */
+	struct tags holder_tags[NAMES][CHK_MAX_HOLDERS];
 	int bad;            /* records lockd could not read */
 };
 
@@ -220,16 +229,26 @@ struct load_ctx {
 };
 
 static int
-load_one(void *ctx, const char *name, size_t name_len, const void *val,
+load_one(void *ctx, const char *key, size_t key_len, const void *val,
     size_t val_len)
 {
 	struct load_ctx *l = ctx;
 	const unsigned char *p = val;
+	struct chk_record *r;
+	struct tags *t;
+	uint64_t key_fence, fence;
+	size_t name_len;
+	bool multi;
 	int i;
 
+	if (format_key_split(key, key_len, &name_len, &key_fence) ==
+	    FORMAT_KEY_BAD) {
+		l->out->bad++;
+		return 0;
+	}
 	for (i = 0; i < NAMES; i++)
 		if (strlen(names[i]) == name_len &&
-		    memcmp(names[i], name, name_len) == 0)
+		    memcmp(names[i], key, name_len) == 0)
 			break;
 	if (i == NAMES || val_len < FORMAT_RECORD_FIXED ||
 	    val_len != FORMAT_RECORD_FIXED + (size_t)p[88] + p[89] ||
@@ -237,18 +256,39 @@ load_one(void *ctx, const char *name, size_t name_len, const void *val,
 		l->out->bad++;
 		return 0;
 	}
-	/* A free name in lock-delay (fence 0) holds no lease. */
-	if (bytes_get_le64(p + 8) == 0)
-		return 0;
-	l->out->rec[i].present = true;
-	l->out->rec[i].fence = bytes_get_le64(p + 8);
-	l->out->rec[i].expiry = (int64_t)bytes_get_le64(p + 32) - l->offset;
+	fence = bytes_get_le64(p + 8);
+	multi = bytes_get_le16(p + 90) > 1 || (p[1] & 2) != 0;
+	r = &l->out->rec[i];
+	if (key_fence != 0) {
+		/* A holder's key: that holder's record, of a MULTI name. */
+		if (fence != key_fence || !multi ||
+		    r->nholders == CHK_MAX_HOLDERS) {
+			l->out->bad++;
+			return 0;
+		}
+		t = &l->out->holder_tags[i][r->nholders];
+		r->holders[r->nholders].fence = fence;
+		r->holders[r->nholders++].expiry =
+		    (int64_t)bytes_get_le64(p + 32) - l->offset;
+	} else {
+		/* A free name in lock-delay (fence 0) holds no lease. */
+		if (fence == 0)
+			return 0;
+		if (multi) {
+			l->out->bad++;
+			return 0;
+		}
+		t = &l->out->tags[i];
+		r->present = true;
+		r->fence = fence;
+		r->expiry = (int64_t)bytes_get_le64(p + 32) - l->offset;
+	}
 	/* The owner label and the rid, for the Owner and Rid checks
 	 * (format.h: lengths at 88 and 89, the bytes from 96 on). */
-	l->out->owner_len[i] = p[88] <= 64 ? p[88] : 64;
-	memcpy(l->out->owner[i], p + 96, l->out->owner_len[i]);
-	l->out->rid_len[i] = p[89] <= 64 ? p[89] : 64;
-	memcpy(l->out->rid[i], p + 96 + p[88], l->out->rid_len[i]);
+	t->owner_len = p[88] <= 64 ? p[88] : 64;
+	memcpy(t->owner, p + 96, t->owner_len);
+	t->rid_len = p[89] <= 64 ? p[89] : 64;
+	memcpy(t->rid, p + 96 + p[88], t->rid_len);
 	return 0;
 }
 
@@ -356,6 +396,27 @@ inspect(const char *dir, struct inspected *out, char *why, size_t why_len)
 			snprintf(why, why_len, "%.*s", (int)(got < 400 ? got :
 			    400), buf);
 		return -1;
+	}
+}
+
+/* Every record of name k in an image, for the Owner and Rid checks. */
+static void
+tags_seen(struct chk *chk, int k, const struct inspected *in)
+{
+	const struct chk_record *r = &in->rec[k];
+	unsigned h;
+
+	if (r->present) {
+		chk_owner_seen(chk, k, r->fence, in->tags[k].owner,
+		    in->tags[k].owner_len);
+		chk_rid_seen(chk, k, r->fence, in->tags[k].rid,
+		    in->tags[k].rid_len);
+	}
+	for (h = 0; h < r->nholders; h++) {
+		const struct tags *t = &in->holder_tags[k][h];
+		chk_owner_seen(chk, k, r->holders[h].fence, t->owner,
+		    t->owner_len);
+		chk_rid_seen(chk, k, r->holders[h].fence, t->rid, t->rid_len);
 	}
 }
 
@@ -623,12 +684,7 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 			found = chk_image(chk, (int)cycle, jpos, cut, in.rec,
 			    in.hwm);
 			for (int k = 0; k < NAMES; k++)
-				if (in.rec[k].present) {
-					chk_owner_seen(chk, k, in.rec[k].fence,
-					    in.owner[k], in.owner_len[k]);
-					chk_rid_seen(chk, k, in.rec[k].fence,
-					    in.rid[k], in.rid_len[k]);
-				}
+				tags_seen(chk, k, &in);
 			/* The first good image of where lockd died is what
 			 * the next run starts from. */
 			if (full && found == 0 && !next) {

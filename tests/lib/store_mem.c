@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/format.h"
 #include "tests/lib/store_mem.h"
 
 static struct store_mem_entry *
@@ -113,6 +114,14 @@ mem_get(struct store *base, const char *name, size_t name_len, void *val,
 }
 
 static int
+key_order(const void *a, const void *b)
+{
+	const struct store_mem_entry *x = a, *y = b;
+
+	return format_key_compare(x->name, x->name_len, y->name, y->name_len);
+}
+
+static int
 mem_load(struct store *base,
     int (*fn)(void *ctx, const char *name, size_t name_len, const void *val,
         size_t val_len),
@@ -126,6 +135,10 @@ mem_load(struct store *base,
 		strcpy(s->base.error, "injected read failure");
 		return -1;
 	}
+	/* In key order, as the seam asks: the entries sorted in place (their
+	 * order means nothing else). */
+	if (s->count > 1)
+		qsort(s->entries, s->count, sizeof(*s->entries), key_order);
 	for (i = 0; i < s->count; i++)
 		if ((rc = fn(ctx, s->entries[i].name, s->entries[i].name_len,
 		    s->entries[i].val, s->entries[i].val_len)) != 0)

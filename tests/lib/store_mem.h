@@ -1,7 +1,7 @@
 /*
  * store_mem.h - an in-memory store for the unit tests and the simulator:
- * the seam of daemon/store.h (commit, get, load, close; no count, no
- * stats), its batches all or nothing - a failed commit applies none of
+ * the seam of daemon/store.h (commit, get, load in key order, close; no
+ * count, no stats), its batches all or nothing - a failed commit applies none of
  * its deletes either, as LMDB alone, unless told to keep its settled
  * deletes as the journal's full map does - with switches to make commits
  * and reads fail.  What a successful commit wrote
@@ -13,7 +13,7 @@
 #include "daemon/store.h"
 
 struct store_mem_entry {
-	char name[256];
+	char name[STORE_KEY_MAX];
 	size_t name_len;
 	unsigned char val[STORE_VALUE_MAX];
 	size_t val_len;

@@ -8,12 +8,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "core/bytes.h"
 #include "daemon/format.h"
+#include "daemon/store.h"
 
 static void
 test_format_bytes_are_little_endian_whatever_the_machine(void **state)
@@ -57,7 +59,7 @@ test_format_crc32c_matches_the_standard_vectors(void **state)
 static void
 test_format_journal_header_fails_its_check_on_any_changed_byte(void **state)
 {
-	struct format_journal_header h = { 42, true, 7, 5 }, back;
+	struct format_journal_header h = { 42, true, 7, 5, true }, back;
 	unsigned char hdr[FORMAT_JOURNAL_HEADER], ops[5] = "abcde";
 	size_t i;
 
@@ -273,6 +275,249 @@ test_format_mark_reads_back_and_refuses_another_size(void **state)
 	assert_true(back.seq == 0 && back.off == 0 && !back.clean);
 }
 
+/* The holder key of fence 0x0102030405060708 on "ab", byte for byte; a
+ * name's own key is the name. */
+static void
+test_format_holder_key_is_name_nul_fence_big_endian(void **state)
+{
+	static const char want[] = "ab\0\x01\x02\x03\x04\x05\x06\x07\x08";
+	char key[FORMAT_KEY_MAX], name[CORE_NAME_MAX];
+	size_t name_len;
+	uint64_t fence;
+
+	(void)state;
+	assert_int_equal(FORMAT_KEY_MAX, 264);
+	assert_int_equal(format_key("ab", 2, 0x0102030405060708ULL, key), 11);
+	assert_memory_equal(key, want, 11);
+	assert_int_equal(format_key_split(key, 11, &name_len, &fence),
+	    FORMAT_KEY_HOLDER);
+	assert_true(name_len == 2 && fence == 0x0102030405060708ULL);
+	assert_int_equal(format_key("ab", 2, 0, key), 2);
+	assert_memory_equal(key, "ab", 2);
+	assert_int_equal(format_key_split(key, 2, &name_len, &fence),
+	    FORMAT_KEY_NAME);
+	assert_true(name_len == 2 && fence == 0);
+	/* The longest: a 255-byte name's holder, 264 bytes. */
+	memset(name, 'n', sizeof(name));
+	assert_int_equal(format_key(name, sizeof(name), 1, key), 264);
+	assert_memory_equal(key + 255, "\0\0\0\0\0\0\0\0\x01", 9);
+	assert_int_equal(format_key_split(key, 264, &name_len, &fence),
+	    FORMAT_KEY_HOLDER);
+	assert_true(name_len == 255 && fence == 1);
+	/* The largest fence, whose bytes hold no NUL. */
+	assert_int_equal(format_key("x", 1, CORE_FENCE_MAX, key), 10);
+	assert_int_equal(format_key_split(key, 10, &name_len, &fence),
+	    FORMAT_KEY_HOLDER);
+	assert_true(fence == CORE_FENCE_MAX);
+}
+
+/* A key with a NUL that is not exactly name, NUL and a fence, and a name
+ * too long, are neither: unreadable. */
+static void
+test_format_key_split_refuses_what_is_neither_name_nor_holder(void **state)
+{
+	char key[FORMAT_KEY_MAX + 2];
+	size_t name_len = 99;
+	uint64_t fence = 99;
+
+	(void)state;
+	memset(key, 'k', sizeof(key));
+	assert_int_equal(format_key_split(key, 0, &name_len, &fence),
+	    FORMAT_KEY_BAD);
+	assert_true(name_len == 0 && fence == 0);
+	assert_int_equal(format_key_split(key, 255, &name_len, &fence),
+	    FORMAT_KEY_NAME);
+	/* 256 bytes and no NUL: a name too long. */
+	assert_int_equal(format_key_split(key, 256, &name_len, &fence),
+	    FORMAT_KEY_BAD);
+	/* A NUL with 7 or 9 bytes after it. */
+	memcpy(key, "ab\0\0\0\0\0\0\0\x01\x02", 11);
+	assert_int_equal(format_key_split(key, 10, &name_len, &fence),
+	    FORMAT_KEY_BAD);
+	assert_int_equal(format_key_split(key, 12, &name_len, &fence),
+	    FORMAT_KEY_BAD);
+	/* ...with exactly 8 it is fence 0x0102 (a NUL among them is a byte
+	 * of the fence). */
+	assert_int_equal(format_key_split(key, 11, &name_len, &fence),
+	    FORMAT_KEY_HOLDER);
+	assert_true(name_len == 2 && fence == 0x0102);
+	/* No name before the NUL; fence 0, which is no holder. */
+	assert_int_equal(format_key_split(key + 2, 9, &name_len, &fence),
+	    FORMAT_KEY_BAD);
+	memcpy(key, "ab\0\0\0\0\0\0\0\0", 11);
+	assert_int_equal(format_key_split(key, 11, &name_len, &fence),
+	    FORMAT_KEY_BAD);
+	/* Past 264 bytes, whatever it holds. */
+	memset(key, 'k', sizeof(key));
+	key[255] = '\0';
+	assert_int_equal(format_key_split(key, 264, &name_len, &fence),
+	    FORMAT_KEY_HOLDER);
+	assert_int_equal(format_key_split(key, 265, &name_len, &fence),
+	    FORMAT_KEY_BAD);
+	key[255] = 'k';
+	key[256] = '\0';   /* a 256-byte name's holder */
+	assert_int_equal(format_key_split(key, 265, &name_len, &fence),
+	    FORMAT_KEY_BAD);
+}
+
+static int
+key_order(const void *a, const void *b)
+{
+	const char *const *x = a, *const *y = b;
+	size_t nx = (unsigned char)(*x)[0], ny = (unsigned char)(*y)[0];
+
+	return format_key_compare(*x + 1, nx, *y + 1, ny);
+}
+
+/*
+ * In key order (LMDB's, etcd's) a name's holders come right after the
+ * name, in fence order, and before every other name it begins: NUL sorts
+ * before every other byte.  Each key below is its length, then its bytes,
+ * listed in the order they must sort to; they are shuffled and sorted.
+ */
+static void
+test_format_key_order_puts_a_names_holders_right_after_it(void **state)
+{
+	static const char *const want[] = {
+		"\x01" "a",
+		"\x0a" "a\0\0\0\0\0\0\0\0\x02",
+		"\x0a" "a\0\0\0\0\0\0\0\x01\x00",  /* 256 > 2 */
+		"\x0a" "a\0\x01\0\0\0\0\0\0\x00",
+		"\x02" "a\x01",
+		"\x02" "a0",
+		"\x0b" "a0\0\0\0\0\0\0\0\0\x07",
+		"\x02" "ab",
+		"\x01" "b",
+	};
+	const char *keys[sizeof(want) / sizeof(want[0])];
+	size_t i, n = sizeof(want) / sizeof(want[0]), k;
+
+	(void)state;
+	for (i = 0; i < n; i++)
+		keys[i] = want[n - 1 - i];
+	for (k = 0; k < 3; k++) {
+		qsort(keys, n, sizeof(keys[0]), key_order);
+		for (i = 0; i < n; i++)
+			if (keys[i] != want[i])
+				fail_msg("key %zu sorts at %zu", i, k);
+		for (i = 0; i + 1 < n; i++) {   /* another shuffle */
+			const char *t = keys[i];
+			keys[i] = keys[(i * 7 + k) % n];
+			keys[(i * 7 + k) % n] = t;
+		}
+	}
+	/* format_key's own keys sort so. */
+	{
+		char x[FORMAT_KEY_MAX], y[FORMAT_KEY_MAX];
+		size_t nx = format_key("lock", 4, 0, x);
+		size_t ny = format_key("lock", 4, 1, y);
+		assert_true(format_key_compare(x, nx, y, ny) < 0);
+		nx = format_key("lock", 4, 255, x);
+		ny = format_key("lock", 4, 256, y);
+		assert_true(format_key_compare(x, nx, y, ny) < 0);
+		nx = format_key("lock", 4, CORE_FENCE_MAX, x);
+		assert_true(format_key_compare(x, nx, "lock!", 5) < 0);
+		assert_true(format_key_compare("lock", 4, "lock", 4) == 0);
+	}
+}
+
+/* Which record may stand under which key. */
+static void
+test_format_key_fits_only_its_kind_of_record(void **state)
+{
+	struct core_record plain = { .fence = 5 }, delay = { .delay_until = 9 };
+	struct core_record sem = { .fence = 5, .limit = 3 };
+	struct core_record shared = { .fence = 5, .limit = 1, .shared = true };
+
+	(void)state;
+	assert_true(format_key_fits(0, &plain));
+	assert_true(format_key_fits(0, &delay));
+	assert_false(format_key_fits(0, &sem));
+	assert_false(format_key_fits(0, &shared));
+	assert_true(format_key_fits(5, &sem));
+	assert_true(format_key_fits(5, &shared));
+	assert_false(format_key_fits(6, &sem));      /* another fence */
+	assert_false(format_key_fits(5, &plain));    /* not MULTI */
+	plain.limit = 1;
+	assert_false(format_key_fits(5, &plain));
+	assert_false(format_key_fits(5, &delay));
+}
+
+/*
+ * The journal's operations, byte for byte: a plain lock's put is what it
+ * was under the old magic (3 bytes, the name, the value), so a plain
+ * grant's journal record does not grow; a key of 256 bytes or more sets
+ * bit 7 of the op.  A record takes the new magic only with a holder key,
+ * and records of either read.
+ */
+static void
+test_format_journal_ops_keep_short_keys_and_carry_long_ones(void **state)
+{
+	struct format_journal_header h = { 1, false, 0, 0, false }, back;
+	unsigned char hdr[FORMAT_JOURNAL_HEADER], val[96];
+	char key[FORMAT_KEY_MAX + 1];
+	struct store_batch b;
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	(void)state;
+	memset(val, 0xee, sizeof(val));
+	memset(key, 'k', sizeof(key));
+	store_batch_init(&b);
+	assert_int_equal(store_batch_add(&b, STORE_PUT, "name/00000000001",
+	    16, val, sizeof(val)), 0);
+	assert_int_equal(b.len, 3 + 16 + 96);
+	assert_memory_equal(b.ops, "\x01\x10\x60name/00000000001", 19);
+	assert_int_equal(store_batch_add(&b, STORE_DEL, key, 255, NULL, 0),
+	    0);
+	assert_memory_equal(b.ops + 115, "\x02\xff\x00", 3);
+	assert_false(b.holder_keys);     /* names only: the old magic */
+	format_key(key, 255, 0x1122334455667788ULL, key);
+	assert_int_equal(store_batch_add(&b, STORE_PUT, key, 264, val, 96),
+	    0);
+	assert_memory_equal(b.ops + 115 + 258, "\x81\x08\x60", 3);
+	assert_int_equal(store_batch_add(&b, STORE_DEL, key, 256, NULL, 0),
+	    0);
+	assert_memory_equal(b.ops + 115 + 258 + 363, "\x82\x00\x00", 3);
+	assert_int_equal(b.len, 115 + 258 + 363 + 259);
+	/* Longer than a holder key: refused, nothing added. */
+	assert_int_equal(store_batch_add(&b, STORE_PUT, key, 265, val, 96),
+	    -1);
+	assert_int_equal(b.count, 4);
+	assert_true(store_batch_next(&b, &pos, &op));
+	assert_true(op.op == STORE_PUT && op.name_len == 16 &&
+	    op.val_len == 96);
+	assert_true(store_batch_next(&b, &pos, &op));
+	assert_true(op.op == STORE_DEL && op.name_len == 255);
+	assert_true(store_batch_next(&b, &pos, &op));
+	assert_true(op.op == STORE_PUT && op.name_len == 264 &&
+	    op.val_len == 96 && memcmp(op.name, key, 264) == 0 &&
+	    memcmp(op.val, val, 96) == 0);
+	assert_true(store_batch_next(&b, &pos, &op));
+	assert_true(op.op == STORE_DEL && op.name_len == 256 &&
+	    op.val_len == 0);
+	assert_false(store_batch_next(&b, &pos, &op));
+	assert_true(b.holder_keys);
+	store_batch_reset(&b);
+	assert_false(b.holder_keys);
+	store_batch_free(&b);
+
+	/* The magic: "LKW2" with a holder key, "LKWL" (an older lockd's)
+	 * without; both read back, and nothing else does. */
+	format_journal_encode(&h, NULL, hdr);
+	assert_memory_equal(hdr, "LKWL", 4);
+	assert_true(format_journal_decode(hdr, &back) && !back.holder_keys);
+	h.holder_keys = true;
+	format_journal_encode(&h, NULL, hdr);
+	assert_memory_equal(hdr, "LKW2", 4);
+	assert_true(format_journal_decode(hdr, &back) && back.holder_keys);
+	assert_true(format_journal_check(hdr, NULL, 0));
+	memcpy(hdr, "LKWL", 4);   /* the CRC does not cover the magic */
+	assert_true(format_journal_check(hdr, NULL, 0));
+	memcpy(hdr, "LKW3", 4);
+	assert_false(format_journal_decode(hdr, &back));
+}
+
 int
 main(void)
 {
@@ -292,6 +537,15 @@ main(void)
 		cmocka_unit_test(test_format_record_v1_still_loads),
 		cmocka_unit_test(
 		    test_format_mark_reads_back_and_refuses_another_size),
+		cmocka_unit_test(
+		    test_format_holder_key_is_name_nul_fence_big_endian),
+		cmocka_unit_test(
+		    test_format_key_split_refuses_what_is_neither_name_nor_holder),
+		cmocka_unit_test(
+		    test_format_key_order_puts_a_names_holders_right_after_it),
+		cmocka_unit_test(test_format_key_fits_only_its_kind_of_record),
+		cmocka_unit_test(
+		    test_format_journal_ops_keep_short_keys_and_carry_long_ones),
 	};
 
 	return cmocka_run_group_tests_name("format", tests, NULL, NULL);

@@ -13,6 +13,7 @@
  * replay.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "daemon/format.h"
 #include "daemon/store_lmdb.h"    /* the mark: white-box */
 
 #define NAMES 300
@@ -717,6 +719,404 @@ test_journal_a_batch_larger_than_the_journal_commits(void **state)
 	s->ops->close(s);
 }
 
+/* ---- keys of every kind: names and holder keys of up to 264 bytes ---- */
+
+#define KEYED_NAMES 4
+#define KEYED_FENCES 5
+#define KEYED (KEYED_NAMES * (1 + KEYED_FENCES))
+
+/* The model of a keyed run: key i's value, when present. */
+struct keyed {
+	bool held[KEYED];
+	unsigned char val[KEYED][FORMAT_RECORD_FIXED];
+};
+
+/* Key i: a name, or one of its holders' keys (daemon/format.h). */
+static size_t
+keyed_key(int i, char key[FORMAT_KEY_MAX])
+{
+	static const uint64_t fences[KEYED_FENCES] = { 1, 2, 256,
+	    1ULL << 40, CORE_FENCE_MAX };
+	char name[CORE_NAME_MAX];
+	size_t len;
+	int k = i / (1 + KEYED_FENCES), f = i % (1 + KEYED_FENCES);
+
+	switch (k) {
+	case 0:
+		len = 1;
+		memcpy(name, "a", 1);
+		break;
+	case 1:
+		len = 2;
+		memcpy(name, "ab", 2);
+		break;
+	case 2:   /* the longest name: its holder keys are 264 bytes */
+		len = CORE_NAME_MAX;
+		memset(name, 'm', len);
+		break;
+	default:
+		len = 2;
+		memcpy(name, "a\x01", 2);
+		break;
+	}
+	return format_key(name, len, f == 0 ? 0 : fences[f - 1], key);
+}
+
+struct keyed_args {
+	unsigned seed;
+	int batches, ops;
+	bool clean;          /* close the store: a checkpoint into LMDB */
+	bool names_only;     /* no holder keys: what an older lockd wrote */
+};
+
+static int
+keyed_batches(void *ctx, void *out)
+{
+	struct keyed_args *a = ctx;
+	struct keyed *m = out, next;
+	char err[512], key[FORMAT_KEY_MAX];
+	struct store *s = try_open(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG, err,
+	    sizeof(err));
+	struct store_batch b;
+	int i, j;
+
+	if (s == NULL)
+		return 2;
+	store_batch_init(&b);
+	for (i = 0; i < a->batches; i++) {
+		next = *m;
+		store_batch_reset(&b);
+		for (j = 0; j < a->ops; j++) {
+			int k = (int)(rand_r(&a->seed) % KEYED);
+			size_t len;
+			if (a->names_only)
+				k -= k % (1 + KEYED_FENCES);
+			len = keyed_key(k, key);
+			if (rand_r(&a->seed) % 3 == 0) {
+				store_batch_add(&b, STORE_DEL, key, len,
+				    NULL, 0);
+				next.held[k] = false;
+				continue;
+			}
+			memset(next.val[k], 0, sizeof(next.val[k]));
+			snprintf((char *)next.val[k], sizeof(next.val[k]),
+			    "v%u", rand_r(&a->seed));
+			store_batch_add(&b, STORE_PUT, key, len, next.val[k],
+			    sizeof(next.val[k]));
+			next.held[k] = true;
+		}
+		if (b.count != (size_t)a->ops || s->ops->commit(s, &b) != 0)
+			return 3;
+		*m = next;
+	}
+	store_batch_free(&b);
+	if (a->clean)
+		s->ops->close(s);
+	return 0;
+}
+
+struct keyed_loaded {
+	struct keyed m;
+	char last[FORMAT_KEY_MAX];
+	size_t last_len, count;
+	const char *bad;
+};
+
+static int
+keyed_collect(void *ctx, const char *key, size_t len, const void *val,
+    size_t val_len)
+{
+	struct keyed_loaded *l = ctx;
+	char want[FORMAT_KEY_MAX];
+	int i;
+
+	if (l->count++ > 0 && format_key_compare(l->last, l->last_len, key,
+	    len) >= 0)
+		l->bad = "load: a key out of key order (or twice)";
+	memcpy(l->last, key, len);
+	l->last_len = len;
+	for (i = 0; i < KEYED; i++)
+		if (keyed_key(i, want) == len && memcmp(want, key, len) == 0)
+			break;
+	if (i == KEYED || val_len != FORMAT_RECORD_FIXED) {
+		l->bad = "load: a key or value not written";
+		return 0;
+	}
+	l->m.held[i] = true;
+	memcpy(l->m.val[i], val, val_len);
+	return 0;
+}
+
+/* What the store loads, in key order, and get() says are the model. */
+static void
+keyed_check(struct store *s, const struct keyed *m)
+{
+	struct keyed_loaded l;
+	unsigned char val[STORE_VALUE_MAX];
+	char key[FORMAT_KEY_MAX];
+	uint64_t hwm;
+	size_t len, vlen;
+	int i;
+
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(s->ops->load(s, keyed_collect, &l, &hwm), 0);
+	if (l.bad != NULL)
+		fail_msg("%s", l.bad);
+	for (i = 0; i < KEYED; i++) {
+		len = keyed_key(i, key);
+		if (l.m.held[i] != m->held[i])
+			fail_msg("key %d (%zu bytes): loaded %d, want %d", i,
+			    len, l.m.held[i], m->held[i]);
+		assert_int_equal(s->ops->get(s, key, len, val, &vlen),
+		    m->held[i] ? 1 : 0);
+		if (m->held[i]) {
+			assert_memory_equal(l.m.val[i], m->val[i],
+			    FORMAT_RECORD_FIXED);
+			assert_memory_equal(val, m->val[i],
+			    FORMAT_RECORD_FIXED);
+		}
+	}
+}
+
+/*
+ * Names and holder keys up to 264 bytes go through the journal and its
+ * replay after a kill -9 (the child's _exit), through a checkpoint into
+ * LMDB, and load in key order with LMDB's and the journal's keys merged:
+ * a name's holder keys right after it, every key once.
+ */
+static void
+test_journal_holder_keys_survive_a_crash_and_load_in_key_order(void **state)
+{
+	struct keyed_args a = { 5, 40, 6, false, false };
+	struct keyed m;
+	struct store *s;
+	int round;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	for (round = 0; round < 6; round++) {
+		/* A clean stop leaves it all in LMDB; a crash, in the
+		 * journal, on top of what LMDB has (each check here closes
+		 * cleanly after it). */
+		a.clean = round % 3 == 0;
+		in_child(keyed_batches, &a, &m, sizeof(m));
+		a.seed += 100;
+		s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+		keyed_check(s, &m);
+		s->ops->close(s);
+	}
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
+	keyed_check(s, &m);
+	s->ops->close(s);
+}
+
+/* What the child of a kill -9 run tells, before and after each commit. */
+struct keyed_note {
+	char what;           /* 'i': about to commit this; 'a': committed */
+	struct keyed m;
+};
+
+/*
+ * In a child: commits keyed batches on top of *m for ever, noting each
+ * one's state before its commit and after it, until the parent kills it.
+ */
+static void
+keyed_forever(int fd, struct keyed m, unsigned seed)
+{
+	char err[512], key[FORMAT_KEY_MAX];
+	struct store *s = try_open(STORE_JOURNAL_MIN_SIZE, MAP_BIG, err,
+	    sizeof(err));
+	struct keyed_note note;
+	struct store_batch b;
+	int j;
+
+	if (s == NULL)
+		_exit(2);
+	store_batch_init(&b);
+	for (;;) {
+		note.m = m;
+		store_batch_reset(&b);
+		for (j = 0; j < 1 + (int)(seed % 9); j++) {
+			int k = (int)(rand_r(&seed) % KEYED);
+			size_t len = keyed_key(k, key);
+			if (rand_r(&seed) % 3 == 0) {
+				store_batch_add(&b, STORE_DEL, key, len,
+				    NULL, 0);
+				note.m.held[k] = false;
+				continue;
+			}
+			memset(note.m.val[k], 0, sizeof(note.m.val[k]));
+			snprintf((char *)note.m.val[k], sizeof(note.m.val[k]),
+			    "v%u", rand_r(&seed));
+			store_batch_add(&b, STORE_PUT, key, len,
+			    note.m.val[k], sizeof(note.m.val[k]));
+			note.m.held[k] = true;
+		}
+		note.what = 'i';
+		if (write(fd, &note, sizeof(note)) != (ssize_t)sizeof(note))
+			_exit(3);
+		if (s->ops->commit(s, &b) != 0)
+			_exit(4);
+		m = note.m;
+		note.what = 'a';
+		if (write(fd, &note, sizeof(note)) != (ssize_t)sizeof(note))
+			_exit(3);
+	}
+}
+
+static bool
+keyed_equal(const struct keyed *a, const struct keyed *b)
+{
+	int i;
+
+	for (i = 0; i < KEYED; i++)
+		if (a->held[i] != b->held[i] || (a->held[i] &&
+		    memcmp(a->val[i], b->val[i], sizeof(a->val[i])) != 0))
+			return false;
+	return true;
+}
+
+/*
+ * A real kill -9 at a random moment - between commits, in a write, in a
+ * sync, in a checkpoint of the smallest journal - of a child writing
+ * names and 264-byte holder keys: the store it leaves is the last
+ * acknowledged state, or the one whose commit was under way.
+ */
+static void
+test_journal_kill_9_mid_commit_keeps_every_acknowledged_key(void **state)
+{
+	struct keyed m, acked, intent;
+	struct keyed_loaded l;
+	struct keyed_note note;
+	struct store *s;
+	unsigned seed = 77;
+	int round, fd[2], status, notes;
+	uint64_t hwm;
+	pid_t pid;
+
+	(void)state;
+	assert_true(sizeof(note) <= 4096);   /* one atomic pipe write */
+	memset(&m, 0, sizeof(m));
+	for (round = 0; round < 8; round++) {
+		assert_int_equal(pipe(fd), 0);
+		if ((pid = fork()) == 0) {
+			close(fd[0]);
+			keyed_forever(fd[1], m, seed + (unsigned)round);
+		}
+		close(fd[1]);
+		usleep(5000 + (useconds_t)(rand_r(&seed) % 40000));
+		assert_int_equal(kill(pid, SIGKILL), 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFSIGNALED(status));
+		acked = intent = m;
+		notes = 0;
+		while (read(fd[0], &note, sizeof(note)) ==
+		    (ssize_t)sizeof(note)) {
+			if (note.what == 'a')
+				acked = note.m;
+			else
+				intent = note.m;
+			notes++;
+		}
+		close(fd[0]);
+		s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
+		memset(&l, 0, sizeof(l));
+		assert_int_equal(s->ops->load(s, keyed_collect, &l, &hwm), 0);
+		if (l.bad != NULL)
+			fail_msg("round %d: %s", round, l.bad);
+		if (keyed_equal(&l.m, &acked))
+			m = acked;
+		else if (keyed_equal(&l.m, &intent))
+			m = intent;    /* its commit went in, unacknowledged */
+		else
+			fail_msg("round %d (%d notes): the store is neither "
+			    "the last acknowledged state nor the next", round,
+			    notes);
+		keyed_check(s, &m);
+		s->ops->close(s);   /* the next child goes on from here */
+	}
+}
+
+/* Whether a record's operations hold a holder's key (one with a NUL). */
+static bool
+ops_have_holder_key(const unsigned char *ops, size_t len)
+{
+	struct store_batch b;
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	store_batch_init(&b);
+	b.ops = (char *)ops;
+	b.len = len;
+	while (store_batch_next(&b, &pos, &op))
+		if (memchr(op.name, '\0', op.name_len) != NULL)
+			return true;
+	return false;
+}
+
+/*
+ * A record takes the new magic, "LKW2", only when it holds a holder's
+ * key; one without takes the old one, "LKWL", which a lockd before holder
+ * keys replays - so a journal of plain locks stays one it can read after
+ * a crash.  Records of both magics, one after the other, replay here; a
+ * magic nobody knows ends the journal.
+ */
+static void
+test_journal_takes_the_new_magic_only_for_holder_keys(void **state)
+{
+	struct keyed_args a = { 9, 12, 4, false, true };
+	unsigned char hdr[FORMAT_JOURNAL_HEADER], ops[4096];
+	struct format_journal_header h;
+	char path[128];
+	struct keyed m;
+	struct store *s;
+	off_t off = 0;
+	int fd, old = 0, new = 0;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	in_child(keyed_batches, &a, &m, sizeof(m));    /* names only */
+	a.names_only = false;
+	a.seed = 10;
+	in_child(keyed_batches, &a, &m, sizeof(m));    /* and holders */
+	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
+	assert_true((fd = open(path, O_RDONLY)) >= 0);
+	while (pread(fd, hdr, sizeof(hdr), off) == (ssize_t)sizeof(hdr) &&
+	    format_journal_decode(hdr, &h) && h.len > 0) {
+		assert_true(h.len <= sizeof(ops));
+		assert_int_equal(pread(fd, ops, h.len,
+		    off + FORMAT_JOURNAL_HEADER), h.len);
+		if (ops_have_holder_key(ops, h.len)) {
+			assert_memory_equal(hdr, "LKW2", 4);
+			new++;
+		} else {
+			assert_memory_equal(hdr, "LKWL", 4);
+			old++;
+		}
+		off += FORMAT_JOURNAL_HEADER + h.len;
+	}
+	close(fd);
+	assert_int_equal(old + new, 24);
+	assert_true(old >= 12 && new > 0);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	keyed_check(s, &m);
+	s->ops->close(s);
+
+	/* Nothing replays an unknown magic: the journal ends there. */
+	memset(&m, 0, sizeof(m));
+	teardown(NULL);
+	assert_int_equal(setup(NULL), 0);
+	in_child(keyed_batches, &a, &m, sizeof(m));
+	snprintf(path, sizeof(path), "%s/lockd.wal", dir);   /* a new dir */
+	assert_true((fd = open(path, O_RDWR)) >= 0);
+	assert_int_equal(pwrite(fd, "LKW3", 4, 0), 4);
+	close(fd);
+	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	memset(&m, 0, sizeof(m));
+	keyed_check(s, &m);
+	s->ops->close(s);
+}
+
 int
 main(void)
 {
@@ -743,6 +1143,15 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_journal_a_batch_larger_than_the_journal_commits,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_holder_keys_survive_a_crash_and_load_in_key_order,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_takes_the_new_magic_only_for_holder_keys,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_journal_kill_9_mid_commit_keeps_every_acknowledged_key,
 		    setup, teardown),
 	};
 

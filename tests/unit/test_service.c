@@ -17,7 +17,9 @@
 
 #include <cmocka.h>
 
+#include "daemon/format.h"
 #include "daemon/service.h"
+#include "daemon/service_int.h"   /* the commit path's keys */
 #include "tests/lib/store_mem.h"
 
 struct fake_clock {
@@ -1082,6 +1084,61 @@ test_service_line_fed_a_byte_at_a_time_keeps_the_line_limit(void **state)
 	world_free(w);
 }
 
+/*
+ * The commit path's map from what the core reports - (name, key_fence,
+ * record) - to the store's key: the name for key_fence 0, the holder key
+ * "<name> NUL <fence BE>" otherwise (daemon/format.h), with the record's
+ * bytes under it; and a batch in flight that writes any key of a lock
+ * holds back the replies about that lock.
+ */
+static void
+test_service_batch_key_maps_a_holder_to_its_key(void **state)
+{
+	struct world *w = world_new();
+	struct core_record sem = { .fence = 5, .secret = 1, .lease_ms = 9000,
+	    .expiry = 1009000, .limit = 3 }, plain = { .fence = 6,
+	    .secret = 2, .lease_ms = 9000, .expiry = 1009000 }, back;
+	struct store_batch_op op;
+	size_t pos = 0;
+
+	(void)state;
+	world_open(w);
+	store_batch_reset(&w->svc.batch);
+	assert_int_equal(service__batch_key(&w->svc, "sem", 3, 5, &sem,
+	    w->clock.mono, w->clock.wall), 0);
+	assert_int_equal(service__batch_key(&w->svc, "lock", 4, 0, &plain,
+	    w->clock.mono, w->clock.wall), 0);
+	assert_int_equal(service__batch_key(&w->svc, "sem", 3, 0x0102, NULL,
+	    w->clock.mono, w->clock.wall), 0);
+	assert_int_equal(service__batch_key(&w->svc, "", 0, 5, &sem,
+	    w->clock.mono, w->clock.wall), -1);
+	assert_true(store_batch_next(&w->svc.batch, &pos, &op));
+	assert_true(op.op == STORE_PUT && op.name_len == 12);
+	assert_memory_equal(op.name, "sem\0\0\0\0\0\0\0\0\x05", 12);
+	assert_true(format_record_decode(op.val, op.val_len,
+	    w->sclock.boot_id, 300000, w->clock.mono, w->clock.wall, &back));
+	assert_true(back.fence == 5 && back.limit == 3 && back.secret == 1);
+	assert_true(store_batch_next(&w->svc.batch, &pos, &op));
+	assert_true(op.op == STORE_PUT && op.name_len == 4 &&
+	    memcmp(op.name, "lock", 4) == 0);
+	assert_true(store_batch_next(&w->svc.batch, &pos, &op));
+	assert_true(op.op == STORE_DEL && op.name_len == 12 &&
+	    op.val_len == 0);
+	assert_memory_equal(op.name, "sem\0\0\0\0\0\0\0\x01\x02", 12);
+	assert_false(store_batch_next(&w->svc.batch, &pos, &op));
+	/* In flight, it holds back replies about "sem" (by its holders'
+	 * keys) and "lock", not about "se" or "sem2". */
+	w->svc.inflight_seq = 77;
+	w->svc.inflight_indexed = false;
+	assert_int_equal(service__inflight_depends(&w->svc, "sem", 3), 77);
+	assert_int_equal(service__inflight_depends(&w->svc, "lock", 4), 77);
+	assert_int_equal(service__inflight_depends(&w->svc, "se", 2), 0);
+	assert_int_equal(service__inflight_depends(&w->svc, "sem2", 4), 0);
+	w->svc.inflight_seq = 0;
+	store_batch_reset(&w->svc.batch);
+	world_free(w);
+}
+
 int
 main(void)
 {
@@ -1126,6 +1183,7 @@ main(void)
 		    test_service_fall_back_retries_a_restore_without_memory),
 		cmocka_unit_test(
 		    test_service_fall_back_stops_when_memory_stays_out),
+		cmocka_unit_test(test_service_batch_key_maps_a_holder_to_its_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

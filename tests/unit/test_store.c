@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "daemon/format.h"
 #include "daemon/service.h"
 #include "daemon/store.h"
 
@@ -146,6 +147,75 @@ test_store_lmdb_commits_reload_after_reopen(void **state)
 	assert_int_equal(s->ops->get(s, "b", 1, val, &len), 1);
 	assert_memory_equal(val, "two", 3);
 	assert_int_equal(s->ops->get(s, "a", 1, val, &len), 0);
+	s->ops->close(s);
+	store_batch_free(&b);
+}
+
+struct keys_seen {
+	int count;
+	size_t len[8];
+	char key[8][FORMAT_KEY_MAX];
+};
+
+static int
+remember_key(void *ctx, const char *key, size_t len, const void *val,
+    size_t val_len)
+{
+	struct keys_seen *s = ctx;
+
+	(void)val;
+	(void)val_len;
+	assert_true(s->count < 8);
+	memcpy(s->key[s->count], key, len);
+	s->len[s->count++] = len;
+	return 0;
+}
+
+/*
+ * LMDB takes holder keys of up to 264 bytes (the longest name's), gets
+ * them back, and loads in key order: a name, its holders by fence (the
+ * big-endian fence puts 256 after 2), then a name it begins.
+ */
+static void
+test_store_lmdb_takes_holder_keys_and_loads_in_key_order(void **state)
+{
+	char err[256], name[CORE_NAME_MAX], keys[5][FORMAT_KEY_MAX];
+	size_t lens[5], len;
+	unsigned char val[STORE_VALUE_MAX];
+	struct store *s = store_lmdb_open(dir, 1 << 20, err, sizeof(err));
+	struct keys_seen seen;
+	struct store_batch b;
+	uint64_t hwm;
+	int i;
+
+	(void)state;
+	assert_non_null(s);
+	memset(name, 'n', sizeof(name));
+	lens[0] = format_key(name, sizeof(name), 0, keys[0]);
+	lens[1] = format_key(name, sizeof(name), 2, keys[1]);
+	lens[2] = format_key(name, sizeof(name), 256, keys[2]);
+	lens[3] = format_key(name, sizeof(name), CORE_FENCE_MAX, keys[3]);
+	memcpy(keys[4], name, sizeof(name) - 1);
+	keys[4][sizeof(name) - 1] = 'o';   /* sorts after the n...n name */
+	lens[4] = sizeof(name);
+	assert_int_equal(lens[3], 264);
+	store_batch_init(&b);
+	for (i = 4; i >= 0; i--)
+		assert_int_equal(store_batch_add(&b, STORE_PUT, keys[i],
+		    lens[i], "val", 3), 0);
+	assert_int_equal(s->ops->commit(s, &b), 0);
+	s->ops->close(s);
+	s = store_lmdb_open(dir, 1 << 20, err, sizeof(err));
+	assert_non_null(s);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(s->ops->load(s, remember_key, &seen, &hwm), 0);
+	assert_int_equal(seen.count, 5);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(seen.len[i], lens[i]);
+		assert_memory_equal(seen.key[i], keys[i], lens[i]);
+		assert_int_equal(s->ops->get(s, keys[i], lens[i], val, &len),
+		    1);
+	}
 	s->ops->close(s);
 	store_batch_free(&b);
 }
@@ -301,6 +371,9 @@ main(void)
 		    test_store_batch_marks_only_the_deletes_it_settles),
 		cmocka_unit_test_setup_teardown(
 		    test_store_lmdb_commits_reload_after_reopen, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_store_lmdb_takes_holder_keys_and_loads_in_key_order,
+		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_store_lmdb_count_is_the_number_of_records, setup,
 		    teardown),

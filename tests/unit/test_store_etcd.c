@@ -28,11 +28,13 @@
 #include <cmocka.h>
 
 #include "daemon/etcd.h"
+#include "daemon/format.h"
 #include "daemon/store.h"
 #include "daemon/store_etcd.h"
 #include "tests/lib/etcd_harness.h"
 
 #define TIMEOUT_MS 3000L
+#define KEY_BUF 512         /* a prefix and a 264-byte key */
 
 static struct etcd_cluster cluster;
 static int cluster_seq;
@@ -54,8 +56,14 @@ group_teardown(void **state)
 
 /* ---- the proxy -------------------------------------------------------- */
 
+#define PROXY_KEEP 8
+
 struct proxy {
 	int listen_fd, port, etcd_port;
+	/* The bodies of the first PROXY_KEEP transactions, when asked. */
+	bool keep_txns;
+	char *txns[PROXY_KEEP];
+	int ntxns;
 	pthread_t thread;
 	volatile int drop;          /* answers still to drop; -1: all */
 	volatile int forwarded;     /* requests passed to etcd */
@@ -114,6 +122,9 @@ proxy_one(struct proxy *p, int c)
 		close(e);
 		return;
 	}
+	if (p->keep_txns && p->ntxns < PROXY_KEEP &&
+	    strncmp(req, "POST /v3/kv/txn ", 16) == 0)
+		p->txns[p->ntxns++] = strdup(end + 4);
 	write_all(e, req, (size_t)(line + 2 - req));
 	write_all(e, "Connection: close\r\n", 19);
 	write_all(e, line + 2, got - (size_t)(line + 2 - req));
@@ -176,6 +187,8 @@ proxy_stop(struct proxy *p)
 	p->stop = true;
 	pthread_join(p->thread, NULL);
 	close(p->listen_fd);
+	while (p->ntxns > 0)
+		free(p->txns[--p->ntxns]);
 }
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -277,6 +290,8 @@ add(struct store_batch *b, enum store_op op, const char *name,
 struct seen {
 	int count;
 	char last[300];
+	char last_key[KEY_BUF];    /* the last key's bytes, NULs and all */
+	size_t last_len;
 	char values[8][2][80];     /* the first few: name, value */
 	bool sorted;
 	const struct fixture *f;   /* to write during the load */
@@ -290,9 +305,12 @@ remember(void *ctx, const char *name, size_t len, const void *val,
 	char shown[300];
 
 	snprintf(shown, sizeof(shown), "%.*s", (int)len, name);
-	if (s->count > 0 && strcmp(shown, s->last) <= 0)
+	if (s->count > 0 && format_key_compare(s->last_key, s->last_len, name,
+	    len) >= 0)
 		s->sorted = false;
 	snprintf(s->last, sizeof(s->last), "%s", shown);
+	memcpy(s->last_key, name, len);
+	s->last_len = len;
 	if (s->count < 8) {
 		snprintf(s->values[s->count][0], 80, "%.70s", shown);
 		snprintf(s->values[s->count][1], 80, "%.*s", (int)val_len,
@@ -420,6 +438,155 @@ test_store_etcd_splits_batches_over_127_records(void **state)
 		assert_int_equal(hwm, 1000 + i);
 		close_store(&f);
 	}
+}
+
+/* A holder key (daemon/format.h) of name and fence, as a batch key. */
+static size_t
+holder_key(const char *name, uint64_t fence, char key[FORMAT_KEY_MAX])
+{
+	return format_key(name, strlen(name), fence, key);
+}
+
+/* Transaction t's operations: how many, how many of them are on keys of
+ * name (its own and its holders'), and whether any key comes twice (etcd
+ * would refuse that) or a put of name's keys before a delete of them. */
+struct txn_seen {
+	int ops, of_name, puts_of_name;
+	bool twice, put_before_delete;
+};
+
+static struct txn_seen
+txn_look(const char *body, const char *name)
+{
+	json_t *txn = json_loads(body, 0, NULL), *op;
+	struct txn_seen t = { 0, 0, 0, false, false };
+	char keys[200][KEY_BUF];
+	size_t lens[200], i, j, n = strlen(name);
+
+	assert_non_null(txn);
+	json_array_foreach(json_object_get(txn, "success"), i, op) {
+		json_t *put = json_object_get(op, "request_put");
+		json_t *del = json_object_get(op, "request_delete_range");
+		json_t *r = put != NULL ? put : del;
+		char key[KEY_BUF], *k;
+		size_t len;
+		assert_non_null(r);
+		assert_int_equal(etcd_field_bytes(r, "key", false, key,
+		    sizeof(key), &len), 0);
+		assert_true(t.ops < 200);
+		for (j = 0; j < (size_t)t.ops; j++)
+			if (lens[j] == len && memcmp(keys[j], key, len) == 0)
+				t.twice = true;
+		memcpy(keys[t.ops], key, len);
+		lens[t.ops++] = len;
+		if ((k = memmem(key, len, "/locks/", 7)) == NULL)
+			continue;   /* hwm */
+		k += 7;
+		len -= (size_t)(k - key);
+		if (len < n || memcmp(k, name, n) != 0 ||
+		    (len > n && k[n] != '\0'))
+			continue;
+		t.of_name++;
+		if (put != NULL)
+			t.puts_of_name++;
+		else if (t.puts_of_name > 0)
+			t.put_before_delete = true;
+	}
+	json_decref(txn);
+	return t;
+}
+
+/*
+ * A batch with a name and several of its holder keys (264 bytes: the
+ * longest name's) among 127-record transactions: each key once per
+ * transaction after the per-key merge, and the name's keys all in one
+ * transaction, where the plain cut at 127 would have split them.  A name
+ * with more changed keys than one transaction takes is split, its
+ * deletes first, so no state between has more holders than after.
+ */
+static void
+test_store_etcd_keeps_a_names_holder_keys_in_one_transaction(void **state)
+{
+	char sem[CORE_NAME_MAX + 1], key[FORMAT_KEY_MAX], name[32];
+	struct store_batch b;
+	struct txn_seen t0, t1, t2;
+	struct proxy p;
+	struct fixture f;
+	struct seen s;
+	uint64_t hwm, fence;
+	int i;
+
+	(void)state;
+	/* Sorts after n00119, before n00121: its keys are records 120..129
+	 * of the merged batch, across the plain cut at 127. */
+	memset(sem, 'h', CORE_NAME_MAX);
+	memcpy(sem, "n00120", 6);
+	sem[CORE_NAME_MAX] = '\0';
+	proxy_start(&p, 0);
+	p.keep_txns = true;
+	open_store(&f, NULL, p.url);
+	store_batch_init(&b);
+	for (i = 0; i < 141; i++) {
+		if (i == 120)
+			continue;
+		snprintf(name, sizeof(name), "n%05d", i);
+		add(&b, STORE_PUT, name, "v");
+	}
+	for (fence = 191; fence <= 200; fence++) {
+		size_t len = holder_key(sem, fence << 32, key);
+		/* Twice: merged to the last. */
+		assert_int_equal(store_batch_add(&b, STORE_PUT, key, len,
+		    "old", 3), 0);
+		assert_int_equal(store_batch_add(&b, STORE_PUT, key, len,
+		    "new", 3), 0);
+	}
+	b.has_hwm = true;
+	b.hwm = 77;
+	assert_int_equal(f.store->ops->commit(f.store, &b), 0);
+	assert_int_equal(p.ntxns, 2);
+	t0 = txn_look(p.txns[0], sem);
+	t1 = txn_look(p.txns[1], sem);
+	assert_false(t0.twice);
+	assert_false(t1.twice);
+	assert_int_equal(t0.of_name + t1.of_name, 10);
+	assert_true(t0.of_name == 0 || t1.of_name == 0);
+	assert_int_equal(t0.ops + t1.ops, 2 + 150);    /* hwm in each */
+	assert_true(t0.ops <= 128 && t1.ops <= 128);
+	/* Loaded back: every key once, in key order, the holders' 264
+	 * bytes whole and right after the names before them. */
+	s = load(f.store, &hwm);
+	assert_int_equal(s.count, 150);
+	assert_true(s.sorted);
+	assert_int_equal(hwm, 77);
+
+	/* 200 changed keys of one name: split, its deletes first (in key
+	 * order they would come last). */
+	store_batch_reset(&b);
+	for (fence = 191; fence <= 200; fence++) {
+		size_t len = holder_key(sem, fence << 32, key);
+		assert_int_equal(store_batch_add(&b, STORE_DEL, key, len,
+		    NULL, 0), 0);
+	}
+	for (fence = 1; fence <= 190; fence++) {
+		size_t len = holder_key(sem, fence << 32, key);
+		assert_int_equal(store_batch_add(&b, STORE_PUT, key, len,
+		    "v", 1), 0);
+	}
+	assert_int_equal(f.store->ops->commit(f.store, &b), 0);
+	assert_int_equal(p.ntxns, 4);
+	t1 = txn_look(p.txns[2], sem);
+	t2 = txn_look(p.txns[3], sem);
+	assert_int_equal(t1.of_name, 127);
+	assert_int_equal(t2.of_name, 73);
+	assert_int_equal(t1.of_name - t1.puts_of_name, 10);
+	assert_false(t1.put_before_delete || t2.put_before_delete ||
+	    t1.twice || t2.twice);
+	s = load(f.store, &hwm);
+	assert_int_equal(s.count, 140 + 190);
+	assert_true(s.sorted);
+	store_batch_free(&b);
+	close_store(&f);
+	proxy_stop(&p);
 }
 
 static void
@@ -626,6 +793,8 @@ main(void)
 		cmocka_unit_test(test_store_etcd_merges_a_batch_per_name),
 		cmocka_unit_test(
 		    test_store_etcd_splits_batches_over_127_records),
+		cmocka_unit_test(
+		    test_store_etcd_keeps_a_names_holder_keys_in_one_transaction),
 		cmocka_unit_test(
 		    test_store_etcd_load_pages_in_key_order_at_one_revision),
 		cmocka_unit_test(
