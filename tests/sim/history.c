@@ -891,8 +891,12 @@ hist_op_begin(struct hist *h, enum hist_op_kind kind, int name,
 	int32_t idx = fence_find(h, name, fence);
 	struct fence *f;
 
-	if (idx < 0 || !h->f[idx].told || h->f[idx].secret != secret)
-		return op;   /* forged, or a grant nobody was told of */
+	/* Forged.  A grant nobody was told of (yet) has a secret nobody
+	 * knows, but a FORCE carries the holder's (force_begin in world.c):
+	 * its event counts once the grant is told - its GRANTED may be on
+	 * its way still - and never if it is not. */
+	if (idx < 0 || h->f[idx].secret != secret)
+		return op;
 	f = &h->f[idx];
 	op.fence = idx;
 	op.event = event_add(f, kind == HIST_RENEW ? EV_RENEW : EV_RELEASE,

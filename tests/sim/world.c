@@ -897,6 +897,20 @@ world_client_feed(struct world *w, struct client *c, size_t k)
 	size_t off = c->partial, left = k;
 	uint64_t before = c->conn.next_seq;
 
+	/* A FORCE of a fence above an expired holder's could act on a grant
+	 * its own reclaim makes and frees at once, which no look at the
+	 * table can date: let the timer run first (the loop may run it
+	 * before or after a read). */
+	if (i != c->tail && c->req[i % REQ_RING].cmd == PROTO_CMD_FORCE &&
+	    left >= c->req[i % REQ_RING].len - off) {
+		const struct sim_req *r = &c->req[i % REQ_RING];
+		const struct core_entry *e = core_table_find(&w->svc->table,
+		    w->name_text[r->name], w->name_len[r->name]);
+
+		if (e != NULL && e->lock.fence != 0 &&
+		    e->lock.fence < r->fence && live_fence(w, r->name) == 0)
+			world_tick(w);
+	}
 	while (i != c->tail && left >= c->req[i % REQ_RING].len - off) {
 		const struct sim_req *r = &c->req[i % REQ_RING];
 
