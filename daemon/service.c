@@ -1360,6 +1360,7 @@ service_open(struct service *svc, const struct service_config *config,
 	l.now = clock->mono(clock->ctx);
 	l.wall = clock->wall(clock->ctx);
 	l.n = 0;
+	svc->loaded_at = l.now;
 	if (store->ops->load(store, load_record, &l, &hwm) != 0 ||
 	    load_flush(&l) != 0) {
 		if (svc->error[0] == '\0')
