@@ -208,6 +208,16 @@ sim_coverage_name(enum sim_coverage c)
 		"rid repeat told its grant",
 		"rid repeat told a grant its client was not",
 		"rid after its hold ended granted anew",
+		"take-over",
+		"told lease kept by a take-over",
+		"onclose lease made ordinary by a take-over",
+		"etcd retry found its own batch in (replay)",
+		"etcd retry went in after a lost request",
+		"etcd outcome unknown: step down",
+		"batch refused by the leader-key compare",
+		"stepped down at the serving deadline",
+		"stepped down: keep-alive says the lease is gone",
+		"lock command refused past the deadline",
 	};
 
 	return (unsigned)c < SIM_COVERAGE ? names[c] : "?";
