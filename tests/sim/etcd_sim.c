@@ -9,7 +9,7 @@
  * hwm key's mod revision is the one it last wrote or loaded; it puts the
  * hwm key with a value naming the transaction, so that a retry after no
  * answer tells its own replay (the first try went in) from a refusal.  A
- * batch is retried ETCD_SIM_ATTEMPTS times without an answer; with none
+ * batch is retried STORE_ETCD_ATTEMPTS times without an answer; with none
  * at all, or refused by the leader-key compare, the store is lost and the
  * leader steps down (leader.c's store_lost).  Faults: a transaction that
  * goes in but whose answer is lost, one lost on its way, etcd answering
@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/leader.h"
+#include "daemon/store_etcd.h"
 #include "tests/sim/etcd_sim.h"
 #include "tests/sim/world.h"
 
@@ -132,8 +134,8 @@ etcd_sim_init(struct world *w)
 	rng_seed(&e->rng, w->seed ^ 0x6c65616465720000ULL);
 	e->nnodes = 2 + (int)below(e, ETCD_SIM_NODES - 1);
 	e->leader_lease = 2000 + 1000 * (int64_t)below(e, 3);
-	e->keepalive = e->leader_lease / 6;
-	e->margin = e->leader_lease / 10;
+	e->keepalive = e->leader_lease / LEADER_KEEPALIVES_PER_LEASE;
+	e->margin = e->leader_lease / LEADER_MARGIN_PER_LEASE;
 	e->fault_permille = 5 + (unsigned)below(e, 20);
 	for (i = 0; i < e->nnodes; i++) {
 		new_boot(w, i);
@@ -224,7 +226,7 @@ etcd_sim_commit(struct world *w, const struct store_batch *batch)
 	len = (size_t)snprintf(value, sizeof(value), "hwm=%llu leader=%lld "
 	    "txn=%llu", (unsigned long long)hwm, (long long)n->guard,
 	    (unsigned long long)++n->txns);
-	for (attempt = 0; attempt < ETCD_SIM_ATTEMPTS; attempt++) {
+	for (attempt = 0; attempt < STORE_ETCD_ATTEMPTS; attempt++) {
 		switch (txn(w, n, batch, hwm, value, len, &applied)) {
 		case TXN_NO_ANSWER:
 			if (v == SIM_VARIANT_TIMEOUT_TAKEN_AS_WRITTEN) {
@@ -360,7 +362,7 @@ faults(struct world *w)
 		e->lose_unapplied += 1 + (int)below(e, 2);
 		break;
 	case 5:
-		e->lose_unapplied += ETCD_SIM_ATTEMPTS;
+		e->lose_unapplied += STORE_ETCD_ATTEMPTS;
 		break;
 	case 6:
 		e->down_until = w->now + 1 + (sim_time)below(e,
@@ -374,7 +376,7 @@ faults(struct world *w)
 		if (e->key_node == e->serving) {
 			world_trace(w, "etcd: node %d's key goes", e->serving);
 			key_to_another(w, w->now + 1 + (sim_time)below(e,
-			    ETCD_SIM_POLL_MS));
+			    LEADER_POLL_MS));
 		}
 		break;
 	default:
@@ -387,7 +389,7 @@ faults(struct world *w)
 		w->now += pause;
 		if (e->key_node == e->serving && e->key_expiry <= w->now)
 			key_to_another(w, e->key_expiry + 1 +
-			    (sim_time)below(e, ETCD_SIM_POLL_MS));
+			    (sim_time)below(e, LEADER_POLL_MS));
 		e->ka_next = w->now;
 		/* Sometimes the loop reads before its deadline timer runs:
 		 * the service must refuse by itself. */
@@ -458,7 +460,7 @@ etcd_sim_takeover(struct world *w, bool revoked)
 			free_at = e->down_until;   /* nobody can campaign */
 		next = (int)below(e, (uint64_t)e->nnodes);
 		key_won(w, next, (free_at > w->now ? free_at : w->now) + 1 +
-		    (sim_time)below(e, ETCD_SIM_POLL_MS));
+		    (sim_time)below(e, LEADER_POLL_MS));
 		at = e->key_expiry - e->leader_lease;
 	} else {
 		/* Another node won while this one still served. */

@@ -16,8 +16,6 @@
 #include "tests/sim/history.h"
 
 #define ETCD_SIM_NODES 3
-#define ETCD_SIM_ATTEMPTS 3        /* store_etcd.h: STORE_ETCD_ATTEMPTS */
-#define ETCD_SIM_POLL_MS 250       /* leader.h: LEADER_POLL_MS */
 #define ETCD_SIM_HWM_VALUE_MAX 96
 
 struct world;
