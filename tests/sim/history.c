@@ -1117,6 +1117,19 @@ hist_told(const struct hist *h, int name, uint64_t fence)
 	return idx >= 0 && h->f[idx].told;
 }
 
+bool
+hist_seen(const struct hist *h, int name, uint64_t fence, uint64_t *seq,
+    sim_time *t)
+{
+	int32_t idx = fence_find(h, name, fence);
+
+	if (idx < 0 || !h->f[idx].observed)
+		return false;
+	*seq = h->f[idx].g_seq;
+	*t = h->f[idx].g;
+	return true;
+}
+
 void
 hist_timeout(struct hist *h, int name, uint64_t arrival_seq,
     sim_time deadline)

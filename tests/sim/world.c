@@ -1149,14 +1149,24 @@ reply_to_repeat(struct world *w, struct client *c, struct sim_req *r,
 		 * crash): the client learns of the grant now, as a reply to
 		 * the request that got it. */
 		struct hist_store_view stored;
+		uint64_t aseq = c->rids[r->rid_slot].exec_seq, seen_seq;
+		sim_time at = c->rids[r->rid_slot].exec_t, seen_t;
 		int32_t idx;
 
 		hist_cover(w->hist, SIM_COV_RID_UNTOLD);
+		/* A request with this rid that ran later without finding the
+		 * grant (its lease had run out, on a leader whose reclaim
+		 * never became durable, so that a take-over gave it back)
+		 * is not the one that got it: no later than its sighting. */
+		if (hist_seen(w->hist, r->name, h.fence, &seen_seq, &seen_t) &&
+		    seen_seq < aseq) {
+			aseq = seen_seq;
+			at = seen_t;
+		}
 		store_view_of(w, r->name, &stored);
 		idx = hist_granted(w->hist, r->name, h.fence, h.secret,
-		    r->rid_lease, r->rid_onclose,
-		    c->rids[r->rid_slot].exec_seq,
-		    c->rids[r->rid_slot].exec_t, &stored, w->mem.hwm);
+		    r->rid_lease, r->rid_onclose, aseq, at, &stored,
+		    w->mem.hwm);
 		if (idx < 0)
 			return;
 		own_add(w, c, r->name, h);
