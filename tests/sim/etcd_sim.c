@@ -137,6 +137,8 @@ etcd_sim_init(struct world *w)
 	e->keepalive = e->leader_lease / LEADER_KEEPALIVES_PER_LEASE;
 	e->margin = e->leader_lease / LEADER_MARGIN_PER_LEASE;
 	e->fault_permille = 5 + (unsigned)below(e, 20);
+	e->chunk = percent(e, 50) ? STORE_ETCD_TXN_RECORDS :
+	    1 + (size_t)below(e, 2);
 	for (i = 0; i < e->nnodes; i++) {
 		new_boot(w, i);
 		e->node[i].wall_skew = (int64_t)below(e, 3001) - 1500;
@@ -204,42 +206,45 @@ txn(struct world *w, struct etcd_node *n, const struct store_batch *batch,
 	return TXN_OK;
 }
 
-int
-etcd_sim_commit(struct world *w, const struct store_batch *batch)
+/*
+ * One transaction of a batch, tried again while it gets no answer (store
+ * etcd.c's chunk_answer and job_step).  `later`: an earlier transaction
+ * of the batch went in.  Returns 0 when it is in; -1 with the store's
+ * error set, and the store broken when something of the batch may be in.
+ */
+static int
+chunk_commit(struct world *w, struct etcd_node *n,
+    const struct store_batch *part, uint64_t hwm, bool later)
 {
 	struct etcd_sim *e = w->etcd;
-	struct etcd_node *n = &e->node[e->serving];
 	char *error = w->store.base.error;
 	size_t cap = sizeof(w->store.base.error);
 	char value[ETCD_SIM_HWM_VALUE_MAX];
 	bool uncertain = false, applied;
 	enum sim_variant v = w->opt->variant;
-	uint64_t hwm;
 	size_t len;
 	int attempt;
 
-	if (n->broken) {
-		snprintf(error, cap, "the store is broken");
-		return -1;
-	}
-	hwm = batch->has_hwm && batch->hwm > n->hwm ? batch->hwm : n->hwm;
 	len = (size_t)snprintf(value, sizeof(value), "hwm=%llu leader=%lld "
 	    "txn=%llu", (unsigned long long)hwm, (long long)n->guard,
 	    (unsigned long long)++n->txns);
 	for (attempt = 0; attempt < STORE_ETCD_ATTEMPTS; attempt++) {
-		switch (txn(w, n, batch, hwm, value, len, &applied)) {
+		if (later && e->refuse_later && !e->calm) {
+			/* An HTTP 4xx: this transaction applies nothing. */
+			e->refuse_later = false;
+			snprintf(error, cap, "etcd refused the batch");
+			goto failed;
+		}
+		switch (txn(w, n, part, hwm, value, len, &applied)) {
 		case TXN_NO_ANSWER:
-			if (v == SIM_VARIANT_TIMEOUT_TAKEN_AS_WRITTEN) {
-				n->hwm = hwm;
+			if (v == SIM_VARIANT_TIMEOUT_TAKEN_AS_WRITTEN)
 				return 0;
-			}
 			uncertain = true;
 			continue;
 		case TXN_OK:
 			if (uncertain)
 				hist_cover(w->hist, SIM_COV_ETCD_RETRY_WENT_IN);
 			n->hwm_mod = e->hwm_mod;
-			n->hwm = hwm;
 			return 0;
 		case TXN_REFUSED:
 			snprintf(error, cap, "etcd refused the batch");
@@ -259,7 +264,6 @@ etcd_sim_commit(struct world *w, const struct store_batch *batch)
 			world_trace(w, "etcd: the retry finds its own batch in");
 			hist_cover(w->hist, SIM_COV_ETCD_REPLAY_DETECTED);
 			n->hwm_mod = e->hwm_mod;
-			n->hwm = hwm;
 			return 0;
 		}
 		if (e->key_node < 0 || e->key_rev != n->guard) {
@@ -269,7 +273,7 @@ etcd_sim_commit(struct world *w, const struct store_batch *batch)
 			    "create revision is %lld, this node's %lld",
 			    (long long)(e->key_node < 0 ? 0 : e->key_rev),
 			    (long long)n->guard);
-		} else if (v == SIM_VARIANT_REPLAY_UNDETECTED) {
+		} else if (v == SIM_VARIANT_REPLAY_UNDETECTED && !later) {
 			/* Taken for another writer's change: nothing of this
 			 * batch went in, and the next one compares anew. */
 			n->hwm_mod = e->hwm_mod;
@@ -283,15 +287,102 @@ etcd_sim_commit(struct world *w, const struct store_batch *batch)
 	}
 	snprintf(error, cap, "etcd: request timed out");
 failed:
-	if (uncertain) {
+	if (uncertain || later) {
 		size_t used = strlen(error);
 		n->broken = true;
-		hist_cover(w->hist, SIM_COV_ETCD_OUTCOME_UNKNOWN);
-		snprintf(error + used, cap - used, "; the batch may have gone "
-		    "in: this node must start over from etcd");
+		hist_cover(w->hist, later ? SIM_COV_ETCD_SPLIT_BROKEN :
+		    SIM_COV_ETCD_OUTCOME_UNKNOWN);
+		snprintf(error + used, cap - used, "; %s: this node must start "
+		    "over from etcd", later ? "the batch went in in part" :
+		    "the batch may have gone in");
 	}
 	world_trace(w, "etcd: %s", error);
 	return -1;
+}
+
+/* store_etcd.c's merged_order: by name, the batch's order within one. */
+static bool
+op_before(const struct store_batch_op *a, const struct store_batch_op *b)
+{
+	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+	int c = memcmp(a->name, b->name, n);
+
+	return c != 0 ? c < 0 : a->name_len < b->name_len;
+}
+
+/*
+ * The batch's operations, one per name (the last: etcd refuses a key twice
+ * in one transaction), in name order; returns how many.
+ */
+static size_t
+merge(const struct store_batch *batch, struct store_batch_op *ops)
+{
+	struct store_batch_op op;
+	size_t pos = 0, n = 0, i, j;
+
+	while (store_batch_next(batch, &pos, &op)) {
+		for (i = 0; i < n; i++)
+			if (ops[i].name_len == op.name_len &&
+			    memcmp(ops[i].name, op.name, op.name_len) == 0)
+				break;
+		if (i < n) {
+			ops[i] = op;
+			continue;
+		}
+		for (j = n++; j > 0 && op_before(&op, &ops[j - 1]); j--)
+			ops[j] = ops[j - 1];
+		ops[j] = op;
+	}
+	return n;
+}
+
+/*
+ * A batch: one transaction of at most e->chunk records after merging, or
+ * several, in order, each guarded and each putting the hwm key with the
+ * batch's mark - so the mark goes in with the first.  (The daemon splits
+ * at STORE_ETCD_TXN_RECORDS, 127; a seed has at most 4 names, so half the
+ * seeds split at 1 or 2 to reach that path.)
+ */
+int
+etcd_sim_commit(struct world *w, const struct store_batch *batch)
+{
+	struct etcd_sim *e = w->etcd;
+	struct etcd_node *n = &e->node[e->serving];
+	struct store_batch_op *ops;
+	uint64_t hwm;
+	size_t nops, first, i;
+	int rc = 0;
+
+	if (n->broken) {
+		snprintf(w->store.base.error, sizeof(w->store.base.error),
+		    "the store is broken");
+		return -1;
+	}
+	hwm = batch->has_hwm && batch->hwm > n->hwm ? batch->hwm : n->hwm;
+	if ((ops = calloc(batch->count + 1, sizeof(*ops))) == NULL)
+		world_fatal("out of memory");
+	nops = merge(batch, ops);
+	for (first = 0; rc == 0; first += e->chunk) {
+		struct store_batch part;
+
+		store_batch_init(&part);
+		for (i = first; i < nops && i < first + e->chunk; i++)
+			if (store_batch_add(&part, ops[i].op, ops[i].name,
+			    ops[i].name_len, ops[i].val, ops[i].val_len) != 0)
+				world_fatal("out of memory");
+		part.has_hwm = true;
+		part.hwm = hwm;
+		rc = chunk_commit(w, n, &part, hwm, first > 0);
+		store_batch_free(&part);
+		if (first + e->chunk >= nops)
+			break;
+		if (rc == 0 && first == 0)
+			hist_cover(w->hist, SIM_COV_ETCD_SPLIT);
+	}
+	free(ops);
+	if (rc == 0)
+		n->hwm = hwm;
+	return rc;
 }
 
 bool
@@ -363,6 +454,8 @@ faults(struct world *w)
 		break;
 	case 5:
 		e->lose_unapplied += STORE_ETCD_ATTEMPTS;
+		/* And a split batch's next later transaction is refused. */
+		e->refuse_later = true;
 		break;
 	case 6:
 		e->down_until = w->now + 1 + (sim_time)below(e,

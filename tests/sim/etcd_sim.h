@@ -58,9 +58,11 @@ struct etcd_sim {
 	sim_time down_until;       /* etcd answers nothing until then */
 	int lose_applied;          /* the next txns go in, answers lost */
 	int lose_unapplied;        /* the next txns are lost on the way */
+	bool refuse_later;         /* a split batch's later txn is refused */
 	bool calm;                 /* no faults (the drain, clean stops) */
 	bool in_txn;               /* applying a transaction to the data */
 	unsigned fault_permille;
+	size_t chunk;              /* records per transaction */
 	struct etcd_node node[ETCD_SIM_NODES];
 };
 

@@ -214,6 +214,8 @@ sim_coverage_name(enum sim_coverage c)
 		"etcd retry found its own batch in (replay)",
 		"etcd retry went in after a lost request",
 		"etcd outcome unknown: step down",
+		"batch split into several transactions",
+		"split batch went in in part: step down",
 		"batch refused by the leader-key compare",
 		"stepped down at the serving deadline",
 		"stepped down: keep-alive says the lease is gone",

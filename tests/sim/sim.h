@@ -148,6 +148,8 @@ enum sim_coverage {
 	SIM_COV_ETCD_REPLAY_DETECTED,    /* a retry found its own batch in */
 	SIM_COV_ETCD_RETRY_WENT_IN,      /* a retry after a lost request */
 	SIM_COV_ETCD_OUTCOME_UNKNOWN,    /* no answer at all: step down */
+	SIM_COV_ETCD_SPLIT,              /* a batch in several transactions */
+	SIM_COV_ETCD_SPLIT_BROKEN,       /* ... in part: step down */
 	SIM_COV_DEPOSED_REFUSED,         /* the leader-key compare refused */
 	SIM_COV_DEADLINE_STEP_DOWN,      /* stopped at its deadline */
 	SIM_COV_KEEPALIVE_STEP_DOWN,     /* told its lease is gone */
