@@ -4,17 +4,20 @@
  * one simulated etcd, with the fail-overs a failing etcd causes.
  *
  * The store of the serving node is daemon/store_etcd.c's logic over the
- * world's in-memory data: a batch is one transaction that goes in, all of
- * it, only while the leader key's create revision is this node's and the
- * hwm key's mod revision is the one it last wrote or loaded; it puts the
- * hwm key with a value naming the transaction, so that a retry after no
- * answer tells its own replay (the first try went in) from a refusal.  A
- * batch is retried STORE_ETCD_ATTEMPTS times without an answer; with none
- * at all, or refused by the leader-key compare, the store is lost and the
- * leader steps down (leader.c's store_lost).  Faults: a transaction that
- * goes in but whose answer is lost, one lost on its way, etcd answering
- * nothing for a while, the leader key moving to another node without the
- * leader hearing of it, and the leader's process paused past its lease.
+ * world's in-memory data: a batch, merged per name, is one transaction
+ * (or, split, several in order, the mark with the first) that goes in,
+ * all of it, only while the leader key's create revision is this node's
+ * and the hwm key's mod revision is the one it last wrote or loaded; it
+ * puts the hwm key with a value naming the transaction, so that a retry
+ * after no answer tells its own replay (the first try went in) from a
+ * refusal.  A transaction is tried STORE_ETCD_ATTEMPTS times without an
+ * answer; with none at all, refused by the leader-key compare, or a
+ * split batch gone in in part, the store is lost and the leader steps
+ * down (leader.c's store_lost).  Faults: a transaction that goes in but
+ * whose answer is lost, one lost on its way, a split batch's later one
+ * refused, etcd answering nothing for a while, the leader key moving to
+ * another node without the leader hearing of it, and the leader's
+ * process paused past its lease.
  *
  * Leadership is leader.c's: keep-alives every leader lease / 6, each
  * extending the deadline to when it was sent + the lease - a tenth of it
