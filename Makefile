@@ -553,8 +553,8 @@ crash-test: $(CRASH_TEST_BIN)
 
 # 1,000 kill -9 cycles; 60 power-loss runs of 15 images (900 images);
 # fencing for 30 s with the check on and up to 90 s off; the simulator
-# over 30 million requests in cluster mode and 30 million mixed (from the
-# seeds after make test's).
+# over 30 million requests with every seed in cluster mode, and 30
+# million mixed from seed 1000 (make test's run stops before).
 soak: deps-test $(CRASH_TEST_BIN) $(SIM_BIN)
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh \
 	    "$(B)/tests/crash_loop --cycles 1000" \

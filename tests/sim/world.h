@@ -141,7 +141,7 @@ struct world {
 	int hook_failures;
 	unsigned crash_permille, restart_permille, fail_permille;
 	/* Cluster mode (etcd_sim.c), NULL on a single node; the serving
-	 * node's wall clock runs wall_skew ahead of the others' truth. */
+	 * node's wall clock reads global time + WALL_BASE + wall_skew. */
 	struct etcd_sim *etcd;
 	int64_t wall_skew;
 };
