@@ -325,7 +325,7 @@ $(MODEL_BIN): $(MODEL_SRC:%.c=$(B)/%.o) $(TESTLIB) $(B)/libcore.a
 # build/tests/test_sim is the cmocka program make test runs.  Objects go to
 # $(B)/tests/sim-obj/ since $(B)/tests/sim is the binary.
 SIM_LIB_SRC  := tests/sim/sim.c tests/sim/world.c tests/sim/history.c \
-                tests/sim/variants.c
+                tests/sim/variants.c tests/sim/etcd_sim.c
 SIM_LIB_OBJ  := $(SIM_LIB_SRC:tests/sim/%.c=$(B)/tests/sim-obj/%.o)
 SIM_BIN      := $(B)/tests/sim
 SIM_TEST_BIN := $(B)/tests/test_sim
@@ -552,12 +552,16 @@ crash-test: $(CRASH_TEST_BIN)
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(CRASH_TEST_BIN)
 
 # 1,000 kill -9 cycles; 60 power-loss runs of 15 images (900 images);
-# fencing for 30 s with the check on and up to 90 s off.
-soak: deps-test $(CRASH_TEST_BIN)
+# fencing for 30 s with the check on and up to 90 s off; the simulator
+# over 30 million requests with every seed in cluster mode, and 30
+# million mixed from seed 1000 (make test's run stops before).
+soak: deps-test $(CRASH_TEST_BIN) $(SIM_BIN)
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh \
 	    "$(B)/tests/crash_loop --cycles 1000" \
 	    "$(B)/tests/crash_powerloss --cycles 60 --images 15" \
-	    "$(B)/tests/crash_fencing --seconds 30"
+	    "$(B)/tests/crash_fencing --seconds 30" \
+	    "$(SIM_BIN) --cluster --requests 30000000 --quiet" \
+	    "$(SIM_BIN) --seed 1000 --requests 30000000 --quiet"
 
 abuse: $(B)/lockd $(ABUSE_TEST_BIN)
 	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(ABUSE_TEST_BIN)

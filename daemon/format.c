@@ -197,6 +197,14 @@ format_key_fits(uint64_t key_fence, const struct core_record *rec)
 	return rec->fence == key_fence && multi;
 }
 
+bool
+format_record_of_boot(const void *val, size_t len, const uint8_t boot_id[16])
+{
+	/* Every readable version keeps the boot id at 48 (64 bytes at least). */
+	return len >= FORMAT_RECORD_V1_SIZE &&
+	    memcmp((const unsigned char *)val + 48, boot_id, 16) == 0;
+}
+
 /* ---- the journal ------------------------------------------------------ */
 
 /* The CRC of a header's bytes 8..31 and of the operations after it. */

@@ -88,6 +88,13 @@ size_t format_record_encode(const struct core_record *rec,
 bool format_record_decode(const void *val, size_t len,
     const uint8_t boot_id[16], int64_t max_lease_ms, core_time now,
     int64_t wall_now, struct core_record *rec);
+/*
+ * True when a readable record was written in the boot boot_id names, so
+ * that its clock readings are this boot's; false for another boot's (in
+ * cluster mode: another node's, or an earlier term's after a reboot).
+ */
+bool format_record_of_boot(const void *val, size_t len,
+    const uint8_t boot_id[16]);
 
 /*
  * The store keys.  Every store maps keys to records; a key is one of:

@@ -1370,6 +1370,7 @@ service_open(struct service *svc, const struct service_config *config,
 	l.now = clock->mono(clock->ctx);
 	l.wall = clock->wall(clock->ctx);
 	l.n = 0;
+	svc->loaded_at = l.now;
 	memset(&gather, 0, sizeof(gather));
 	recovery_init(&gather);
 	gather.boot_id = svc->clock.boot_id;

@@ -196,6 +196,10 @@ struct service {
 	char error[256];
 	/* Recovery is done and locks are served (/readyz). */
 	bool serving;
+	/* When service_open loaded the store (the service's clock): a
+	 * fall-back gives a record of an earlier term (cluster mode) what
+	 * the take-over gave it then. */
+	core_time loaded_at;
 };
 
 /* Fills in the defaults (PROTO_LINE_MAX_DEFAULT, SERVICE_MAX_OUTPUT_DEFAULT). */

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/list.h"
+#include "core/takeover.h"
 #include "daemon/format.h"
 #include "daemon/log.h"
 #include "daemon/service.h"
@@ -353,6 +354,18 @@ fall_back(struct service *svc, const struct store_batch *batch, core_time now,
 			    op.name_len));
 			abort();
 		}
+		/* Cluster mode: a record of an earlier term (another node's,
+		 * never rewritten since this leader took over) holds another
+		 * clock's readings, which mean nothing here; decoded by this
+		 * node's wall clock, its lease could end earlier than the old
+		 * leader would have ended it.  It gets what the take-over
+		 * gave it at the load, no more: a lease that has run out
+		 * since stays out. */
+		if (rc == 1 && svc->config.takeover_lease_ms > 0 &&
+		    !format_record_of_boot(val, len, svc->clock.boot_id))
+			core_takeover_record(&rec, svc->loaded_at,
+			    svc->config.takeover_lease_ms,
+			    svc->config.core.max_lock_delay_ms);
 		if (rc == 1 && rec.onclose_release)
 			rec.owner = session_of(svc, rec.owner_id);
 		e = core_table_find(&svc->table, op.name, op.name_len);

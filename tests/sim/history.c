@@ -208,6 +208,18 @@ sim_coverage_name(enum sim_coverage c)
 		"rid repeat told its grant",
 		"rid repeat told a grant its client was not",
 		"rid after its hold ended granted anew",
+		"take-over",
+		"told lease kept by a take-over",
+		"onclose lease made ordinary by a take-over",
+		"etcd retry found its own batch in (replay)",
+		"etcd retry went in after a lost request",
+		"etcd outcome unknown: step down",
+		"batch split into several transactions",
+		"split batch went in in part: step down",
+		"batch refused by the leader-key compare",
+		"stepped down at the serving deadline",
+		"stepped down: keep-alive says the lease is gone",
+		"lock command refused past the deadline",
 	};
 
 	return (unsigned)c < SIM_COVERAGE ? names[c] : "?";
@@ -891,8 +903,12 @@ hist_op_begin(struct hist *h, enum hist_op_kind kind, int name,
 	int32_t idx = fence_find(h, name, fence);
 	struct fence *f;
 
-	if (idx < 0 || !h->f[idx].told || h->f[idx].secret != secret)
-		return op;   /* forged, or a grant nobody was told of */
+	/* Forged.  A grant nobody was told of (yet) has a secret nobody
+	 * knows, but a FORCE carries the holder's (force_begin in world.c):
+	 * its event counts once the grant is told - its GRANTED may be on
+	 * its way still - and never if it is not. */
+	if (idx < 0 || h->f[idx].secret != secret)
+		return op;
 	f = &h->f[idx];
 	op.fence = idx;
 	op.event = event_add(f, kind == HIST_RENEW ? EV_RENEW : EV_RELEASE,
@@ -1101,6 +1117,19 @@ hist_told(const struct hist *h, int name, uint64_t fence)
 	int32_t idx = fence_find(h, name, fence);
 
 	return idx >= 0 && h->f[idx].told;
+}
+
+bool
+hist_seen(const struct hist *h, int name, uint64_t fence, uint64_t *seq,
+    sim_time *t)
+{
+	int32_t idx = fence_find(h, name, fence);
+
+	if (idx < 0 || !h->f[idx].observed)
+		return false;
+	*seq = h->f[idx].g_seq;
+	*t = h->f[idx].g;
+	return true;
 }
 
 void

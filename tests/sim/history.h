@@ -110,6 +110,9 @@ int32_t hist_granted(struct hist *h, int name, uint64_t fence,
     uint64_t store_hwm);
 /* Was the grant of `fence` on `name` told to its client (hist_granted)? */
 bool hist_told(const struct hist *h, int name, uint64_t fence);
+/* When the table was first seen holding `fence` on `name`, if it was. */
+bool hist_seen(const struct hist *h, int name, uint64_t fence,
+    uint64_t *seq, sim_time *t);
 /* A told ERR TIMEOUT of an ACQUIRE that arrived at arrival_seq and could
  * wait until deadline. */
 void hist_timeout(struct hist *h, int name, uint64_t arrival_seq,

@@ -9,7 +9,8 @@
  *   sim --requests R          seeds until R requests
  *   --steps S  loop passes per run     --variant V  a broken variant
  *   --trace    every step              --logs       the daemon's log lines
- *   --quiet    totals only
+ *   --quiet    totals only             --cluster    every seed in cluster mode
+ *                                      (else one in three, by the seed)
  *
  * Exits 0 when every check held, 1 on a violation, 2 on bad usage.
  */
@@ -27,7 +28,7 @@ usage(FILE *f)
 
 	fprintf(f, "usage: sim [--seed N] [--seeds K] [--requests R] "
 	    "[--steps S]\n           [--variant V] [--trace] [--logs] "
-	    "[--quiet]\nvariants:");
+	    "[--quiet] [--cluster]\nvariants:");
 	for (i = 0; i < SIM_VARIANTS; i++)
 		fprintf(f, " %s", sim_variant_name((enum sim_variant)i));
 	fprintf(f, "\n");
@@ -52,6 +53,7 @@ main(int argc, char **argv)
 	uint64_t first = 1, seeds = 0, requests = 0, seed;
 	uint64_t total_req = 0, total_grants = 0, total_crashes = 0;
 	uint64_t total_failed = 0, total_checks = 0, total_violations = 0;
+	uint64_t total_failovers = 0;
 	uint64_t runs = 0, failed_runs = 0;
 	bool have_seed = false, quiet = false;
 	struct timespec t0, t1;
@@ -82,6 +84,8 @@ main(int argc, char **argv)
 				opt.show_logs = true;
 			else if (strcmp(a, "--quiet") == 0)
 				quiet = true;
+			else if (strcmp(a, "--cluster") == 0)
+				opt.cluster = true;
 			else if (strcmp(a, "--help") == 0 ||
 			    strcmp(a, "-h") == 0) {
 				usage(stdout);
@@ -120,6 +124,7 @@ main(int argc, char **argv)
 		total_grants += res.grants;
 		total_crashes += res.crashes + res.clean_restarts;
 		total_failed += res.failed_commits;
+		total_failovers += res.failovers;
 		total_checks += res.checks;
 		total_violations += res.violations;
 		if (!quiet)
@@ -135,13 +140,15 @@ main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("sim%s%s: %llu seeds, %llu requests, %llu grants, %llu "
-	    "crashes and restarts, %llu failed commits, %llu checks, %llu "
+	    "crashes and restarts, %llu fail-overs, %llu failed commits, "
+	    "%llu checks, %llu "
 	    "violations (%llu seeds failed), %.1f s\n",
 	    opt.variant != SIM_VARIANT_NONE ? " --variant " : "",
 	    opt.variant != SIM_VARIANT_NONE ? sim_variant_name(opt.variant) :
 	    "", (unsigned long long)runs, (unsigned long long)total_req,
 	    (unsigned long long)total_grants,
 	    (unsigned long long)total_crashes,
+	    (unsigned long long)total_failovers,
 	    (unsigned long long)total_failed,
 	    (unsigned long long)total_checks,
 	    (unsigned long long)total_violations,

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/sim/etcd_sim.h"
 #include "tests/sim/world.h"
 
 #define MAX_OUTSTANDING 12     /* sent but unanswered, before it stops */
@@ -141,6 +142,8 @@ pass(struct world *w)
 	w->res->passes++;
 	advance_clock(w);
 	inject_faults(w);
+	if (w->etcd != NULL)
+		etcd_sim_pass(w);
 	if (world_random_below(w, 1000) < w->crash_permille)
 		crash_at = 1 + (unsigned)world_random_below(w, 3);
 	world_open_gate(w);
@@ -163,7 +166,7 @@ pass(struct world *w)
 	}
 	world_end_pass(w);
 	if (!service_commit_inflight(w->svc) && world_random_percent(w, 8))
-		world_after_commit(w, service_commit(w->svc));
+		world_commit_now(w);
 	if (crash_at == CRASH_BEFORE_DELIVERY) {
 		world_crash(w, SIM_COV_CRASH_BEFORE_DELIVERY);
 		return;
@@ -191,6 +194,8 @@ drain(struct world *w)
 	w->async = false;
 	w->mem.fail_commits = 0;
 	w->hook_failures = 0;
+	if (w->etcd != NULL)
+		etcd_sim_calm(w);
 	for (i = 0; i < w->nclients; i++) {
 		struct client *c = &w->clients[i];
 		/* A FORCE or WATCH starts a read of its own: several. */
@@ -211,7 +216,7 @@ drain(struct world *w)
 		w->exact = true;
 		world_tick(w);
 	}
-	world_after_commit(w, service_commit(w->svc));
+	world_commit_now(w);
 	world_deliver(w);
 	hist_settle(w->hist);
 	for (i = 0; i < w->nclients; i++) {
@@ -290,6 +295,8 @@ sim_replay_command(char *out, size_t cap, const char *bin, uint64_t seed,
 	if (n >= 0 && (size_t)n < cap && opt->steps != SIM_STEPS_DEFAULT)
 		n += snprintf(out + n, cap - (size_t)n, " --steps %llu",
 		    (unsigned long long)opt->steps);
+	if (n >= 0 && (size_t)n < cap && opt->cluster)
+		n += snprintf(out + n, cap - (size_t)n, " --cluster");
 	if (n >= 0 && (size_t)n < cap && opt->variant != SIM_VARIANT_NONE)
 		n += snprintf(out + n, cap - (size_t)n, " --variant %s",
 		    sim_variant_name(opt->variant));
@@ -300,10 +307,12 @@ void
 sim_print_result(FILE *out, const struct sim_result *r)
 {
 	fprintf(out, "seed=%llu requests=%llu grants=%llu crashes=%llu "
-	    "restarts=%llu failed_commits=%llu checks=%llu violations=%llu\n",
+	    "restarts=%llu failovers=%llu failed_commits=%llu checks=%llu "
+	    "violations=%llu\n",
 	    (unsigned long long)r->seed, (unsigned long long)r->requests,
 	    (unsigned long long)r->grants, (unsigned long long)r->crashes,
 	    (unsigned long long)r->clean_restarts,
+	    (unsigned long long)r->failovers,
 	    (unsigned long long)r->failed_commits,
 	    (unsigned long long)r->checks,
 	    (unsigned long long)r->violations);

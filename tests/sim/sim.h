@@ -8,6 +8,12 @@
  * is a pure function of its seed and options: `build/tests/sim --seed N`
  * replays it exactly.
  *
+ * One seed in three (every seed with --cluster) runs in cluster mode
+ * (etcd_sim.c): the store is a simulated etcd behind the guarded
+ * transactions of daemon/store_etcd.c, failing as etcd fails, and the
+ * service fails over between nodes with clocks of their own, as
+ * daemon/leader.c makes it.
+ *
  * After every step the run is checked against the property catalogue,
  * judged from what the clients were told (the history), with the service's
  * lock table and the store consulted only where the history cannot know
@@ -85,6 +91,12 @@ enum sim_variant {
 	SIM_VARIANT_WATCH_NEVER_FIRES,
 	SIM_VARIANT_RID_IGNORED,           /* a rid repeat is a new request */
 	SIM_VARIANT_RID_NOT_STORED,        /* the store drops the rid bytes */
+	/* Cluster mode (etcd_sim.c; every seed runs in cluster mode). */
+	SIM_VARIANT_TAKEOVER_KEEPS_EXPIRY, /* no take-over rule at the load */
+	SIM_VARIANT_TAKEOVER_STALE_HWM,    /* mints from its last term's hwm */
+	SIM_VARIANT_DEPOSED_ANSWERS,       /* a failed compare taken for success */
+	SIM_VARIANT_TIMEOUT_TAKEN_AS_WRITTEN, /* no answer taken for success */
+	SIM_VARIANT_REPLAY_UNDETECTED,     /* a replay taken for a refusal */
 	SIM_VARIANTS
 };
 
@@ -129,6 +141,19 @@ enum sim_coverage {
 	SIM_COV_RID_REPEAT,              /* a rid repeat told its grant */
 	SIM_COV_RID_UNTOLD,              /* ... one its client was not told */
 	SIM_COV_RID_REUSED,              /* a rid after its hold: a new one */
+	/* Cluster mode (etcd_sim.c). */
+	SIM_COV_TAKEOVER,                /* a standby took over */
+	SIM_COV_TOLD_LEASE_TAKEN_OVER,   /* ... with a told lease live */
+	SIM_COV_ONCLOSE_MADE_ORDINARY,   /* ... an onclose lease kept */
+	SIM_COV_ETCD_REPLAY_DETECTED,    /* a retry found its own batch in */
+	SIM_COV_ETCD_RETRY_WENT_IN,      /* a retry after a lost request */
+	SIM_COV_ETCD_OUTCOME_UNKNOWN,    /* no answer at all: step down */
+	SIM_COV_ETCD_SPLIT,              /* a batch in several transactions */
+	SIM_COV_ETCD_SPLIT_BROKEN,       /* ... in part: step down */
+	SIM_COV_DEPOSED_REFUSED,         /* the leader-key compare refused */
+	SIM_COV_DEADLINE_STEP_DOWN,      /* stopped at its deadline */
+	SIM_COV_KEEPALIVE_STEP_DOWN,     /* told its lease is gone */
+	SIM_COV_NOTLEADER_TOLD,          /* a lock command past the deadline */
 	SIM_COVERAGE
 };
 
@@ -138,6 +163,7 @@ struct sim_options {
 	bool trace;                 /* every step, to `out` */
 	bool show_logs;             /* let the daemon's log lines through */
 	unsigned max_reports;       /* violations printed per run */
+	bool cluster;               /* every seed in cluster mode (else some) */
 	FILE *out;                  /* where reports go; NULL: stdout */
 };
 
@@ -157,6 +183,7 @@ struct sim_result {
 	uint64_t disconnects;
 	uint64_t crashes;
 	uint64_t clean_restarts;
+	uint64_t failovers;         /* cluster mode: take-overs */
 	uint64_t commits;           /* successful store commits */
 	uint64_t failed_commits;
 	uint64_t checks;            /* individual property evaluations */

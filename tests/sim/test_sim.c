@@ -33,7 +33,7 @@ static char sim_bin[512] = "build/tests/sim";
 
 struct totals {
 	uint64_t seeds, requests, grants, renewals, releases, timeouts;
-	uint64_t crashes, restarts, failed_commits, commits, checks;
+	uint64_t crashes, restarts, failovers, failed_commits, commits, checks;
 	uint64_t violations, failed_seeds;
 	uint64_t by_property[SIM_PROPERTIES];
 	uint64_t coverage[SIM_COVERAGE];
@@ -99,6 +99,7 @@ run_standard(void)
 		standard.timeouts += res.timeouts;
 		standard.crashes += res.crashes;
 		standard.restarts += res.clean_restarts;
+		standard.failovers += res.failovers;
 		standard.failed_commits += res.failed_commits;
 		standard.commits += res.commits;
 		standard.checks += res.checks;
@@ -114,7 +115,8 @@ run_standard(void)
 	standard.seconds = now_seconds() - t0;
 	printf("sim: %llu seeds, %llu requests, %llu grants, %llu renewals, "
 	    "%llu releases, %llu timeouts, %llu crashes, %llu clean "
-	    "restarts, %llu commits, %llu failed commits, %llu checks, "
+	    "restarts, %llu fail-overs, %llu commits, %llu failed commits, "
+	    "%llu checks, "
 	    "%llu violations in %llu seeds, %.1f s\n",
 	    (unsigned long long)standard.seeds,
 	    (unsigned long long)standard.requests,
@@ -124,6 +126,7 @@ run_standard(void)
 	    (unsigned long long)standard.timeouts,
 	    (unsigned long long)standard.crashes,
 	    (unsigned long long)standard.restarts,
+	    (unsigned long long)standard.failovers,
 	    (unsigned long long)standard.commits,
 	    (unsigned long long)standard.failed_commits,
 	    (unsigned long long)standard.checks,
@@ -143,6 +146,7 @@ test_sim_standard_service_keeps_every_property_over_many_seeds(void **state)
 	run_standard();
 	assert_true(standard.requests >= requests_wanted());
 	assert_true(standard.crashes > 0);
+	assert_true(standard.failovers > 0);
 	assert_true(standard.failed_commits > 0);
 	assert_int_equal(standard.violations, 0);
 }
@@ -217,6 +221,7 @@ static void
 guard(enum sim_variant v, unsigned expected)
 {
 	struct sim_options opt, std;
+	bool cluster = v >= SIM_VARIANT_TAKEOVER_KEEPS_EXPIRY;
 	struct sim_result res, base;
 	char replay[600];
 	uint64_t seed;
@@ -226,6 +231,7 @@ guard(enum sim_variant v, unsigned expected)
 	opt.variant = v;
 	opt.steps = GUARD_STEPS;
 	opt.max_reports = 0;
+	opt.cluster = cluster;   /* its seeds run in cluster mode anyway */
 	std = opt;
 	std.variant = SIM_VARIANT_NONE;
 	for (seed = 1; seed <= GUARD_SEEDS; seed++) {
@@ -411,6 +417,61 @@ test_sim_catches_a_rid_the_store_does_not_keep(void **state)
 	guard(SIM_VARIANT_RID_NOT_STORED, BIT(SIM_RID_IDEMPOTENT));
 }
 
+/* ---- cluster mode (etcd_sim.c): fail-overs with a failing etcd ------- */
+
+/* A new leader that loads without the take-over rule, as a single node
+ * restarts: each record's expiry read by its own wall clock, another
+ * machine's, so a lease can end before its holder's belief does. */
+static void
+test_sim_catches_a_takeover_keeping_the_old_expiries(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_TAKEOVER_KEEPS_EXPIRY, BIT(SIM_DURABILITY) |
+	    BIT(SIM_LEASE_RECLAMATION_SAFETY) | BIT(SIM_MUTUAL_EXCLUSION));
+}
+
+/* A new leader minting from the high-water mark of its own last term
+ * instead of the one it loads: fences go back. */
+static void
+test_sim_catches_a_takeover_minting_from_a_stale_high_water_mark(
+    void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_TAKEOVER_STALE_HWM, BIT(SIM_FENCING_MONOTONIC));
+}
+
+/* A deposed leader that takes etcd's failed compare (HTTP 200 without
+ * "succeeded") for success, and answers GRANTED and RENEWED. */
+static void
+test_sim_catches_a_deposed_leader_answering_after_a_refused_compare(
+    void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_DEPOSED_ANSWERS, BIT(SIM_DURABILITY) |
+	    BIT(SIM_MUTUAL_EXCLUSION));
+}
+
+/* A store that takes a transaction without an answer for written. */
+static void
+test_sim_catches_a_timed_out_write_taken_for_written(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_TIMEOUT_TAKEN_AS_WRITTEN, BIT(SIM_DURABILITY) |
+	    BIT(SIM_FENCING_MONOTONIC));
+}
+
+/* A store that does not recognise its own replay: a batch that went in,
+ * its answer lost, is failed with ERR UNAVAILABLE ("nothing changed")
+ * while etcd holds it - a RENEW that shortened a lease, say. */
+static void
+test_sim_catches_a_replayed_batch_taken_for_a_refusal(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_REPLAY_UNDETECTED, BIT(SIM_DURABILITY) |
+	    BIT(SIM_LEASE_RECLAMATION_SAFETY) | BIT(SIM_MUTUAL_EXCLUSION) |
+	    BIT(SIM_STALE_TOKEN_REJECTION));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -450,6 +511,16 @@ main(int argc, char **argv)
 		cmocka_unit_test(
 		    test_sim_catches_a_rid_repeat_taken_for_a_new_request),
 		cmocka_unit_test(test_sim_catches_a_rid_the_store_does_not_keep),
+		cmocka_unit_test(
+		    test_sim_catches_a_takeover_keeping_the_old_expiries),
+		cmocka_unit_test(
+		    test_sim_catches_a_takeover_minting_from_a_stale_high_water_mark),
+		cmocka_unit_test(
+		    test_sim_catches_a_deposed_leader_answering_after_a_refused_compare),
+		cmocka_unit_test(
+		    test_sim_catches_a_timed_out_write_taken_for_written),
+		cmocka_unit_test(
+		    test_sim_catches_a_replayed_batch_taken_for_a_refusal),
 	};
 	const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
 

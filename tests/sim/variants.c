@@ -1,7 +1,8 @@
 /*
  * variants.c - the simulator's guard variants by name.  The broken rules
  * are shared with the model checker (tests/lib/broken_rules.c); the broken
- * stores and delivery paths are in sim.c, next to the code they replace.
+ * stores and delivery paths are in world.c, and cluster mode's broken
+ * take-overs and etcd stores in etcd_sim.c, next to the code they replace.
  * The simulator must report every variant, or its checks are not worth
  * their name.
  */
@@ -75,6 +76,11 @@ sim_variant_name(enum sim_variant v)
 		"watch-never-fires",
 		"rid-ignored",
 		"rid-not-stored",
+		"takeover-keeps-expiry",
+		"takeover-stale-hwm",
+		"deposed-answers",
+		"timeout-taken-as-written",
+		"replay-undetected",
 	};
 
 	return (unsigned)v < SIM_VARIANTS ? names[v] : "?";

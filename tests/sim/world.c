@@ -14,6 +14,7 @@
 #include "core/bytes.h"
 #include "core/list.h"
 #include "daemon/format.h"
+#include "tests/sim/etcd_sim.h"
 #include "tests/sim/world.h"
 
 /* A bug of the simulator itself.  The daemon's log may be pointed at a sink
@@ -79,7 +80,7 @@ sim_wall(void *ctx)
 {
 	struct world *w = ctx;
 
-	return w->now + WALL_BASE;
+	return w->now + WALL_BASE + w->wall_skew;
 }
 
 static uint64_t
@@ -110,6 +111,10 @@ sim_store_commit(struct store *base, const struct store_batch *batch)
 	struct store *mem = &w->mem.base;
 	int rc;
 
+	/* Cluster mode: a guarded transaction, which comes back here to
+	 * write the data when its compares hold. */
+	if (w->etcd != NULL && !w->etcd->in_txn)
+		return etcd_sim_commit(w, batch);
 	if (w->mem.fail_commits > 0)
 		world_trace(w, "commit fails (store)");
 	if (w->opt->variant == SIM_VARIANT_STORE_DROPS_BATCHES &&
@@ -149,9 +154,13 @@ sim_store_get(struct store *base, const char *name, size_t name_len,
     void *val, size_t *val_len)
 {
 	struct world *w = ((struct sim_store *)base)->w;
-	int rc = w->mem.base.ops->get(&w->mem.base, name, name_len, val,
-	    val_len);
+	int rc;
 
+	if (w->etcd != NULL && !etcd_sim_get_ok(w)) {
+		snprintf(base->error, sizeof(base->error), "the store is broken");
+		return -1;
+	}
+	rc = w->mem.base.ops->get(&w->mem.base, name, name_len, val, val_len);
 	if (rc < 0)
 		snprintf(base->error, sizeof(base->error), "%s",
 		    w->mem.base.error);
@@ -170,6 +179,8 @@ sim_store_load(struct store *base,
 	if (rc != 0)
 		snprintf(base->error, sizeof(base->error), "%s",
 		    w->mem.base.error);
+	else if (w->etcd != NULL)
+		etcd_sim_loaded(w, hwm);
 	return rc;
 }
 
@@ -193,6 +204,7 @@ struct record {
 	bool onclose;
 	uint8_t rid_len;
 	char rid[CORE_RID_MAX];
+	bool other_boot;    /* written in another boot (cluster: term) */
 };
 
 /* Decodes a stored record (daemon/format.h); the wall-clock
@@ -225,6 +237,12 @@ store_record(const struct world *w, int name, struct record *r)
 		    memcmp(w->mem.entries[i].name, w->name_text[name],
 		    w->name_len[name]) == 0) {
 			record_decode(&w->mem.entries[i], r);
+			r->other_boot = memcmp(w->mem.entries[i].val + 48,
+			    w->boot_id, 16) != 0;
+			/* Cluster mode: the writer's wall clock. */
+			if (w->etcd != NULL)
+				r->expiry -= etcd_sim_wall_skew_of(w,
+				    w->mem.entries[i].val + 48);
 			/* A free name in lock-delay has a record but no
 			 * lease: as far as leases go, the store has none. */
 			return r->fence != 0;
@@ -386,10 +404,24 @@ restores(struct world *w, bool all)
 		struct record r;
 
 		if (all) {
-			if (cur != 0 && store_record(w, i, &r) &&
-			    r.fence == cur)
-				hist_restored(w->hist, i, r.fence, r.expiry,
-				    seq, w->now);
+			sim_time expiry;
+
+			if (cur == 0 || !store_record(w, i, &r) ||
+			    r.fence != cur)
+				continue;
+			expiry = r.expiry;
+			if (w->etcd != NULL) {
+				/* A take-over: the expiry the new leader gives
+				 * it on its own clock is what it will keep. */
+				expiry = e->lock.expiry + w->boot_off;
+				if (hist_told(w->hist, i, cur))
+					hist_cover(w->hist,
+					    SIM_COV_TOLD_LEASE_TAKEN_OVER);
+				if (r.onclose)
+					hist_cover(w->hist,
+					    SIM_COV_ONCLOSE_MADE_ORDINARY);
+			}
+			hist_restored(w->hist, i, r.fence, expiry, seq, w->now);
 			continue;
 		}
 		if (!in_failed_batch(w, i))
@@ -413,7 +445,14 @@ restores(struct world *w, bool all)
 		w->delay_skip[i] = true;
 		if (!store_record(w, i, &r))
 			continue;
-		hist_restored(w->hist, i, r.fence, r.expiry, seq, w->now);
+		/* Cluster mode: a record of an earlier term holds another
+		 * node's clock readings; the new leader owes it what its
+		 * take-over gave it, which the table says. */
+		e = core_table_find(&w->svc->table, w->name_text[i],
+		    w->name_len[i]);
+		hist_restored(w->hist, i, r.fence, w->etcd != NULL &&
+		    r.other_boot && e != NULL && e->lock.fence == r.fence ?
+		    e->lock.expiry + w->boot_off : r.expiry, seq, w->now);
 		if (cur != r.fence && w->seen_fence[i] != r.fence)
 			hist_dropped(w->hist, i, r.fence, hist_next_seq(w->hist),
 			    w->now, w->svc->batch_seq);
@@ -484,6 +523,10 @@ end_inflight(struct world *w)
 	if (!service_commit_inflight(w->svc))
 		return;
 	world_write_inflight(w);
+	if (w->etcd != NULL && etcd_sim_lost(w)) {
+		world_failover(w, "the store is lost");
+		return;
+	}
 	w->written = false;
 	rc = service_commit_end(w->svc);
 	world_trace(w, "batch ends%s", rc != 0 ? " in failure" : "");
@@ -897,6 +940,20 @@ world_client_feed(struct world *w, struct client *c, size_t k)
 	size_t off = c->partial, left = k;
 	uint64_t before = c->conn.next_seq;
 
+	/* A FORCE of a fence above an expired holder's could act on a grant
+	 * its own reclaim makes and frees at once, which no look at the
+	 * table can date: let the timer run first (the loop may run it
+	 * before or after a read). */
+	if (i != c->tail && c->req[i % REQ_RING].cmd == PROTO_CMD_FORCE &&
+	    left >= c->req[i % REQ_RING].len - off) {
+		const struct sim_req *r = &c->req[i % REQ_RING];
+		const struct core_entry *e = core_table_find(&w->svc->table,
+		    w->name_text[r->name], w->name_len[r->name]);
+
+		if (e != NULL && e->lock.fence != 0 &&
+		    e->lock.fence < r->fence && live_fence(w, r->name) == 0)
+			world_tick(w);
+	}
 	while (i != c->tail && left >= c->req[i % REQ_RING].len - off) {
 		const struct sim_req *r = &c->req[i % REQ_RING];
 
@@ -1034,6 +1091,17 @@ is_error(const struct proto_reply *rep, enum proto_error_code code)
 	return rep->kind == PROTO_REPLY_ERROR && rep->error == code;
 }
 
+/* Cluster mode: a leader past its deadline refuses every lock command
+ * (it changes nothing). */
+static bool
+not_leader(struct world *w, const struct proto_reply *rep)
+{
+	if (w->etcd == NULL || !is_error(rep, PROTO_ERR_NOTLEADER))
+		return false;
+	hist_cover(w->hist, SIM_COV_NOTLEADER_TOLD);
+	return true;
+}
+
 /* The told grant idx is bound to c's connection by onclose=release. */
 static void
 onclose_add(struct client *c, int32_t idx)
@@ -1060,7 +1128,7 @@ reply_to_repeat(struct world *w, struct client *c, struct sim_req *r,
 	struct proto_handle h = { r->rid_fence, r->rid_secret };
 
 	hist_checked(w->hist);
-	if (is_error(rep, PROTO_ERR_UNAVAILABLE)) {
+	if (is_error(rep, PROTO_ERR_UNAVAILABLE) || not_leader(w, rep)) {
 		w->res->unavailable++;
 		return;
 	}
@@ -1081,14 +1149,24 @@ reply_to_repeat(struct world *w, struct client *c, struct sim_req *r,
 		 * crash): the client learns of the grant now, as a reply to
 		 * the request that got it. */
 		struct hist_store_view stored;
+		uint64_t aseq = c->rids[r->rid_slot].exec_seq, seen_seq;
+		sim_time at = c->rids[r->rid_slot].exec_t, seen_t;
 		int32_t idx;
 
 		hist_cover(w->hist, SIM_COV_RID_UNTOLD);
+		/* A request with this rid that ran later without finding the
+		 * grant (its lease had run out, on a leader whose reclaim
+		 * never became durable, so that a take-over gave it back)
+		 * is not the one that got it: no later than its sighting. */
+		if (hist_seen(w->hist, r->name, h.fence, &seen_seq, &seen_t) &&
+		    seen_seq < aseq) {
+			aseq = seen_seq;
+			at = seen_t;
+		}
 		store_view_of(w, r->name, &stored);
 		idx = hist_granted(w->hist, r->name, h.fence, h.secret,
-		    r->rid_lease, r->rid_onclose,
-		    c->rids[r->rid_slot].exec_seq,
-		    c->rids[r->rid_slot].exec_t, &stored, w->mem.hwm);
+		    r->rid_lease, r->rid_onclose, aseq, at, &stored,
+		    w->mem.hwm);
 		if (idx < 0)
 			return;
 		own_add(w, c, r->name, h);
@@ -1157,6 +1235,8 @@ reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
 		hist_cover(w->hist, SIM_COV_UNAVAILABLE_TOLD);
 		return;
 	}
+	if (not_leader(w, rep))
+		return;
 	if (r->cmd == PROTO_CMD_ACQUIRE && is_error(rep, PROTO_ERR_SHUTDOWN)) {
 		hist_cover(w->hist, SIM_COV_SHUTDOWN_TOLD);
 		return;
@@ -1182,8 +1262,9 @@ reply_to_handle_op(struct world *w, struct client *c, struct sim_req *r,
 	} else if (r->cmd == PROTO_CMD_RENEW &&
 	    is_error(rep, PROTO_ERR_CONFLICT)) {
 		out = HIST_REFUSED;
-	} else if (is_error(rep, PROTO_ERR_UNAVAILABLE)) {
-		/* Its commit, or the batch in flight it rested on, failed. */
+	} else if (is_error(rep, PROTO_ERR_UNAVAILABLE) || not_leader(w, rep)) {
+		/* Its commit, or the batch in flight it rested on, failed;
+		 * or a leader past its deadline refused it. */
 		out = HIST_UNAVAILABLE;
 		w->res->unavailable++;
 		hist_cover(w->hist, SIM_COV_UNAVAILABLE_TOLD);
@@ -1245,7 +1326,7 @@ reply_to_watch(struct world *w, struct client *c, struct sim_req *r,
 			    (unsigned long long)r->fence_at_exec);
 		return;
 	}
-	if (is_error(rep, PROTO_ERR_UNAVAILABLE)) {
+	if (is_error(rep, PROTO_ERR_UNAVAILABLE) || not_leader(w, rep)) {
 		w->res->unavailable++;
 		return;
 	}
@@ -1292,7 +1373,7 @@ client_reply(struct world *w, struct client *c,
 	case PROTO_CMD_STATUS:
 		ok = (rep->kind == PROTO_REPLY_STATUS &&
 		    names_match(w, r, rep)) ||
-		    is_error(rep, PROTO_ERR_UNAVAILABLE);
+		    is_error(rep, PROTO_ERR_UNAVAILABLE) || not_leader(w, rep);
 		break;
 	case PROTO_CMD_PING:
 		ok = rep->kind == PROTO_REPLY_PONG;
@@ -1388,6 +1469,8 @@ world_open_service(struct world *w)
 		return;
 	}
 	w->up = true;
+	if (w->etcd != NULL)
+		etcd_sim_opened(w);
 	if ((rules = sim_variant_rules(w->opt->variant)) != NULL)
 		w->svc->table.rules = rules;
 	w->svc->hooks.before_commit = sim_before_commit;
@@ -1406,10 +1489,18 @@ world_open_service(struct world *w)
 		    (unsigned long long)hist_max_told_fence(w->hist));
 }
 
-/* The process comes back, perhaps after a while, perhaps after a reboot. */
+/* The process comes back, perhaps after a while, perhaps after a reboot;
+ * in cluster mode the next leader takes over (revoked: the last one gave
+ * its lease back). */
 static void
-restart(struct world *w)
+restart(struct world *w, bool revoked)
 {
+	if (w->etcd != NULL) {
+		etcd_sim_takeover(w, revoked);
+		memset(w->delay_until, 0, sizeof(w->delay_until));
+		world_open_service(w);
+		return;
+	}
 	if (world_random_percent(w, 50))
 		w->now += (sim_time)world_random_below(w,
 		    2 * (uint64_t)w->config.core.max_lease_ms + 1);
@@ -1429,14 +1520,31 @@ restart(struct world *w)
 	world_open_service(w);
 }
 
-/* The process dies: nothing it did not commit survives. */
-void
-world_crash(struct world *w, enum sim_coverage where)
+/* The service is gone: nothing it did not commit survives, and the next
+ * incarnation starts from the store. */
+static void
+go_down(struct world *w, bool revoked)
 {
 	struct hist_store_view view[MAX_NAMES];
 	uint64_t seq = hist_next_seq(w->hist);
 	int i;
 
+	w->written = false;
+	w->served_in_flight = false;
+	for (i = 0; i < w->nclients; i++)
+		if (w->clients[i].connected)
+			client_lost(w, &w->clients[i], seq);
+	store_view(w, view);
+	hist_crash(w->hist, hist_next_seq(w->hist), w->now, view, w->mem.hwm);
+	service_close(w->svc);
+	w->up = false;
+	restart(w, revoked);
+}
+
+/* The process dies: nothing it did not commit survives. */
+void
+world_crash(struct world *w, enum sim_coverage where)
+{
 	world_trace(w, "crash (%s)", sim_coverage_name(where));
 	hist_cover(w->hist, where);
 	if (service_commit_inflight(w->svc)) {
@@ -1445,17 +1553,45 @@ world_crash(struct world *w, enum sim_coverage where)
 		if (world_random_percent(w, 50))
 			world_write_inflight(w);
 	}
-	w->written = false;
-	w->served_in_flight = false;
 	w->res->crashes++;
-	for (i = 0; i < w->nclients; i++)
-		if (w->clients[i].connected)
-			client_lost(w, &w->clients[i], seq);
-	store_view(w, view);
-	hist_crash(w->hist, hist_next_seq(w->hist), w->now, view, w->mem.hwm);
-	service_close(w->svc);
-	w->up = false;
-	restart(w);
+	go_down(w, false);
+}
+
+/* Cluster mode: the leader steps down (leader.c's step_down): its lock
+ * connections close, a batch in flight still goes to etcd (the store
+ * decides its fate), the service is emptied, and the next leader takes
+ * over from what etcd holds. */
+void
+world_failover(struct world *w, const char *why)
+{
+	world_trace(w, "step down: %s", why);
+	world_write_inflight(w);
+	go_down(w, true);
+}
+
+/* An extra commit, whole, now (service_commit).  In cluster mode the
+ * loss of the store is heard before the service hears the outcome, as
+ * leader.c's store_lost is. */
+void
+world_commit_now(struct world *w)
+{
+	int rc;
+
+	if (w->etcd == NULL) {
+		world_after_commit(w, service_commit(w->svc));
+		return;
+	}
+	rc = service_commit_begin(w->svc);
+	if (rc == 1) {
+		world_write_inflight(w);
+		if (etcd_sim_lost(w)) {
+			world_failover(w, "the store is lost");
+			return;
+		}
+		w->written = false;
+		rc = service_commit_end(w->svc);
+	}
+	world_after_commit(w, rc);
 }
 
 /* SIGTERM: waiters are told SHUTDOWN, the rest is committed and written,
@@ -1466,6 +1602,25 @@ world_clean_restart(struct world *w)
 	struct hist_store_view view[MAX_NAMES];
 	int i;
 
+	if (w->etcd != NULL) {
+		/* Leadership hears first of a store lost by the batch in
+		 * flight, or of its key gone: it steps down. */
+		world_write_inflight(w);
+		if (etcd_sim_lost(w)) {
+			world_failover(w, "the store is lost");
+			return;
+		}
+		if (w->etcd->key_node != w->etcd->serving) {
+			world_failover(w, "etcd says the leader lease is gone");
+			return;
+		}
+		/* Its last commits get answers: a synchronous commit that
+		 * went in in part would end in the fall-back's fail-stop
+		 * (the daemon's stop commits asynchronously, store_lost
+		 * first, which the simulator's clean stop does not). */
+		w->etcd->calm = true;
+		w->mem.fail_commits = 0;
+	}
 	world_trace(w, "clean stop");
 	w->res->clean_restarts++;
 	hist_cover(w->hist, SIM_COV_CLEAN_RESTART);
@@ -1482,7 +1637,7 @@ world_clean_restart(struct world *w)
 	hist_crash(w->hist, hist_next_seq(w->hist), w->now, view, w->mem.hwm);
 	service_close(w->svc);
 	w->up = false;
-	restart(w);
+	restart(w, true);
 }
 
 /* ---- the world's beginning and end ------------------------------------ */
@@ -1543,6 +1698,8 @@ world_init(struct world *w, uint64_t seed, const struct sim_options *opt,
 	    (unsigned long long)seed, w->nclients, w->nnames,
 	    (long long)w->config.core.default_lease_ms,
 	    (long long)w->config.core.max_lease_ms);
+	if (etcd_sim_wanted(seed, opt))
+		etcd_sim_init(w);
 }
 
 void
@@ -1559,5 +1716,6 @@ world_free(struct world *w)
 	}
 	store_mem_free(&w->mem);
 	hist_free(w->hist);
+	etcd_sim_free(w);
 	free(w->svc);
 }

@@ -140,6 +140,10 @@ struct world {
 	unsigned npool;
 	int hook_failures;
 	unsigned crash_permille, restart_permille, fail_permille;
+	/* Cluster mode (etcd_sim.c), NULL on a single node; the serving
+	 * node's wall clock reads global time + WALL_BASE + wall_skew. */
+	struct etcd_sim *etcd;
+	int64_t wall_skew;
 };
 
 /* The world of one seed: its clients, names, rates, clock and store. */
@@ -182,5 +186,9 @@ void world_open_service(struct world *w);
 void world_queue_request(struct world *w, struct client *c, bool last);
 /* The thread pool writes the batch in flight. */
 void world_write_inflight(struct world *w);
+/* Cluster mode: the leader steps down and the next one takes over. */
+void world_failover(struct world *w, const char *why);
+/* A whole commit now; in cluster mode a lost store steps down first. */
+void world_commit_now(struct world *w);
 
 #endif

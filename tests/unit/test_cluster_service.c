@@ -5,7 +5,8 @@
  * knows it) or ERR UNAVAILABLE without etcd, and PING and STATS itself;
  * STATS ends in role=; a leader whose lease could have run out serves
  * nothing even before leadership has stepped it down; and a new leader's
- * load applies the take-over rule.
+ * load applies the take-over rule, as does a fall-back to a record the
+ * last leader wrote.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include "tests/lib/store_mem.h"
 
 static core_time mono = 1000000;
+static int64_t wall_skew;   /* this node's wall clock against the last's */
 
 static core_time
 fake_mono(void *ctx)
@@ -33,7 +35,7 @@ static int64_t
 fake_wall(void *ctx)
 {
 	(void)ctx;
-	return 1700000000000 + mono;
+	return 1700000000000 + mono + wall_skew;
 }
 
 struct world {
@@ -169,6 +171,55 @@ test_cluster_service_new_leader_load_applies_the_takeover_rule(void **state)
 	world_free(w);
 }
 
+/*
+ * After a take-over, a failed commit falls back to what the store holds.
+ * A record the last leader wrote (another boot) holds that node's clock
+ * readings: read by this node's wall clock, 8 s ahead of the other's, the
+ * lease would end 8 s before its holder's belief does.  It gets what the
+ * take-over gave it at the load instead.
+ */
+static void
+test_cluster_service_fall_back_after_a_takeover_keeps_the_takeover_expiry(
+    void **state)
+{
+	struct world *w = world_new();
+	char line[128];
+	const char *r, *h;
+
+	(void)state;
+	w->svc.cluster.leading = true;
+	w->svc.cluster.serving_until = mono + 100000;
+	r = ask(w, "ACQUIRE a wait=0 lease=10s\r\n");
+	assert_int_equal(strncmp(r, "GRANTED a fence=1 ", 18), 0);
+	h = strstr(r, "handle=");
+	assert_non_null(h);
+	snprintf(line, sizeof(line), "RENEW a %.*s lease=1s\r\n",
+	    (int)strcspn(h + 7, " \r"), h + 7);
+	/* Another node, with a wall clock 8 s ahead, takes over. */
+	service_close(&w->svc);
+	memset(w->clock.boot_id, 0xab, 16);
+	wall_skew = 8000;
+	w->config.takeover_lease_ms = 3000;
+	world_open(w);
+	w->svc.cluster.leading = true;
+	w->svc.cluster.serving_until = mono + 100000;
+	mono += 500;
+	assert_string_equal(ask(w, "STATUS a\r\n"),
+	    "STATUS a held=1 fence=1 ttl=12500 queue=0\r\n");
+	/* Its holder renews, and the commit fails: nothing changed. */
+	w->store.fail_commits = 1;
+	service_conn_feed(&w->svc, &w->conn, line, strlen(line));
+	assert_int_equal(service_commit(&w->svc), -1);
+	assert_int_equal(w->conn.out.len, 62);
+	assert_memory_equal(w->conn.out.data, "ERR UNAVAILABLE store failed; "
+	    "nothing was granted or changed\r\n", 62);
+	service_conn_written(&w->conn, w->conn.out.len);
+	assert_string_equal(ask(w, "STATUS a\r\n"),
+	    "STATUS a held=1 fence=1 ttl=12500 queue=0\r\n");
+	wall_skew = 0;
+	world_free(w);
+}
+
 int
 main(void)
 {
@@ -179,6 +230,8 @@ main(void)
 		    test_cluster_service_leader_past_its_lease_serves_nothing),
 		cmocka_unit_test(
 		    test_cluster_service_new_leader_load_applies_the_takeover_rule),
+		cmocka_unit_test(
+		    test_cluster_service_fall_back_after_a_takeover_keeps_the_takeover_expiry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
