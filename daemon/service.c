@@ -970,7 +970,9 @@ execute(struct service *svc, struct service_conn *conn,
 		char text[PROTO_REPLY_MAX];
 		if (svc->cluster.etcd_unreachable)
 			answer_error(svc, conn, seq, 0, 0,
-			    PROTO_ERR_UNAVAILABLE, "etcd cannot be reached");
+			    PROTO_ERR_UNAVAILABLE, svc->cluster.etcd_refused ?
+			    "etcd refused this node's credentials (its log "
+			    "says why)" : "etcd cannot be reached");
 		else if (!svc->cluster.leading &&
 		    svc->cluster.leader[0] != '\0') {
 			snprintf(text, sizeof(text), "leader=%.200s this node "

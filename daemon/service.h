@@ -145,6 +145,7 @@ struct service_cluster {
 	bool leading;              /* serves locks... */
 	core_time serving_until;   /* ...before this (the service's clock) */
 	bool etcd_unreachable;     /* the last word from etcd was none */
+	bool etcd_refused;         /* ...as etcd refused our credentials */
 	char leader[300];          /* the leader's --advertise; "" unknown */
 };
 

@@ -117,6 +117,10 @@ test_cluster_service_follower_sends_lock_commands_to_the_leader(void **state)
 	w->svc.cluster.etcd_unreachable = true;
 	assert_string_equal(ask(w, "ACQUIRE a\r\n"),
 	    "ERR UNAVAILABLE etcd cannot be reached\r\n");
+	/* etcd answered, and refused the node's credentials: said so. */
+	w->svc.cluster.etcd_refused = true;
+	assert_string_equal(ask(w, "ACQUIRE a\r\n"), "ERR UNAVAILABLE etcd "
+	    "refused this node's credentials (its log says why)\r\n");
 	world_free(w);
 }
 
