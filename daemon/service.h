@@ -128,6 +128,7 @@ struct service_stats {
 	uint64_t output_overflows;
 	uint64_t auth_failures;     /* AUTHs refused */
 	uint64_t denied;            /* commands answered ERR DENIED */
+	uint64_t list_walked;       /* names LIST looked at: its cost */
 	/* TLS, counted by the server: handshakes done, failed (timeouts
 	 * included), timed out. */
 	uint64_t tls_handshakes, tls_failures, tls_timeouts;

@@ -266,6 +266,161 @@ test_service_list_stops_early_within_the_output_cap(void **state)
 	world_free(w);
 }
 
+/* A LIST reply's names, space-separated, then its END line. */
+static const char *
+list_names(const char *text)
+{
+	static char out[4096];
+	size_t len = 0, n;
+	const char *p = text;
+
+	out[0] = '\0';
+	while (strncmp(p, "LOCK ", 5) == 0) {
+		n = strcspn(p + 5, " ");
+		len += (size_t)snprintf(out + len, sizeof(out) - len, "%.*s ",
+		    (int)n, p + 5);
+		p = strstr(p, "\r\n") + 2;
+	}
+	snprintf(out + len, sizeof(out) - len, "%.*s", (int)strcspn(p, "\r"),
+	    p);
+	return out;
+}
+
+/* --auth's rules for the LIST tests: alice reads two runs of job/ and
+ * x/, and may only lock job/b (not read it). */
+static const char list_rules[] =
+    "alice - read job/a\n"
+    "alice - read job/c/\n"
+    "alice - lock job/b\n"
+    "alice - read,lock x/\n"
+    "alice - read job/c/deep/\n"
+    "bob - read job/\n";
+
+static void
+world_auth(struct world *w, struct auth_rules *rules, const char *principal)
+{
+	char err[128];
+
+	assert_int_equal(auth_rules_parse(rules, list_rules,
+	    strlen(list_rules), err, sizeof(err)), 0);
+	w->svc.auth = rules;
+	snprintf(w->conns[0].principal, sizeof(w->conns[0].principal), "%s",
+	    principal);
+}
+
+/* With --auth, LIST shows what the principal may read and nothing else,
+ * and prefix=, after= and limit= page through exactly that: every
+ * readable name once, in order, next= naming where to resume. */
+static void
+test_service_list_under_auth_pages_exactly_through_what_it_may_read(
+    void **state)
+{
+	static const char *const names[] = { "job/c/2", "job/a1", "job/b1",
+	    "job/b2", "job/c3", "x/1", "job/c/1", "job/a2", "job/d", "y/1",
+	    "job/b3", "job/c/deep/1", "job/ab" };
+	struct world *w = world_new(0);
+	struct auth_rules rules;
+	char line[128], after[64] = "", all[1024] = "";
+	int pages;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(line, sizeof(line), "ACQUIRE %s lease=10s\r\n",
+		    names[i]);
+		feed(w, 1, line);
+	}
+	take(w, 1);
+	world_auth(w, &rules, "alice");
+	feed(w, 0, "LIST\r\n");
+	assert_string_equal(list_names(take(w, 0)), "job/a1 job/a2 job/ab "
+	    "job/c/1 job/c/2 job/c/deep/1 x/1 END count=7");
+	feed(w, 0, "LIST prefix=job/ limit=2\r\n");
+	assert_string_equal(list_names(take(w, 0)),
+	    "job/a1 job/a2 END count=2 next=job/a2");
+	feed(w, 0, "LIST prefix=job/ limit=2 after=job/a2\r\n");
+	assert_string_equal(list_names(take(w, 0)),
+	    "job/ab job/c/1 END count=2 next=job/c/1");
+	feed(w, 0, "LIST prefix=job/ limit=2 after=job/c/1\r\n");
+	/* Nothing readable follows: no next=. */
+	assert_string_equal(list_names(take(w, 0)),
+	    "job/c/2 job/c/deep/1 END count=2");
+	feed(w, 0, "LIST prefix=job/ limit=2 after=job/c/deep/1\r\n");
+	assert_string_equal(list_names(take(w, 0)), "END count=0");
+	/* A prefix inside a readable run, one across none, after= in the
+	 * unreadable middle. */
+	feed(w, 0, "LIST prefix=job/c/1\r\n");
+	assert_string_equal(list_names(take(w, 0)), "job/c/1 END count=1");
+	feed(w, 0, "LIST prefix=job/b\r\n");
+	assert_string_equal(list_names(take(w, 0)), "END count=0");
+	feed(w, 0, "LIST after=job/b\r\n");
+	assert_string_equal(list_names(take(w, 0)),
+	    "job/c/1 job/c/2 job/c/deep/1 x/1 END count=4");
+	/* One name a page: the same seven, each once. */
+	for (pages = 0; pages < 20; pages++) {
+		const char *got, *next;
+
+		snprintf(line, sizeof(line), "LIST limit=1%s%s\r\n",
+		    after[0] ? " after=" : "", after);
+		feed(w, 0, line);
+		got = list_names(take(w, 0));
+		if (strncmp(got, "END", 3) != 0)
+			snprintf(all + strlen(all), sizeof(all) - strlen(all),
+			    "%.*s ", (int)strcspn(got, " "), got);
+		if ((next = strstr(got, "next=")) == NULL)
+			break;
+		snprintf(after, sizeof(after), "%s", next + 5);
+	}
+	assert_string_equal(all, "job/a1 job/a2 job/ab job/c/1 job/c/2 "
+	    "job/c/deep/1 x/1 ");
+	/* bob reads all of job/ and nothing else. */
+	snprintf(w->conns[0].principal, sizeof(w->conns[0].principal), "bob");
+	feed(w, 0, "LIST limit=3 after=job/b3\r\n");
+	assert_string_equal(list_names(take(w, 0)),
+	    "job/c/1 job/c/2 job/c/deep/1 END count=3 next=job/c/deep/1");
+	w->svc.auth = NULL;
+	auth_rules_free(&rules);
+	world_free(w);
+}
+
+/* What a principal may not read costs LIST nothing: it looks only at the
+ * names in the runs the principal may read, however many others lie
+ * under the prefix it asked for (counted, not timed). */
+static void
+test_service_list_under_auth_walks_no_unreadable_name(void **state)
+{
+	struct world *w = world_new(0);
+	struct auth_rules rules;
+	char line[64];
+	uint64_t walked;
+
+	(void)state;
+	for (int i = 0; i < 2000; i++) {
+		snprintf(line, sizeof(line), "ACQUIRE job/b%04d lease=10s\r\n",
+		    i);
+		feed(w, 1, line);
+		take(w, 1);
+	}
+	feed(w, 1, "ACQUIRE job/a1 lease=10s\r\nACQUIRE x/1 lease=10s\r\n"
+	    "ACQUIRE job/c/1 lease=10s\r\n");
+	take(w, 1);
+	world_auth(w, &rules, "alice");
+	walked = w->svc.stats.list_walked;
+	feed(w, 0, "LIST\r\n");
+	assert_string_equal(list_names(take(w, 0)),
+	    "job/a1 job/c/1 x/1 END count=3");
+	assert_int_equal(w->svc.stats.list_walked - walked, 3);
+	walked = w->svc.stats.list_walked;
+	feed(w, 0, "LIST prefix=job/b\r\nLIST after=job/a1 limit=1\r\n");
+	assert_string_equal(take(w, 0), "END count=0\r\n"
+	    "LOCK job/c/1 held=1 fence=2003 ttl=10000 queue=0\r\n"
+	    "END count=1 next=job/c/1\r\n");
+	/* job/c/1, then x/1 to learn there is more. */
+	assert_int_equal(w->svc.stats.list_walked - walked, 2);
+	w->svc.auth = NULL;
+	auth_rules_free(&rules);
+	world_free(w);
+}
+
 /* LIST's lines are one reply: a LIST behind a waiting ACQUIRE waits in
  * its slot whole, and comes out after the ACQUIRE's answer. */
 static void
@@ -416,6 +571,10 @@ main(void)
 		    test_service_list_stops_early_within_the_output_cap),
 		cmocka_unit_test(
 		    test_service_list_behind_a_waiting_acquire_keeps_its_place),
+		cmocka_unit_test(
+		    test_service_list_under_auth_pages_exactly_through_what_it_may_read),
+		cmocka_unit_test(
+		    test_service_list_under_auth_walks_no_unreadable_name),
 		cmocka_unit_test(
 		    test_service_owner_and_lock_delay_are_recovered),
 		cmocka_unit_test(
