@@ -1063,12 +1063,12 @@ lockd__probe(lockd_context *c)
 	    LOCKD__PROBE_TIMEOUT_MS;
 	lockd__queue_init(&ps.pending, sizeof(struct lockd__pending));
 	rc = lockd__open_one(&pc);
-	if (rc == LOCKD_OK) {
-		rc = lockd__append(&pc, &r, lockd__request_ping(&r,
-		    pc.errstr));
-		if (rc == LOCKD_OK)
-			rc = lockd__get_reply_info(&pc, &reply, NULL, false);
-	}
+	if (rc == LOCKD_OK)
+		rc = lockd__request_ping(&r, pc.errstr);
+	if (rc == LOCKD_OK)
+		rc = lockd__append(&pc, &r, LOCKD_OK);
+	if (rc == LOCKD_OK)
+		rc = lockd__get_reply_info(&pc, &reply, NULL, false);
 	lockd__reset_stream(&pc);
 	free(ps.out);
 	free(ps.in);
