@@ -1117,14 +1117,18 @@ lockd__get_reply_info(lockd_context *c, lockd_reply *reply,
 			wake = heard + LOCKD__PROBE_IDLE_MS;
 		revents = lockd__wait(c->fd, POLLIN, wake);
 		if (revents == 0 && wake != deadline) {
-			if (!lockd__probe(c))
+			if (lockd__probe(c)) {
+				heard = lockd_now_ms();
+				continue;
+			}
+			if (s->at->unix_path != NULL)
 				return lockd__fail(c, LOCKD_ERR_TIMEOUT,
-				    "%s:%d stopped answering (no reply to a "
-				    "probe within %d ms)", s->at->unix_path !=
-				    NULL ? s->at->unix_path : s->at->host,
-				    s->at->port, LOCKD__PROBE_TIMEOUT_MS);
-			heard = lockd_now_ms();
-			continue;
+				    "%s stopped answering (no reply to a "
+				    "probe within %d ms)", s->at->unix_path,
+				    LOCKD__PROBE_TIMEOUT_MS);
+			return lockd__fail(c, LOCKD_ERR_TIMEOUT, "%s:%d stopped "
+			    "answering (no reply to a probe within %d ms)",
+			    s->at->host, s->at->port, LOCKD__PROBE_TIMEOUT_MS);
 		}
 		if (revents == 0)
 			return lockd__fail(c, LOCKD_ERR_TIMEOUT,
