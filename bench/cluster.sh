@@ -10,7 +10,9 @@
 #      store writes, against the same etcd;
 #   3. fail-over: kill -9 of the leader lockd, then the time until one of
 #      the other nodes answers an ACQUIRE with GRANTED; the killed node is
-#      started again as a standby; BENCH_FAILOVERS kills.
+#      started again as a standby; BENCH_FAILOVERS kills.  Each line says
+#      whether etcd elected a new leader meanwhile (etcd_term_changes),
+#      which stretches a fail-over (docs/performance.md).
 #
 # Run by `make bench-cluster` (and `make bench`), which sets LOCKD and
 # LOADGEN.  Knobs: BENCH_CLUSTER_SECONDS (3), BENCH_CLUSTER_ROUNDS (3),
@@ -38,7 +40,7 @@ BENCH_CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 NODES=3
 MEMBERS=3
 
-for tool in etcd taskset timeout; do
+for tool in etcd etcdctl taskset timeout; do
 	command -v "$tool" >/dev/null || { echo "bench-cluster: $tool is missing (tools/deps.sh bench)" >&2; exit 1; }
 done
 for bin in "$LOCKD" "$LOADGEN"; do
@@ -154,6 +156,16 @@ first_granted() {
 	    -w first -t 30 -l 10s -P "$2"
 }
 
+# etcd_term: the highest raft term etcd's members report (a change of
+# etcd's leader raises it), or "?" when none answers.
+etcd_term() {
+	local t
+	t=$(ETCDCTL_API=3 timeout -k 1 5 etcdctl --endpoints="$urls" \
+	    --command-timeout=2s endpoint status -w json 2>/dev/null |
+	    grep -o '"raft_term":[0-9]*' | cut -d: -f2 | sort -n | tail -1) || true
+	echo "${t:-?}"
+}
+
 # leader_index LINE: which node answered GRANTED.
 leader_index() {
 	local port i
@@ -252,10 +264,12 @@ for ((k = 1; k <= BENCH_FAILOVERS; k++)); do
 	for ((i = 0; i < NODES; i++)); do
 		[ "$i" = "$leader" ] || others+="${others:+,}${NPORT[i]}"
 	done
+	term0=$(etcd_term)
 	t0=${EPOCHREALTIME/./}
 	kill -KILL "${NPID[leader]}"
 	wait "${NPID[leader]}" 2>/dev/null || true
 	line=$(first_granted "$others" "fo$k") || true
+	term1=$(etcd_term)
 	t1=$(grep -o 'first_granted_unix_us=[0-9]*' <<<"$line" | cut -d= -f2)
 	old=$leader
 	if [ -z "$t1" ] || [ "$t1" = 0 ] || ! leader=$(leader_index "$line"); then
@@ -264,7 +278,14 @@ for ((k = 1; k <= BENCH_FAILOVERS; k++)); do
 		echo "$line" >&2
 		break
 	fi
-	line="failover=$k killed=n$old new=n$leader failover_ms=$(( (t1 - t0) / 1000 ))"
+	# etcd_term_changes: how often etcd elected a new leader during this
+	# kill (its new leader gives every lease its full TTL again: see
+	# docs/performance.md, "Fail-over outliers").
+	changes='?'
+	if [ "$term0" != '?' ] && [ "$term1" != '?' ]; then
+		changes=$((term1 - term0))
+	fi
+	line="failover=$k killed=n$old new=n$leader failover_ms=$(( (t1 - t0) / 1000 )) etcd_term_changes=$changes"
 	echo "$line" >>"$RESULTS"
 	echo "$line" >&2
 	start_node "$old"   # again, as a standby
@@ -308,8 +329,9 @@ function median(list,   n, a, i, j, t) {
 /^failover=/ {
 	for (i = 1; i <= NF; i++) {
 		split($i, kv, "=")
-		if (kv[1] == "failover_ms") { fo = fo " " kv[2]; nfo++; if (kv[2] + 0 > fomax) fomax = kv[2] + 0 }
+		if (kv[1] == "failover_ms") { fo = fo " " kv[2]; nfo++; if (kv[2] + 0 > fomax) fomax = kv[2] + 0; ms = kv[2] + 0 }
 		if (kv[1] == "failed") fofail++
+		if (kv[1] == "etcd_term_changes" && kv[2] != "?" && kv[2] + 0 > 0) { foetcd++; if (ms > foetcdmax) foetcdmax = ms }
 	}
 }
 END {
@@ -338,6 +360,8 @@ END {
 		printf "Ceiling: guarded 64-record transactions, one at a time: %.0f txn/s, %.0f records/s (p99 %.0f us, %d errors)\n", median(txn), median(rec), median(tp99), terr
 	if (nfo > 0)
 		printf "Fail-over (kill -9 of the leader to the first GRANTED from the new one): %d kills, p50 %d ms, max %d ms%s\n", nfo, median(fo), fomax, (fofail ? ", " fofail " failed" : "")
+	if (foetcd > 0)
+		printf "  of which %d saw etcd elect a new leader (slowest of those %d ms): etcd then renews every lease, the old leader key as well\n", foetcd, foetcdmax
 	print ""
 	print "Targets of issue 15"
 	print ""

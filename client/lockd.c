@@ -42,6 +42,11 @@
 /* Fail-over's pause between attempts, once each endpoint had one. */
 #define LOCKD__FAILOVER_BACKOFF_MS 50
 #define LOCKD__FAILOVER_BACKOFF_MAX_MS 250
+/* With fail-over on, a blocking call that hears nothing from its node for
+ * this long checks on a connection of its own that the node still answers,
+ * and gives it this long to (lockd.h, "Fail-over"). */
+#define LOCKD__PROBE_IDLE_MS 3000
+#define LOCKD__PROBE_TIMEOUT_MS 2000
 
 struct lockd__state {
 	struct lockd__endpoint *ats;  /* every endpoint configured */
@@ -1029,6 +1034,48 @@ lockd__take_reply(lockd_context *c, lockd_reply *r, lockd_lock_info *info)
 	return lockd__record(c, result);
 }
 
+static int lockd__get_reply_info(lockd_context *c, lockd_reply *reply,
+    lockd_lock_info *info, bool probe);
+
+/*
+ * Whether the node this context is connected to still answers: a fresh
+ * connection to it (TLS and AUTH as configured) and a PING, by
+ * LOCKD__PROBE_TIMEOUT_MS.  Any reply, even an error, says it is alive; no
+ * reply says its process is stopped or wedged (its kernel still accepts
+ * connections and keeps the old one open, so only a request can tell).
+ */
+static bool
+lockd__probe(lockd_context *c)
+{
+	struct lockd__state *s = c->state, ps;
+	lockd_context pc;
+	struct lockd__request r;
+	lockd_reply reply;
+	int rc;
+
+	memset(&ps, 0, sizeof(ps));
+	memset(&pc, 0, sizeof(pc));
+	pc.fd = -1;
+	pc.state = &ps;
+	ps.ats = ps.at = s->at;   /* borrowed: never freed here */
+	ps.n_ats = 1;
+	ps.connect_timeout_ms = ps.command_timeout_ms =
+	    LOCKD__PROBE_TIMEOUT_MS;
+	lockd__queue_init(&ps.pending, sizeof(struct lockd__pending));
+	rc = lockd__open_one(&pc);
+	if (rc == LOCKD_OK)
+		rc = lockd__request_ping(&r, pc.errstr);
+	if (rc == LOCKD_OK)
+		rc = lockd__append(&pc, &r, LOCKD_OK);
+	if (rc == LOCKD_OK)
+		rc = lockd__get_reply_info(&pc, &reply, NULL, false);
+	lockd__reset_stream(&pc);
+	free(ps.out);
+	free(ps.in);
+	lockd__queue_free(&ps.pending);
+	return !lockd_error_is_fatal(rc);
+}
+
 static int
 lockd__begin_reply(lockd_context *c)
 {
@@ -1039,14 +1086,19 @@ lockd__begin_reply(lockd_context *c)
 	return LOCKD_OK;
 }
 
-/* lockd_get_reply, also filling *info (NULL: not wanted); a LIST line
- * before its END comes back as LOCKD__MORE. */
+/*
+ * lockd_get_reply, also filling *info (NULL: not wanted); a LIST line
+ * before its END comes back as LOCKD__MORE.  probe: after every
+ * LOCKD__PROBE_IDLE_MS without a byte from the node, check that it still
+ * answers (lockd__probe); when it does not, the call fails as if the
+ * connection broke, for fail-over to move on.
+ */
 static int
 lockd__get_reply_info(lockd_context *c, lockd_reply *reply,
-    lockd_lock_info *info)
+    lockd_lock_info *info, bool probe)
 {
 	struct lockd__state *s = c->state;
-	int64_t deadline;
+	int64_t deadline, wake, heard;
 	int rc, revents;
 
 	if (lockd__begin_reply(c) != LOCKD_OK)
@@ -1055,11 +1107,29 @@ lockd__get_reply_info(lockd_context *c, lockd_reply *reply,
 	    s->command_timeout_ms)) != LOCKD_OK)
 		return c->err;
 	deadline = lockd__head_deadline(s, 0);
+	heard = lockd_now_ms();
 	for (;;) {
 		rc = lockd__take_reply(c, reply, info);
 		if (rc != LOCKD_AGAIN)
 			return rc;
-		revents = lockd__wait(c->fd, POLLIN, deadline);
+		wake = deadline;
+		if (probe && (wake < 0 || heard + LOCKD__PROBE_IDLE_MS < wake))
+			wake = heard + LOCKD__PROBE_IDLE_MS;
+		revents = lockd__wait(c->fd, POLLIN, wake);
+		if (revents == 0 && wake != deadline) {
+			if (lockd__probe(c)) {
+				heard = lockd_now_ms();
+				continue;
+			}
+			if (s->at->unix_path != NULL)
+				return lockd__fail(c, LOCKD_ERR_TIMEOUT,
+				    "%s stopped answering (no reply to a "
+				    "probe within %d ms)", s->at->unix_path,
+				    LOCKD__PROBE_TIMEOUT_MS);
+			return lockd__fail(c, LOCKD_ERR_TIMEOUT, "%s:%d stopped "
+			    "answering (no reply to a probe within %d ms)",
+			    s->at->host, s->at->port, LOCKD__PROBE_TIMEOUT_MS);
+		}
 		if (revents == 0)
 			return lockd__fail(c, LOCKD_ERR_TIMEOUT,
 			    "no reply within the command timeout");
@@ -1068,13 +1138,14 @@ lockd__get_reply_info(lockd_context *c, lockd_reply *reply,
 			    strerror(errno));
 		if (lockd__read_some(c) < 0)
 			return c->err;
+		heard = lockd_now_ms();
 	}
 }
 
 int
 lockd_get_reply(lockd_context *c, lockd_reply *reply)
 {
-	return lockd__get_reply_info(c, reply, NULL);
+	return lockd__get_reply_info(c, reply, NULL, false);
 }
 
 int
@@ -1201,7 +1272,8 @@ lockd__call(lockd_context *c, struct lockd__request *r, int rc,
 		if (lockd__append(c, r, LOCKD_OK) != LOCKD_OK)
 			return c->err;
 		began = lockd_now_ms();
-		rc = lockd__get_reply_info(c, reply, info);
+		rc = lockd__get_reply_info(c, reply, info,
+		    lockd__fails_over(c));
 		if (rc == LOCKD_ERR_NOTLEADER && lockd__fails_over(c))
 			continue;
 		if (lockd_error_is_fatal(rc) && rc != LOCKD_ERR_PROTOCOL &&
@@ -1443,7 +1515,7 @@ lockd_list(lockd_context *c, const char *prefix, const char *after,
 	while (rc == LOCKD__MORE) {
 		if (fn != NULL && !stopped && fn(arg, &info) != 0)
 			stopped = true;
-		rc = lockd__get_reply_info(c, &reply, &info);
+		rc = lockd__get_reply_info(c, &reply, &info, false);
 	}
 	if (rc == LOCKD_OK && next != NULL)
 		snprintf(next, LOCKD_NAME_MAX + 1, "%s", info.name);

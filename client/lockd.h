@@ -239,6 +239,13 @@ int lockd_set_connect_timeout(lockd_context *c, int64_t timeout_ms);
  * the last error (LOCKD_ERR_NOTLEADER, or IO/EOF/TIMEOUT) with a sentence
  * saying so.  A new connection sends AUTH again when a token is set.
  *
+ * A node that stops without closing anything (SIGSTOP, a frozen VM) is
+ * noticed too: a blocking call that has heard nothing from its node for
+ * 3 s checks on it over a connection of its own (PING, with TLS and AUTH
+ * as configured); with no reply in 2 s the call fails over as if its
+ * connection had broken.  So an ACQUIRE or WATCH that waits without a
+ * limit or a command timeout does not wait for ever at a paused leader.
+ *
  * Which requests are sent again: every one after ERR NOTLEADER (the node
  * did nothing with it); after a broken connection RENEW, RELEASE, STATUS,
  * PING, FORCE, CHECK, WATCH and LIST, which are safe to repeat (a RENEW of

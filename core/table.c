@@ -891,10 +891,11 @@ hold_options_get(const struct core_table *table,
 }
 
 /* Is there room for one more waiter or WATCH of this session?  Replies
- * LIMIT when not.  A pending WATCH counts as a waiter. */
+ * LIMIT when not.  A pending WATCH counts as a waiter, except against its
+ * group's (principal's) limit, which counts waiting ACQUIREs only. */
 static bool
 waiter_room(struct core_table *table, struct core_session *session,
-    uint64_t tag, struct core_entry *e)
+    uint64_t tag, struct core_entry *e, bool watch)
 {
 	if (table->config.max_waiters != 0 && table->stats.waiters +
 	    table->stats.watches >= table->config.max_waiters) {
@@ -904,6 +905,12 @@ waiter_room(struct core_table *table, struct core_session *session,
 	if (table->config.max_waiters_per_session != 0 &&
 	    session->waiter_count >= table->config.max_waiters_per_session) {
 		reply_limit(table, session, tag, e, CORE_LIMIT_SESSION_WAITERS);
+		return false;
+	}
+	if (!watch && session->group_waiters != NULL &&
+	    session->group_max_waiters != 0 &&
+	    *session->group_waiters >= session->group_max_waiters) {
+		reply_limit(table, session, tag, e, CORE_LIMIT_GROUP_WAITERS);
 		return false;
 	}
 	return true;
@@ -1024,14 +1031,8 @@ core_acquire(struct core_table *table, struct core_session *session,
 	/* A repeat of a waiting request takes its place: the waiter it
 	 * replaces leaves room for it under every limit. */
 	old = waiter_with_rid(e, opt.rid, opt.rid_len);
-	if (old == NULL && !waiter_room(table, session, tag, e))
+	if (old == NULL && !waiter_room(table, session, tag, e, false))
 		return CORE_ERR_LIMIT;
-	if (old == NULL && session->group_waiters != NULL &&
-	    session->group_max_waiters != 0 &&
-	    *session->group_waiters >= session->group_max_waiters) {
-		reply_limit(table, session, tag, e, CORE_LIMIT_GROUP_WAITERS);
-		return CORE_ERR_LIMIT;
-	}
 	tags = tags_make(table, opt.label, opt.label_len, opt.rid, opt.rid_len,
 	    &nomem);
 	if (nomem) {
@@ -1223,7 +1224,7 @@ core_watch(struct core_table *table, struct core_session *session,
 		emit(table, CORE_REPLY_TIMEOUT, session, tag, e, &r);
 		return CORE_OK;
 	}
-	if (!waiter_room(table, session, tag, e))
+	if (!waiter_room(table, session, tag, e, true))
 		return CORE_ERR_LIMIT;
 	if ((w = waiter_add(table, session, tag, e, true, wait_ms, now)) ==
 	    NULL)

@@ -297,6 +297,73 @@ auth_may(const struct auth_rules *rules, const char *principal,
 	return false;
 }
 
+static bool
+starts_with(const char *s, size_t len, const char *p, size_t p_len)
+{
+	return p_len <= len && memcmp(s, p, p_len) == 0;
+}
+
+/* Bytewise, a prefix before what it prefixes. */
+static int
+range_compare(const void *a, const void *b)
+{
+	const struct auth_range *x = a, *y = b;
+	int c = memcmp(x->prefix, y->prefix, x->len < y->len ? x->len :
+	    y->len);
+
+	if (c != 0)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+long
+auth_ranges(const struct auth_rules *rules, const char *principal,
+    unsigned perm, const char *prefix, size_t prefix_len,
+    struct auth_range **out)
+{
+	struct auth_range *r;
+	size_t i, n = 0, kept = 0;
+
+	*out = NULL;
+	if (rules == NULL || principal == NULL || principal[0] == '\0')
+		return 0;
+	for (i = 0; i < rules->count; i++)
+		if ((rules->rule[i].perms & perm) == perm &&
+		    strcmp(rules->rule[i].principal, principal) == 0)
+			n++;
+	if (n == 0)
+		return 0;
+	if ((r = calloc(n, sizeof(*r))) == NULL)
+		return -1;
+	n = 0;
+	for (i = 0; i < rules->count; i++) {
+		const struct auth_rule *u = &rules->rule[i];
+
+		if ((u->perms & perm) != perm ||
+		    strcmp(u->principal, principal) != 0)
+			continue;
+		if (starts_with(prefix, prefix_len, u->prefix, u->prefix_len))
+			r[n++] = (struct auth_range){ prefix, prefix_len };
+		else if (starts_with(u->prefix, u->prefix_len, prefix,
+		    prefix_len))
+			r[n++] = (struct auth_range){ u->prefix,
+			    u->prefix_len };
+	}
+	qsort(r, n, sizeof(*r), range_compare);
+	/* The names under a prefix sort right after it: a range that
+	 * starts with the last one kept is inside it. */
+	for (i = 0; i < n; i++)
+		if (kept == 0 || !starts_with(r[i].prefix, r[i].len,
+		    r[kept - 1].prefix, r[kept - 1].len))
+			r[kept++] = r[i];
+	if (kept == 0) {
+		free(r);
+		return 0;
+	}
+	*out = r;
+	return (long)kept;
+}
+
 bool
 auth_may_any(const struct auth_rules *rules, const char *principal,
     unsigned perm)

@@ -78,6 +78,24 @@ bool auth_may(const struct auth_rules *rules, const char *principal,
 bool auth_may_any(const struct auth_rules *rules, const char *principal,
     unsigned perm);
 
+/*
+ * Where in the names under prefix[0..prefix_len) principal may use perm:
+ * a list of name prefixes, each meaning "every name that starts with it",
+ * none inside another, in bytewise order - so that walking each in turn
+ * through the ordered index (LIST) meets every such name once, in order,
+ * and no other name.  For each of the principal's lines with perm whose
+ * prefix and `prefix` nest (one starts with the other), the longer of the
+ * two.  Each item points into rules or into prefix.  Returns how many
+ * (0: none, *out NULL), with *out to free(); -1 when out of memory.
+ */
+struct auth_range {
+	const char *prefix;
+	size_t len;
+};
+long auth_ranges(const struct auth_rules *rules, const char *principal,
+    unsigned perm, const char *prefix, size_t prefix_len,
+    struct auth_range **out);
+
 /* True when s[0..len) can be a principal (as a name, and not too long). */
 bool auth_valid_principal(const char *s, size_t len);
 

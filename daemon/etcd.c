@@ -67,6 +67,7 @@ struct etcd {
 	bool authenticating;          /* an authentication is in flight */
 	uint64_t auth_failed_at;      /* ms (uv_hrtime) of the last failure */
 	char auth_error[512];         /* "" = all is well */
+	bool auth_refused;            /* ...and etcd answered it: a refusal */
 	struct core_link waiting;     /* requests waiting for a token */
 	uv_timer_t auth_timer;        /* the next authentication, held back */
 	uv_signal_t sighup;           /* re-reads the password file */
@@ -436,14 +437,16 @@ auth_trouble(const char *error)
 	    strstr(error, "etcdserver: user name not found") != NULL;
 }
 
-/* Logs a new trouble once, not each retry. */
+/* Logs a new trouble once, not each retry.  refused: etcd answered and
+ * said no (else the authentication got no answer, a TLS failure say). */
 static void
-auth_failed(struct etcd *etcd, const char *why)
+auth_failed(struct etcd *etcd, const char *why, bool refused)
 {
 	if (strcmp(etcd->auth_error, why) != 0)
 		log_event(LOG_ERROR, "etcd_auth_error", "user=%s error=\"%s\"",
 		    etcd->user, why);
 	snprintf(etcd->auth_error, sizeof(etcd->auth_error), "%.500s", why);
+	etcd->auth_refused = refused;
 }
 
 /* A request refused for the user's permissions. */
@@ -456,7 +459,7 @@ auth_refused(struct etcd *etcd, const char *error)
 	    etcd->user, error, strstr(error, "permission denied") != NULL ?
 	    " (its role needs readwrite on the cluster's prefix, "
 	    "/lockd/<cluster>/)" : "");
-	auth_failed(etcd, why);
+	auth_failed(etcd, why, true);
 }
 
 /* etcd has auth on, and this client has no user to give. */
@@ -467,7 +470,7 @@ no_user(struct etcd *etcd, const char *error)
 
 	snprintf(why, sizeof(why), "etcd has authentication on: give "
 	    "--etcd-user and --etcd-password-file (%.200s)", error);
-	auth_failed(etcd, why);
+	auth_failed(etcd, why, true);
 }
 
 static void
@@ -476,12 +479,19 @@ auth_ok(struct etcd *etcd)
 	if (etcd->auth_error[0] != '\0')
 		log_event(LOG_INFO, "etcd_auth_ok", "user=%s", etcd->user);
 	etcd->auth_error[0] = '\0';
+	etcd->auth_refused = false;
 }
 
 const char *
 etcd_auth_error(const struct etcd *etcd)
 {
 	return etcd->auth_error[0] != '\0' ? etcd->auth_error : NULL;
+}
+
+bool
+etcd_auth_refused(const struct etcd *etcd)
+{
+	return etcd->auth_error[0] != '\0' && etcd->auth_refused;
 }
 
 /*
@@ -596,7 +606,7 @@ on_authenticated(void *ctx, enum etcd_result result, json_t *reply,
 	etcd->authenticating = false;
 	if (take_token(etcd, result, reply, error, why, sizeof(why)) < 0) {
 		etcd->auth_failed_at = now_ms();
-		auth_failed(etcd, why);
+		auth_failed(etcd, why, result != ETCD_UNKNOWN);
 		release_waiting(etcd, why);
 		return;
 	}
@@ -847,7 +857,7 @@ sync_authenticate(struct etcd *etcd, CURL *easy, long timeout_ms, char *err,
 	json_decref(reply);
 	if (rc < 0) {
 		etcd->auth_failed_at = now_ms();
-		auth_failed(etcd, err);
+		auth_failed(etcd, err, result != ETCD_UNKNOWN);
 		return -1;
 	}
 	return 0;

@@ -116,6 +116,12 @@ int etcd_secure(struct etcd *etcd, const struct etcd_security *sec,
  * failed, while nothing has succeeded since; NULL when all is well.
  */
 const char *etcd_auth_error(const struct etcd *etcd);
+/*
+ * True while etcd_auth_error is set by etcd's own answer: it refused the
+ * user, its password, or the user's permissions.  False when the trouble
+ * is that no answer came (a TLS handshake that failed, say).
+ */
+bool etcd_auth_refused(const struct etcd *etcd);
 
 /*
  * Checks --etcd's comma-separated URLs: each http:// or https://, all of

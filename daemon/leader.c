@@ -230,6 +230,10 @@ unreachable(struct leader *l, bool yes, const char *error)
 		log_event(LOG_WARN, "etcd_unreachable", "error=\"%.200s\"",
 		    error);
 	c->etcd_unreachable = yes;
+	/* etcd answered, and refused lockd's credentials or permissions:
+	 * clients are told so, not that etcd is out of reach (the log's
+	 * etcd_auth_error line has the details). */
+	c->etcd_refused = yes && etcd_auth_refused(l->etcd);
 }
 
 static void

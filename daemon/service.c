@@ -643,12 +643,17 @@ cmd_watch(struct service *svc, struct service_conn *conn,
  * bounded twice: by limit (at most 1000 lines of at most PROTO_REPLY_MAX
  * bytes) and by the room left under the connection's output cap - a LIST
  * that would overflow it ends early with next=, and the client pages on.
+ * With --auth it walks only the ranges of names the principal may read
+ * (auth_ranges), one after the other in name order, so names it may not
+ * read cost nothing, however many there are under the prefix.
  */
 static void
 cmd_list(struct service *svc, struct service_conn *conn,
     const struct proto_request *req, uint64_t seq, core_time now)
 {
-	const char *prefix = req->prefix_len > 0 ? req->prefix : "";
+	struct auth_range whole = { req->prefix_len > 0 ? req->prefix : "",
+	    req->prefix_len }, *ranges = &whole;
+	long nranges = 1, i;
 	uint32_t limit = req->has_limit ? req->limit :
 	    PROTO_LIST_LIMIT_DEFAULT, count = 0;
 	size_t room = output_room(svc, conn), n;
@@ -660,30 +665,40 @@ cmd_list(struct service *svc, struct service_conn *conn,
 	bool more = false;
 	int k;
 
+	if (svc->auth != NULL && (nranges = auth_ranges(svc->auth,
+	    conn->principal, AUTH_PERM_READ, whole.prefix, whole.len,
+	    &ranges)) < 0) {
+		ranges = NULL;
+		goto nomem;
+	}
 	/* Leases that ended are reclaimed first, as every command does for
 	 * its own name, so no expired holder is listed. */
 	core_tick(&svc->table, now);
-	for (e = core_list_first(&svc->table, prefix, req->prefix_len,
-	    req->after, req->after_len); e != NULL;
-	    e = core_list_next(&svc->table, e, prefix, req->prefix_len)) {
-		if (!core_list_status(&svc->table, e, now, &st) ||
-		    !service_may(svc, conn, AUTH_PERM_READ, e->name,
-		    e->name_len))
-			continue;   /* gone, or not this principal's to read */
-		if (count == limit || (count > 0 &&
-		    text.len + (size_t)2 * PROTO_REPLY_MAX > room)) {
-			more = true;
-			break;
+	for (i = 0; i < nranges && !more; i++) {
+		const struct auth_range *r = &ranges[i];
+
+		for (e = core_list_first(&svc->table, r->prefix, r->len,
+		    req->after, req->after_len); e != NULL;
+		    e = core_list_next(&svc->table, e, r->prefix, r->len)) {
+			svc->stats.list_walked++;
+			if (!core_list_status(&svc->table, e, now, &st))
+				continue;   /* gone */
+			if (count == limit || (count > 0 && text.len +
+			    (size_t)2 * PROTO_REPLY_MAX > room)) {
+				more = true;
+				break;
+			}
+			n = format_status_line(line, sizeof(line), "LOCK",
+			    e->name, e->name_len, &st);
+			if (n == 0 || !buf_append(&text, line, n))
+				goto nomem;
+			d = service__inflight_depends(svc, e->name,
+			    e->name_len);
+			if (d > depends)
+				depends = d;
+			last = e;
+			count++;
 		}
-		n = format_status_line(line, sizeof(line), "LOCK", e->name,
-		    e->name_len, &st);
-		if (n == 0 || !buf_append(&text, line, n))
-			goto nomem;
-		d = service__inflight_depends(svc, e->name, e->name_len);
-		if (d > depends)
-			depends = d;
-		last = e;
-		count++;
 	}
 	/* more: a lock was listed before the one left out, so last is set. */
 	if (more && last != NULL)
@@ -696,9 +711,13 @@ cmd_list(struct service *svc, struct service_conn *conn,
 		goto nomem;
 	answer(svc, conn, seq, 0, depends, text.data, text.len);
 	buf_free(&text);
+	if (ranges != &whole)
+		free(ranges);
 	return;
 nomem:
 	buf_free(&text);
+	if (ranges != &whole)
+		free(ranges);
 	answer_error(svc, conn, seq, 0, 0, PROTO_ERR_UNAVAILABLE,
 	    "out of memory");
 }
@@ -971,7 +990,9 @@ execute(struct service *svc, struct service_conn *conn,
 		char text[PROTO_REPLY_MAX];
 		if (svc->cluster.etcd_unreachable)
 			answer_error(svc, conn, seq, 0, 0,
-			    PROTO_ERR_UNAVAILABLE, "etcd cannot be reached");
+			    PROTO_ERR_UNAVAILABLE, svc->cluster.etcd_refused ?
+			    "etcd refused this node's credentials (its log "
+			    "says why)" : "etcd cannot be reached");
 		else if (!svc->cluster.leading &&
 		    svc->cluster.leader[0] != '\0') {
 			snprintf(text, sizeof(text), "leader=%.200s this node "

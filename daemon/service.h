@@ -128,6 +128,7 @@ struct service_stats {
 	uint64_t output_overflows;
 	uint64_t auth_failures;     /* AUTHs refused */
 	uint64_t denied;            /* commands answered ERR DENIED */
+	uint64_t list_walked;       /* names LIST looked at: its cost */
 	/* TLS, counted by the server: handshakes done, failed (timeouts
 	 * included), timed out. */
 	uint64_t tls_handshakes, tls_failures, tls_timeouts;
@@ -145,6 +146,7 @@ struct service_cluster {
 	bool leading;              /* serves locks... */
 	core_time serving_until;   /* ...before this (the service's clock) */
 	bool etcd_unreachable;     /* the last word from etcd was none */
+	bool etcd_refused;         /* ...as etcd refused our credentials */
 	char leader[300];          /* the leader's --advertise; "" unknown */
 };
 

@@ -216,6 +216,20 @@ status_at(int node, const char *name, char *buf, size_t size)
 	return buf;
 }
 
+/* The node's STATS line (into buf). */
+static const char *
+stats_at(int node, char *buf, size_t size)
+{
+	struct harness_conn *c = raw_connect(node);
+	const char *line;
+
+	harness_send(c, "STATS\r\n");
+	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
+	snprintf(buf, size, "%s", line != NULL ? line : "(nothing)");
+	harness_close(c);
+	return buf;
+}
+
 /* ---- endpoint lists, no cluster ---------------------------------------- */
 
 static void
@@ -562,6 +576,112 @@ test_failover_paused_leader_is_left_by_timeout(void **state)
 	assert_int_equal(lockd_ping(c), LOCKD_OK);
 	harness_server_resume(nodes[leader]);
 	lockd_free(c);
+}
+
+/*
+ * A blocking ACQUIRE and a WATCH, both without a wait limit or a command
+ * timeout, wait at a leader that is then paused (SIGSTOP) and stays so:
+ * its kernel keeps their connections open and says nothing.  Each call
+ * must notice that the node no longer answers (its probe gets no PONG),
+ * move to the new leader and be answered there: the ACQUIRE granted once
+ * the holder's lease ends, the WATCH told of that grant.  Before the
+ * probe, both waited for ever.
+ */
+struct forever {
+	lockd_context *c;
+	bool watch;
+	uint64_t fence;           /* WATCH: the holder's */
+	int rc;
+	lockd_lease lease;
+	lockd_lock_info info;
+	volatile int done;
+};
+
+static void *
+forever_main(void *arg)
+{
+	struct forever *f = arg;
+
+	if (f->watch)
+		f->rc = lockd_watch(f->c, "frozen", (int64_t)f->fence,
+		    LOCKD_WAIT_FOREVER, &f->info);
+	else
+		f->rc = lockd_acquire(f->c, "frozen", 20000,
+		    LOCKD_WAIT_FOREVER, LOCKD_ONCLOSE_KEEP, &f->lease);
+	__atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void
+test_failover_waits_without_a_limit_leave_a_paused_leader(void **state)
+{
+	lockd_context *holder;
+	lockd_lease held;
+	struct forever f[2];
+	pthread_t thread[2];
+	char status[256], stats[1024];
+	int leader, i, left;
+	int64_t paused, deadline;
+
+	(void)state;
+	start_cluster(3);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	holder = connect_list(endpoints);
+	assert_int_equal(lockd_acquire(holder, "frozen", 6000, 0,
+	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
+	lockd_free(holder);             /* the lease stays (onclose=keep) */
+	memset(f, 0, sizeof(f));
+	for (i = 0; i < 2; i++) {
+		f[i].c = connect_list(endpoints);
+		assert_int_equal(lockd_set_command_timeout(f[i].c, 0),
+		    LOCKD_OK);
+		f[i].watch = i == 1;
+		f[i].fence = held.fence;
+		assert_int_equal(pthread_create(&thread[i], NULL, forever_main,
+		    &f[i]), 0);
+	}
+	/* Both wait at the leader (bounded: 5 s). */
+	for (i = 0; i < 50; i++) {
+		status_at(leader, "frozen", status, sizeof(status));
+		if (strstr(status, " queue=1") != NULL &&
+		    strstr(stats_at(leader, stats, sizeof(stats)),
+		    " watches=1 ") != NULL)
+			break;
+		harness_sleep_ms(100);
+	}
+	if (i == 50)
+		fail_msg("not waiting at the leader: %s; %s", status, stats);
+
+	harness_server_pause(nodes[leader]);
+	paused = harness_now_ms();
+	deadline = paused + 30000;
+	while (harness_now_ms() < deadline &&
+	    (__atomic_load_n(&f[0].done, __ATOMIC_ACQUIRE) == 0 ||
+	    __atomic_load_n(&f[1].done, __ATOMIC_ACQUIRE) == 0))
+		harness_sleep_ms(100);
+	left = !__atomic_load_n(&f[0].done, __ATOMIC_ACQUIRE) +
+	    !__atomic_load_n(&f[1].done, __ATOMIC_ACQUIRE);
+	printf("# SIGSTOP of the leader to both waits answered: %lld ms "
+	    "(%d still waiting)\n", (long long)(harness_now_ms() - paused),
+	    left);
+	/* Set the calls free (the resumed leader closes them), then judge. */
+	harness_server_resume(nodes[leader]);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(thread[i], NULL), 0);
+	if (left > 0)
+		fail_msg("%d call(s) still waited 30 s after the leader was "
+		    "paused", left);
+	if (f[0].rc != LOCKD_OK)
+		fail_msg("acquire: %s (%s)", lockd_strerror(f[0].rc),
+		    f[0].c->errstr);
+	if (f[1].rc != LOCKD_OK)
+		fail_msg("watch: %s (%s)", lockd_strerror(f[1].rc),
+		    f[1].c->errstr);
+	assert_true(f[0].lease.fence > held.fence);
+	assert_int_equal(f[1].info.fence, f[0].lease.fence);
+	for (i = 0; i < 2; i++)
+		lockd_free(f[i].c);
 }
 
 /*
@@ -995,6 +1115,9 @@ main(void)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_failover_paused_leader_is_left_by_timeout,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_waits_without_a_limit_leave_a_paused_leader,
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_failover_run_keeps_its_command_through_a_fail_over,

@@ -173,13 +173,20 @@ print_log(const struct harness_server *s)
 		printf("# lockd's log:\n%s\n", text);
 }
 
+/* What a node says to lock commands when etcd refused its credentials,
+ * and when it got no answer from etcd (a TLS handshake that failed). */
+#define ERR_REFUSED "ERR UNAVAILABLE etcd refused this node's credentials " \
+	"(its log says why)"
+#define ERR_UNREACHED "ERR UNAVAILABLE etcd cannot be reached"
+
 /*
  * A node that etcd refuses: every ACQUIRE for REFUSAL_MS and more is
  * refused (never GRANTED), ERR UNAVAILABLE from the first answer on that
- * is not the start-up's; it stays a follower; its log says why (want).
+ * is not the start-up's, and the last one is err, word for word; it stays
+ * a follower; its log says why (want).
  */
 static void
-expect_refused(struct harness_server *s, const char *want)
+expect_refused(struct harness_server *s, const char *err, const char *want)
 {
 	int64_t deadline = harness_now_ms() + REFUSAL_MS;
 	struct harness_conn *c = harness_connect(s);
@@ -201,6 +208,7 @@ expect_refused(struct harness_server *s, const char *want)
 	if (unavailable < 5)
 		fail_msg("no steady ERR UNAVAILABLE (%d), last \"%s\"",
 		    unavailable, copy);
+	assert_string_equal(copy, err);
 	assert_int_equal(role_of(s), 0);
 	if (!harness_log_contains(s, "event=etcd_auth_error") ||
 	    !harness_log_contains(s, want)) {
@@ -434,7 +442,7 @@ test_cluster_security_wrong_ca_is_refused(void **state)
 {
 	(void)state;
 	expect_refused(node("c", etcd.wrong_ca, true, "node-c",
-	    password[PW_C]), "SSL certificate problem");
+	    password[PW_C]), ERR_UNREACHED, "SSL certificate problem");
 }
 
 /*
@@ -454,7 +462,7 @@ test_cluster_security_server_name_is_checked(void **state)
 	    "--etcd-ca", etcd.ca, "--etcd-cert", etcd.client_cert,
 	    "--etcd-key", etcd.client_key, "--etcd-user", "node-c",
 	    "--etcd-password-file", password[PW_C], NULL);
-	expect_refused(s, "certificate subject name");
+	expect_refused(s, ERR_UNREACHED, "certificate subject name");
 }
 
 static void
@@ -464,7 +472,7 @@ test_cluster_security_client_certificate_is_required(void **state)
 	/* etcd drops the connection; curl's words for it vary, lockd's
 	 * hint does not. */
 	expect_refused(node("c", etcd.ca, false, "node-c", password[PW_C]),
-	    "does it want a client certificate?");
+	    ERR_UNREACHED, "does it want a client certificate?");
 }
 
 static void
@@ -478,7 +486,7 @@ test_cluster_security_wrong_password_is_refused_at_a_bounded_rate(
 	(void)state;
 
 	s = node("a", etcd.ca, true, "node-a", password[PW_WRONG]);
-	expect_refused(s, "authentication failed");
+	expect_refused(s, ERR_REFUSED, "authentication failed");
 	harness_sleep_ms(2500);
 	/* At most one authentication a second (ETCD_AUTH_RETRY_MS), and
 	 * retried: not given up.  A busy loop would make hundreds. */
@@ -504,7 +512,7 @@ test_cluster_security_no_user_is_refused(void **state)
 	harness_server_start(s, "--etcd", etcd.urls, "--cluster", "c",
 	    "--etcd-ca", etcd.ca, "--etcd-cert", etcd.client_cert,
 	    "--etcd-key", etcd.client_key, NULL);
-	expect_refused(s, "give --etcd-user and --etcd-password-file");
+	expect_refused(s, ERR_REFUSED, "give --etcd-user and --etcd-password-file");
 }
 
 static void
@@ -512,7 +520,7 @@ test_cluster_security_role_on_another_prefix_is_refused(void **state)
 {
 	(void)state;
 	expect_refused(node("d", etcd.ca, true, "limited",
-	    password[PW_LIMITED]), "permission denied (its role needs "
+	    password[PW_LIMITED]), ERR_REFUSED, "permission denied (its role needs "
 	    "readwrite on the cluster's prefix");
 }
 
@@ -568,6 +576,7 @@ test_cluster_security_password_changed_then_reloaded_on_sighup(
 		fail_msg("lockd exited when etcd refused its password");
 	}
 	assert_int_equal(unavailable, 3);
+	assert_string_equal(copy, ERR_REFUSED);
 	assert_true(harness_log_contains(n[0], "authentication failed"));
 
 	assert_int_equal(write_file(password[PW_C],

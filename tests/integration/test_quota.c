@@ -179,6 +179,9 @@ test_quota_waiters_are_counted_per_principal(void **state)
 	harness_send(a1, "PING\n");
 	harness_send(a2, "ACQUIRE app/x wait=5s\n");
 	expect_limit(a2, "waiters for this principal");
+	/* A WATCH is not an ACQUIRE waiting: alice may still watch. */
+	harness_send(a2, "WATCH app/x wait=100ms\n");
+	harness_expect_error(a2, "TIMEOUT");
 	/* An ACQUIRE alice can have at once is not a waiter. */
 	harness_try(a2, "app/free", 0, &free_grant);
 	/* bob may still wait. */

@@ -175,6 +175,61 @@ test_auth_load_of_a_bad_file_leaves_the_rules_untouched(void **state)
 	rmdir(dir);
 }
 
+/* ranges as "p1 p2 ...", each prefix once. */
+static const char *
+ranges_text(const struct auth_rules *rules, const char *principal,
+    unsigned perm, const char *prefix)
+{
+	static char out[512];
+	struct auth_range *r;
+	long n, i;
+	size_t len = 0;
+
+	n = auth_ranges(rules, principal, perm, prefix, strlen(prefix), &r);
+	assert_true(n >= 0);
+	out[0] = '\0';
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s%.*s",
+		    i > 0 ? " " : "", (int)r[i].len, r[i].prefix);
+	free(r);
+	return out;
+}
+
+/* The runs of names a principal may read under a LIST's prefix: its own
+ * lines with the permission only, each the longer of the two prefixes,
+ * none inside another, in bytewise order. */
+static void
+test_auth_ranges_are_the_readable_runs_in_order_none_nested(void **state)
+{
+	struct auth_rules rules;
+
+	(void)state;
+	parse(&rules, "alice - read x/\n"
+	    "alice - read job/c/\n"
+	    "alice - lock job/b\n"
+	    "alice - read,lock job/a\n"
+	    "alice - read job/c/deep/\n"
+	    "alice - read job/a\n"
+	    "bob - read job/\n");
+	assert_string_equal(ranges_text(&rules, "alice", AUTH_PERM_READ, ""),
+	    "job/a job/c/ x/");
+	assert_string_equal(ranges_text(&rules, "alice", AUTH_PERM_READ,
+	    "job/"), "job/a job/c/");
+	/* A prefix inside a run is the run; one beside every run, none. */
+	assert_string_equal(ranges_text(&rules, "alice", AUTH_PERM_READ,
+	    "job/c/d"), "job/c/d");
+	assert_string_equal(ranges_text(&rules, "alice", AUTH_PERM_READ,
+	    "job/b"), "");
+	assert_string_equal(ranges_text(&rules, "alice", AUTH_PERM_LOCK,
+	    "job/"), "job/a job/b");
+	assert_string_equal(ranges_text(&rules, "bob", AUTH_PERM_READ, "j"),
+	    "job/");
+	assert_string_equal(ranges_text(&rules, "carol", AUTH_PERM_READ, ""),
+	    "");
+	assert_string_equal(ranges_text(&rules, "", AUTH_PERM_READ, ""), "");
+	auth_rules_free(&rules);
+}
+
 int
 main(void)
 {
@@ -189,6 +244,8 @@ main(void)
 		    test_auth_bad_lines_are_refused_naming_the_line),
 		cmocka_unit_test(
 		    test_auth_load_of_a_bad_file_leaves_the_rules_untouched),
+		cmocka_unit_test(
+		    test_auth_ranges_are_the_readable_runs_in_order_none_nested),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,8 +5,7 @@
  * knows it) or ERR UNAVAILABLE without etcd, and PING and STATS itself;
  * STATS ends in role=; a leader whose lease could have run out serves
  * nothing even before leadership has stepped it down; and a new leader's
- * load applies the take-over rule, as does a fall-back to a record the
- * last leader wrote.
+ * load applies the take-over rule.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,85 +18,34 @@
 #include <cmocka.h>
 
 #include "daemon/service.h"
-#include "tests/lib/store_mem.h"
+#include "tests/lib/service_world.h"
 
-static core_time mono = 1000000;
-static int64_t wall_skew;   /* this node's wall clock against the last's */
-
-static core_time
-fake_mono(void *ctx)
-{
-	(void)ctx;
-	return mono;
-}
-
-static int64_t
-fake_wall(void *ctx)
-{
-	(void)ctx;
-	return 1700000000000 + mono + wall_skew;
-}
-
-struct world {
-	struct service_clock clock;
-	struct store_mem store;
-	struct service_config config;
-	struct service svc;
-	struct service_conn conn;
-};
-
-static void
-world_open(struct world *w)
-{
-	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
-	    &w->clock, NULL), 0);
-	service_conn_open(&w->svc, &w->conn);
-}
-
-static struct world *
+/* A cluster-mode service (tests/lib/service_world.h), open, on its own
+ * boot id. */
+static struct service_world *
 world_new(void)
 {
-	struct world *w = calloc(1, sizeof(*w));
+	struct service_world *w = service_world_new();
 
-	w->clock.mono = fake_mono;
-	w->clock.wall = fake_wall;
 	memset(w->clock.boot_id, 0xcd, 16);
-	store_mem_init(&w->store);
-	service_config_defaults(&w->config);
 	w->svc.cluster.enabled = true;   /* kept by service_open */
-	world_open(w);
+	service_world_open(w);
 	return w;
-}
-
-static void
-world_free(struct world *w)
-{
-	service_close(&w->svc);
-	store_mem_free(&w->store);
-	free(w);
 }
 
 /* Feeds one line, commits, and returns what the connection was told. */
 static const char *
-ask(struct world *w, const char *line)
+ask(struct service_world *w, const char *line)
 {
-	static char buf[4096];
-	size_t n;
-
-	service_conn_feed(&w->svc, &w->conn, line, strlen(line));
+	service_world_feed(w, 0, line);
 	assert_int_equal(service_commit(&w->svc), 0);
-	n = w->conn.out.len < sizeof(buf) - 1 ? w->conn.out.len :
-	    sizeof(buf) - 1;
-	memcpy(buf, w->conn.out.data, n);
-	buf[n] = '\0';
-	service_conn_written(&w->conn, w->conn.out.len);
-	return buf;
+	return service_world_take(w, 0);
 }
 
 static void
 test_cluster_service_follower_sends_lock_commands_to_the_leader(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = world_new();
 	const char *r;
 
 	(void)state;
@@ -119,18 +67,22 @@ test_cluster_service_follower_sends_lock_commands_to_the_leader(void **state)
 	w->svc.cluster.etcd_unreachable = true;
 	assert_string_equal(ask(w, "ACQUIRE a\r\n"),
 	    "ERR UNAVAILABLE etcd cannot be reached\r\n");
-	world_free(w);
+	/* etcd answered, and refused the node's credentials: said so. */
+	w->svc.cluster.etcd_refused = true;
+	assert_string_equal(ask(w, "ACQUIRE a\r\n"), "ERR UNAVAILABLE etcd "
+	    "refused this node's credentials (its log says why)\r\n");
+	service_world_free(w);
 }
 
 static void
 test_cluster_service_leader_past_its_lease_serves_nothing(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = world_new();
 	const char *r;
 
 	(void)state;
 	w->svc.cluster.leading = true;
-	w->svc.cluster.serving_until = mono + 1000;
+	w->svc.cluster.serving_until = w->mono + 1000;
 	snprintf(w->svc.cluster.leader, sizeof(w->svc.cluster.leader),
 	    "10.0.0.1:7420");
 	r = ask(w, "ACQUIRE a wait=0\r\n");
@@ -138,37 +90,37 @@ test_cluster_service_leader_past_its_lease_serves_nothing(void **state)
 	assert_non_null(strstr(ask(w, "STATS\r\n"), " role=leader\r\n"));
 	/* Its timer has not fired yet: the service checks on its own, and
 	 * does not name itself. */
-	mono += 1000;
+	service_world_advance(w, 1000);
 	assert_string_equal(ask(w, "ACQUIRE b wait=0\r\n"),
 	    "ERR NOTLEADER no leader is known\r\n");
 	assert_string_equal(ask(w, "PING\r\n"), "PONG\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_cluster_service_new_leader_load_applies_the_takeover_rule(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = world_new();
 	const char *r;
 
 	(void)state;
 	w->svc.cluster.leading = true;
-	w->svc.cluster.serving_until = mono + 100000;
+	w->svc.cluster.serving_until = w->mono + 100000;
 	r = ask(w, "ACQUIRE a wait=0 lease=10s\r\n");
 	assert_int_equal(strncmp(r, "GRANTED a fence=1 ", 18), 0);
 	r = ask(w, "ACQUIRE b wait=0 lease=10s onclose=release\r\n");
 	assert_int_equal(strncmp(r, "GRANTED b fence=2 ", 18), 0);
-	mono += 4000;
+	service_world_advance(w, 4000);
 	/* Another node loads it, with a leader lease of 3 s. */
-	service_close(&w->svc);
+	service_world_close(w);
 	w->config.takeover_lease_ms = 3000;
-	world_open(w);
+	service_world_open(w);
 	assert_string_equal(ask(w, "STATUS a\r\n"),
 	    "STATUS a held=1 fence=1 ttl=13000 queue=0\r\n");
 	/* The onclose lease is an ordinary one now: still held. */
 	assert_string_equal(ask(w, "STATUS b\r\n"),
 	    "STATUS b held=1 fence=2 ttl=13000 queue=0\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 /*
@@ -182,13 +134,13 @@ static void
 test_cluster_service_fall_back_after_a_takeover_keeps_the_takeover_expiry(
     void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = world_new();
 	char line[128];
 	const char *r, *h;
 
 	(void)state;
 	w->svc.cluster.leading = true;
-	w->svc.cluster.serving_until = mono + 100000;
+	w->svc.cluster.serving_until = w->mono + 100000;
 	r = ask(w, "ACQUIRE a wait=0 lease=10s\r\n");
 	assert_int_equal(strncmp(r, "GRANTED a fence=1 ", 18), 0);
 	h = strstr(r, "handle=");
@@ -196,28 +148,25 @@ test_cluster_service_fall_back_after_a_takeover_keeps_the_takeover_expiry(
 	snprintf(line, sizeof(line), "RENEW a %.*s lease=1s\r\n",
 	    (int)strcspn(h + 7, " \r"), h + 7);
 	/* Another node, with a wall clock 8 s ahead, takes over. */
-	service_close(&w->svc);
+	service_world_close(w);
 	memset(w->clock.boot_id, 0xab, 16);
-	wall_skew = 8000;
+	w->wall += 8000;
 	w->config.takeover_lease_ms = 3000;
-	world_open(w);
+	service_world_open(w);
 	w->svc.cluster.leading = true;
-	w->svc.cluster.serving_until = mono + 100000;
-	mono += 500;
+	w->svc.cluster.serving_until = w->mono + 100000;
+	service_world_advance(w, 500);
 	assert_string_equal(ask(w, "STATUS a\r\n"),
 	    "STATUS a held=1 fence=1 ttl=12500 queue=0\r\n");
 	/* Its holder renews, and the commit fails: nothing changed. */
 	w->store.fail_commits = 1;
-	service_conn_feed(&w->svc, &w->conn, line, strlen(line));
+	service_world_feed(w, 0, line);
 	assert_int_equal(service_commit(&w->svc), -1);
-	assert_int_equal(w->conn.out.len, 62);
-	assert_memory_equal(w->conn.out.data, "ERR UNAVAILABLE store failed; "
-	    "nothing was granted or changed\r\n", 62);
-	service_conn_written(&w->conn, w->conn.out.len);
+	assert_string_equal(service_world_take(w, 0), "ERR UNAVAILABLE store "
+	    "failed; nothing was granted or changed\r\n");
 	assert_string_equal(ask(w, "STATUS a\r\n"),
 	    "STATUS a held=1 fence=1 ttl=12500 queue=0\r\n");
-	wall_skew = 0;
-	world_free(w);
+	service_world_free(w);
 }
 
 int

@@ -2,7 +2,8 @@
  * test_service.c - the service layer (daemon/service.c) against a simulated
  * clock and the in-memory store: group commit, reply ordering, failed
  * commits, recovery and its clock rules, limits, and the fault-injection
- * seams.  No sockets: connections are fed bytes and their output is read.
+ * seams.  No sockets: connections are fed bytes and their output is read
+ * (tests/lib/service_world.h).
  */
 #include <setjmp.h>
 #include <signal.h>
@@ -20,127 +21,19 @@
 #include "daemon/format.h"
 #include "daemon/service.h"
 #include "daemon/service_int.h"   /* the commit path's keys */
-#include "tests/lib/store_mem.h"
+#include "tests/lib/service_world.h"
 
-struct fake_clock {
-	core_time mono;
-	int64_t wall;
-};
-
-static core_time
-fake_mono(void *ctx)
-{
-	return ((struct fake_clock *)ctx)->mono;
-}
-
-static int64_t
-fake_wall(void *ctx)
-{
-	return ((struct fake_clock *)ctx)->wall;
-}
-
-static uint64_t
-counting_secret(void *ctx)
-{
-	uint64_t *n = ctx;
-
-	return 0x1000 + (*n)++;
-}
-
-struct world {
-	struct fake_clock clock;
-	struct service_clock sclock;
-	struct store_mem store;
-	struct service_config config;
-	struct service svc;
-	struct service_conn conns[4];
-	uint64_t secrets;
-	bool open;
-};
-
+/* The shared world's calls, by this file's short names. */
 static void
-world_open(struct world *w)
+feed(struct service_world *w, int c, const char *text)
 {
-	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
-	    &w->sclock, NULL), 0);
-	for (int i = 0; i < 4; i++)
-		service_conn_open(&w->svc, &w->conns[i]);
-	w->open = true;
+	service_world_feed(w, c, text);
 }
 
-static struct world *
-world_new(void)
-{
-	struct world *w = calloc(1, sizeof(*w));
-
-	w->clock.mono = 1000000;
-	w->clock.wall = 1700000000000;
-	w->sclock.mono = fake_mono;
-	w->sclock.wall = fake_wall;
-	w->sclock.ctx = &w->clock;
-	memset(w->sclock.boot_id, 0xab, 16);
-	store_mem_init(&w->store);
-	service_config_defaults(&w->config);
-	w->config.core.secret = counting_secret;
-	w->config.core.secret_ctx = &w->secrets;
-	return w;
-}
-
-/* The process dies: memory is gone, the store stays. */
-static void
-world_crash(struct world *w)
-{
-	service_close(&w->svc);
-	w->open = false;
-}
-
-static void
-world_free(struct world *w)
-{
-	if (w->open)
-		service_close(&w->svc);
-	store_mem_free(&w->store);
-	free(w);
-}
-
-static void
-feed(struct world *w, int c, const char *text)
-{
-	service_conn_feed(&w->svc, &w->conns[c], text, strlen(text));
-}
-
-/* feed() of a formatted request (a handle from an earlier reply). */
-static void feedf(struct world *w, int c, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-feedf(struct world *w, int c, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	assert_true(n > 0 && (size_t)n < sizeof(line));
-	feed(w, c, line);
-}
-
-/* Takes everything written to connection c so far, as a string. */
 static char *
-take(struct world *w, int c)
+take(struct service_world *w, int c)
 {
-	static char buf[1 << 16];
-	struct service_conn *conn = &w->conns[c];
-	size_t n = conn->out.len < sizeof(buf) - 1 ? conn->out.len :
-	    sizeof(buf) - 1;
-
-	if (n > 0)
-		memcpy(buf, conn->out.data, n);
-	buf[n] = '\0';
-	service_conn_written(conn, conn->out.len);
-	return buf;
+	return service_world_take(w, c);
 }
 
 /* The handle from a GRANTED line. */
@@ -159,7 +52,7 @@ handle_of(const char *granted, char *out)
 /* Feeds connection c a request granted at once, commits, and keeps the
  * GRANTED's handle in h. */
 static void
-grant_handle(struct world *w, int c, const char *request, char *h)
+grant_handle(struct service_world *w, int c, const char *request, char *h)
 {
 	feed(w, c, request);
 	assert_int_equal(service_commit(&w->svc), 0);
@@ -169,10 +62,10 @@ grant_handle(struct world *w, int c, const char *request, char *h)
 static void
 test_service_granted_reply_waits_for_the_commit(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "ACQUIRE a\n");
 	assert_string_equal(take(w, 0), "");
 	assert_int_equal(w->store.commits, 0);
@@ -182,17 +75,17 @@ test_service_granted_reply_waits_for_the_commit(void **state)
 	assert_int_equal(w->store.hwm, 1);
 	assert_string_equal(take(w, 0),
 	    "GRANTED a fence=1 handle=1-0000000000001000 lease=30000\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_one_commit_serves_every_request_of_a_pass(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char line[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	for (int i = 0; i < 4; i++) {
 		snprintf(line, sizeof(line), "ACQUIRE n%d\nRENEW n%d 1-00\n",
 		    i, i);
@@ -203,46 +96,46 @@ test_service_one_commit_serves_every_request_of_a_pass(void **state)
 	assert_int_equal(w->store.count, 4);
 	for (int i = 0; i < 4; i++)
 		assert_non_null(strstr(take(w, i), "GRANTED"));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_released_reply_does_not_wait_for_the_commit(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a\n", h);
-	feedf(w, 0, "RELEASE a %s\nRELEASE a %s\n", h, h);
+	service_world_feedf(w, 0, "RELEASE a %s\nRELEASE a %s\n", h, h);
 	assert_string_equal(take(w, 0), "RELEASED a\r\nNOTHELD a\r\n");
 	assert_non_null(store_mem_find(&w->store, "a"));
 	service_commit(&w->svc);
 	assert_null(store_mem_find(&w->store, "a"));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_releases_ride_along_with_the_next_grant_or_wait_briefly(
     void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "ACQUIRE a\n");
 	assert_int_equal(service_end_pass(&w->svc), 0);
 	assert_int_equal(w->store.commits, 1);
 	handle_of(take(w, 0), h);
 
 	/* A release alone does not cost a commit at once... */
-	feedf(w, 0, "RELEASE a %s\n", h);
+	service_world_feedf(w, 0, "RELEASE a %s\n", h);
 	service_end_pass(&w->svc);
 	assert_int_equal(w->store.commits, 1);
 	assert_int_equal(service_next_deadline(&w->svc),
-	    w->clock.mono + SERVICE_LAZY_COMMIT_MS);
+	    w->mono + SERVICE_LAZY_COMMIT_MS);
 	/* ...it rides along with the next grant's commit... */
 	feed(w, 0, "ACQUIRE b\n");
 	service_end_pass(&w->svc);
@@ -252,27 +145,27 @@ test_service_releases_ride_along_with_the_next_grant_or_wait_briefly(
 	handle_of(take(w, 0), h);
 
 	/* ...or is committed once it has waited long enough. */
-	feedf(w, 0, "RELEASE b %s\n", h);
+	service_world_feedf(w, 0, "RELEASE b %s\n", h);
 	service_end_pass(&w->svc);
-	w->clock.mono += SERVICE_LAZY_COMMIT_MS - 1;
+	w->mono += SERVICE_LAZY_COMMIT_MS - 1;
 	service_end_pass(&w->svc);
 	assert_int_equal(w->store.commits, 2);
-	w->clock.mono += 1;
+	w->mono += 1;
 	service_end_pass(&w->svc);
 	assert_int_equal(w->store.commits, 3);
 	assert_null(store_mem_find(&w->store, "b"));
 	assert_int_equal(service_next_deadline(&w->svc), CORE_NEVER);
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_replies_keep_request_order_behind_a_waiting_acquire(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE x\n", h);
 
 	feed(w, 1, "ACQUIRE x\nPING\nTRY y\n");
@@ -283,7 +176,7 @@ test_service_replies_keep_request_order_behind_a_waiting_acquire(void **state)
 	assert_string_equal(take(w, 0),
 	    "STATUS y held=1 fence=2 ttl=30000 queue=0\r\n");
 
-	feedf(w, 0, "RELEASE x %s\n", h);
+	service_world_feedf(w, 0, "RELEASE x %s\n", h);
 	assert_string_equal(take(w, 0), "RELEASED x\r\n");
 	assert_string_equal(take(w, 1), "");
 	service_commit(&w->svc);
@@ -291,16 +184,16 @@ test_service_replies_keep_request_order_behind_a_waiting_acquire(void **state)
 	    "GRANTED x fence=3 handle=3-0000000000001002 lease=30000\r\n"
 	    "PONG\r\n"
 	    "GRANTED y fence=2 handle=2-0000000000001001 lease=30000\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_failed_commit_answers_unavailable_and_grants_nothing(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	w->store.fail_commits = 1;
 	feed(w, 0, "ACQUIRE a\nPING\n");
 	assert_int_equal(service_commit(&w->svc), -1);
@@ -316,12 +209,12 @@ test_service_failed_commit_answers_unavailable_and_grants_nothing(void **state)
 	assert_int_equal(service_commit(&w->svc), 0);
 	assert_non_null(strstr(take(w, 1), "GRANTED a fence=2 "));
 	assert_int_equal(w->svc.stats.commit_failures, 1);
-	world_free(w);
+	service_world_free(w);
 }
 
 /* The value of key in the STATS reply of connection c. */
 static uint64_t
-stat_of(struct world *w, int c, const char *key)
+stat_of(struct service_world *w, int c, const char *key)
 {
 	char want[64];
 	const char *line, *p;
@@ -342,16 +235,16 @@ stat_of(struct world *w, int c, const char *key)
 static void
 test_service_stats_count_what_clients_were_told(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	struct metrics_text t = { NULL, 0, 0, 0 };
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a lease=10s\n", h);
 	w->store.fail_commits = 1;
 	feed(w, 1, "TRY b\n");
-	feedf(w, 0, "RENEW a %s\n", h);
+	service_world_feedf(w, 0, "RENEW a %s\n", h);
 	assert_int_equal(service_commit(&w->svc), -1);
 	assert_non_null(strstr(take(w, 1), "ERR UNAVAILABLE"));
 	assert_non_null(strstr(take(w, 0), "ERR UNAVAILABLE"));
@@ -364,69 +257,69 @@ test_service_stats_count_what_clients_were_told(void **state)
 	assert_non_null(strstr(t.data,
 	    "lockd_protocol_errors_total{code=\"UNAVAILABLE\"} 2\n"));
 	free(t.data);
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_failed_commit_fails_a_grant_queued_behind_a_waiting_acquire(
     void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE x\n", h);
 	/* conn 1 waits for x; its TRY y is granted at once, reply queued. */
 	feed(w, 1, "ACQUIRE x\nTRY y\n");
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit(&w->svc), -1);
 	/* Later batches commit; the failed grant must never be told. */
-	feedf(w, 0, "RELEASE x %s\n", h);
+	service_world_feedf(w, 0, "RELEASE x %s\n", h);
 	assert_int_equal(service_commit(&w->svc), 0);
 	assert_string_equal(take(w, 1),
 	    "GRANTED x fence=3 handle=3-0000000000001002 lease=30000\r\n"
 	    "ERR UNAVAILABLE store failed; nothing was granted or changed\r\n");
 	assert_null(store_mem_find(&w->store, "y"));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_failed_commit_of_a_renewal_keeps_the_durable_expiry(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a lease=10s\n", h);
-	w->clock.mono += 5000;
+	w->mono += 5000;
 	w->store.fail_commits = 1;
-	feedf(w, 0, "RENEW a %s lease=60s\n", h);
+	service_world_feedf(w, 0, "RENEW a %s lease=60s\n", h);
 	service_commit(&w->svc);
 	assert_non_null(strstr(take(w, 0), "ERR UNAVAILABLE"));
 	feed(w, 0, "STATUS a\n");
 	assert_string_equal(take(w, 0),
 	    "STATUS a held=1 fence=1 ttl=5000 queue=0\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_failed_commit_of_a_handoff_falls_back_to_the_durable_holder(
     void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a lease=10s\n", h);
 	feed(w, 1, "ACQUIRE a\n");
 	feed(w, 2, "ACQUIRE a\n");
 	service_commit(&w->svc);
 
 	w->store.fail_commits = 1;
-	feedf(w, 0, "RELEASE a %s\n", h);
+	service_world_feedf(w, 0, "RELEASE a %s\n", h);
 	assert_string_equal(take(w, 0), "RELEASED a\r\n");
 	assert_int_equal(service_commit(&w->svc), -1);
 	/* The hand-off to conn 1 was not durable: it is told so. */
@@ -436,34 +329,34 @@ test_service_failed_commit_of_a_handoff_falls_back_to_the_durable_holder(
 	feed(w, 3, "STATUS a\n");
 	assert_string_equal(take(w, 3),
 	    "STATUS a held=1 fence=1 ttl=10000 queue=1\r\n");
-	w->clock.mono += 10000;
+	w->mono += 10000;
 	service_tick(&w->svc);
 	service_commit(&w->svc);
 	assert_non_null(strstr(take(w, 2), "GRANTED a fence=3 "));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_recovery_resumes_the_holder_and_the_counter(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	struct service_recovery rec;
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a lease=10s\nACQUIRE b\n", h);
-	world_crash(w);
+	service_world_close(w);
 
-	w->clock.mono += 4000;
+	w->mono += 4000;
 	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
-	    &w->sclock, &rec), 0);
+	    &w->clock, &rec), 0);
 	w->open = true;
 	assert_int_equal(rec.leases, 2);
 	assert_int_equal(rec.hwm, 2);
 	for (int i = 0; i < 4; i++)
 		service_conn_open(&w->svc, &w->conns[i]);
-	feedf(w, 0, "STATUS a\nRENEW a %s lease=20s\n", h);
+	service_world_feedf(w, 0, "STATUS a\nRENEW a %s lease=20s\n", h);
 	service_commit(&w->svc);
 	assert_string_equal(take(w, 0),
 	    "STATUS a held=1 fence=1 ttl=6000 queue=0\r\n"
@@ -471,118 +364,118 @@ test_service_recovery_resumes_the_holder_and_the_counter(void **state)
 	feed(w, 1, "ACQUIRE c\n");
 	service_commit(&w->svc);
 	assert_non_null(strstr(take(w, 1), "GRANTED c fence=3 "));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_recovery_reclaims_leases_that_ended_while_down(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	struct service_recovery rec;
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "ACQUIRE a lease=1s\nACQUIRE b lease=60s\n");
 	service_commit(&w->svc);
-	world_crash(w);
-	w->clock.mono += 2000;
+	service_world_close(w);
+	w->mono += 2000;
 	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
-	    &w->sclock, &rec), 0);
+	    &w->clock, &rec), 0);
 	w->open = true;
 	assert_int_equal(rec.expired, 1);
 	/* The reclaim was committed before serving. */
 	assert_null(store_mem_find(&w->store, "a"));
 	assert_non_null(store_mem_find(&w->store, "b"));
 	assert_int_equal(w->svc.table.stats.held, 1);
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_wall_clock_steps_do_not_move_a_lease_within_a_boot(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "ACQUIRE a lease=60s\n");
 	service_commit(&w->svc);
-	world_crash(w);
-	w->clock.mono += 1000;
-	w->clock.wall += 3600 * 1000;   /* a step forward by an hour */
-	world_open(w);
+	service_world_close(w);
+	w->mono += 1000;
+	w->wall += 3600 * 1000;   /* a step forward by an hour */
+	service_world_open(w);
 	feed(w, 0, "STATUS a\n");
 	assert_string_equal(take(w, 0),
 	    "STATUS a held=1 fence=1 ttl=59000 queue=0\r\n");
-	world_crash(w);
-	w->clock.wall -= 2 * 3600 * 1000;   /* and back, past the start */
-	world_open(w);
+	service_world_close(w);
+	w->wall -= 2 * 3600 * 1000;   /* and back, past the start */
+	service_world_open(w);
 	feed(w, 0, "STATUS a\n");
 	assert_string_equal(take(w, 0),
 	    "STATUS a held=1 fence=1 ttl=59000 queue=0\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_after_a_reboot_no_lease_outlives_the_maximum(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "ACQUIRE a lease=60s\nACQUIRE b lease=60s\n");
 	service_commit(&w->svc);
-	world_crash(w);
+	service_world_close(w);
 	/* A reboot: new boot id, the boot clock starts again near zero, and
 	 * the wall clock was stepped back by a day. */
-	memset(w->sclock.boot_id, 0xcd, 16);
-	w->clock.mono = 5000;
-	w->clock.wall -= 24 * 3600 * 1000;
+	memset(w->clock.boot_id, 0xcd, 16);
+	w->mono = 5000;
+	w->wall -= 24 * 3600 * 1000;
 	w->config.core.max_lease_ms = 20000;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "STATUS a\n");
 	assert_string_equal(take(w, 0),
 	    "STATUS a held=1 fence=1 ttl=20000 queue=0\r\n");
-	world_crash(w);
+	service_world_close(w);
 	/* Rebooted again with the wall clock right: 50 s of the lease had
 	 * gone (by the wall clock) when it comes back. */
-	memset(w->sclock.boot_id, 0xef, 16);
-	w->clock.mono = 100;
-	w->clock.wall += 24 * 3600 * 1000 + 50000;
+	memset(w->clock.boot_id, 0xef, 16);
+	w->mono = 100;
+	w->wall += 24 * 3600 * 1000 + 50000;
 	w->config.core.max_lease_ms = 300000;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "STATUS b\n");
 	assert_string_equal(take(w, 0),
 	    "STATUS b held=1 fence=2 ttl=10000 queue=0\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_onclose_leases_are_released_at_recovery(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	struct service_recovery rec;
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "ACQUIRE a onclose=release\nACQUIRE b\n");
 	service_commit(&w->svc);
-	world_crash(w);
+	service_world_close(w);
 	assert_int_equal(service_open(&w->svc, &w->config, &w->store.base,
-	    &w->sclock, &rec), 0);
+	    &w->clock, &rec), 0);
 	w->open = true;
 	assert_int_equal(rec.onclose, 1);
 	assert_null(store_mem_find(&w->store, "a"));
 	assert_non_null(store_mem_find(&w->store, "b"));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_onclose_lease_is_released_when_its_connection_closes(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "ACQUIRE a onclose=release\n");
 	feed(w, 1, "ACQUIRE a\n");
 	service_commit(&w->svc);
@@ -591,19 +484,19 @@ test_service_onclose_lease_is_released_when_its_connection_closes(void **state)
 	service_commit(&w->svc);
 	assert_non_null(strstr(take(w, 1), "GRANTED a fence=2 "));
 	service_conn_open(&w->svc, &w->conns[0]);
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_client_that_does_not_read_is_cut_off_at_the_output_cap(
     void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char *many = malloc(6 * 4000 + 1);
 
 	(void)state;
 	w->config.max_output = 8192;
-	world_open(w);
+	service_world_open(w);
 	for (int i = 0; i < 4000; i++)
 		memcpy(many + 6 * i, "PING \n", 6);
 	many[6 * 4000] = '\0';
@@ -617,17 +510,17 @@ test_service_client_that_does_not_read_is_cut_off_at_the_output_cap(
 	/* A limit hit in STATS as in /metrics. */
 	assert_int_equal(stat_of(w, 2, "limit_hits"), 1);
 	free(many);
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_overlong_line_is_answered_and_the_connection_lives(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char *line = malloc(5001), *out;
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	memset(line, 'x', 5000);
 	line[5000] = '\0';
 	/* In pieces, the end of the line in a later piece. */
@@ -641,25 +534,25 @@ test_service_overlong_line_is_answered_and_the_connection_lives(void **state)
 	assert_non_null(strstr(out, "\r\nPONG\r\n"));
 	assert_null(strstr(out + 2, "ERR"));
 	free(line);
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_quit_answers_bye_and_reads_no_more(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "PING\nQUIT\nPING\n");
 	assert_string_equal(take(w, 0), "PONG\r\nBYE\r\n");
 	assert_true(w->conns[0].quit);
-	world_free(w);
+	service_world_free(w);
 }
 
 static int hook_calls;
 static int hook_out_len;
-static struct world *hook_world;
+static struct service_world *hook_world;
 
 static int
 fail_before_commit(void *ctx)
@@ -680,10 +573,10 @@ look_after_commit(void *ctx)
 static void
 test_service_before_commit_seam_can_fail_the_commit(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	hook_calls = 0;
 	w->svc.hooks.before_commit = fail_before_commit;
 	feed(w, 0, "ACQUIRE a\n");
@@ -691,16 +584,16 @@ test_service_before_commit_seam_can_fail_the_commit(void **state)
 	assert_int_equal(hook_calls, 1);
 	assert_int_equal(w->store.commits, 0);
 	assert_non_null(strstr(take(w, 0), "ERR UNAVAILABLE"));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_after_commit_seam_runs_before_any_grant_is_written(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	hook_calls = 0;
 	hook_world = w;
 	hook_out_len = -1;
@@ -711,16 +604,16 @@ test_service_after_commit_seam_runs_before_any_grant_is_written(void **state)
 	assert_int_equal(w->store.commits, 1);
 	assert_int_equal(hook_out_len, 0);
 	assert_non_null(strstr(take(w, 0), "GRANTED"));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_shutdown_answers_every_waiter(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	feed(w, 0, "ACQUIRE a\n");
 	feed(w, 1, "ACQUIRE a\nPING\n");
 	service_commit(&w->svc);
@@ -729,7 +622,7 @@ test_service_shutdown_answers_every_waiter(void **state)
 	service_commit(&w->svc);
 	assert_string_equal(take(w, 1),
 	    "ERR SHUTDOWN server is stopping\r\nPONG\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 /* ---- a batch in flight ------------------------------------------------ */
@@ -737,17 +630,17 @@ test_service_shutdown_answers_every_waiter(void **state)
 static void
 test_service_requests_go_on_while_a_batch_is_in_flight(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a\n", h);
 	feed(w, 1, "ACQUIRE b\n");
 	assert_int_equal(service_commit_begin(&w->svc), 1);
 	assert_true(service_commit_inflight(&w->svc));
 	/* Not a lock of the batch: answered at once, or in the next one. */
-	feedf(w, 0, "RELEASE a %s\nSTATUS a\nACQUIRE c\n", h);
+	service_world_feedf(w, 0, "RELEASE a %s\nSTATUS a\nACQUIRE c\n", h);
 	assert_string_equal(take(w, 0),
 	    "RELEASED a\r\nSTATUS a held=0 fence=0 ttl=0 queue=0\r\n");
 	assert_false(service_commit_due(&w->svc));   /* one at a time */
@@ -763,21 +656,21 @@ test_service_requests_go_on_while_a_batch_is_in_flight(void **state)
 	assert_true(service_commit_due(&w->svc));
 	assert_int_equal(service_commit(&w->svc), 0);
 	assert_non_null(strstr(take(w, 0), "GRANTED c fence=3 "));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_failed_batch_in_flight_fails_what_rests_on_it(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a\n", h);
 	/* The release of a is in the batch; it fails while c1 takes a and
 	 * c2 takes b, which the batch does not write. */
-	feedf(w, 0, "RELEASE a %s\n", h);
+	service_world_feedf(w, 0, "RELEASE a %s\n", h);
 	assert_string_equal(take(w, 0), "RELEASED a\r\n");
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit_begin(&w->svc), 1);
@@ -795,7 +688,7 @@ test_service_failed_batch_in_flight_fails_what_rests_on_it(void **state)
 	assert_string_equal(take(w, 2), "");
 	assert_int_equal(service_commit(&w->svc), 0);
 	assert_non_null(strstr(take(w, 2), "GRANTED b fence=3 "));
-	world_free(w);
+	service_world_free(w);
 }
 
 /*
@@ -805,14 +698,14 @@ test_service_failed_batch_in_flight_fails_what_rests_on_it(void **state)
  * on the promise.  The batch with a's delete is the next one.
  */
 static void
-promise_a_lease_that_runs_out(struct world *w, const char *h)
+promise_a_lease_that_runs_out(struct service_world *w, const char *h)
 {
 	feed(w, 1, "ACQUIRE b\n");
 	assert_int_equal(service_commit_begin(&w->svc), 1);
-	feedf(w, 0, "RENEW a %s lease=10\n", h);
-	w->clock.mono += 20;
+	service_world_feedf(w, 0, "RENEW a %s lease=10\n", h);
+	w->mono += 20;
 	service_tick(&w->svc);
-	feedf(w, 0, "RELEASE a %s\n", h);
+	service_world_feedf(w, 0, "RELEASE a %s\n", h);
 	service_commit_write(&w->svc);
 	assert_int_equal(service_commit_end(&w->svc), 0);
 }
@@ -820,7 +713,7 @@ promise_a_lease_that_runs_out(struct world *w, const char *h)
 /* That batch fails: the RENEW and the RELEASE both fail, and the lease
  * is as told. */
 static void
-fail_the_promise(struct world *w)
+fail_the_promise(struct service_world *w)
 {
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit(&w->svc), -1);
@@ -835,15 +728,15 @@ fail_the_promise(struct world *w)
 static void
 test_service_reply_after_an_open_promise_fails_with_it(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
 	promise_a_lease_that_runs_out(w, h);
 	fail_the_promise(w);
-	world_free(w);
+	service_world_free(w);
 }
 
 /*
@@ -856,16 +749,16 @@ test_service_reply_after_an_open_promise_fails_with_it(void **state)
 static void
 test_service_failed_commit_keeps_no_delete_a_promise_rests_on(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64], hc[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	w->store.salvage_settled = true;
 	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
 	grant_handle(w, 3, "ACQUIRE c\n", hc);
 	promise_a_lease_that_runs_out(w, h);
-	feedf(w, 3, "RELEASE c %s\n", hc);
+	service_world_feedf(w, 3, "RELEASE c %s\n", hc);
 	assert_string_equal(take(w, 3), "RELEASED c\r\n");
 	fail_the_promise(w);
 	assert_non_null(store_mem_find(&w->store, "a"));
@@ -873,7 +766,7 @@ test_service_failed_commit_keeps_no_delete_a_promise_rests_on(void **state)
 	feed(w, 2, "STATUS c\n");
 	assert_string_equal(take(w, 2),
 	    "STATUS c held=0 fence=0 ttl=0 queue=0\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 /* The same with a release: a RENEW and a RELEASE pipelined in one pass
@@ -881,14 +774,15 @@ test_service_failed_commit_keeps_no_delete_a_promise_rests_on(void **state)
 static void
 test_service_failed_commit_keeps_no_release_a_promise_rests_on(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	w->store.salvage_settled = true;
 	grant_handle(w, 0, "ACQUIRE a lease=1000\n", h);
-	feedf(w, 0, "RENEW a %s lease=5000\nRELEASE a %s\n", h, h);
+	service_world_feedf(w, 0, "RENEW a %s lease=5000\nRELEASE a %s\n",
+	    h, h);
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit(&w->svc), -1);
 	assert_string_equal(take(w, 0),
@@ -898,22 +792,22 @@ test_service_failed_commit_keeps_no_release_a_promise_rests_on(void **state)
 	assert_string_equal(take(w, 2),
 	    "STATUS a held=1 fence=1 ttl=1000 queue=0\r\n");
 	assert_non_null(store_mem_find(&w->store, "a"));
-	world_free(w);
+	service_world_free(w);
 }
 
 static void
 test_service_fall_back_binds_an_onclose_lease_to_its_live_connection(
     void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a onclose=release\n", h);
 	/* Released and taken by c1 in a batch that fails: a is c0's again,
 	 * still bound to c0, whose close then releases it. */
-	feedf(w, 0, "RELEASE a %s\n", h);
+	service_world_feedf(w, 0, "RELEASE a %s\n", h);
 	feed(w, 1, "ACQUIRE a\n");
 	w->store.fail_commits = 1;
 	assert_int_equal(service_commit(&w->svc), -1);
@@ -925,7 +819,7 @@ test_service_fall_back_binds_an_onclose_lease_to_its_live_connection(
 	assert_string_equal(take(w, 2),
 	    "STATUS a held=0 fence=0 ttl=0 queue=0\r\n");
 	service_conn_open(&w->svc, &w->conns[0]);
-	world_free(w);
+	service_world_free(w);
 }
 
 /* The core's allocator, failing the next `failing` calls (-1: all). */
@@ -947,16 +841,16 @@ failing_realloc(void *p, size_t size)
  * with rid=r1 in a batch that fails while the core's allocator fails the
  * next `fails` calls: the fall-back must still put c0's hold back.
  */
-static struct world *
+static struct service_world *
 fall_back_without_memory(int fails)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char h[64];
 
 	w->config.core.realloc = failing_realloc;
-	world_open(w);
+	service_world_open(w);
 	grant_handle(w, 0, "ACQUIRE a owner=c0 rid=r0\n", h);
-	feedf(w, 0, "RELEASE a %s\n", h);
+	service_world_feedf(w, 0, "RELEASE a %s\n", h);
 	feed(w, 1, "ACQUIRE a rid=r1\n");
 	w->store.fail_commits = 1;
 	failing = fails;
@@ -968,7 +862,7 @@ fall_back_without_memory(int fails)
 static void
 test_service_fall_back_retries_a_restore_without_memory(void **state)
 {
-	struct world *w = fall_back_without_memory(3);
+	struct service_world *w = fall_back_without_memory(3);
 
 	(void)state;
 	take(w, 0);
@@ -984,7 +878,7 @@ test_service_fall_back_retries_a_restore_without_memory(void **state)
 	feed(w, 2, "TRY a rid=r0\n");
 	assert_string_equal(take(w, 2),
 	    "GRANTED a fence=1 handle=1-0000000000001000 lease=30000\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 /* When memory does not come back, lockd stops rather than serve a table
@@ -1013,7 +907,7 @@ test_service_fall_back_stops_when_memory_stays_out(void **state)
  * last, the service must hold the partial line and resume its search for
  * the line end at the byte just fed, not from the line's start. */
 static void
-feed_bytewise(struct world *w, int c, const char *text)
+feed_bytewise(struct service_world *w, int c, const char *text)
 {
 	struct service_conn *conn = &w->conns[c];
 	size_t i, n = strlen(text), held = conn->in.len;
@@ -1031,11 +925,11 @@ feed_bytewise(struct world *w, int c, const char *text)
 static void
 test_service_line_fed_a_byte_at_a_time_is_searched_once(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char line[300], *out;
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	memset(line, 0, sizeof(line));
 	memcpy(line, "STATUS ", 7);
 	memset(line + 7, 'n', 255);
@@ -1054,7 +948,7 @@ test_service_line_fed_a_byte_at_a_time_is_searched_once(void **state)
 	assert_string_equal(take(w, 0), "PONG\r\n");
 	feed_bytewise(w, 0, "NG\r\n");
 	assert_string_equal(take(w, 0), "PONG\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 /* The bytewise feed's shortcut (no LF, within max_line: still partial)
@@ -1063,12 +957,12 @@ test_service_line_fed_a_byte_at_a_time_is_searched_once(void **state)
 static void
 test_service_line_fed_a_byte_at_a_time_keeps_the_line_limit(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	char line[80];
 
 	(void)state;
 	w->config.max_line = 64;
-	world_open(w);
+	service_world_open(w);
 	memset(line, 0, sizeof(line));
 	memcpy(line, "STATUS ", 7);
 	memset(line + 7, 'n', 64 - 7);
@@ -1081,7 +975,7 @@ test_service_line_fed_a_byte_at_a_time_keeps_the_line_limit(void **state)
 	assert_memory_equal(take(w, 1), "ERR TOOLONG ", 12);
 	feed(w, 1, "\r\nPING\r\n");
 	assert_string_equal(take(w, 1), "PONG\r\n");
-	world_free(w);
+	service_world_free(w);
 }
 
 /*
@@ -1094,7 +988,7 @@ test_service_line_fed_a_byte_at_a_time_keeps_the_line_limit(void **state)
 static void
 test_service_batch_key_maps_a_holder_to_its_key(void **state)
 {
-	struct world *w = world_new();
+	struct service_world *w = service_world_new();
 	struct core_record sem = { .fence = 5, .secret = 1, .lease_ms = 9000,
 	    .expiry = 1009000, .limit = 3 }, plain = { .fence = 6,
 	    .secret = 2, .lease_ms = 9000, .expiry = 1009000 }, back;
@@ -1102,21 +996,21 @@ test_service_batch_key_maps_a_holder_to_its_key(void **state)
 	size_t pos = 0;
 
 	(void)state;
-	world_open(w);
+	service_world_open(w);
 	store_batch_reset(&w->svc.batch);
 	assert_int_equal(service__batch_key(&w->svc, "sem", 3, 5, &sem,
-	    w->clock.mono, w->clock.wall), 0);
+	    w->mono, w->wall), 0);
 	assert_int_equal(service__batch_key(&w->svc, "lock", 4, 0, &plain,
-	    w->clock.mono, w->clock.wall), 0);
+	    w->mono, w->wall), 0);
 	assert_int_equal(service__batch_key(&w->svc, "sem", 3, 0x0102, NULL,
-	    w->clock.mono, w->clock.wall), 0);
+	    w->mono, w->wall), 0);
 	assert_int_equal(service__batch_key(&w->svc, "", 0, 5, &sem,
-	    w->clock.mono, w->clock.wall), -1);
+	    w->mono, w->wall), -1);
 	assert_true(store_batch_next(&w->svc.batch, &pos, &op));
 	assert_true(op.op == STORE_PUT && op.name_len == 12);
 	assert_memory_equal(op.name, "sem\0\0\0\0\0\0\0\0\x05", 12);
 	assert_true(format_record_decode(op.val, op.val_len,
-	    w->sclock.boot_id, 300000, w->clock.mono, w->clock.wall, &back));
+	    w->clock.boot_id, 300000, w->mono, w->wall, &back));
 	assert_true(back.fence == 5 && back.limit == 3 && back.secret == 1);
 	assert_true(store_batch_next(&w->svc.batch, &pos, &op));
 	assert_true(op.op == STORE_PUT && op.name_len == 4 &&
@@ -1136,7 +1030,7 @@ test_service_batch_key_maps_a_holder_to_its_key(void **state)
 	assert_int_equal(service__inflight_depends(&w->svc, "sem2", 4), 0);
 	w->svc.inflight_seq = 0;
 	store_batch_reset(&w->svc.batch);
-	world_free(w);
+	service_world_free(w);
 }
 
 int
