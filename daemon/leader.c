@@ -403,7 +403,7 @@ store_lost(void *ctx)
 	}
 	if (l->srv->svc.cluster.leading) {
 		step_down(l, deposed ? "another node holds the leader key" :
-		    "a batch's outcome is unknown");
+		    "it must start over from what etcd holds");
 	} else {
 		server_close_connections(l->srv);
 		reopen_service(l, false);

@@ -330,11 +330,17 @@ chunk_answer(struct store_etcd *s, struct job *job, enum etcd_result result,
 		    "leader: the leader key's create revision is %" PRId64
 		    ", this node's %" PRId64,
 		    etcd_field_int(leader, "create_revision"), s->guard);
-	} else
+	} else {
+		/* Another writer of the hwm key (an operator's etcdctl put,
+		 * say): every later batch would be refused the same way, so
+		 * this node must start over from what etcd holds now. */
+		s->broken = true;
 		snprintf(s->base.error, sizeof(s->base.error), "the "
 		    "high-water mark key changed under this node (mod "
-		    "revision %" PRId64 ", expected %" PRId64 ")",
+		    "revision %" PRId64 ", expected %" PRId64 "); this node "
+		    "must start over from etcd",
 		    etcd_field_int(hwm, "mod_revision"), s->hwm_mod);
+	}
 	return ANSWER_FAILED;
 }
 

@@ -669,6 +669,59 @@ test_cluster_leader_whose_key_is_gone_commits_nothing(void **state)
 		    "by the leader-key compare");
 }
 
+/*
+ * Something else writes the high-water mark key (an operator's `etcdctl
+ * put`): every batch of the leader is then refused by its hwm compare.
+ * The leader must not go on failing every commit; it starts over from
+ * etcd - steps down, and the next term loads the key as it is now - and
+ * grants resume above the high-water mark written.
+ */
+static void
+test_cluster_leader_starts_over_when_the_hwm_key_changes(void **state)
+{
+	struct harness_conn *a, *b;
+	const char *line;
+	char copy[256];
+	int leader, next, i;
+
+	(void)state;
+	start_cluster(2);
+	leader = find_leader();
+	assert_true(leader >= 0);
+	a = harness_connect(nodes[leader]);
+	harness_send(a, "ACQUIRE w wait=0\r\n");
+	harness_expect_prefix(a, "GRANTED w fence=1 ");
+
+	/* "/lockd/t/hwm" := "hwm=100 leader=0 txn=0", base64. */
+	assert_int_equal(etcd_cluster_post(&etcd, "/v3/kv/put",
+	    "{\"key\":\"L2xvY2tkL3QvaHdt\","
+	    "\"value\":\"aHdtPTEwMCBsZWFkZXI9MCB0eG49MA==\"}", NULL, 0), 200);
+	line = ask(a, "ACQUIRE x wait=0\r\n");
+	snprintf(copy, sizeof(copy), "%s", line != NULL ? line : "(closed)");
+	printf("# the leader's first batch after the write: %s\n", copy);
+	if (strncmp(copy, "GRANTED ", 8) == 0)
+		fail_msg("a batch went in past a changed hwm key: %s", copy);
+
+	/* A leader serves again, and its fences are above 100. */
+	copy[0] = '\0';
+	for (i = 0; i < 40; i++) {
+		next = find_leader();
+		if (next >= 0) {
+			b = harness_connect(nodes[next]);
+			line = ask(b, "ACQUIRE x wait=0\r\n");
+			snprintf(copy, sizeof(copy), "%s",
+			    line != NULL ? line : "(closed)");
+			if (strncmp(copy, "GRANTED ", 8) == 0)
+				break;
+		}
+		harness_sleep_ms(250);
+	}
+	printf("# then: %s\n", copy);
+	if (strncmp(copy, "GRANTED x fence=101 ", 20) != 0)
+		fail_msg("no leader granted x above the hwm written (100) "
+		    "within 10 s; last answer: %s", copy);
+}
+
 #define FAKETIME_LIB "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 /*
@@ -1198,6 +1251,9 @@ main(int argc, char **argv)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_leader_whose_key_is_gone_commits_nothing,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_leader_starts_over_when_the_hwm_key_changes,
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_takeover_on_another_clock_keeps_every_lease,
