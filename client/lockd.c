@@ -1293,9 +1293,8 @@ lockd_ping(lockd_context *c)
 
 /* ---- protocol v2 ------------------------------------------------------ */
 
-/* 32 hex digits of the kernel's randomness (128 bits) into rid; false
- * when none could be had. */
-static bool
+/* request.h: shared with the libuv client. */
+bool
 lockd__rid_new(char *rid)
 {
 	static const char hex[] = "0123456789abcdef";

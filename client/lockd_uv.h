@@ -113,6 +113,56 @@ int lockd_uv_release(lockd_uv_client *client, const lockd_lease *lease,
 int lockd_uv_status(lockd_uv_client *client, const char *name,
     lockd_uv_reply_cb *cb, void *arg);
 int lockd_uv_ping(lockd_uv_client *client, lockd_uv_reply_cb *cb, void *arg);
+/*
+ * ACQUIRE and TRY with every option (lockd_acquire_ex's; NULL: defaults,
+ * an ACQUIRE waiting forever) and rid=<rid> (protocol v2; 1 to 64 bytes a
+ * name may hold): a repeat of a rid the lock's live holder was granted
+ * with is answered with that grant again.  rid NULL: none, or the
+ * library's own when fail-over is on (see "Fail-over").
+ */
+int lockd_uv_acquire_ex(lockd_uv_client *client, const char *name,
+    const lockd_acquire_options *options, const char *rid,
+    lockd_uv_reply_cb *cb, void *arg);
+int lockd_uv_try_ex(lockd_uv_client *client, const char *name,
+    const lockd_acquire_options *options, const char *rid,
+    lockd_uv_reply_cb *cb, void *arg);
+
+/*
+ * Fail-over (cluster mode), as lockd.h's blocking calls do it, on the
+ * loop.  The options' host or url may name several endpoints,
+ * comma-separated ("a:7420,b:7420", "lockds://a,lockds://b"; at most 16).
+ * Connecting tries each in turn, each within the connect timeout.  With
+ * fail-over on (the default with several endpoints, for
+ * LOCKD_FAILOVER_DEFAULT_MS; off with one), a connection that breaks or
+ * times out, and a reply of ERR NOTLEADER, do not end the client: it
+ * connects again (TLS and AUTH as at first) and sends every request still
+ * due once more, in order; their callbacks come once, with the answer of
+ * the node that served them.  The next connection goes to the leader a
+ * NOTLEADER named when that is one of the configured endpoints, spelled
+ * the same (no name is resolved: a leader= of any other address is never
+ * connected to), else to the next endpoint.  Each endpoint is tried once
+ * at once, then every attempt waits, 50 ms doubling to 250 ms; a search
+ * ends at the first reply a node serves, or after the fail-over time
+ * (counted from its first failure) or LOCKD_FAILOVER_HOPS_MAX attempts:
+ * then the client dies of the last error (LOCKD_ERR_NOTLEADER, IO, EOF
+ * or TIMEOUT), errstr "no leader answered in N attempts over M ms; ...".
+ * A refused AUTH ends it at once.
+ *
+ * Repeating is safe: RENEW, RELEASE, STATUS and PING may be repeated (a
+ * RENEW of a lease lost meanwhile gets LOCKD_ERR_CONFLICT, a repeated
+ * RELEASE LOCKD_NOTHELD), and with fail-over on every ACQUIRE and TRY
+ * carries a rid= (the library's own, 128 random bits, unless
+ * lockd_uv_acquire_ex was given one), so that a grant made but never
+ * answered is found again instead of queued behind.  A repeated ACQUIRE
+ * waits its wait anew; a lease's deadline_ms counts from the send that
+ * was answered.  The keep-alive connection fails over the same way.
+ *
+ * lockd_uv_set_failover_timeout sets the fail-over time (0: off), while
+ * no request is due (else LOCKD_ERR_INVALID): requests issued with it off
+ * keep no copy to send again.
+ */
+int lockd_uv_set_failover_timeout(lockd_uv_client *client,
+    int64_t timeout_ms);
 
 /* Replies still due. */
 int lockd_uv_pending(const lockd_uv_client *client);
