@@ -893,8 +893,10 @@ lockd__uv_failover(lockd_uv_client *c, int code)
 			n += r->len;
 		}
 		/* A connection that served longer than the fail-over time
-		 * was healthy: the search starts anew from its end. */
+		 * was healthy: the search starts anew from its end (not
+		 * when it stalled: a reply that timed out counts). */
 		if (c->failing_since < 0 || (c->ready_at >= 0 &&
+		    code != LOCKD_ERR_TIMEOUT &&
 		    now - c->ready_at > c->failover_ms)) {
 			c->failing_since = now;
 			c->attempts = c->state == LOCKD__UV_READY ? 0 :

@@ -11,7 +11,8 @@
  * ACQUIRE with its own rid: one grant, nothing left queued) and a
  * kept-alive lease lives on; with no leader left, the keep-alive reports
  * the loss before the lease could end; an ACQUIRE whose GRANTED was lost
- * is sent again with its rid and finds its grant.
+ * is sent again with its rid and finds its grant; nodes that hang end a
+ * call within the fail-over time (the blocking context's too).
  *
  * Everything runs on one uv loop in this thread (the client's rule);
  * run_until() bounds every wait.
@@ -588,6 +589,63 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/*
+ * Nodes that accept and never answer (a hung lockd): each attempt ends by
+ * the command timeout, longer here than the fail-over time, and such a
+ * stall is no healthy wait that would start the search anew: the call
+ * ends within the fail-over time and one more attempt.  The blocking
+ * context too.
+ */
+static void
+test_uv_failover_stalled_endpoints_end_within_the_failover_time(void **state)
+{
+	int lfd[2], port[2], i;
+	struct result conn, r;
+	lockd_uv_client *c;
+	lockd_context *b;
+	lockd_options o;
+	char list[64];
+	int64_t began, took;
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	for (i = 0; i < 2; i++)
+		assert_true((lfd[i] = listen_loopback(&port[i])) >= 0);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port[0],
+	    port[1]);
+	o = list_options(list);
+	o.command_timeout_ms = 1000;
+	c = open_uv(&o, &conn);
+	assert_int_equal(lockd_uv_set_failover_timeout(c, 500), LOCKD_OK);
+	memset(&r, 0, sizeof(r));
+	began = harness_now_ms();
+	assert_int_equal(lockd_uv_ping(c, on_reply, &r), LOCKD_OK);
+	wait_reply(&r, 8000, "ping");
+	took = r.at - began;
+	printf("# libuv, stalled nodes: %s after %lld ms: %s\n",
+	    lockd_strerror(r.result), (long long)took, r.errstr);
+	assert_int_equal(r.result, LOCKD_ERR_TIMEOUT);
+	assert_non_null(strstr(r.errstr, "no leader answered in"));
+	assert_true(took < 500 + 2 * 1000 + 1000);
+	close_uv(c);
+	b = lockd_connect(&o);
+	assert_non_null(b);
+	assert_int_equal(b->err, 0);
+	assert_int_equal(lockd_set_failover_timeout(b, 500), LOCKD_OK);
+	began = harness_now_ms();
+	assert_int_equal(lockd_ping(b), LOCKD_ERR_TIMEOUT);
+	took = harness_now_ms() - began;
+	printf("# blocking, stalled nodes: after %lld ms: %s\n",
+	    (long long)took, b->errstr);
+	assert_non_null(strstr(b->errstr, "no leader answered in"));
+	assert_true(took < 500 + 2 * 1000 + 1000);
+	lockd_free(b);
+	for (i = 0; i < 2; i++)
+		close(lfd[i]);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* lockd_uv_acquire_ex with a rid: the same rid is the same grant; a GRANTED
  * lost on the way is found again by the library's own rid. */
 static void
@@ -882,6 +940,8 @@ main(void)
 		    test_uv_failover_endpoint_lists_parse_and_skip_a_dead_endpoint),
 		HARNESS_TEST(
 		    test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed),
+		HARNESS_TEST(
+		    test_uv_failover_stalled_endpoints_end_within_the_failover_time),
 		HARNESS_TEST(
 		    test_uv_failover_acquire_whose_reply_was_lost_finds_its_grant),
 		cmocka_unit_test_setup_teardown(
