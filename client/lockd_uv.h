@@ -20,7 +20,8 @@
  * their callbacks come in request order.  A connection error (IO, EOF,
  * PROTOCOL, TIMEOUT) kills the client: every request still due gets that
  * error in its callback, in order, and later calls fail with it; close the
- * client and connect a new one.  lockd_uv_close() with requests due gives
+ * client and connect a new one.  With several endpoints the client fails
+ * over instead (see "Fail-over" below).  lockd_uv_close() with requests due gives
  * each LOCKD_ERR_CLOSED.
  *
  * Keep-alive: lockd_uv_keepalive_start() renews a lease every third of its
