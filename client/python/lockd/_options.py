@@ -27,8 +27,10 @@ class Options:
                  tls_key_file=None, tls_server_name=None, ssl_context=None,
                  token_file=None, use_env_token=True,
                  failover_timeout=_DEFAULT):
-        if isinstance(host, str) and "," in host:
-            # "a:7420,b:7420", as liblockd's host: a list of endpoints.
+        if isinstance(host, str) and ("," in host or host.count(":") == 1
+                                      or host.startswith("[")):
+            # "a:7420,b:7420" (or one "a:7420"), as liblockd's host: a
+            # list of endpoints.
             if endpoints is not None:
                 raise ValueError("give host/port, unix_path or endpoints,"
                                  " not several")

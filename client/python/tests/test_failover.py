@@ -41,6 +41,10 @@ def test_endpoint_lists_take_liblockds_syntax():
     # host= takes a list, as liblockd's; port= is the default port.
     o = lockd.Options("a,b:9", 7000)
     assert o.endpoints == [("a", 7000), ("b", 9)]
+    assert lockd.Options("a:9").endpoints == [("a", 9)]
+    assert lockd.Options("[::1]:9").endpoints == [("::1", 9)]
+    assert lockd.Options("::1", 9).endpoints == [("::1", 9)]
+    assert lockd.Options("a", 9).endpoints == [("a", 9)]
     o = lockd.Options(endpoints="lockd://a:1,lockd://b,lockd:///run/x")
     assert o.endpoints == [("a", 1), ("b", 7420), ("unix", "/run/x")]
     assert o.ssl_context is None
