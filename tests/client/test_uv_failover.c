@@ -12,7 +12,9 @@
  * kept-alive lease lives on; with no leader left, the keep-alive reports
  * the loss before the lease could end; an ACQUIRE whose GRANTED was lost
  * is sent again with its rid and finds its grant; nodes that hang end a
- * call within the fail-over time (the blocking context's too).
+ * call within the fail-over time (the blocking context's too); a list of
+ * lockds:// URLs verifies each node under its own name, and a restart of
+ * lockd is a new connection with a new handshake.
  *
  * Everything runs on one uv loop in this thread (the client's rule);
  * run_until() bounds every wait.
@@ -712,6 +714,76 @@ test_uv_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/*
+ * TLS over a list of URLs: each endpoint is verified under its own name
+ * (an IP address, then localhost), and a restart of lockd is followed by
+ * a new connection and a new handshake, on the loop.
+ */
+static void
+test_uv_failover_tls_endpoints_each_verify_their_own_name(void **state)
+{
+	const char *dir = harness_tempdir();
+	char script[2048], cert[256], key[256], ca[256], list[256];
+	char *argv[] = { "/bin/sh", "-ec", script, NULL };
+	char err[1024];
+	struct result conn, r, renew, rel;
+	struct harness_server *s;
+	lockd_uv_client *c;
+	lockd_options o;
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	snprintf(script, sizeof(script), "cd %s\no=/usr/bin/openssl\n"
+	    "$o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+	    "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=ca "
+	    "2>/dev/null\n"
+	    "$o req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+	    "-keyout server.key -out server.csr -subj /CN=server 2>/dev/null\n"
+	    "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > s.ext\n"
+	    "$o x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
+	    "-CAcreateserial -out server.pem -days 2 -extfile s.ext "
+	    "2>/dev/null\n", dir);
+	if (harness_run(argv, 60000, NULL, 0, err, sizeof(err)) != 0)
+		fail_msg("openssl: %s", err);
+	snprintf(cert, sizeof(cert), "%s/server.pem", dir);
+	snprintf(key, sizeof(key), "%s/server.key", dir);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	s = harness_start("--tls-cert", cert, "--tls-key", key, NULL);
+	snprintf(list, sizeof(list), "lockds://127.0.0.1:%d,lockds://"
+	    "localhost:%d", harness_closed_port(), s->port);
+	memset(&o, 0, sizeof(o));
+	o.url = list;
+	o.tls_ca_file = ca;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = COMMAND_MS;
+	c = open_uv(&o, &conn);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(lockd_uv_acquire(c, "tls", 20000, 0,
+	    LOCKD_ONCLOSE_KEEP, on_reply, &r), LOCKD_OK);
+	wait_reply(&r, 10000, "acquire");
+	if (r.result != LOCKD_OK)
+		fail_msg("acquire over %s: %s", list, r.errstr);
+	assert_int_equal(conn.result, LOCKD_OK);
+	/* lockd restarts: the next request connects and shakes hands anew. */
+	assert_int_equal(harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS,
+	    NULL), 0);
+	harness_server_restart(s);
+	memset(&renew, 0, sizeof(renew));
+	assert_int_equal(lockd_uv_renew(c, &r.reply.lease, 20000, on_reply,
+	    &renew), LOCKD_OK);
+	wait_reply(&renew, 10000, "renew");
+	if (renew.result != LOCKD_OK)
+		fail_msg("renew after a restart: %s", renew.errstr);
+	memset(&rel, 0, sizeof(rel));
+	assert_int_equal(lockd_uv_release(c, &r.reply.lease, on_reply, &rel),
+	    LOCKD_OK);
+	wait_reply(&rel, COMMAND_MS, "release");
+	assert_int_equal(rel.result, LOCKD_OK);
+	close_uv(c);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 /* ---- the cluster -------------------------------------------------------- */
 
 static void
@@ -944,6 +1016,8 @@ main(void)
 		    test_uv_failover_stalled_endpoints_end_within_the_failover_time),
 		HARNESS_TEST(
 		    test_uv_failover_acquire_whose_reply_was_lost_finds_its_grant),
+		HARNESS_TEST(
+		    test_uv_failover_tls_endpoints_each_verify_their_own_name),
 		cmocka_unit_test_setup_teardown(
 		    test_uv_failover_client_starting_at_a_follower_is_redirected,
 		    harness_setup, teardown),
