@@ -86,21 +86,21 @@ struct lockd_uv_client {
 	lockd_options options;      /* the timeouts; no pointers kept */
 	struct lockd__endpoint *ats;  /* every endpoint: where, TLS, token */
 	size_t n_ats;
-	bool owns_ats;              /* false: the client's, for its renewer */
 	struct lockd__endpoint *at; /* the one connected or being tried */
-	char where[300];
 
 	/* Fail-over (lockd_uv.h): a search for a node that serves, from a
 	 * broken connection or a NOTLEADER to the next reply. */
 	int64_t failover_ms;        /* 0: off */
 	size_t next_at;             /* the endpoint the next attempt tries */
 	int64_t failing_since;      /* this search's first failure; -1 */
-	int attempts;               /* connections begun in this search */
 	int64_t backoff;            /* the next pause, once each was tried */
 	int64_t start_at;           /* when the next attempt begins */
 	int64_t ready_at;           /* when this connection became ready */
+	int attempts;               /* connections begun in this search */
+	bool owns_ats;              /* false: the client's, for its renewer */
 	bool ever_ready;            /* connect_cb has had its LOCKD_OK */
 	bool resolve_stale;         /* the name lookup in flight is abandoned */
+	char where[300];
 
 	enum lockd__uv_state state;
 	enum lockd__uv_phase phase;
@@ -942,8 +942,10 @@ lockd__uv_failover(lockd_uv_client *c, int code)
 	    lockd__notleader_hint(last, hint, sizeof(hint)))
 		at = lockd__endpoints_find(c->ats, c->n_ats, hint,
 		    strlen(hint));
-	c->next_at = at >= 0 ? (size_t)at :
-	    ((size_t)(c->at - c->ats) + 1) % c->n_ats;
+	if (at >= 0)
+		c->next_at = (size_t)at;
+	else if (c->n_ats > 1)
+		c->next_at = ((size_t)(c->at - c->ats) + 1) % c->n_ats;
 	uv_timer_stop(&c->timer);
 	lockd__uv_drop_conn(c);
 	if (c->resolving) {
