@@ -191,13 +191,15 @@ void lockd_uv_close(lockd_uv_client *client, lockd_uv_close_cb *cb,
  * keep-alive connection: a second connection made from the same options,
  * so that renewals never queue behind the caller's own requests (an
  * ACQUIRE waiting forever) and so that a broken caller's connection does
- * not stop them.  That connection is made again whenever it breaks.
+ * not stop them.  That connection is made again whenever it breaks, and
+ * fails over with the client's endpoints (see "Fail-over").
  *
  * Loss, as lockd_keepalive_start's: a renewal refused (CONFLICT, or any
- * answer but UNAVAILABLE, LIMIT and SHUTDOWN, which are retried like a
- * broken connection, every fifteenth of the lease), or no renewal succeeded
- * by a tenth of the lease before the lease could end.  Then lost_cb is
- * called once with the error and a sentence, and renewing stops.
+ * answer but UNAVAILABLE, LIMIT, SHUTDOWN and NOTLEADER, which are retried
+ * like a broken connection, every fifteenth of the lease), or no renewal
+ * succeeded by a tenth of the lease before the lease could end.  Then
+ * lost_cb is called once with the error and a sentence, and renewing
+ * stops.
  *
  * NULL: out of memory, a bad lease, or a client that is closing.
  * lockd_uv_keepalive_stop() stops renewing and frees it (call it after a

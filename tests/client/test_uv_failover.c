@@ -92,6 +92,19 @@ on_connect(lockd_uv_client *client, int result, void *arg)
 }
 
 static void
+on_lost(lockd_uv_keepalive *k, int err, const char *errstr, void *arg)
+{
+	struct result *r = arg;
+
+	(void)k;
+	r->done = true;
+	r->calls++;
+	r->result = err;
+	r->at = harness_now_ms();
+	snprintf(r->errstr, sizeof(r->errstr), "%s", errstr);
+}
+
+static void
 on_closed(lockd_uv_client *client, void *arg)
 {
 	(void)client;
@@ -347,13 +360,14 @@ listen_loopback(int *port)
 	return fd;
 }
 
-/* Answers every line with NOTLEADER leader=127.0.0.1:<leader>, counting
- * the answers into the file counter. */
+/* Answers every line with NOTLEADER leader=127.0.0.1:<leader>, a line
+ * in the file counter for each answer; a process per connection, so that
+ * an idle one holds none back. */
 static void
 notleader_serve(int lfd, int leader, const char *counter)
 {
 	char buf[1024], reply[128];
-	int fd, len, count = 0;
+	int fd, len;
 	ssize_t n, i;
 	FILE *f;
 
@@ -362,20 +376,41 @@ notleader_serve(int lfd, int leader, const char *counter)
 	for (;;) {
 		if ((fd = accept(lfd, NULL, NULL)) < 0)
 			_exit(1);
+		if (fork() != 0) {
+			close(fd);
+			continue;
+		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(lfd);
 		while ((n = read(fd, buf, sizeof(buf))) > 0)
 			for (i = 0; i < n; i++)
 				if (buf[i] == '\n') {
 					if (write(fd, reply, (size_t)len) !=
 					    len)
 						break;
-					count++;
-					if ((f = fopen(counter, "w")) != NULL) {
-						fprintf(f, "%d\n", count);
+					if ((f = fopen(counter, "a")) != NULL) {
+						fputs("x\n", f);
 						fclose(f);
 					}
 				}
-		close(fd);
+		_exit(0);
 	}
+}
+
+/* The lines in the file at path (0: none, or no file). */
+static int
+count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int ch, n = 0;
+
+	if (f == NULL)
+		return 0;
+	while ((ch = fgetc(f)) != EOF)
+		if (ch == '\n')
+			n++;
+	fclose(f);
+	return n;
 }
 
 static pid_t
@@ -533,7 +568,7 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
     void **state)
 {
 	const char *dir = harness_tempdir();
-	char list[64], counter[2][256], text[32];
+	char list[64], counter[2][256];
 	int lfd[2], port[2], trap_fd, trap_port, i, answered[2] = { 0, 0 };
 	struct pollfd trap;
 	struct result r, st;
@@ -571,8 +606,7 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
 	    LOCKD_ERR_NOTLEADER);
 	harness_sleep_ms(200);   /* the fakes count just after answering */
 	for (i = 0; i < 2; i++)
-		if (harness_read_file(counter[i], text, sizeof(text)))
-			answered[i] = atoi(text);
+		answered[i] = count_lines(counter[i]);
 	printf("# NOTLEADER answers: %d and %d\n", answered[0], answered[1]);
 	/* Both were asked, the configured hint followed, and bounded. */
 	assert_true(answered[0] >= 2 && answered[1] >= 1);
@@ -644,6 +678,59 @@ test_uv_failover_stalled_endpoints_end_within_the_failover_time(void **state)
 	lockd_free(b);
 	for (i = 0; i < 2; i++)
 		close(lfd[i]);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/*
+ * A keep-alive told NOTLEADER (one endpoint: a node that does not lead
+ * now) retries, as lockd_keepalive_start does, and reports the loss only
+ * when the lease could end: an election may be on.
+ */
+static void
+test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end(
+    void **state)
+{
+	const char *dir = harness_tempdir();
+	char counter[256], list[32];
+	struct result conn, lost;
+	lockd_uv_keepalive *k;
+	lockd_uv_client *c;
+	lockd_options o;
+	lockd_lease lease;
+	int lfd, port, answers = 0;
+	int64_t began;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	assert_true((lfd = listen_loopback(&port)) >= 0);
+	snprintf(counter, sizeof(counter), "%s/n", dir);
+	pid = fork_serving(notleader_serve, lfd, harness_closed_port(),
+	    counter);
+	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
+	o = list_options(list);
+	c = open_uv(&o, &conn);
+	assert_int_equal(lockd_lease_init(&lease, "kept",
+	    "7-0123456789abcdef"), LOCKD_OK);
+	began = harness_now_ms();
+	lease.lease_ms = 1500;
+	lease.deadline_ms = began + 1500;
+	memset(&lost, 0, sizeof(lost));
+	assert_non_null(k = lockd_uv_keepalive_start(c, &lease, on_lost,
+	    &lost));
+	assert_true(run_until(&lost.done, 5000));
+	answers = count_lines(counter);
+	printf("# lost %lld ms in, after %d NOTLEADER answers: %s\n",
+	    (long long)(lost.at - began), answers, lost.errstr);
+	assert_int_equal(lost.result, LOCKD_ERR_NOTLEADER);
+	assert_true(lost.at - began >= 1500 - 150 - 50);
+	assert_true(lost.at < began + 1500);
+	assert_true(answers >= 2);
+	lockd_uv_keepalive_stop(k);
+	close_uv(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
@@ -837,19 +924,6 @@ test_uv_failover_client_starting_at_a_follower_is_redirected(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
-static void
-on_lost(lockd_uv_keepalive *k, int err, const char *errstr, void *arg)
-{
-	struct result *r = arg;
-
-	(void)k;
-	r->done = true;
-	r->calls++;
-	r->result = err;
-	r->at = harness_now_ms();
-	snprintf(r->errstr, sizeof(r->errstr), "%s", errstr);
-}
-
 /*
  * kill -9 of the leader while an ACQUIRE waits in its queue and a RENEW
  * is on the wire, and a keep-alive runs: each is answered once, by the new
@@ -1014,6 +1088,8 @@ main(void)
 		    test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed),
 		HARNESS_TEST(
 		    test_uv_failover_stalled_endpoints_end_within_the_failover_time),
+		HARNESS_TEST(
+		    test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end),
 		HARNESS_TEST(
 		    test_uv_failover_acquire_whose_reply_was_lost_finds_its_grant),
 		HARNESS_TEST(
