@@ -271,7 +271,6 @@ class AsyncClient:
         attempt = 0
         while True:
             began = None
-            conn = self._conn
             try:
                 conn = await self._connection()
             except LockdConnectionError as e:
@@ -313,8 +312,8 @@ class AsyncClient:
                 backoff = min(backoff * 2, FAILOVER_BACKOFF_MAX)
 
     def _leave(self, conn):
-        """conn is done with (NULL: none was made).  False when another
-        caller has moved on already: then the endpoint stays."""
+        """conn is done with (None: none could be made).  False when
+        another caller has moved on already: then the endpoint stays."""
         if conn is None:
             return self._conn is None
         if conn.endpoint != self._endpoints[self._preferred]:
