@@ -146,8 +146,10 @@ int lockd_uv_try_ex(lockd_uv_client *client, const char *name,
  * ends at the first reply a node serves, or after the fail-over time
  * (counted from its first failure) or LOCKD_FAILOVER_HOPS_MAX attempts:
  * then the client dies of the last error (LOCKD_ERR_NOTLEADER, IO, EOF
- * or TIMEOUT), errstr "no leader answered in N attempts over M ms; ...".
- * A refused AUTH ends it at once.
+ * or TIMEOUT), errstr "no leader answered in N attempts over M ms; ...",
+ * and its next request starts a new search (as a dead blocking context
+ * reconnects at its next call; the connect callback is not called
+ * again).  A refused AUTH ends it at once, and the client stays dead.
  *
  * Repeating is safe: RENEW, RELEASE, STATUS and PING may be repeated (a
  * RENEW of a lease lost meanwhile gets LOCKD_ERR_CONFLICT, a repeated

@@ -255,7 +255,7 @@ lockd__uv_die(lockd_uv_client *c, int code)
 	struct lockd__queue due;
 	struct lockd__uv_request *r;
 	lockd_reply reply;
-	bool connecting = !c->ever_ready;
+	lockd_uv_connect_cb *connect_cb = c->ever_ready ? NULL : c->connect_cb;
 	size_t i;
 
 	c->err = code;
@@ -270,8 +270,10 @@ lockd__uv_die(lockd_uv_client *c, int code)
 	due = c->queue;
 	lockd__queue_init(&c->queue, sizeof(struct lockd__uv_request));
 	c->sent = 0;
-	if (connecting && c->connect_cb != NULL)
-		c->connect_cb(c, code, c->connect_arg);
+	/* Once: a client revived later (lockd__uv_revive) says no more. */
+	c->connect_cb = NULL;
+	if (connect_cb != NULL)
+		connect_cb(c, code, c->connect_arg);
 	for (i = 0; i < due.count; i++) {
 		r = lockd__queue_at(&due, i);
 		memset(&reply, 0, sizeof(reply));
@@ -1253,6 +1255,39 @@ oom:
 	return LOCKD_ERR_OOM;
 }
 
+/*
+ * With fail-over on, a client that died of a search that found no node
+ * (or of a connection error) starts a new search for the next request,
+ * as a dead blocking context reconnects at its next call.  Nothing of the
+ * old connection is left: every request due was answered when it died.
+ */
+static bool
+lockd__uv_revive(lockd_uv_client *c)
+{
+	if (c->failover_ms <= 0 || (c->err != LOCKD_ERR_IO &&
+	    c->err != LOCKD_ERR_EOF && c->err != LOCKD_ERR_TIMEOUT &&
+	    c->err != LOCKD_ERR_NOTLEADER))
+		return false;
+	c->err = 0;
+	c->out_len = 0;
+	c->appended = c->written = 0;
+	c->sent = 0;
+	c->in_len = 0;
+	c->head_timed = false;
+	c->failing_since = -1;
+	c->attempts = 0;
+	c->backoff = LOCKD__UV_BACKOFF_MS;
+	c->ready_at = -1;
+	if (c->n_ats > 1)
+		c->next_at = ((size_t)(c->at - c->ats) + 1) % c->n_ats;
+	c->state = LOCKD__UV_CONNECTING;
+	c->phase = LOCKD__UV_PHASE_CONNECT;
+	c->started = false;
+	c->start_at = lockd_now_ms();
+	lockd__uv_arm(c);
+	return true;
+}
+
 /* The checks every request starts with. */
 static int
 lockd__uv_check(lockd_uv_client *c, bool has_cb)
@@ -1263,6 +1298,8 @@ lockd__uv_check(lockd_uv_client *c, bool has_cb)
 		snprintf(c->errstr, sizeof(c->errstr), "the client is closing");
 		return LOCKD_ERR_CLOSED;
 	}
+	if (c->state == LOCKD__UV_DEAD && has_cb && lockd__uv_revive(c))
+		return LOCKD_OK;
 	if (c->state == LOCKD__UV_DEAD)
 		return c->err;
 	if (!has_cb) {

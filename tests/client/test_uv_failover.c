@@ -600,10 +600,8 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
 	assert_int_equal(r.result, LOCKD_ERR_NOTLEADER);
 	assert_non_null(strstr(r.errstr, "no leader answered in"));
 	assert_true(took < 1500 + 1000);
-	/* The client died of it: later calls fail at once. */
+	/* The client died of it. */
 	assert_int_equal(lockd_uv_err(c), LOCKD_ERR_NOTLEADER);
-	assert_int_equal(lockd_uv_status(c, "loop", on_reply, &st),
-	    LOCKD_ERR_NOTLEADER);
 	harness_sleep_ms(200);   /* the fakes count just after answering */
 	for (i = 0; i < 2; i++)
 		answered[i] = count_lines(counter[i]);
@@ -615,12 +613,62 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
 	trap.fd = trap_fd;
 	trap.events = POLLIN;
 	assert_int_equal(poll(&trap, 1, 0), 0);
+	/* Its next request is a new search, which ends the same way. */
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(lockd_uv_status(c, "loop", on_reply, &st), LOCKD_OK);
+	wait_reply(&st, 1500 + 3000, "status");
+	assert_int_equal(st.result, LOCKD_ERR_NOTLEADER);
+	assert_int_equal(poll(&trap, 1, 0), 0);
 	close(trap_fd);
 	close_uv(c);
 	for (i = 0; i < 2; i++) {
 		kill(pid[i], SIGKILL);
 		waitpid(pid[i], NULL, 0);
 	}
+	uv_run(&loop, UV_RUN_NOWAIT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/*
+ * A client whose search found no node (its one lockd stopped) died of
+ * it; with fail-over on, its next request searches again and is served
+ * once lockd is back, as a dead blocking context reconnects at its next
+ * call.  The connect callback came once, at the start.
+ */
+static void
+test_uv_failover_a_client_that_gave_up_searches_again_at_its_next_request(
+    void **state)
+{
+	struct harness_server *s;
+	struct result r;
+	lockd_uv_client *c;
+	char list[64];
+
+	(void)state;
+	assert_int_equal(uv_loop_init(&loop), 0);
+	s = harness_start(NULL);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
+	    harness_closed_port(), s->port);
+	c = connect_list(list);
+	assert_int_equal(lockd_uv_set_failover_timeout(c, 500), LOCKD_OK);
+	assert_int_equal(harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS,
+	    NULL), 0);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(lockd_uv_ping(c, on_reply, &r), LOCKD_OK);
+	wait_reply(&r, 5000, "ping, lockd stopped");
+	printf("# lockd stopped: %s: %s\n", lockd_strerror(r.result),
+	    r.errstr);
+	assert_true(lockd_error_is_fatal(r.result));
+	assert_non_null(strstr(r.errstr, "no leader answered in"));
+	assert_int_equal(lockd_uv_err(c), r.result);
+	harness_server_restart(s);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(lockd_uv_ping(c, on_reply, &r), LOCKD_OK);
+	wait_reply(&r, 5000, "ping, lockd back");
+	if (r.result != LOCKD_OK)
+		fail_msg("ping after the restart: %s", r.errstr);
+	assert_int_equal(lockd_uv_err(c), 0);
+	close_uv(c);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
@@ -1088,6 +1136,8 @@ main(void)
 		    test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed),
 		HARNESS_TEST(
 		    test_uv_failover_stalled_endpoints_end_within_the_failover_time),
+		HARNESS_TEST(
+		    test_uv_failover_a_client_that_gave_up_searches_again_at_its_next_request),
 		HARNESS_TEST(
 		    test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end),
 		HARNESS_TEST(
