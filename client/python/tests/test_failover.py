@@ -372,6 +372,10 @@ def test_kill_of_the_leader_during_acquire_and_renew(cluster3):
     holder = lockd.Client(endpoints=eps, **TIMEOUTS)
     held = holder.acquire("k/queued", lease=20)
     kept = holder.acquire("k/kept", lease=20)
+    # And one a keep-alive renews every 2 s, on its own connection.
+    alive = holder.acquire("k/alive", lease=6)
+    lost = []
+    ka = holder.keepalive(alive, on_lost=lambda l, e: lost.append(e))
     # A waiter in the queue, on a thread; an asyncio waiter too.
     got = {}
 
@@ -386,11 +390,11 @@ def test_kill_of_the_leader_during_acquire_and_renew(cluster3):
     t.start()
     time.sleep(0.5)
     leader.kill()
-    killed = time.monotonic()
+    killed = lockd.now()
     # A RENEW sent as the leader dies is answered by the new one.
     renewed = holder.renew(kept)
     print(f"kill -9 of the leader to a RENEWED: "
-          f"{time.monotonic() - killed:.2f} s")
+          f"{lockd.now() - killed:.2f} s")
     assert renewed.fence == kept.fence
     assert holder.release(held)
     t.join(30)
@@ -402,6 +406,12 @@ def test_kill_of_the_leader_during_acquire_and_renew(cluster3):
     # Granted once, nothing left in the queue.
     assert st.held and st.fence == lease.fence and st.queue == 0
     assert holder.release(lease)
+    # The keep-alive renewed on the new leader, past the kill.
+    assert wait_for(lambda: alive.deadline - alive.lease_ms / 1000 > killed
+                    or bool(lost), 10, 0.1)
+    assert not lost and not alive.lost
+    assert ka.stop() is None
+    assert holder.status("k/alive").fence == alive.fence
     holder.close()
 
 
@@ -433,14 +443,14 @@ def test_a_keepalive_reports_the_loss_when_no_leader_comes_back(cluster3):
     lost = []
     lease = c.acquire("k/doomed", lease=4)
     ka = c.keepalive(lease, on_lost=lambda l, e: lost.append(
-        (time.monotonic(), e)))
+        (lockd.now(), e)))
     try:
         time.sleep(1.5)               # a renewal on the leader
         assert ka.renewals >= 1 and not lost
         for f in followers:
             os.kill(f.proc.pid, signal.SIGSTOP)
         leader.kill()
-        killed = time.monotonic()
+        killed = lockd.now()
         ends = lease.deadline
         assert wait_for(lambda: bool(lost), 10, 0.05)
         at, err = lost[0]
