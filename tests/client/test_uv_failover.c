@@ -733,7 +733,7 @@ test_uv_failover_stalled_endpoints_end_within_the_failover_time(void **state)
 /*
  * A keep-alive told NOTLEADER (one endpoint: a node that does not lead
  * now) retries, as lockd_keepalive_start does, and reports the loss only
- * when the lease could end: an election may be on.
+ * when the lease could end: an election may be on.  A 3 s lease.
  */
 static void
 test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end(
@@ -762,8 +762,8 @@ test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end(
 	assert_int_equal(lockd_lease_init(&lease, "kept",
 	    "7-0123456789abcdef"), LOCKD_OK);
 	began = harness_now_ms();
-	lease.lease_ms = 1500;
-	lease.deadline_ms = began + 1500;
+	lease.lease_ms = 3000;
+	lease.deadline_ms = began + 3000;
 	memset(&lost, 0, sizeof(lost));
 	assert_non_null(k = lockd_uv_keepalive_start(c, &lease, on_lost,
 	    &lost));
@@ -774,8 +774,8 @@ test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end(
 	assert_int_equal(lost.result, LOCKD_ERR_NOTLEADER);
 	/* Not at the first NOTLEADER (a third in): when the next retry (a
 	 * fifteenth of the lease on) would come after a tenth was left. */
-	assert_true(lost.at - began >= 1500 - 150 - 100 - 50);
-	assert_true(lost.at < began + 1500);
+	assert_true(lost.at - began >= 3000 - 300 - 200 - 50);
+	assert_true(lost.at < began + 3000);
 	assert_true(answers >= 2);
 	lockd_uv_keepalive_stop(k);
 	close_uv(c);
@@ -1004,13 +1004,15 @@ test_uv_failover_kill_of_the_leader_during_acquire_and_renew(void **state)
 	    LOCKD_ONCLOSE_KEEP, on_reply, &got), LOCKD_OK);
 	assert_int_equal(lockd_uv_acquire(c, "queued", 20000, 0,
 	    LOCKD_ONCLOSE_KEEP, on_reply, &held), LOCKD_OK);
-	assert_int_equal(lockd_uv_acquire(c, "kept-alive", 6000, 0,
+	assert_int_equal(lockd_uv_acquire(c, "kept-alive", 12000, 0,
 	    LOCKD_ONCLOSE_KEEP, on_reply, &alive), LOCKD_OK);
 	wait_reply(&alive, COMMAND_MS, "acquire kept-alive");
 	assert_int_equal(got.result, LOCKD_OK);
 	assert_int_equal(held.result, LOCKD_OK);
 	assert_int_equal(alive.result, LOCKD_OK);
-	/* Renewed every 2 s on the keep-alive's own connection. */
+	/* Renewed every 4 s on the keep-alive's own connection: a lease
+	 * long enough to outlast a fail-over (about 3.5 s) from any point
+	 * between two renewals. */
 	memset(&lost, 0, sizeof(lost));
 	k = lockd_uv_keepalive_start(c, &alive.reply.lease, on_lost, &lost);
 	assert_non_null(k);

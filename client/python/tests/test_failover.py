@@ -372,8 +372,9 @@ def test_kill_of_the_leader_during_acquire_and_renew(cluster3):
     holder = lockd.Client(endpoints=eps, **TIMEOUTS)
     held = holder.acquire("k/queued", lease=20)
     kept = holder.acquire("k/kept", lease=20)
-    # And one a keep-alive renews every 2 s, on its own connection.
-    alive = holder.acquire("k/alive", lease=6)
+    # And one a keep-alive renews every 4 s, on its own connection: long
+    # enough to outlast a fail-over (about 3.5 s) from any point.
+    alive = holder.acquire("k/alive", lease=12)
     lost = []
     ka = holder.keepalive(alive, on_lost=lambda l, e: lost.append(e))
     # A waiter in the queue, on a thread; an asyncio waiter too.
