@@ -970,6 +970,27 @@ test_uv_failover_client_starting_at_a_follower_is_redirected(void **state)
 	wait_reply(&rel, COMMAND_MS, "release");
 	assert_int_equal(rel.result, LOCKD_OK);
 	close_uv(c);
+	/* Given the followers only, the leader they name is never connected
+	 * to: the ACQUIRE ends with NOTLEADER, and the leader holds nothing
+	 * for it. */
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
+	    nodes[follower]->port, nodes[(leader + 2) % NODES]->port);
+	o = list_options(list);
+	o.token = "s3cret";
+	c = open_uv(&o, &conn);
+	assert_int_equal(lockd_uv_set_failover_timeout(c, 1000), LOCKD_OK);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(lockd_uv_acquire(c, "app/unconfigured", 10000, 0,
+	    LOCKD_ONCLOSE_KEEP, on_reply, &r), LOCKD_OK);
+	wait_reply(&r, 5000, "acquire at the followers");
+	printf("# followers only: %s: %s\n", lockd_strerror(r.result),
+	    r.errstr);
+	assert_int_equal(r.result, LOCKD_ERR_NOTLEADER);
+	assert_non_null(strstr(r.errstr, "no leader answered in"));
+	status_at(nodes[leader], "app/unconfigured", status, sizeof(status));
+	if (strstr(status, "STATUS app/unconfigured held=0 ") != status)
+		fail_msg("the leader says \"%s\"", status);
+	close_uv(c);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
