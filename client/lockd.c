@@ -1238,8 +1238,11 @@ lockd__call(lockd_context *c, struct lockd__request *r, int rc,
 				return c->err;
 			/* An attempt that ran longer than the fail-over time
 			 * was a healthy wait (an ACQUIRE, a WATCH): the
-			 * fail-over time counts from its end. */
-			if (lockd_now_ms() - began > s->failover_timeout_ms) {
+			 * fail-over time counts from its end.  Not one that
+			 * timed out: a node that hangs is no healthy wait, and
+			 * a search would never end among such nodes. */
+			if (rc != LOCKD_ERR_TIMEOUT &&
+			    lockd_now_ms() - began > s->failover_timeout_ms) {
 				start = lockd_now_ms();
 				attempt = 1;
 				backoff = LOCKD__FAILOVER_BACKOFF_MS;
@@ -1365,9 +1368,8 @@ lockd_ping(lockd_context *c)
 
 /* ---- protocol v2 ------------------------------------------------------ */
 
-/* 32 hex digits of the kernel's randomness (128 bits) into rid; false
- * when none could be had. */
-static bool
+/* request.h: shared with the libuv client. */
+bool
 lockd__rid_new(char *rid)
 {
 	static const char hex[] = "0123456789abcdef";

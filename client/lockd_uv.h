@@ -20,7 +20,8 @@
  * their callbacks come in request order.  A connection error (IO, EOF,
  * PROTOCOL, TIMEOUT) kills the client: every request still due gets that
  * error in its callback, in order, and later calls fail with it; close the
- * client and connect a new one.  lockd_uv_close() with requests due gives
+ * client and connect a new one.  With several endpoints the client fails
+ * over instead (see "Fail-over" below).  lockd_uv_close() with requests due gives
  * each LOCKD_ERR_CLOSED.
  *
  * Keep-alive: lockd_uv_keepalive_start() renews a lease every third of its
@@ -113,6 +114,58 @@ int lockd_uv_release(lockd_uv_client *client, const lockd_lease *lease,
 int lockd_uv_status(lockd_uv_client *client, const char *name,
     lockd_uv_reply_cb *cb, void *arg);
 int lockd_uv_ping(lockd_uv_client *client, lockd_uv_reply_cb *cb, void *arg);
+/*
+ * ACQUIRE and TRY with every option (lockd_acquire_ex's; NULL: defaults,
+ * an ACQUIRE waiting forever) and rid=<rid> (protocol v2; 1 to 64 bytes a
+ * name may hold): a repeat of a rid the lock's live holder was granted
+ * with is answered with that grant again.  rid NULL: none, or the
+ * library's own when fail-over is on (see "Fail-over").
+ */
+int lockd_uv_acquire_ex(lockd_uv_client *client, const char *name,
+    const lockd_acquire_options *options, const char *rid,
+    lockd_uv_reply_cb *cb, void *arg);
+int lockd_uv_try_ex(lockd_uv_client *client, const char *name,
+    const lockd_acquire_options *options, const char *rid,
+    lockd_uv_reply_cb *cb, void *arg);
+
+/*
+ * Fail-over (cluster mode), as lockd.h's blocking calls do it, on the
+ * loop.  The options' host or url may name several endpoints,
+ * comma-separated ("a:7420,b:7420", "lockds://a,lockds://b"; at most 16).
+ * Connecting tries each in turn, each within the connect timeout.  With
+ * fail-over on (the default with several endpoints, for
+ * LOCKD_FAILOVER_DEFAULT_MS; off with one), a connection that breaks or
+ * times out, and a reply of ERR NOTLEADER, do not end the client: it
+ * connects again (TLS and AUTH as at first) and sends every request still
+ * due once more, in order; their callbacks come once, with the answer of
+ * the node that served them.  The next connection goes to the leader a
+ * NOTLEADER named when that is one of the configured endpoints, spelled
+ * the same (no name is resolved: a leader= of any other address is never
+ * connected to), else to the next endpoint.  Each endpoint is tried once
+ * at once, then every attempt waits, 50 ms doubling to 250 ms; a search
+ * ends at the first reply a node serves, or after the fail-over time
+ * (counted from its first failure) or LOCKD_FAILOVER_HOPS_MAX attempts:
+ * then the client dies of the last error (LOCKD_ERR_NOTLEADER, IO, EOF
+ * or TIMEOUT), errstr "no leader answered in N attempts over M ms; ...",
+ * and its next request starts a new search (as a dead blocking context
+ * reconnects at its next call; the connect callback is not called
+ * again).  A refused AUTH ends it at once, and the client stays dead.
+ *
+ * Repeating is safe: RENEW, RELEASE, STATUS and PING may be repeated (a
+ * RENEW of a lease lost meanwhile gets LOCKD_ERR_CONFLICT, a repeated
+ * RELEASE LOCKD_NOTHELD), and with fail-over on every ACQUIRE and TRY
+ * carries a rid= (the library's own, 128 random bits, unless
+ * lockd_uv_acquire_ex was given one), so that a grant made but never
+ * answered is found again instead of queued behind.  A repeated ACQUIRE
+ * waits its wait anew; a lease's deadline_ms counts from the send that
+ * was answered.  The keep-alive connection fails over the same way.
+ *
+ * lockd_uv_set_failover_timeout sets the fail-over time (0: off), while
+ * no request is due (else LOCKD_ERR_INVALID): requests issued with it off
+ * keep no copy to send again.
+ */
+int lockd_uv_set_failover_timeout(lockd_uv_client *client,
+    int64_t timeout_ms);
 
 /* Replies still due. */
 int lockd_uv_pending(const lockd_uv_client *client);
@@ -140,13 +193,15 @@ void lockd_uv_close(lockd_uv_client *client, lockd_uv_close_cb *cb,
  * keep-alive connection: a second connection made from the same options,
  * so that renewals never queue behind the caller's own requests (an
  * ACQUIRE waiting forever) and so that a broken caller's connection does
- * not stop them.  That connection is made again whenever it breaks.
+ * not stop them.  That connection is made again whenever it breaks, and
+ * fails over with the client's endpoints (see "Fail-over").
  *
  * Loss, as lockd_keepalive_start's: a renewal refused (CONFLICT, or any
- * answer but UNAVAILABLE, LIMIT and SHUTDOWN, which are retried like a
- * broken connection, every fifteenth of the lease), or no renewal succeeded
- * by a tenth of the lease before the lease could end.  Then lost_cb is
- * called once with the error and a sentence, and renewing stops.
+ * answer but UNAVAILABLE, LIMIT, SHUTDOWN and NOTLEADER, which are retried
+ * like a broken connection, every fifteenth of the lease), or no renewal
+ * succeeded by a tenth of the lease before the lease could end.  Then
+ * lost_cb is called once with the error and a sentence, and renewing
+ * stops.
  *
  * NULL: out of memory, a bad lease, or a client that is closing.
  * lockd_uv_keepalive_stop() stops renewing and frees it (call it after a

@@ -85,6 +85,11 @@ int lockd__request_watch(struct lockd__request *r, const char *name,
 int lockd__request_list(struct lockd__request *r, const char *prefix,
     const char *after, int limit, char *errstr);
 
+/* A fresh rid for one call: 32 hex digits of the kernel's randomness
+ * (128 bits) and a NUL into rid; false when none could be had.  (In
+ * lockd.c: it reads the kernel, which nothing else here does.) */
+bool lockd__rid_new(char *rid);
+
 /* Whether r carries a rid= (an ACQUIRE or TRY safe to repeat). */
 bool lockd__request_has_rid(const struct lockd__request *r);
 

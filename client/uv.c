@@ -76,14 +76,30 @@ struct lockd__uv_request {
 	struct lockd__pending p;
 	lockd_uv_reply_cb *cb;
 	void *arg;
+	char *line;            /* fail-over on: the request, to send again */
+	size_t len;
+	bool repeatable;       /* safe to send again after a broken connection */
 };
 
 struct lockd_uv_client {
 	uv_loop_t *loop;
 	lockd_options options;      /* the timeouts; no pointers kept */
-	struct lockd__endpoint at;  /* where, TLS and the token */
-	char *host;                 /* at's: NULL with unix_path */
-	char *unix_path;
+	struct lockd__endpoint *ats;  /* every endpoint: where, TLS, token */
+	size_t n_ats;
+	struct lockd__endpoint *at; /* the one connected or being tried */
+
+	/* Fail-over (lockd_uv.h): a search for a node that serves, from a
+	 * broken connection or a NOTLEADER to the next reply. */
+	int64_t failover_ms;        /* 0: off */
+	size_t next_at;             /* the endpoint the next attempt tries */
+	int64_t failing_since;      /* this search's first failure; -1 */
+	int64_t backoff;            /* the next pause, once each was tried */
+	int64_t start_at;           /* when the next attempt begins */
+	int64_t ready_at;           /* when this connection became ready */
+	int attempts;               /* connections begun in this search */
+	bool owns_ats;              /* false: the client's, for its renewer */
+	bool ever_ready;            /* connect_cb has had its LOCKD_OK */
+	bool resolve_stale;         /* the name lookup in flight is abandoned */
 	char where[300];
 
 	enum lockd__uv_state state;
@@ -144,6 +160,26 @@ struct lockd_uv_keepalive {
 static void lockd__uv_flush(lockd_uv_client *c);
 static void lockd__uv_try_next(lockd_uv_client *c);
 static void lockd__uv_arm(lockd_uv_client *c);
+static bool lockd__uv_failover(lockd_uv_client *c, int code);
+
+/* Fail-over's pause between attempts once each endpoint had one, as
+ * lockd.c's. */
+#define LOCKD__UV_BACKOFF_MS 50
+#define LOCKD__UV_BACKOFF_MAX_MS 250
+
+/* Frees the copies of the requests in q (before q goes). */
+static void
+lockd__uv_free_lines(struct lockd__queue *q)
+{
+	struct lockd__uv_request *r;
+	size_t i;
+
+	for (i = 0; i < q->count; i++) {
+		r = lockd__queue_at(q, i);
+		free(r->line);
+		r->line = NULL;
+	}
+}
 
 /*
  * Freeing.  Each reference is dropped by the callback that ends it; the
@@ -161,13 +197,15 @@ lockd__uv_unref(lockd_uv_client *c)
 	arg = c->close_arg;
 	if (c->addrs != NULL)
 		uv_freeaddrinfo(c->addrs);
+	lockd__uv_free_lines(&c->queue);
 	lockd__queue_free(&c->queue);
 	free(c->out);
 	free(c->wbuf);
 	free(c->in);
 	free(c->raw);
 	OPENSSL_cleanse(c->auth_line, sizeof(c->auth_line));
-	lockd__endpoint_free(&c->at);
+	if (c->owns_ats)
+		lockd__endpoints_free(c->ats, c->n_ats);
 	if (cb != NULL)
 		cb(c, arg);
 	free(c);
@@ -207,35 +245,35 @@ lockd__uv_timer_closed(uv_handle_t *h)
  * Failing.  A fatal error (or closing) ends the connection and answers
  * every request due with the error, in order.  The queue is taken out of
  * the client first, so callbacks may issue requests (they fail at once) or
- * close the client.
+ * close the client.  With fail-over, an error that only ends this
+ * connection (or a NOTLEADER) sends the requests on to another node
+ * instead (lockd__uv_failover); errstr says why either way.
  */
-__attribute__((format(printf, 3, 4)))
 static void
-lockd__uv_fail(lockd_uv_client *c, int code, const char *fmt, ...)
+lockd__uv_die(lockd_uv_client *c, int code)
 {
 	struct lockd__queue due;
 	struct lockd__uv_request *r;
 	lockd_reply reply;
-	bool connecting = c->state == LOCKD__UV_CONNECTING;
-	va_list ap;
+	lockd_uv_connect_cb *connect_cb = c->ever_ready ? NULL : c->connect_cb;
 	size_t i;
 
-	if (c->state == LOCKD__UV_DEAD)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(c->errstr, sizeof(c->errstr), fmt, ap);
-	va_end(ap);
 	c->err = code;
 	c->state = LOCKD__UV_DEAD;
 	uv_timer_stop(&c->timer);
 	lockd__uv_drop_conn(c);
-	if (c->resolving)
+	if (c->resolving) {
 		uv_cancel((uv_req_t *)&c->resolve);
+		c->resolve_stale = true;
+	}
+	lockd__uv_free_lines(&c->queue);
 	due = c->queue;
 	lockd__queue_init(&c->queue, sizeof(struct lockd__uv_request));
 	c->sent = 0;
-	if (connecting && c->connect_cb != NULL)
-		c->connect_cb(c, code, c->connect_arg);
+	/* Once: a client revived later (lockd__uv_revive) says no more. */
+	c->connect_cb = NULL;
+	if (connect_cb != NULL)
+		connect_cb(c, code, c->connect_arg);
 	for (i = 0; i < due.count; i++) {
 		r = lockd__queue_at(&due, i);
 		memset(&reply, 0, sizeof(reply));
@@ -244,6 +282,21 @@ lockd__uv_fail(lockd_uv_client *c, int code, const char *fmt, ...)
 		r->cb(c, code, &reply, r->arg);
 	}
 	lockd__queue_free(&due);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void
+lockd__uv_fail(lockd_uv_client *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->state == LOCKD__UV_DEAD)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(c->errstr, sizeof(c->errstr), fmt, ap);
+	va_end(ap);
+	if (!lockd__uv_failover(c, code))
+		lockd__uv_die(c, code);
 }
 
 /*
@@ -317,6 +370,7 @@ lockd__uv_deliver(lockd_uv_client *c)
 	struct lockd__uv_request *head;
 	lockd_uv_reply_cb *cb;
 	lockd_reply reply;
+	char why[LOCKD_ERRSTR_SIZE];
 	size_t pos = 0, consumed;
 	void *arg;
 	int rc;
@@ -333,13 +387,22 @@ lockd__uv_deliver(lockd_uv_client *c)
 		    &reply, &consumed, c->errstr);
 		if (rc == LOCKD_AGAIN)
 			break;
-		if (lockd_error_is_fatal(rc)) {
-			lockd__uv_fail(c, rc, "%s", c->errstr);
+		if (lockd_error_is_fatal(rc) || (rc == LOCKD_ERR_NOTLEADER &&
+		    c->failover_ms > 0)) {
+			/* NOTLEADER: this node did nothing; with fail-over the
+			 * requests go to the leader it names, if it is ours. */
+			snprintf(why, sizeof(why), "%s", c->errstr);
+			lockd__uv_fail(c, rc, "%s", why);
 			return;
 		}
+		/* A node served: a search for one is over. */
+		c->failing_since = -1;
+		c->attempts = 0;
+		c->backoff = LOCKD__UV_BACKOFF_MS;
 		pos += consumed;
 		cb = head->cb;
 		arg = head->arg;
+		free(head->line);
 		lockd__queue_pop(&c->queue);
 		c->sent--;
 		c->head_timed = false;
@@ -361,14 +424,19 @@ static void
 lockd__uv_ready(lockd_uv_client *c)
 {
 	c->state = LOCKD__UV_READY;
+	c->ready_at = lockd_now_ms();
 	if (c->addrs != NULL) {
 		uv_freeaddrinfo(c->addrs);
 		c->addrs = c->next_addr = NULL;
 	}
-	if (c->connect_cb != NULL)
-		c->connect_cb(c, LOCKD_OK, c->connect_arg);
-	if (c->state != LOCKD__UV_READY || c->closing)
-		return;
+	/* Once: a reconnect after a fail-over is no news to the caller. */
+	if (!c->ever_ready) {
+		c->ever_ready = true;
+		if (c->connect_cb != NULL)
+			c->connect_cb(c, LOCKD_OK, c->connect_arg);
+		if (c->state != LOCKD__UV_READY || c->closing)
+			return;
+	}
 	lockd__uv_arm(c);
 	lockd__uv_flush(c);
 	if (c->in_len > 0)      /* a reply before any request: refused */
@@ -382,7 +450,7 @@ lockd__uv_authenticate(lockd_uv_client *c)
 	char why[LOCKD_ERRSTR_SIZE];
 	int rc;
 
-	if ((rc = lockd__endpoint_auth_line(&c->at, c->auth_line, why)) < 0) {
+	if ((rc = lockd__endpoint_auth_line(c->at, c->auth_line, why)) < 0) {
 		lockd__uv_fail(c, rc, "%s", why);
 		return;
 	}
@@ -443,7 +511,8 @@ lockd__uv_handshake(lockd_uv_client *c)
 		}
 	}
 	lockd__uv_flush(c);     /* the last flight of the handshake */
-	if (c->state == LOCKD__UV_CONNECTING)
+	if (c->state == LOCKD__UV_CONNECTING && c->conn != NULL &&
+	    c->conn->ssl == ssl)
 		lockd__uv_authenticate(c);
 }
 
@@ -454,7 +523,7 @@ lockd__uv_start_tls(lockd_uv_client *c)
 	struct lockd__uv_conn *conn = c->conn;
 	BIO *in = NULL, *out = NULL;
 
-	if ((conn->ssl = SSL_new(c->at.tls_ctx)) == NULL ||
+	if ((conn->ssl = SSL_new(c->at->tls_ctx)) == NULL ||
 	    (in = BIO_new(BIO_s_mem())) == NULL ||
 	    (out = BIO_new(BIO_s_mem())) == NULL) {
 		BIO_free(in);
@@ -466,7 +535,7 @@ lockd__uv_start_tls(lockd_uv_client *c)
 	BIO_set_mem_eof_return(in, -1);
 	SSL_set_bio(conn->ssl, in, out);   /* the SSL owns both */
 	SSL_set_connect_state(conn->ssl);
-	if (!lockd__endpoint_tls_name(&c->at, conn->ssl)) {
+	if (!lockd__endpoint_tls_name(c->at, conn->ssl)) {
 		ERR_clear_error();
 		lockd__uv_fail(c, LOCKD_ERR_OOM, "cannot set up TLS");
 		return;
@@ -551,7 +620,8 @@ lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 			/* Failed, closed, or waiting for more of the
 			 * handshake: SSL_read must not go on with it
 			 * behind our back. */
-			if (c->state == LOCKD__UV_DEAD || c->closing ||
+			if (conn->dropped || c->state == LOCKD__UV_DEAD ||
+			    c->closing ||
 			    (c->state == LOCKD__UV_CONNECTING &&
 			    c->phase == LOCKD__UV_PHASE_TLS))
 				return;
@@ -559,6 +629,8 @@ lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		if (!lockd__uv_decrypt(c))
 			return;
 		lockd__uv_flush(c);     /* what reading made OpenSSL say */
+		if (conn->dropped)
+			return;
 	}
 	if (c->state == LOCKD__UV_CONNECTING &&
 	    c->phase == LOCKD__UV_PHASE_AUTH)
@@ -580,7 +652,7 @@ lockd__uv_connected(uv_connect_t *req, int status)
 		snprintf(c->errstr, sizeof(c->errstr), "connect to %.80s: %s",
 		    c->where, uv_strerror(status));
 		lockd__uv_drop_conn(c);
-		if (c->unix_path != NULL || c->next_addr == NULL)
+		if (c->at->unix_path != NULL || c->next_addr == NULL)
 			lockd__uv_fail(c, LOCKD_ERR_IO, "connect to %.80s: %s",
 			    c->where, uv_strerror(status));
 		else
@@ -592,7 +664,7 @@ lockd__uv_connected(uv_connect_t *req, int status)
 		lockd__uv_fail(c, LOCKD_ERR_IO, "read: %s", uv_strerror(rc));
 		return;
 	}
-	if (c->at.tls)
+	if (c->at->tls)
 		lockd__uv_start_tls(c);
 	else
 		lockd__uv_authenticate(c);
@@ -648,12 +720,15 @@ lockd__uv_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	lockd_uv_client *c = req->data;
 
 	c->resolving = false;
-	if (c->state != LOCKD__UV_CONNECTING || c->closing) {
+	if (c->resolve_stale || c->state != LOCKD__UV_CONNECTING ||
+	    c->closing) {
+		/* For a connection given up on (a fail-over moved on). */
+		c->resolve_stale = false;
 		if (res != NULL)
 			uv_freeaddrinfo(res);
 	} else if (status < 0) {
-		lockd__uv_fail(c, LOCKD_ERR_IO, "resolve %.80s: %s", c->host,
-		    uv_strerror(status));
+		lockd__uv_fail(c, LOCKD_ERR_IO, "resolve %.80s: %s",
+		    c->at->host, uv_strerror(status));
 	} else {
 		c->addrs = c->next_addr = res;
 		c->errstr[0] = '\0';
@@ -671,8 +746,8 @@ lockd__uv_start_connect(lockd_uv_client *c)
 	char port[16];
 	int rc;
 
-	if (c->unix_path != NULL) {
-		snprintf(c->where, sizeof(c->where), "%s", c->unix_path);
+	if (c->at->unix_path != NULL) {
+		snprintf(c->where, sizeof(c->where), "%s", c->at->unix_path);
 		if ((conn = lockd__uv_new_conn(c)) == NULL) {
 			lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
 			return;
@@ -685,14 +760,15 @@ lockd__uv_start_connect(lockd_uv_client *c)
 		}
 		c->refs++;
 		c->conn = conn;
-		uv_pipe_connect(&conn->connect, &conn->h.pipe, c->unix_path,
-		    lockd__uv_connected);
+		uv_pipe_connect(&conn->connect, &conn->h.pipe,
+		    c->at->unix_path, lockd__uv_connected);
 		return;
 	}
-	snprintf(c->where, sizeof(c->where), "%s:%d", c->host, c->at.port);
-	if (uv_ip4_addr(c->host, c->at.port,
+	snprintf(c->where, sizeof(c->where), "%s:%d", c->at->host,
+	    c->at->port);
+	if (uv_ip4_addr(c->at->host, c->at->port,
 	    (struct sockaddr_in *)&ss) == 0 ||
-	    uv_ip6_addr(c->host, c->at.port,
+	    uv_ip6_addr(c->at->host, c->at->port,
 	    (struct sockaddr_in6 *)&ss) == 0) {
 		if (!lockd__uv_connect_addr(c, (struct sockaddr *)&ss))
 			lockd__uv_fail(c, LOCKD_ERR_IO, "%s", c->errstr);
@@ -701,12 +777,12 @@ lockd__uv_start_connect(lockd_uv_client *c)
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%d", c->at.port);
+	snprintf(port, sizeof(port), "%d", c->at->port);
 	c->resolve.data = c;
 	if ((rc = uv_getaddrinfo(c->loop, &c->resolve, lockd__uv_resolved,
-	    c->host, port, &hints)) < 0) {
-		lockd__uv_fail(c, LOCKD_ERR_IO, "resolve %.80s: %s", c->host,
-		    uv_strerror(rc));
+	    c->at->host, port, &hints)) < 0) {
+		lockd__uv_fail(c, LOCKD_ERR_IO, "resolve %.80s: %s",
+		    c->at->host, uv_strerror(rc));
 		return;
 	}
 	c->resolving = true;
@@ -727,9 +803,18 @@ lockd__uv_timeout(uv_timer_t *t)
 	if (c->state == LOCKD__UV_CONNECTING && !c->started) {
 		/* Connecting starts from the loop, so that even a failure
 		 * found at once reaches the callback after lockd_uv_connect()
-		 * has returned. */
-		c->started = true;
-		lockd__uv_start_connect(c);
+		 * has returned.  A name lookup given up on must end first:
+		 * its request is reused. */
+		if (now >= c->start_at && !c->resolving) {
+			c->started = true;
+			c->at = &c->ats[c->next_at];
+			c->attempts++;
+			c->connect_deadline = c->options.connect_timeout_ms > 0 ?
+			    now + c->options.connect_timeout_ms : -1;
+			lockd__uv_start_connect(c);
+		} else if (c->resolving) {
+			c->start_at = now + LOCKD__UV_RETRY_MIN_MS;
+		}
 		lockd__uv_arm(c);
 	} else if (c->state == LOCKD__UV_CONNECTING &&
 	    c->connect_deadline >= 0 &&
@@ -754,7 +839,7 @@ lockd__uv_arm(lockd_uv_client *c)
 	if (c->closing || c->state == LOCKD__UV_DEAD)
 		return;
 	if (c->state == LOCKD__UV_CONNECTING) {
-		deadline = c->started ? c->connect_deadline : now;
+		deadline = c->started ? c->connect_deadline : c->start_at;
 	} else if (c->queue.count > 0 && c->sent > 0) {
 		if (!c->head_timed) {
 			c->head_deadline = lockd__reply_deadline(
@@ -773,23 +858,143 @@ lockd__uv_arm(lockd_uv_client *c)
 }
 
 /*
- * A client on loop to at (taken: freed here on failure), with options'
- * timeouts; NULL when out of memory.
+ * Fail-over.  Called with the error that ended a connection or an attempt
+ * at one (errstr says why), before anything is failed: true when the
+ * requests due go on to another attempt, false when the client is to die
+ * of the error (errstr then says why the search ended, if it did).
+ * Without fail-over only the first connect moves on, to each endpoint
+ * once, as lockd_connect does.
+ */
+static bool
+lockd__uv_failover(lockd_uv_client *c, int code)
+{
+	struct lockd__uv_request *r;
+	char last[LOCKD_ERRSTR_SIZE], hint[300];
+	int64_t now = lockd_now_ms(), delay = 0, left;
+	size_t i, n = 0;
+	int at = -1;
+	char *out;
+
+	if (c->closing || (code != LOCKD_ERR_IO && code != LOCKD_ERR_EOF &&
+	    code != LOCKD_ERR_TIMEOUT && code != LOCKD_ERR_NOTLEADER))
+		return false;
+	snprintf(last, sizeof(last), "%s", c->errstr);
+	if (c->failover_ms <= 0) {
+		if (c->ever_ready || (size_t)c->attempts >= c->n_ats) {
+			if (!c->ever_ready && c->n_ats > 1)
+				snprintf(c->errstr, sizeof(c->errstr), "none "
+				    "of %zu endpoints answered; last: %.60s",
+				    c->n_ats, last);
+			return false;
+		}
+	} else {
+		for (i = 0; i < c->queue.count; i++) {
+			r = lockd__queue_at(&c->queue, i);
+			if (!r->repeatable || r->line == NULL)
+				return false;
+			n += r->len;
+		}
+		/* A connection that served longer than the fail-over time
+		 * was healthy: the search starts anew from its end (not
+		 * when it stalled: a reply that timed out counts). */
+		if (c->failing_since < 0 || (c->ready_at >= 0 &&
+		    code != LOCKD_ERR_TIMEOUT &&
+		    now - c->ready_at > c->failover_ms)) {
+			c->failing_since = now;
+			c->attempts = c->state == LOCKD__UV_READY ? 0 :
+			    c->attempts;
+			c->backoff = LOCKD__UV_BACKOFF_MS;
+		}
+		left = c->failing_since + c->failover_ms - now;
+		if (c->attempts >= LOCKD_FAILOVER_HOPS_MAX || left <= 0) {
+			snprintf(c->errstr, sizeof(c->errstr), "no leader "
+			    "answered in %d attempts over %lld ms; last: %.60s",
+			    c->attempts, (long long)(now - c->failing_since),
+			    last);
+			return false;
+		}
+		/* Each endpoint once at once; then with a pause. */
+		if (c->attempts >= (int)c->n_ats) {
+			delay = c->backoff < left ? c->backoff : left;
+			c->backoff *= 2;
+			if (c->backoff > LOCKD__UV_BACKOFF_MAX_MS)
+				c->backoff = LOCKD__UV_BACKOFF_MAX_MS;
+		}
+		/* Every request due goes out again, in order. */
+		if (n > c->out_cap) {
+			if ((out = realloc(c->out, n)) == NULL)
+				return false;
+			c->out = out;
+			c->out_cap = n;
+		}
+		c->out_len = 0;
+		for (i = 0; i < c->queue.count; i++) {
+			r = lockd__queue_at(&c->queue, i);
+			memcpy(c->out + c->out_len, r->line, r->len);
+			c->out_len += r->len;
+			r->p.end = c->out_len;
+			r->p.sent_ms = -1;
+		}
+		c->appended = c->out_len;
+		c->written = 0;
+		c->sent = 0;
+	}
+	/* The leader a NOTLEADER names, when it is ours; else the next. */
+	if (code == LOCKD_ERR_NOTLEADER &&
+	    lockd__notleader_hint(last, hint, sizeof(hint)))
+		at = lockd__endpoints_find(c->ats, c->n_ats, hint,
+		    strlen(hint));
+	if (at >= 0)
+		c->next_at = (size_t)at;
+	else if (c->n_ats > 1)
+		c->next_at = ((size_t)(c->at - c->ats) + 1) % c->n_ats;
+	uv_timer_stop(&c->timer);
+	lockd__uv_drop_conn(c);
+	if (c->resolving) {
+		uv_cancel((uv_req_t *)&c->resolve);
+		c->resolve_stale = true;
+	}
+	if (c->addrs != NULL) {
+		uv_freeaddrinfo(c->addrs);
+		c->addrs = c->next_addr = NULL;
+	}
+	c->in_len = 0;
+	c->auth_len = 0;
+	OPENSSL_cleanse(c->auth_line, sizeof(c->auth_line));
+	c->head_timed = false;
+	c->state = LOCKD__UV_CONNECTING;
+	c->phase = LOCKD__UV_PHASE_CONNECT;
+	c->started = false;
+	c->ready_at = -1;
+	c->start_at = now + delay;
+	lockd__uv_arm(c);
+	return true;
+}
+
+/*
+ * A client on loop to the n endpoints ats (taken when owned: freed here
+ * on failure), with options' timeouts; NULL when out of memory.
  */
 static lockd_uv_client *
 lockd__uv_open(uv_loop_t *loop, const lockd_options *o,
-    struct lockd__endpoint *at, lockd_uv_connect_cb *cb, void *arg)
+    struct lockd__endpoint *ats, size_t n, bool owned,
+    lockd_uv_connect_cb *cb, void *arg)
 {
 	lockd_uv_client *c;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
-		lockd__endpoint_free(at);
+		if (owned)
+			lockd__endpoints_free(ats, n);
 		return NULL;
 	}
-	c->at = *at;
-	memset(at, 0, sizeof(*at));
-	c->host = c->at.host;
-	c->unix_path = c->at.unix_path;
+	c->ats = ats;
+	c->n_ats = n;
+	c->owns_ats = owned;
+	c->at = &ats[0];
+	c->failing_since = -1;
+	c->ready_at = -1;
+	c->backoff = LOCKD__UV_BACKOFF_MS;
+	c->start_at = lockd_now_ms();
 	/* Only the timeouts are read from here on: the caller's strings
 	 * need not outlive this call. */
 	memset(&c->options, 0, sizeof(c->options));
@@ -805,8 +1010,7 @@ lockd__uv_open(uv_loop_t *loop, const lockd_options *o,
 	uv_timer_init(loop, &c->timer);
 	c->timer.data = c;
 	c->refs = 1;
-	c->connect_deadline = o->connect_timeout_ms > 0 ?
-	    lockd_now_ms() + o->connect_timeout_ms : -1;
+	c->connect_deadline = -1;
 	lockd__uv_arm(c);
 	return c;
 }
@@ -817,18 +1021,43 @@ lockd_uv_connect(uv_loop_t *loop, const lockd_options *options,
 {
 	static const lockd_options defaults;
 	const lockd_options *o = options != NULL ? options : &defaults;
-	struct lockd__endpoint at;
+	struct lockd__endpoint *ats;
 	char errstr[LOCKD_ERRSTR_SIZE];
+	lockd_uv_client *c;
+	size_t n;
 
 	if (loop == NULL)
 		return NULL;
-	/* The URL is resolved, the TLS context made and the CA and client
+	/* The URLs are resolved, the TLS contexts made and the CA and client
 	 * certificate loaded here, once for every connection. */
-	if (lockd__endpoint_init(&at, o, errstr) != LOCKD_OK) {
-		lockd__endpoint_free(&at);
+	if (lockd__endpoints_init(&ats, &n, o, errstr) != LOCKD_OK) {
+		lockd__endpoints_free(ats, n);
 		return NULL;
 	}
-	return lockd__uv_open(loop, o, &at, cb, arg);
+	if ((c = lockd__uv_open(loop, o, ats, n, true, cb, arg)) != NULL)
+		c->failover_ms = n > 1 ? LOCKD_FAILOVER_DEFAULT_MS : 0;
+	return c;
+}
+
+int
+lockd_uv_set_failover_timeout(lockd_uv_client *c, int64_t timeout_ms)
+{
+	if (c == NULL)
+		return LOCKD_ERR_INVALID;
+	if (timeout_ms < 0) {
+		snprintf(c->errstr, sizeof(c->errstr),
+		    "negative fail-over timeout");
+		return LOCKD_ERR_INVALID;
+	}
+	/* Requests issued without fail-over kept no copy to send again. */
+	if (c->queue.count > 0) {
+		snprintf(c->errstr, sizeof(c->errstr), "requests are due");
+		return LOCKD_ERR_INVALID;
+	}
+	c->failover_ms = timeout_ms;
+	if (c->renewer != NULL && c->renewer->queue.count == 0)
+		c->renewer->failover_ms = timeout_ms;
+	return LOCKD_OK;
 }
 
 /*
@@ -983,7 +1212,7 @@ lockd__uv_issue(lockd_uv_client *c, const struct lockd__request *r, int rc,
     lockd_uv_reply_cb *cb, void *arg)
 {
 	struct lockd__uv_request *q;
-	char *out;
+	char *out, *line = NULL;
 	size_t cap;
 
 	if (rc != LOCKD_OK)
@@ -997,8 +1226,21 @@ lockd__uv_issue(lockd_uv_client *c, const struct lockd__request *r, int rc,
 		c->out = out;
 		c->out_cap = cap;
 	}
-	if ((q = lockd__queue_push(&c->queue)) == NULL)
+	/* Kept to send again after a fail-over. */
+	if (c->failover_ms > 0 && (line = malloc(r->len)) == NULL)
 		goto oom;
+	if ((q = lockd__queue_push(&c->queue)) == NULL) {
+		free(line);
+		goto oom;
+	}
+	if (line != NULL) {
+		memcpy(line, r->line, r->len);
+		q->line = line;
+		q->len = r->len;
+	}
+	q->repeatable = (r->pending.command != LOCKD_CMD_ACQUIRE &&
+	    r->pending.command != LOCKD_CMD_TRY) ||
+	    lockd__request_has_rid(r);
 	memcpy(c->out + c->out_len, r->line, r->len);
 	c->out_len += r->len;
 	c->appended += r->len;
@@ -1013,6 +1255,39 @@ oom:
 	return LOCKD_ERR_OOM;
 }
 
+/*
+ * With fail-over on, a client that died of a search that found no node
+ * (or of a connection error) starts a new search for the next request,
+ * as a dead blocking context reconnects at its next call.  Nothing of the
+ * old connection is left: every request due was answered when it died.
+ */
+static bool
+lockd__uv_revive(lockd_uv_client *c)
+{
+	if (c->failover_ms <= 0 || (c->err != LOCKD_ERR_IO &&
+	    c->err != LOCKD_ERR_EOF && c->err != LOCKD_ERR_TIMEOUT &&
+	    c->err != LOCKD_ERR_NOTLEADER))
+		return false;
+	c->err = 0;
+	c->out_len = 0;
+	c->appended = c->written = 0;
+	c->sent = 0;
+	c->in_len = 0;
+	c->head_timed = false;
+	c->failing_since = -1;
+	c->attempts = 0;
+	c->backoff = LOCKD__UV_BACKOFF_MS;
+	c->ready_at = -1;
+	if (c->n_ats > 1)
+		c->next_at = ((size_t)(c->at - c->ats) + 1) % c->n_ats;
+	c->state = LOCKD__UV_CONNECTING;
+	c->phase = LOCKD__UV_PHASE_CONNECT;
+	c->started = false;
+	c->start_at = lockd_now_ms();
+	lockd__uv_arm(c);
+	return true;
+}
+
 /* The checks every request starts with. */
 static int
 lockd__uv_check(lockd_uv_client *c, bool has_cb)
@@ -1023,6 +1298,8 @@ lockd__uv_check(lockd_uv_client *c, bool has_cb)
 		snprintf(c->errstr, sizeof(c->errstr), "the client is closing");
 		return LOCKD_ERR_CLOSED;
 	}
+	if (c->state == LOCKD__UV_DEAD && has_cb && lockd__uv_revive(c))
+		return LOCKD_OK;
 	if (c->state == LOCKD__UV_DEAD)
 		return c->err;
 	if (!has_cb) {
@@ -1032,13 +1309,38 @@ lockd__uv_check(lockd_uv_client *c, bool has_cb)
 	return LOCKD_OK;
 }
 
+/*
+ * ACQUIRE or TRY with every option.  With fail-over on, one without a rid
+ * gets one of its own, so that sending it again after a broken connection
+ * finds the grant the first one may have had instead of queueing behind it.
+ */
+static int
+lockd__uv_acquire(lockd_uv_client *c, bool try_only, const char *name,
+    const lockd_acquire_options *options, const char *rid,
+    lockd_uv_reply_cb *cb, void *arg)
+{
+	char own[LOCKD__RID_MAX + 1];
+	struct lockd__request r;
+	int rc;
+
+	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
+		return rc;
+	if (rid == NULL && c->failover_ms > 0 && lockd__rid_new(own))
+		rid = own;
+	return lockd__uv_issue(c, &r, lockd__request_acquire_rid(&r, try_only,
+	    name, options, rid, c->errstr), cb, arg);
+}
+
 int
 lockd_uv_acquire(lockd_uv_client *c, const char *name, int64_t lease_ms,
     int64_t wait_ms, int onclose, lockd_uv_reply_cb *cb, void *arg)
 {
+	lockd_acquire_options o = { lease_ms, wait_ms, onclose, NULL, 0 };
 	struct lockd__request r;
 	int rc;
 
+	if (c != NULL && c->failover_ms > 0)
+		return lockd__uv_acquire(c, false, name, &o, NULL, cb, arg);
 	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_acquire(&r, name,
@@ -1049,13 +1351,32 @@ int
 lockd_uv_try(lockd_uv_client *c, const char *name, int64_t lease_ms,
     int onclose, lockd_uv_reply_cb *cb, void *arg)
 {
+	lockd_acquire_options o = { lease_ms, 0, onclose, NULL, 0 };
 	struct lockd__request r;
 	int rc;
 
+	if (c != NULL && c->failover_ms > 0)
+		return lockd__uv_acquire(c, true, name, &o, NULL, cb, arg);
 	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_try(&r, name, lease_ms,
 	    onclose, c->errstr), cb, arg);
+}
+
+int
+lockd_uv_acquire_ex(lockd_uv_client *c, const char *name,
+    const lockd_acquire_options *options, const char *rid,
+    lockd_uv_reply_cb *cb, void *arg)
+{
+	return lockd__uv_acquire(c, false, name, options, rid, cb, arg);
+}
+
+int
+lockd_uv_try_ex(lockd_uv_client *c, const char *name,
+    const lockd_acquire_options *options, const char *rid,
+    lockd_uv_reply_cb *cb, void *arg)
+{
+	return lockd__uv_acquire(c, true, name, options, rid, cb, arg);
 }
 
 int
@@ -1133,14 +1454,6 @@ lockd_uv_errstr(const lockd_uv_client *c)
 
 static void lockd__uv_keepalive_fire(uv_timer_t *t);
 
-/* *d = a copy of s (NULL stays NULL); false when out of memory. */
-static bool
-lockd__uv_strdup(char **d, const char *s)
-{
-	*d = NULL;
-	return s == NULL || (*d = strdup(s)) != NULL;
-}
-
 static void
 lockd__uv_renewer_closed(lockd_uv_client *renewer, void *arg)
 {
@@ -1148,43 +1461,26 @@ lockd__uv_renewer_closed(lockd_uv_client *renewer, void *arg)
 	lockd__uv_unref(arg);
 }
 
-/* A copy of e (the TLS context shared); false when out of memory. */
-static bool
-lockd__uv_endpoint_dup(struct lockd__endpoint *d,
-    const struct lockd__endpoint *e)
-{
-	*d = *e;
-	d->host = d->unix_path = d->server_name = d->token = NULL;
-	d->token_file = NULL;
-	d->tls_ctx = NULL;
-	if (e->tls_ctx != NULL && SSL_CTX_up_ref(e->tls_ctx) == 1)
-		d->tls_ctx = e->tls_ctx;
-	return (e->tls_ctx == NULL || d->tls_ctx != NULL) &&
-	    lockd__uv_strdup(&d->host, e->host) &&
-	    lockd__uv_strdup(&d->unix_path, e->unix_path) &&
-	    lockd__uv_strdup(&d->server_name, e->server_name) &&
-	    lockd__uv_strdup(&d->token, e->token) &&
-	    lockd__uv_strdup(&d->token_file, e->token_file);
-}
-
-/* The client's keep-alive connection, made anew when it broke. */
+/*
+ * The client's keep-alive connection, made anew when it broke: to the
+ * client's endpoints (which outlive it: it holds a reference on the
+ * client), from the one the client is at, failing over as the client does.
+ */
 static lockd_uv_client *
 lockd__uv_renewer(lockd_uv_client *c)
 {
-	struct lockd__endpoint at;
-
 	if (c->renewer != NULL && c->renewer->state == LOCKD__UV_DEAD) {
 		lockd_uv_close(c->renewer, lockd__uv_renewer_closed, c);
 		c->renewer = NULL;
 	}
 	if (c->renewer == NULL) {
-		if (lockd__uv_endpoint_dup(&at, &c->at))
-			c->renewer = lockd__uv_open(c->loop, &c->options, &at,
-			    NULL, NULL);
-		else
-			lockd__endpoint_free(&at);
-		if (c->renewer != NULL)
+		c->renewer = lockd__uv_open(c->loop, &c->options, c->ats,
+		    c->n_ats, false, NULL, NULL);
+		if (c->renewer != NULL) {
+			c->renewer->failover_ms = c->failover_ms;
+			c->renewer->next_at = (size_t)(c->at - c->ats);
 			c->refs++;
+		}
 	}
 	return c->renewer;
 }
@@ -1243,7 +1539,7 @@ lockd__uv_retryable(int rc)
 {
 	return lockd_error_is_fatal(rc) || rc == LOCKD_ERR_UNAVAILABLE ||
 	    rc == LOCKD_ERR_LIMIT || rc == LOCKD_ERR_SHUTDOWN ||
-	    rc == LOCKD_ERR_OOM;
+	    rc == LOCKD_ERR_OOM || rc == LOCKD_ERR_NOTLEADER;
 }
 
 static void

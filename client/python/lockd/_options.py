@@ -7,6 +7,17 @@ import ssl
 from . import _proto
 
 
+_DEFAULT = object()
+
+# Fail-over's defaults and bounds, as liblockd's: the time (seconds) a
+# search for a node that serves may take, the attempts it may make, and
+# the pause between attempts once each endpoint had one.
+FAILOVER_DEFAULT = 10.0
+FAILOVER_HOPS_MAX = 64
+FAILOVER_BACKOFF = 0.05
+FAILOVER_BACKOFF_MAX = 0.25
+
+
 class Options:
     """Where and how to connect; see Client for the meaning of each."""
 
@@ -14,7 +25,20 @@ class Options:
                  endpoints=None, connect_timeout=None, command_timeout=None,
                  tls=False, tls_ca_file=None, tls_cert_file=None,
                  tls_key_file=None, tls_server_name=None, ssl_context=None,
-                 token_file=None, use_env_token=True):
+                 token_file=None, use_env_token=True,
+                 failover_timeout=_DEFAULT):
+        if isinstance(host, str) and ("," in host or host.count(":") == 1
+                                      or host.startswith("[")):
+            # "a:7420,b:7420" (or one "a:7420"), as liblockd's host: a
+            # list of endpoints.
+            if endpoints is not None:
+                raise ValueError("give host/port, unix_path or endpoints,"
+                                 " not several")
+            endpoints, host = host, None
+            default_port = int(port) if port else _proto.DEFAULT_PORT
+            port = None
+        else:
+            default_port = _proto.DEFAULT_PORT
         given = [x for x in (host is not None or port is not None,
                              unix_path is not None, endpoints is not None)
                  if x]
@@ -24,15 +48,31 @@ class Options:
         if endpoints is not None:
             if isinstance(endpoints, str):
                 endpoints = endpoints.split(",")
-            eps = [_proto.parse_endpoint(e) for e in endpoints]
-            if not eps:
+            endpoints = list(endpoints)
+            if not endpoints:
                 raise ValueError("endpoints is empty")
+            if len(endpoints) > _proto.ENDPOINTS_MAX:
+                raise ValueError(f"more than {_proto.ENDPOINTS_MAX}"
+                                 " endpoints")
+            eps = [_proto.parse_endpoint(e, default_port)
+                   for e in endpoints]
+            schemes = {_proto.endpoint_scheme(e) for e in endpoints}
+            if "lockds" in schemes:
+                if schemes != {"lockds"}:
+                    raise ValueError("lockds:// and other endpoints mixed:"
+                                     " TLS is for all or none")
+                tls = True
         elif unix_path is not None:
             eps = [("unix", str(unix_path))]
         else:
             eps = [(host or _proto.DEFAULT_HOST,
                     int(port) if port else _proto.DEFAULT_PORT)]
         self.endpoints = eps
+        # Fail-over (see Client): on with several endpoints, for 10 s.
+        if failover_timeout is _DEFAULT:
+            failover_timeout = FAILOVER_DEFAULT if len(eps) > 1 else None
+        self.failover_timeout = _proto.seconds(failover_timeout,
+                                               "failover_timeout")
         self.connect_timeout = _proto.seconds(connect_timeout,
                                               "connect_timeout")
         self.command_timeout = _proto.seconds(command_timeout,

@@ -9,6 +9,7 @@ import datetime
 import math
 import os
 import re
+import secrets
 import time
 
 from .errors import ProtocolError, error_from_reply
@@ -101,9 +102,15 @@ def fence_of_handle(handle):
     return int(m.group(1))
 
 
-def parse_endpoint(value):
+# The most endpoints one client may name, as liblockd's.
+ENDPOINTS_MAX = 16
+
+
+def parse_endpoint(value, default_port=DEFAULT_PORT):
     """("host", port) or ("unix", path) from "host:port", "[v6]:port",
-    "host" (port 7420), "unix:/path", or a (host, port) tuple."""
+    "host" (default_port), "unix:/path", "lockd://host[:port]",
+    "lockds://host[:port]" (TLS: see endpoint_scheme), "lockd:///path",
+    or a (host, port) tuple."""
     if isinstance(value, tuple) and len(value) == 2:
         host, port = value
         if host == "unix":
@@ -111,20 +118,56 @@ def parse_endpoint(value):
         return (str(host), int(port))
     if not isinstance(value, str) or not value:
         raise ValueError(f"bad endpoint {value!r}")
+    for scheme in ("lockds://", "lockd://"):
+        if value.startswith(scheme):
+            rest = value[len(scheme):]
+            if rest.startswith("/"):
+                if scheme == "lockds://":
+                    raise ValueError(f"bad URL {value!r}: TLS is for TCP,"
+                                     " not a Unix socket")
+                return ("unix", rest)
+            if not rest or "/" in rest or rest.startswith(":"):
+                raise ValueError(f"bad URL {value!r}: lockd://HOST[:PORT],"
+                                 " lockds://HOST[:PORT] or lockd:///PATH")
+            return parse_endpoint(rest)
     if value.startswith("unix:"):
         return ("unix", value[5:])
     if value.startswith("/"):
         return ("unix", value)
     if value.startswith("["):
-        host, _, rest = value[1:].partition("]")
+        host, close, rest = value[1:].partition("]")
+        if not close or (rest and not rest.startswith(":")):
+            raise ValueError(f"bad endpoint {value!r}")
         port = rest[1:] if rest.startswith(":") else ""
+        if rest == ":":
+            raise ValueError(f"bad endpoint {value!r}: port")
     elif value.count(":") == 1:
         host, _, port = value.partition(":")
+        if not port:
+            raise ValueError(f"bad endpoint {value!r}: port")
     else:
         host, port = value, ""
+    if not host:
+        raise ValueError(f"bad endpoint {value!r}: no host")
     if port and not (port.isdigit() and 0 < int(port) < 65536):
-        raise ValueError(f"bad endpoint {value!r}: port")
-    return (host, int(port) if port else DEFAULT_PORT)
+        raise ValueError(f"bad endpoint {value!r}: port 1-65535")
+    return (host, int(port) if port else default_port)
+
+
+def endpoint_scheme(value):
+    """"lockds" for a lockds:// URL, "lockd" for a lockd:// one, else
+    None."""
+    if isinstance(value, str):
+        if value.startswith("lockds://"):
+            return "lockds"
+        if value.startswith("lockd://"):
+            return "lockd"
+    return None
+
+
+def new_rid():
+    """A fresh rid= for one call: 32 hex digits (128 random bits)."""
+    return secrets.token_hex(16)
 
 
 def endpoint_text(ep):
@@ -275,8 +318,9 @@ class Request:
 def repeatable(req):
     """True when sending req twice does what sending it once does: RENEW,
     RELEASE (a second one is a stale no-op), STATUS, PING, STATS, and an
-    ACQUIRE with a rid (protocol v2: the repeat finds the same grant)."""
-    if req.kind == "ACQUIRE":
+    ACQUIRE or TRY with a rid (protocol v2: the repeat finds the same
+    grant)."""
+    if req.kind in ("ACQUIRE", "TRY"):
         return b" rid=" in req.line
     return req.kind in ("RENEW", "RELEASE", "STATUS", "PING", "STATS",
                         "LIST", "CHECK", "WATCH", "FORCE")
@@ -319,14 +363,17 @@ def req_acquire(name, lease=None, wait=None, onclose="keep", owner=None,
     return Request("ACQUIRE", name, line, wait_ms)
 
 
-def req_try(name, lease=None, onclose="keep", owner=None, delay=None):
+def req_try(name, lease=None, onclose="keep", owner=None, delay=None,
+            rid=None):
     name = check_name(name)
     lease_ms = duration_ms(lease, "lease")
     delay_ms = duration_ms(delay, "delay")
     if owner is not None:
         check_word(owner, "owner", 64)
+    if rid is not None:
+        check_word(rid, "rid", 64)
     line = (f"TRY {name}" + _options(lease=lease_ms) + _onclose(onclose)
-            + _options(owner=owner, delay=delay_ms) + "\n")
+            + _options(owner=owner, rid=rid, delay=delay_ms) + "\n")
     return Request("TRY", name, line)
 
 

@@ -15,7 +15,9 @@ import inspect
 
 from . import _proto
 from ._options import Options
-from .client import _earliest
+from ._options import (FAILOVER_BACKOFF, FAILOVER_BACKOFF_MAX,
+                       FAILOVER_HOPS_MAX)
+from .client import _earliest, _gave_up
 from .errors import (BadRequestError, CommandTimeoutError,
                      ConnectionClosedError, LeaseLostError, LimitError,
                      LockdConnectionError, LockdError, NotLeaderError,
@@ -239,47 +241,116 @@ class AsyncClient:
             raise
 
     async def _call(self, req, timeout=None):
-        hops = len(self._endpoints) + 4
-        for hop in range(hops):
-            reused = self._conn is not None and self._conn.error is None
-            try:
-                conn, result = await self._send(req, timeout)
-            except CommandTimeoutError:
+        """As Client._call: without fail-over one more try on a new
+        connection for a request safe to repeat when a reused one turns
+        out dead; with it, NOTLEADER followed and broken connections left
+        within the fail-over time."""
+        if not self.options.failover_timeout:
+            return await self._call_once(req, timeout)
+        return await self._call_failover(req, timeout)
+
+    async def _call_once(self, req, timeout):
+        reused = self._conn is not None and self._conn.error is None
+        try:
+            _, result = await self._send(req, timeout)
+        except CommandTimeoutError:
+            raise
+        except LockdConnectionError:
+            if not reused or not _proto.repeatable(req):
                 raise
-            except LockdConnectionError:
-                # As Client: a reused connection may be dead since lockd
-                # restarted; once more on a new one when safe to repeat.
-                if not reused or not _proto.repeatable(req):
-                    raise
-                conn, result = await self._send(req, timeout)
-            if not isinstance(result, ServerError):
-                return result
-            if not isinstance(result, NotLeaderError) or hop == hops - 1:
-                raise result
-            if result.leader is not None:
-                if result.leader not in self._endpoints:
-                    self._endpoints.append(result.leader)
-                self._preferred = self._endpoints.index(result.leader)
-            elif len(self._endpoints) > 1:
-                self._preferred = (self._preferred + 1) % len(self._endpoints)
-                await asyncio.sleep(min(0.05 * (2 ** hop), 1.0))
+            _, result = await self._send(req, timeout)
+        if isinstance(result, ServerError):
+            raise result
+        return result
+
+    async def _call_failover(self, req, timeout):
+        failover = self.options.failover_timeout
+        start = _proto.now()
+        deadline = None if timeout is None else start + timeout
+        backoff = FAILOVER_BACKOFF
+        attempt = 0
+        while True:
+            began = None
+            try:
+                conn = await self._connection()
+            except LockdConnectionError as e:
+                error = e      # nothing was sent: safe for any request
+                self._next_endpoint(None)
             else:
-                raise result
-            if self._conn is conn:
-                self._conn = None
-                conn.retire()
-        raise AssertionError("unreachable")  # pragma: no cover
+                began = _proto.now()
+                try:
+                    _, result = await self._send(
+                        req, None if deadline is None else
+                        max(0.001, deadline - began))
+                except LockdConnectionError as e:
+                    # Its fate unknown: again only when that is safe.
+                    if isinstance(e, ProtocolError) or \
+                            not _proto.repeatable(req):
+                        raise
+                    error = e
+                    self._next_endpoint(conn)
+                else:
+                    if not isinstance(result, ServerError):
+                        return result
+                    if not isinstance(result, NotLeaderError):
+                        raise result
+                    error = result
+                    self._follow(result, conn)
+            attempt += 1
+            now = _proto.now()
+            # (A stall that timed out was no wait: it counts.)
+            if began is not None and now - began > failover and \
+                    not isinstance(error, CommandTimeoutError):
+                start, attempt, backoff = now, 1, FAILOVER_BACKOFF
+            left = start + failover - now
+            if deadline is not None:
+                left = min(left, deadline - now)
+            if attempt >= FAILOVER_HOPS_MAX or left <= 0:
+                raise _gave_up(error, attempt, now - start)
+            if attempt >= len(self._endpoints):
+                await asyncio.sleep(min(backoff, left))
+                backoff = min(backoff * 2, FAILOVER_BACKOFF_MAX)
+
+    def _leave(self, conn):
+        """conn is done with (None: none could be made).  False when
+        another caller has moved on already: then the endpoint stays."""
+        if conn is None:
+            return self._conn is None
+        if conn.endpoint != self._endpoints[self._preferred]:
+            return False
+        if self._conn is conn:
+            self._conn = None
+        conn.retire()
+        return True
+
+    def _next_endpoint(self, conn):
+        if self._leave(conn):
+            self._preferred = (self._preferred + 1) % len(self._endpoints)
+
+    def _follow(self, error, conn):
+        """As Client._follow: only to a leader that was configured."""
+        if not self._leave(conn):
+            return
+        if error.leader is not None and error.leader in self._endpoints:
+            self._preferred = self._endpoints.index(error.leader)
+        else:
+            self._preferred = (self._preferred + 1) % len(self._endpoints)
 
     # ---- commands: as Client's ------------------------------------------
     async def acquire(self, name, lease=None, wait=None, onclose="keep", *,
                       owner=None, rid=None, delay=None):
         return await self._call(_proto.req_acquire(
-            name, lease, wait, onclose, owner, rid, delay))
+            name, lease, wait, onclose, owner, self._rid(rid), delay))
 
     async def try_acquire(self, name, lease=None, onclose="keep", *,
-                          owner=None, delay=None):
+                          owner=None, delay=None, rid=None):
         return await self._call(_proto.req_try(name, lease, onclose, owner,
-                                               delay))
+                                               delay, self._rid(rid)))
+
+    def _rid(self, rid):
+        if rid is None and self.options.failover_timeout:
+            return _proto.new_rid()
+        return rid
 
     async def renew(self, lease, length=None):
         return await self._call(_proto.req_renew(lease, length))

@@ -16,6 +16,8 @@ import traceback
 
 from . import _proto
 from ._options import Options
+from ._options import (FAILOVER_BACKOFF, FAILOVER_BACKOFF_MAX,
+                       FAILOVER_HOPS_MAX)
 from .errors import (BadRequestError, CommandTimeoutError,
                      ConnectionClosedError, LeaseLostError, LimitError,
                      LockdConnectionError, LockdError, NotLeaderError,
@@ -36,14 +38,32 @@ def _earliest(a, b):
     return a if b is None else min(a, b)
 
 
+def _gave_up(error, attempts, took):
+    """The error a fail-over that found no node to serve ends with: the
+    last one's kind, saying so."""
+    why = (f"no leader answered in {attempts} attempts over"
+           f" {int(took * 1000)} ms; last: {error}")
+    if isinstance(error, ServerError):
+        return type(error)(error.code, why)
+    return type(error)(why)
+
+
 class Client:
     """A connection to lockd (made on first use).
 
     Where: ``host``/``port`` (default 127.0.0.1:7420), or ``unix_path``,
-    or ``endpoints``, a list of cluster nodes ("host:port", "unix:/path")
-    tried in order; a lock command answered ``ERR NOTLEADER
-    leader=host:port`` is sent again to that leader (or, when no leader
-    is named, to the next endpoint), a few times at most.
+    or ``endpoints``, a list of cluster nodes (liblockd's syntax:
+    "host:port", "[v6]:port", "unix:/path", "lockd://host:port",
+    "lockds://host:port"; a comma-separated string, or ``host`` with
+    commas, too; at most 16) tried in order.
+
+    Fail-over (``failover_timeout``, seconds: 10 with several endpoints,
+    off with one): a call answered ``ERR NOTLEADER leader=host:port`` is
+    sent again to that leader when it is one of the endpoints (never to
+    an address nobody configured), else to the next endpoint; one whose
+    connection broke or timed out is sent to the next endpoint when it
+    is safe to repeat (ACQUIRE and TRY then carry a fresh ``rid``), until
+    the fail-over time or 64 attempts are used up.
 
     ``connect_timeout`` and ``command_timeout`` (seconds, or a duration
     string such as "2s"; None: no timeout of our own) bound connecting
@@ -73,6 +93,7 @@ class Client:
         self._lock = threading.RLock()
         self.endpoint = None     # the endpoint connected to
         self.principal = None    # AUTHED's principal, when authenticated
+        self._interrupted = False
 
     # ---- connections ---------------------------------------------------
     def connect(self, deadline=None):
@@ -154,7 +175,9 @@ class Client:
             self.endpoint = None
 
     def _interrupt(self):
-        # From another thread: wake a recv blocked on this connection.
+        # From another thread: wake a recv blocked on this connection,
+        # and send nothing again.
+        self._interrupted = True
         sock = self._sock
         if sock is not None:
             try:
@@ -228,48 +251,105 @@ class Client:
             self._fail(e)
 
     def _call(self, req, deadline=None):
-        """Sends req and returns its result, following NOTLEADER."""
+        """Sends req and returns its result.  Without fail-over, a
+        request safe to repeat is sent once more on a new connection when
+        the one it went out on was from before and turns out dead (lockd
+        restarted).  With fail-over, as liblockd: NOTLEADER is followed
+        and a broken connection left, within the fail-over time."""
         with self._lock:
-            hops = len(self._endpoints) + 4
-            for hop in range(hops):
-                reused = self._sock is not None
-                if not reused:
+            if not self.options.failover_timeout:
+                return self._call_once(req, deadline)
+            return self._call_failover(req, deadline)
+
+    def _call_once(self, req, deadline):
+        reused = self._sock is not None
+        if not reused:
+            self.connect(deadline)
+        try:
+            result = self._exchange(req, deadline)
+        except CommandTimeoutError:
+            raise
+        except LockdConnectionError:
+            if not reused or not _proto.repeatable(req):
+                raise
+            self.connect(deadline)
+            result = self._exchange(req, deadline)
+        if isinstance(result, ServerError):
+            raise result
+        return result
+
+    def _call_failover(self, req, deadline):
+        failover = self.options.failover_timeout
+        start = _proto.now()
+        backoff = FAILOVER_BACKOFF
+        attempt = 0
+        while True:
+            error = None
+            began = None
+            try:
+                if self._sock is None:
                     self.connect(deadline)
+            except LockdConnectionError as e:
+                # Nothing was sent: safe to try again for any request.
+                # (A refused token, DeniedError, is raised here: it is
+                # refused everywhere.)
+                if self._interrupted:
+                    raise
+                error = e
+                self._next_endpoint()
+            if error is None:
+                began = _proto.now()
                 try:
                     result = self._exchange(req, deadline)
-                except CommandTimeoutError:
-                    raise
-                except LockdConnectionError:
-                    # A connection from before (lockd restarted since, or
-                    # a leader changed) may be dead: once, on a new one,
-                    # for a request that is safe to repeat.
-                    if not reused or not _proto.repeatable(req):
+                except LockdConnectionError as e:
+                    # Its fate unknown: sent again only when that is safe
+                    # (an ACQUIRE or TRY carries a rid: see acquire()).
+                    if isinstance(e, ProtocolError) or self._interrupted \
+                            or not _proto.repeatable(req):
                         raise
-                    self.connect(deadline)
-                    result = self._exchange(req, deadline)
-                if not isinstance(result, ServerError):
-                    return result
-                if not isinstance(result, NotLeaderError) or \
-                        hop == hops - 1 or not self._follow(result, hop):
-                    raise result
-            raise AssertionError("unreachable")  # pragma: no cover
+                    error = e
+                    self._next_endpoint()
+                else:
+                    if not isinstance(result, ServerError):
+                        return result
+                    if not isinstance(result, NotLeaderError):
+                        raise result
+                    error = result
+                    self._follow(result)
+            attempt += 1
+            now = _proto.now()
+            # An attempt that ran longer than the fail-over time was a
+            # healthy wait (an ACQUIRE, a WATCH): count from its end.
+            # (A stall that timed out was no wait: it counts.)
+            if began is not None and now - began > failover and \
+                    not isinstance(error, CommandTimeoutError):
+                start, attempt, backoff = now, 1, FAILOVER_BACKOFF
+            left = start + failover - now
+            if deadline is not None:
+                left = min(left, deadline - now)
+            if attempt >= FAILOVER_HOPS_MAX or left <= 0:
+                raise _gave_up(error, attempt, now - start)
+            # Each endpoint once at once; then with a pause.
+            if attempt >= len(self._endpoints):
+                time.sleep(min(backoff, left))
+                backoff = min(backoff * 2, FAILOVER_BACKOFF_MAX)
 
-    def _follow(self, error, hop):
-        """Points the next connection at the leader the error names, or
-        at the next endpoint; False when there is nowhere else to go."""
-        if error.leader is not None:
-            ep = error.leader
-            if ep not in self._endpoints:
-                self._endpoints.append(ep)
-            self._preferred = self._endpoints.index(ep)
-        elif len(self._endpoints) > 1:
-            self._preferred = (self._preferred + 1) % len(self._endpoints)
-            # No leader known: an election may be on; back off a little.
-            time.sleep(min(0.05 * (2 ** hop), 1.0))
-        else:
-            return False
+    def _next_endpoint(self):
+        """The connection broke or stalled: the next one goes to the
+        endpoint after the one it was to."""
         self.close()
-        return True
+        self._preferred = (self._preferred + 1) % len(self._endpoints)
+
+    def _follow(self, error):
+        """Points the next connection at the leader a NOTLEADER names
+        when it is one of the configured endpoints, spelled the same (an
+        address from the wire that nobody configured is never connected
+        to), else at the next endpoint."""
+        self.close()
+        if error.leader is not None and error.leader in self._endpoints:
+            self._preferred = self._endpoints.index(error.leader)
+        else:
+            self._preferred = (self._preferred + 1) % len(self._endpoints)
 
     # ---- commands ------------------------------------------------------
     def acquire(self, name, lease=None, wait=None, onclose="keep", *,
@@ -286,14 +366,21 @@ class Client:
         lease ends badly (expiry, onclose, FORCE; never RELEASE).
         """
         return self._call(_proto.req_acquire(name, lease, wait, onclose,
-                                             owner, rid, delay))
+                                             owner, self._rid(rid), delay))
 
     def try_acquire(self, name, lease=None, onclose="keep", *, owner=None,
-                    delay=None):
+                    delay=None, rid=None):
         """Never queues: the Lease, or None when the lock is taken (or in
         its lock-delay)."""
         return self._call(_proto.req_try(name, lease, onclose, owner,
-                                         delay))
+                                         delay, self._rid(rid)))
+
+    def _rid(self, rid):
+        # With fail-over, every ACQUIRE and TRY carries a rid, so that
+        # sending it again finds the grant it may have had.
+        if rid is None and self.options.failover_timeout:
+            return _proto.new_rid()
+        return rid
 
     def renew(self, lease, length=None):
         """Extends lease to now + length (default: its current length)

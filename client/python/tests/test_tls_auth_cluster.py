@@ -6,7 +6,8 @@ that signed nothing lockd trusts.  Tokens: lockd with --auth and a rules
 file holding the tokens' SHA-256.  Cluster mode: one real etcd member
 (Debian's etcd-server, ETCD_BIN overrides) and two lockd nodes with
 --etcd; the client starts at the follower and is sent on to the leader
-by ERR NOTLEADER leader=..., and moves on when the leader dies.
+by ERR NOTLEADER leader=..., and moves on when the leader dies
+(test_failover.py has 3 etcd members and 3 nodes).
 """
 
 import asyncio
@@ -280,7 +281,8 @@ def test_notleader_is_followed_to_the_leader(cluster):
     assert isinstance(hint, lockd.NotLeaderError) and pong is True
     assert hint.leader == ("127.0.0.1", leader.port)
     c.close()
-    c = lockd.Client(endpoints=[f"127.0.0.1:{follower.port}"], **TIMEOUTS)
+    eps = [f"127.0.0.1:{follower.port}", f"127.0.0.1:{leader.port}"]
+    c = lockd.Client(endpoints=eps, **TIMEOUTS)
     with c.lock("cluster/job", lease="1m") as lease:
         assert c.endpoint == ("127.0.0.1", leader.port)
         assert lockd.Client(port=leader.port, **TIMEOUTS).status(
@@ -288,8 +290,7 @@ def test_notleader_is_followed_to_the_leader(cluster):
     c.close()
 
     async def main():
-        a = lockd.AsyncClient(endpoints=[f"127.0.0.1:{follower.port}"],
-                              **TIMEOUTS)
+        a = lockd.AsyncClient(endpoints=eps, **TIMEOUTS)
         lease = await a.acquire("cluster/async")
         assert a.endpoint == ("127.0.0.1", leader.port)
         assert await a.release(lease)
@@ -315,7 +316,8 @@ def test_notleader_is_followed_over_tls_with_a_token(make_lockd, etcd,
         make_lockd, etcd, "--tls-cert", str(certs / "server.pem"),
         "--tls-key", str(certs / "server.key"), "--auth",
         str(certs / "auth"), role_of=tls_role)
-    c = lockd.Client(endpoints=[f"127.0.0.1:{follower.port}"], **tls)
+    c = lockd.Client(endpoints=[f"127.0.0.1:{follower.port}",
+                                f"127.0.0.1:{leader.port}"], **tls)
     with c.lock("ops/cluster", lease="1m") as lease:
         assert c.endpoint == ("127.0.0.1", leader.port)
         assert c.principal == "ops"
@@ -335,12 +337,16 @@ def test_notleader_without_a_leader_moves_to_the_next_endpoint(cluster):
     # is handed to the client's rule here, and the next call goes on.
     err = lockd.errors.error_from_reply("ERR NOTLEADER no leader is known")
     assert err.leader is None
-    assert c._follow(err, 0)
+    c._follow(err)
     lease = c.acquire("cluster/next", lease="1m")
     assert c.endpoint == ("127.0.0.1", leader.port) and c.release(lease)
     c.close()
-    # One endpoint only: nowhere else to go, the error is the caller's.
-    assert not lockd.Client(port=leader.port)._follow(err, 0)
+    # One endpoint only: fail-over is off, the error is the caller's.
+    c = lockd.Client(port=follower.port, **TIMEOUTS)
+    with pytest.raises(lockd.NotLeaderError) as e:
+        c.acquire("cluster/next")
+    assert e.value.leader == ("127.0.0.1", leader.port)
+    c.close()
 
 
 def test_a_dead_leader_is_left_for_the_new_one(cluster):
