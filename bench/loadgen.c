@@ -69,7 +69,8 @@
  * grant).  sem and rw report the hand-off gap: from a release leaving that
  * made room (sem: any release; rw: the release that left no holder) to the
  * next grant received by a request sent before that release, each release
- * paired with at most one grant, in order.
+ * paired with at most one grant, in order; in rw, after a reader's release
+ * only a writer's grant counts (kinds_granted says why).
  *
  * sem and rw check the servers' answers from the clients' view: a hold
  * counts from its grant's arrival to its release leaving, which lies inside
@@ -211,6 +212,7 @@ static struct loadgen {
 	long cycles_read, cycles_write;
 	struct samples lat_read, lat_write;
 	double *released;      /* releases not yet paired with a grant */
+	bool *released_writer; /* rw: that release was a writer's */
 	int released_head, released_len, released_cap;
 	double hold;           /* -h, seconds */
 	struct conn **holders; /* by release_at: the hold is the same for all */
@@ -1227,7 +1229,7 @@ violation(const struct conn *c, const char *what)
 
 /* Remembers a release that made room, for the next grant to pair with. */
 static void
-released_push(double t)
+released_push(double t, bool writer)
 {
 	if (lg.released_len == lg.released_cap) {
 		/* Full: the oldest is forgotten (never paired). */
@@ -1235,15 +1237,18 @@ released_push(double t)
 		lg.released_len--;
 	}
 	lg.released[(lg.released_head + lg.released_len) % lg.released_cap] = t;
+	lg.released_writer[(lg.released_head + lg.released_len) %
+	    lg.released_cap] = writer;
 	lg.released_len++;
 }
 
 static bool
-released_pop(double *t)
+released_pop(double *t, bool *writer)
 {
 	if (lg.released_len == 0)
 		return false;
 	*t = lg.released[lg.released_head];
+	*writer = lg.released_writer[lg.released_head];
 	lg.released_head = (lg.released_head + 1) % lg.released_cap;
 	lg.released_len--;
 	return true;
@@ -1258,6 +1263,7 @@ static void
 kinds_granted(struct conn *c, double t)
 {
 	double released;
+	bool by_writer;
 
 	c->holding = true;
 	if (lg.workload == W_SEM) {
@@ -1279,8 +1285,16 @@ kinds_granted(struct conn *c, double t)
 		lg.max_held = lg.held_now;
 	if (lg.readers_now > lg.max_readers)
 		lg.max_readers = lg.readers_now;
-	/* A hand-off: this request was waiting when the room was made. */
-	if (released_pop(&released) && released > c->started)
+	/*
+	 * A hand-off: this request was waiting when the room was made.  In rw,
+	 * after the last reader's release, only a writer's grant is one: a
+	 * reader's may have been sent before that release arrived (others
+	 * still held on the server), and ends the lock's free moment.  While
+	 * a writer holds, nobody is granted, so any grant read after its
+	 * release is one.
+	 */
+	if (released_pop(&released, &by_writer) && released > c->started &&
+	    (lg.workload == W_SEM || by_writer || c->writer))
 		record(&lg.gap, t, t - released);
 }
 
@@ -1299,7 +1313,7 @@ kinds_released(struct conn *c, double t)
 	/* sem: every release frees a permit; rw: the last one frees the
 	 * lock. */
 	if (lg.workload == W_SEM || lg.held_now == 0)
-		released_push(t);
+		released_push(t, c->writer);
 }
 
 /*
@@ -2338,8 +2352,11 @@ main(int argc, char **argv)
 	lg.lat_write.max = (size_t)lg.max_cycles;
 	lg.released_cap = 2 * lg.nconns;
 	lg.released = calloc((size_t)lg.released_cap, sizeof(*lg.released));
+	lg.released_writer = calloc((size_t)lg.released_cap,
+	    sizeof(*lg.released_writer));
 	lg.holders = calloc((size_t)lg.nconns, sizeof(*lg.holders));
-	if (lg.released == NULL || lg.holders == NULL)
+	if (lg.released == NULL || lg.released_writer == NULL ||
+	    lg.holders == NULL)
 		die("calloc");
 	raise_nofile();
 	lg.conns = calloc((size_t)lg.nconns, sizeof(*lg.conns));
@@ -2365,6 +2382,7 @@ main(int argc, char **argv)
 	free(lg.lat_read.v);
 	free(lg.lat_write.v);
 	free(lg.released);
+	free(lg.released_writer);
 	free(lg.holders);
 	return rc;
 }

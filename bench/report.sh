@@ -125,8 +125,10 @@ function verdict(ok) { return ok ? "met" : "NOT met" }
 	add(key, "p99", kv["p99_us"])
 	add(key, "p999", kv["p999_us"])
 	add(key, "cpu", kv["server_cpu_us_per_cycle"])
-	add(key, "gap50", kv["handoff_p50_us"])
-	add(key, "gap99", kv["handoff_p99_us"])
+	if (kv["handoff_samples"] == "" || kv["handoff_samples"] + 0 > 0) {
+		add(key, "gap50", kv["handoff_p50_us"])
+		add(key, "gap99", kv["handoff_p99_us"])
+	}
 	errors[key] += kv["errors"]
 	rounds[key]++
 }
