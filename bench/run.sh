@@ -54,6 +54,9 @@ BENCH_TRY_CONNS=${BENCH_TRY_CONNS:-16}
 BENCH_SERVER_CPU=${BENCH_SERVER_CPU:-0}
 BENCH_CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 BENCH_NOTE=${BENCH_NOTE:-}
+# lockd refuses a --max-held its map cannot hold at 255-byte names: 1,001,000
+# held need about 5.5 GB.  The map is address space; the file grows as used.
+BENCH_MAP_SIZE=${BENCH_MAP_SIZE:-8589934592}
 BENCH_ONLY=${BENCH_ONLY:-}
 BENCH_KINDS=${BENCH_KINDS:-1}
 BENCH_SEM_CONNS=${BENCH_SEM_CONNS:-64}
@@ -392,7 +395,7 @@ stop nometasync
 # that they are all still held when it restarts), resident memory before and
 # after; then a clean stop and a restart, timed until it listens again.
 start_lockd scale "$WORK/scale" --max-lease 1h --max-held $((BENCH_LOCKS + 1000)) \
-    --map-size 4294967296
+    --map-size "$BENCH_MAP_SIZE"
 loadgen scale "scale=held" -w hold -n "$BENCH_LOCKS" -c 8 -d 512 -l 1h -t 600 -P held
 sleep 1
 echo "# scale rss_settled_kb=$(awk '/VmRSS/ { print $2 }' "/proc/${PID[scale]}/status") data_mdb_bytes=$(stat -c %s "$WORK/scale/data.mdb" 2>/dev/null || echo 0)" >>"$BENCH_RESULTS"
@@ -404,7 +407,7 @@ else
 	t_start=$(date +%s%N)
 	: >"$WORK/scale.log"
 	start_lockd scale "$WORK/scale" --max-lease 1h --max-held $((BENCH_LOCKS + 1000)) \
-	    --map-size 4294967296
+	    --map-size "$BENCH_MAP_SIZE"
 	t_listen=$(date +%s%N)
 	recovered=$(grep -o 'event=recovered.*' "$WORK/scale.log" | tail -1)
 	log_ms=$(awk '
@@ -425,7 +428,7 @@ fi
 # above: resident memory per holder, beside the plain lock's above.
 if [ "$BENCH_KINDS" = 1 ]; then
 	start_lockd holders "$WORK/holders" --max-lease 1h \
-	    --max-held $((BENCH_LOCKS + 1000)) --map-size 4294967296
+	    --max-held $((BENCH_LOCKS + 1000)) --map-size "$BENCH_MAP_SIZE"
 	loadgen holders "scale=holders" -w hold -N "$BENCH_SEM_LIMIT" \
 	    -n "$BENCH_LOCKS" -c 8 -d 512 -l 1h -t 600 -P holders
 	stop holders
