@@ -109,6 +109,7 @@ function verdict(ok) { return ok ? "met" : "NOT met" }
 		next
 	}
 	violations[key] += kv["violations"]
+	handoffs[key] += kv["handoff_samples"]
 	if (kv["failed"] == 1) {
 		failed[key]++
 		next
@@ -188,16 +189,16 @@ END {
 	}
 	if (nkkeys > 0 || nguards > 0) {
 		print ""
-		print "Lock kinds on one name against Redis Lua scripts (medians over the rounds; cycle = acquire + release; Redis retries a refused acquire at once)"
+		print "Lock kinds on one name against Redis Lua scripts (medians over the rounds; cycle = acquire + release; hand-offs: samples summed over the rounds; Redis retries a refused acquire at once)"
 		print ""
-		print "| workload | conns | peer | cycles/s | readers/s | writers/s | p50 us | p99 us | readers p99 us | writers p99 us | hand-off p50 us | hand-off p99 us | retries/cycle | most holders seen | overlaps | errors | rounds |"
-		print "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		print "| workload | conns | peer | cycles/s | readers/s | writers/s | p50 us | p99 us | readers p99 us | writers p99 us | hand-offs | hand-off p50 us | hand-off p99 us | retries/cycle | most holders seen | overlaps | errors | rounds |"
+		print "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		for (k = 1; k <= nkkeys; k++) {
 			key = korder[k]
 			split(key, part, SUBSEP)
 			if (skipped[key] && !rounds[key]) {
 				printf "| %s | %s | %s | skipped |", part[1], part[2], part[3]
-				for (f = 5; f <= 17; f++)
+				for (f = 5; f <= 18; f++)
 					printf " - |"
 				printf "\n"
 				continue
@@ -206,13 +207,13 @@ END {
 			for (f = 1; f <= nf; f++)
 				med[key, fields[f]] = median(vals[key, fields[f]])
 			rw = part[1] == "rw"
-			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d%s | %d |\n",
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %d | %d%s | %d |\n",
 			    part[1], part[2], part[3], fmt(med[key, "rate"]),
 			    rw ? fmt(med[key, "rrate"]) : "-", rw ? fmt(med[key, "wrate"]) : "-",
 			    fmt(med[key, "p50"]), fmt(med[key, "p99"]),
 			    rw ? fmt(med[key, "rp99"]) : "-",
 			    rw && (med[key, "wrate"] + 0 > 0) ? fmt(med[key, "wp99"]) : "-",
-			    fmt(med[key, "gap50"]), fmt(med[key, "gap99"]),
+			    handoffs[key], fmt(med[key, "gap50"]), fmt(med[key, "gap99"]),
 			    med[key, "retry"] == "" ? "-" : sprintf("%.2f", med[key, "retry"]),
 			    med[key, "maxh"] == "" ? "-" : med[key, "maxh"],
 			    violations[key], errors[key],
