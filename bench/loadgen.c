@@ -389,6 +389,14 @@ cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Sorts the samples for percentile_us; none (a NULL array) is sorted. */
+static void
+samples_sort(struct samples *s)
+{
+	if (s->n > 0)
+		qsort(s->v, s->n, sizeof(double), cmp_double);
+}
+
 /* Nearest-rank percentile of sorted samples, in microseconds. */
 static double
 percentile_us(const struct samples *s, double p)
@@ -1694,7 +1702,7 @@ run_closed_loop(void)
 	cpu1 = proc_cpu_s(lg.server_pid);
 	self1 = self_cpu_s();
 	elapsed = t_end - lg.measure_start;
-	qsort(lg.lat.v, lg.lat.n, sizeof(double), cmp_double);
+	samples_sort(&lg.lat);
 	print_head();
 	printf(" cycles=%ld seconds=%.3f rate=%.1f errors=%ld retries=%ld "
 	    "p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f "
@@ -1706,7 +1714,7 @@ run_closed_loop(void)
 	    mean_us(&lg.lat));
 	if (lg.workload == W_CYCLE || lg.workload == W_HANDOFF ||
 	    lg.workload == W_SEM || lg.workload == W_RW) {
-		qsort(lg.acq.v, lg.acq.n, sizeof(double), cmp_double);
+		samples_sort(&lg.acq);
 		printf(" acq_p50_us=%.1f acq_p99_us=%.1f acq_p999_us=%.1f",
 		    percentile_us(&lg.acq, 0.50), percentile_us(&lg.acq, 0.99),
 		    percentile_us(&lg.acq, 0.999));
@@ -1715,10 +1723,8 @@ run_closed_loop(void)
 		printf(" records_per_txn=%d records_rate=%.1f", lg.records,
 		    elapsed > 0 ? (double)lg.cycles * lg.records / elapsed : 0);
 	if (lg.workload == W_RW) {
-		qsort(lg.lat_read.v, lg.lat_read.n, sizeof(double),
-		    cmp_double);
-		qsort(lg.lat_write.v, lg.lat_write.n, sizeof(double),
-		    cmp_double);
+		samples_sort(&lg.lat_read);
+		samples_sort(&lg.lat_write);
 		printf(" readers=%d writers=%d read_cycles=%ld read_rate=%.1f "
 		    "read_p50_us=%.1f read_p99_us=%.1f write_cycles=%ld "
 		    "write_rate=%.1f write_p50_us=%.1f write_p99_us=%.1f",
@@ -1737,7 +1743,7 @@ run_closed_loop(void)
 		    lg.broken ? " broken=1" : "");
 	if (lg.workload == W_HANDOFF || lg.workload == W_SEM ||
 	    lg.workload == W_RW) {
-		qsort(lg.gap.v, lg.gap.n, sizeof(double), cmp_double);
+		samples_sort(&lg.gap);
 		printf(" handoff_samples=%zu handoff_p50_us=%.1f "
 		    "handoff_p99_us=%.1f handoff_p999_us=%.1f", lg.gap.n,
 		    percentile_us(&lg.gap, 0.50), percentile_us(&lg.gap, 0.99),
