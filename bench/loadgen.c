@@ -15,7 +15,7 @@
  *           [-W WARMUP] [-n MAX_CYCLES] [-P PREFIX] [-S SERVER_PID]
  *           [-d DEPTH] [-l LEASE] [-L "key=value ..."]
  *           [-r RECORDS] [-A PORT,PORT,...] [-N LIMIT] [-R READERS]
- *           [-h HOLD_MS] [-B]
+ *           [-h HOLD_MS] [-B] [-V]
  *   loadgen -F COUNT        print COUNT free loopback TCP ports
  *
  * Workloads (a "cycle" is what one latency sample measures):
@@ -77,7 +77,9 @@
  * the server's hold, so more than -N permits, or a writer beside anyone,
  * seen here is a real overlap (violations=; exit status 4).  -B swaps in
  * Redis scripts broken on purpose (the semaphore admits N+1; the writer
- * ignores readers), so that the check itself is seen to fail.  Against a
+ * ignores readers), so that the check itself is seen to fail; -V ends such
+ * a run at the first overlap, so that -t bounds only a check that fails
+ * to catch one.  Against a
  * lockd that refuses limit= or mode= (ERR BADARG or BADREQ to one probing
  * TRY), the run prints unsupported=1 and exits with status 3.
  *
@@ -206,7 +208,7 @@ static struct loadgen {
 
 	/* sem and rw: the limit, the readers, and the clients' view. */
 	int limit, readers;
-	bool broken;
+	bool broken, stop_on_overlap;
 	long held_now, readers_now, writers_now, max_held, max_readers;
 	long violations;
 	long cycles_read, cycles_write;
@@ -1686,7 +1688,8 @@ run_closed_loop(void)
 			start_cycle(&lg.conns[i], t0);
 	}
 	/* The warm-up's samples and CPU time are not counted. */
-	while (lg.cycles < lg.max_cycles && lg.dead < lg.nconns) {
+	while (lg.cycles < lg.max_cycles && lg.dead < lg.nconns &&
+	    !(lg.stop_on_overlap && lg.violations > 0)) {
 		double t = now_s();
 
 		if (t >= lg.deadline)
@@ -2232,7 +2235,7 @@ usage(void)
 	    "               [-l LEASE] [-L \"key=value ...\"] [-r RECORDS] "
 	    "[-A PORT,...]\n"
 	    "               [-w sem|rw|scripts] [-N LIMIT] [-R READERS] [-h HOLD_MS] "
-	    "[-B]\n"
+	    "[-B] [-V]\n"
 	    "       loadgen -F COUNT\n");
 	exit(2);
 }
@@ -2253,7 +2256,7 @@ main(int argc, char **argv)
 	lg.max_cycles = LOADGEN_DEFAULT_MAX_CYCLES;
 	lg.readers = -1;
 	while ((opt = getopt(argc, argv,
-	    "x:H:p:c:t:W:n:w:P:S:d:l:L:F:r:A:N:R:Bh:")) != -1) {
+	    "x:H:p:c:t:W:n:w:P:S:d:l:L:F:r:A:N:R:Bh:V")) != -1) {
 		switch (opt) {
 		case 'x':
 			if (strcmp(optarg, "lockd") == 0)
@@ -2306,6 +2309,7 @@ main(int argc, char **argv)
 		case 'N': lg.limit = atoi(optarg); break;
 		case 'R': lg.readers = atoi(optarg); break;
 		case 'B': lg.broken = true; break;
+		case 'V': lg.stop_on_overlap = true; break;
 		case 'h': lg.hold = atof(optarg) / 1000; break;
 		default: usage();
 		}

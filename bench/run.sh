@@ -76,7 +76,9 @@ LOCKD_NOMETASYNC=${LOCKD_NOMETASYNC:-}
 ALT=()
 [ -n "$LOCKD_NOMETASYNC" ] && ALT=(nometasync)
 PEERS=(lockd "${ALT[@]}" redis etcd noop)
-[ "$BENCH_ONLY" = kinds ] && PEERS=(lockd redis)
+if [ "$BENCH_ONLY" = kinds ]; then
+	PEERS=(lockd redis)
+fi
 
 for bin in "$LOCKD" "$LOADGEN" "$NOOP"; do
 	[ -x "$bin" ] || { echo "bench: $bin is missing; run make bench" >&2; exit 1; }
@@ -297,18 +299,19 @@ guard() {
 }
 
 # The lock kinds' checks, before the rounds: each must be seen to fail on a
-# server broken for it, and the Redis scripts must answer right.
+# server broken for it, and the Redis scripts must answer right.  An overlap
+# run ends at its first overlap (-V), within 10 s if none comes.
 kinds_guards() {
 	guard redis scripts 0 -w scripts -P guard/scripts
 	guard redis scripts-broken 1 -w scripts -B -P guard/scripts-broken
 	guard redis sem-broken 4 -w sem -B -c "$BENCH_SEM_CONNS" \
-	    -N "$BENCH_SEM_LIMIT" -t 1 -P guard/sem
+	    -N "$BENCH_SEM_LIMIT" -t 10 -V -P guard/sem
 	guard redis rw-broken 4 -w rw -B -c $((BENCH_RW_READERS + BENCH_RW_WRITERS)) \
-	    -R "$BENCH_RW_READERS" -t 1 -P guard/rw
+	    -R "$BENCH_RW_READERS" -t 10 -V -P guard/rw
 	guard noop sem-noop 4 -w sem -c "$BENCH_SEM_CONNS" \
-	    -N "$BENCH_SEM_LIMIT" -t 1 -P guard/sem
+	    -N "$BENCH_SEM_LIMIT" -t 10 -V -P guard/sem
 	guard noop rw-noop 4 -w rw -c $((BENCH_RW_READERS + BENCH_RW_WRITERS)) \
-	    -R "$BENCH_RW_READERS" -t 1 -P guard/rw
+	    -R "$BENCH_RW_READERS" -t 10 -V -P guard/rw
 }
 
 # kinds_round ROUND: the semaphore, then the readers-writer mix, on lockd
