@@ -63,6 +63,9 @@ BENCH_SEM_CONNS=${BENCH_SEM_CONNS:-64}
 BENCH_SEM_LIMIT=${BENCH_SEM_LIMIT:-16}
 BENCH_RW_READERS=${BENCH_RW_READERS:-60}
 BENCH_RW_WRITERS=${BENCH_RW_WRITERS:-4}
+# How long a semaphore or rw holder holds, in ms; 0: to the end of the load
+# generator's pass that read its grant.
+BENCH_KINDS_HOLD_MS=${BENCH_KINDS_HOLD_MS:-0}
 case $BENCH_ONLY in
 '') ;;
 kinds) BENCH_KINDS=1 ;;
@@ -320,13 +323,14 @@ kinds_round() {
 	local round=$1 peer
 	for peer in lockd redis; do
 		loadgen "$peer" "round=$round" -w sem -c "$BENCH_SEM_CONNS" \
-		    -N "$BENCH_SEM_LIMIT" -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" \
-		    -P "r$round/s"
+		    -N "$BENCH_SEM_LIMIT" -h "$BENCH_KINDS_HOLD_MS" \
+		    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" -P "r$round/s"
 	done
 	for peer in lockd redis; do
 		loadgen "$peer" "round=$round" -w rw \
 		    -c $((BENCH_RW_READERS + BENCH_RW_WRITERS)) -R "$BENCH_RW_READERS" \
-		    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" -P "r$round/rw"
+		    -h "$BENCH_KINDS_HOLD_MS" -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" \
+		    -P "r$round/rw"
 	done
 }
 
@@ -338,7 +342,7 @@ kinds_round() {
 	echo "# lockd $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo '+dirty'); $(redis-server --version | cut -d' ' -f1-3); etcd $(etcd --version | awk '/etcd Version/ { print $3 }')"
 	echo "# rounds=$BENCH_ROUNDS seconds=$BENCH_SECONDS warmup=$BENCH_WARMUP conns=\"$BENCH_CONNS\" handoff_conns=$BENCH_HANDOFF_CONNS try_conns=$BENCH_TRY_CONNS"
 	if [ "$BENCH_KINDS" = 1 ]; then
-		echo "# kinds${BENCH_ONLY:+ only}: sem_conns=$BENCH_SEM_CONNS sem_limit=$BENCH_SEM_LIMIT rw_readers=$BENCH_RW_READERS rw_writers=$BENCH_RW_WRITERS"
+		echo "# kinds${BENCH_ONLY:+ only}: sem_conns=$BENCH_SEM_CONNS sem_limit=$BENCH_SEM_LIMIT rw_readers=$BENCH_RW_READERS rw_writers=$BENCH_RW_WRITERS hold_ms=$BENCH_KINDS_HOLD_MS"
 	fi
 } >"$BENCH_RESULTS"
 cat "$BENCH_RESULTS" >&2
