@@ -171,7 +171,6 @@ struct conn {
 	char lease[32];        /* etcd lease ID */
 	char hwm_mod[24];      /* txn: the high-water key's mod revision */
 	bool writer;           /* rw: this connection takes the exclusive side */
-	bool holding;          /* sem, rw: granted, release not yet sent */
 	double release_at;     /* sem, rw: when the hold ends */
 	redisReader *reader;   /* Redis */
 	size_t in_len;         /* lockd, etcd */
@@ -1275,7 +1274,6 @@ kinds_granted(struct conn *c, double t)
 	double released;
 	bool by_writer;
 
-	c->holding = true;
 	if (lg.workload == W_SEM) {
 		if (lg.held_now >= lg.limit)
 			violation(c, "every permit was held");
@@ -1312,7 +1310,6 @@ static void
 kinds_released(struct conn *c, double t)
 {
 	send_release(c);
-	c->holding = false;
 	lg.held_now--;
 	if (lg.workload == W_RW) {
 		if (c->writer)
