@@ -631,8 +631,8 @@ bench: deps-bench
 
 # The lock kinds alone: a 16-permit semaphore and 60 readers with 4 writers
 # on one name, lockd against Redis Lua scripts, their overlap checks, and
-# bytes per holder (bench/run.sh with BENCH_ONLY=kinds; BENCH_QUICK=1 about
-# 30 s).
+# bytes per holder (bench/run.sh with BENCH_ONLY=kinds; about 2 minutes,
+# BENCH_QUICK=1 about 25 s).
 bench-kinds: deps-bench
 	@$(MAKE) --no-print-directory bench-build
 	BENCH_ONLY=kinds LOCKD=$(abspath $(B)/lockd) \
