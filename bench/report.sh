@@ -225,7 +225,17 @@ END {
 		print ""
 		if (kinds_unsupported)
 			print "lockd: limit=/mode= not supported by this build - skipped"
-		else {
+		# The ratios of every workload lockd ran (a build may take limit=
+		# before mode=shared).
+		measured = 0
+		for (k = 1; k <= nkkeys; k++) {
+			split(korder[k], part, SUBSEP)
+			if (part[3] == "lockd" && rounds[korder[k]])
+				measured++
+		}
+		if (measured > 0) {
+			if (kinds_unsupported)
+				print ""
 			print "Ratios lockd / redis (rates: above 1 means lockd does more; latencies: below 1 means lockd is quicker)"
 			print ""
 			print "| workload | cycles/s | readers/s | writers/s | p99 | hand-off p50 | hand-off p99 |"
@@ -233,7 +243,7 @@ END {
 			for (k = 1; k <= nkkeys; k++) {
 				key = korder[k]
 				split(key, part, SUBSEP)
-				if (part[3] != "lockd")
+				if (part[3] != "lockd" || !rounds[key])
 					continue
 				w = part[1]; c = part[2]; rk = w SUBSEP c SUBSEP "redis"
 				rw = w == "rw"
