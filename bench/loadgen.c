@@ -70,7 +70,10 @@
  * made room (sem: any release; rw: the release that left no holder) to the
  * next grant received by a request sent before that release, each release
  * paired with at most one grant, in order; in rw, after a reader's release
- * only a writer's grant counts (kinds_granted says why).
+ * only a writer's grant counts (kinds_granted says why).  They also report
+ * the longest wait for a grant (wait_max_us; in rw per side), counting the
+ * requests still waiting when the run ends: what no queue, or a queue that
+ * lets readers pass a writer, costs the unlucky.
  *
  * sem and rw check the servers' answers from the clients' view: a hold
  * counts from its grant's arrival to its release leaving, which lies inside
@@ -211,6 +214,8 @@ static struct loadgen {
 	long held_now, readers_now, writers_now, max_held, max_readers;
 	long violations;
 	long cycles_read, cycles_write;
+	double wait_max[2];    /* longest acquire, [0] readers or permits,
+	                        * [1] writers: granted, or still waiting */
 	struct samples lat_read, lat_write;
 	double *released;      /* releases not yet paired with a grant */
 	bool *released_writer; /* rw: that release was a writer's */
@@ -1389,6 +1394,9 @@ on_outcome(struct conn *c, enum outcome oc, double t)
 			return;
 		}
 		record(&lg.acq, t, t - c->started);
+		if (lg.measuring && t >= lg.measure_start &&
+		    t - c->started > lg.wait_max[c->writer])
+			lg.wait_max[c->writer] = t - c->started;
 		if (lg.workload == W_SEM || lg.workload == W_RW) {
 			kinds_granted(c, t);
 			return;
@@ -1699,6 +1707,12 @@ run_closed_loop(void)
 		poll_once(snapped ? lg.deadline : lg.measure_start);
 	}
 	t_end = now_s();
+	/* A waiter never granted waits longest of all: count it too. */
+	for (i = 0; i < lg.nconns; i++)
+		if (!lg.conns[i].dead && lg.conns[i].step == ST_ACQUIRE &&
+		    t_end - lg.conns[i].started > lg.wait_max[lg.conns[i].writer])
+			lg.wait_max[lg.conns[i].writer] =
+			    t_end - lg.conns[i].started;
 	cpu1 = proc_cpu_s(lg.server_pid);
 	self1 = self_cpu_s();
 	elapsed = t_end - lg.measure_start;
@@ -1736,6 +1750,14 @@ run_closed_loop(void)
 		    percentile_us(&lg.lat_write, 0.50),
 		    percentile_us(&lg.lat_write, 0.99));
 	}
+	if (lg.workload == W_SEM)
+		printf(" wait_max_us=%.1f", lg.wait_max[0] * 1e6);
+	if (lg.workload == W_RW)
+		printf(" wait_max_us=%.1f read_wait_max_us=%.1f "
+		    "write_wait_max_us=%.1f",
+		    (lg.wait_max[0] > lg.wait_max[1] ? lg.wait_max[0] :
+		    lg.wait_max[1]) * 1e6, lg.wait_max[0] * 1e6,
+		    lg.wait_max[1] * 1e6);
 	if (lg.workload == W_SEM || lg.workload == W_RW)
 		printf(" limit=%d max_holders=%ld max_readers=%ld "
 		    "violations=%ld%s", lg.workload == W_SEM ? lg.limit : 1,

@@ -36,6 +36,7 @@ function ratio(a, b) {
 	return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b)
 }
 function verdict(ok) { return ok ? "met" : "NOT met" }
+function ms(us) { return us == "" ? "-" : fmt(us / 1000) }
 /^# disk:/ {
 	for (i = 1; i <= NF; i++) {
 		eq = index($i, "=")
@@ -122,6 +123,9 @@ function verdict(ok) { return ok ? "met" : "NOT met" }
 	if (kv["write_cycles"] + 0 > 0)
 		add(key, "wp99", kv["write_p99_us"])
 	add(key, "maxh", kv["max_holders"])
+	add(key, "waitmax", kv["wait_max_us"])
+	add(key, "rwaitmax", kv["read_wait_max_us"])
+	add(key, "wwaitmax", kv["write_wait_max_us"])
 	if (kv["cycles"] + 0 > 0)
 		add(key, "retry", kv["retries"] / kv["cycles"])
 	add(key, "rate", kv["rate"])
@@ -206,7 +210,7 @@ END {
 				printf "\n"
 				continue
 			}
-			nf = split("rate p50 p99 gap50 gap99 rrate wrate rp99 wp99 maxh retry", fields, " ")
+			nf = split("rate p50 p99 gap50 gap99 rrate wrate rp99 wp99 maxh retry waitmax rwaitmax wwaitmax", fields, " ")
 			for (f = 1; f <= nf; f++)
 				med[key, fields[f]] = median(vals[key, fields[f]])
 			rw = part[1] == "rw"
@@ -260,6 +264,21 @@ END {
 				    ratio(med[key, "gap50"], med[rk, "gap50"]),
 				    ratio(med[key, "gap99"], med[rk, "gap99"])
 			}
+		}
+		print ""
+		print "The longest wait for a grant (medians over the rounds of the longest of each run, in ms; a request still waiting at the end counts with its wait so far)"
+		print ""
+		print "| workload | peer | longest wait | longest of a reader | longest of a writer |"
+		print "|---|---|---:|---:|---:|"
+		for (k = 1; k <= nkkeys; k++) {
+			key = korder[k]
+			split(key, part, SUBSEP)
+			if (!rounds[key])
+				continue
+			rw = part[1] == "rw"
+			printf "| %s | %s | %s | %s | %s |\n", part[1], part[3],
+			    ms(med[key, "waitmax"]), rw ? ms(med[key, "rwaitmax"]) : "-",
+			    rw ? ms(med[key, "wwaitmax"]) : "-"
 		}
 		if (nguards > 0) {
 			print ""
