@@ -8,6 +8,7 @@
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
 #   make bench-cluster  cluster mode against etcd's lock API, fail-over time
+#   make bench-kinds    semaphore and readers-writer against Redis Lua scripts
 #   make sizing     memory and data.mdb bytes per held lock (docs/operations.md)
 #   make soak       the long crash, power-loss and fencing runs
 #   make lint       cppcheck and clang-tidy; make valgrind: memcheck of lockd
@@ -604,6 +605,7 @@ BENCH_FLUSH   := $(B)/bench/flushcost
 HIREDIS_LIBS   = $(call pc_libs,hiredis,-lhiredis)
 
 .PHONY: bench bench-build deps-bench sizing bench-cluster bench-cluster-run
+.PHONY: bench-kinds
 
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
@@ -630,6 +632,16 @@ bench: deps-bench
 	    NOOP=$(abspath $(BENCH_NOOP)) FLUSHCOST=$(abspath $(BENCH_FLUSH)) \
 	    bench/run.sh
 	@$(MAKE) --no-print-directory bench-cluster-run
+
+# The lock kinds alone: a 16-permit semaphore and 60 readers with 4 writers
+# on one name, lockd against Redis Lua scripts, their overlap checks, and
+# bytes per holder (bench/run.sh with BENCH_ONLY=kinds; about 2 minutes,
+# BENCH_QUICK=1 about 25 s).
+bench-kinds: deps-bench
+	@$(MAKE) --no-print-directory bench-build
+	BENCH_ONLY=kinds LOCKD=$(abspath $(B)/lockd) \
+	    LOADGEN=$(abspath $(BENCH_LOADGEN)) NOOP=$(abspath $(BENCH_NOOP)) \
+	    bench/run.sh
 
 # Cluster mode (3-member etcd, 3 lockd nodes) against etcd's own lock API
 # on the same etcd, the ceiling and fail-over time (bench/cluster.sh; about

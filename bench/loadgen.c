@@ -11,10 +11,11 @@
  * comes from the wire and from /proc/PID (CPU time, resident memory).
  *
  *   loadgen -x lockd|redis|etcd -p PORT [-H 127.0.0.1] [-c CONNS]
- *           [-w cycle|handoff|try|hold|idle] [-t SECONDS] [-W WARMUP]
- *           [-n MAX_CYCLES] [-P PREFIX] [-S SERVER_PID] [-d DEPTH]
- *           [-l LEASE] [-L "key=value ..."]
- *           [-r RECORDS] [-A PORT,PORT,...]
+ *           [-w cycle|handoff|try|hold|idle|sem|rw|scripts] [-t SECONDS]
+ *           [-W WARMUP] [-n MAX_CYCLES] [-P PREFIX] [-S SERVER_PID]
+ *           [-d DEPTH] [-l LEASE] [-L "key=value ..."]
+ *           [-r RECORDS] [-A PORT,PORT,...] [-N LIMIT] [-R READERS]
+ *           [-h HOLD_MS] [-B] [-V]
  *   loadgen -F COUNT        print COUNT free loopback TCP ports
  *
  * Workloads (a "cycle" is what one latency sample measures):
@@ -44,11 +45,51 @@
  *            one answers GRANTED, for at most -t seconds; prints when that
  *            reply came (CLOCK_REALTIME, first_granted_unix_us=) and from
  *            which port.
- * The cycle and handoff workloads also report the acquire's own latency
- * (acq_p50_us, acq_p99_us: from the lock request leaving to its grant).
+ *   sem      (lockd, redis) every connection takes a permit of ONE
+ *            counting semaphore of -N permits (16), holds it -h ms (0:
+ *            to the end of the loop's pass that read the grant) and
+ *            gives it back; a cycle is acquire + release.  lockd:
+ *            ACQUIRE name limit=N, RELEASE.  Redis: Redisson's expirable
+ *            semaphore as two Lua scripts on a sorted set (below); a
+ *            refused acquire is retried at once, as in handoff.
+ *   rw       (lockd, redis) readers and writers on ONE name: the first -R
+ *            connections (default: all but 4) read, the others write;
+ *            holds as in sem; a cycle is acquire + release, counted per
+ *            side.  lockd: ACQUIRE name mode=shared for a reader, plain
+ *            ACQUIRE for a writer.  Redis: Redisson's read-write lock
+ *            idea as Lua scripts on a hash (below); a refused acquire is
+ *            retried at once.
+ *   scripts  (redis only) not a load: the sem and rw scripts, one call at
+ *            a time, against what they must answer (the limit, a writer
+ *            alone, readers together, expiry frees a permit and a lock,
+ *            fences increase); prints "N passed, N failed", exit status 1
+ *            on a failure.  With -B it must fail.
+ * The cycle, handoff, sem and rw workloads also report the acquire's own
+ * latency (acq_p50_us, acq_p99_us: from the lock request leaving to its
+ * grant).  sem and rw report the hand-off gap: from a release leaving that
+ * made room (sem: any release; rw: the release that left no holder) to the
+ * next grant received by a request sent before that release, each release
+ * paired with at most one grant, in order; in rw, after a reader's release
+ * only a writer's grant counts (kinds_granted says why).  They also report
+ * the longest wait for a grant (wait_max_us; in rw per side), counting the
+ * requests still waiting when the run ends: what no queue, or a queue that
+ * lets readers pass a writer, costs the unlucky.
+ *
+ * sem and rw check the servers' answers from the clients' view: a hold
+ * counts from its grant's arrival to its release leaving, which lies inside
+ * the server's hold, so more than -N permits, or a writer beside anyone,
+ * seen here is a real overlap (violations=; exit status 4).  -B swaps in
+ * Redis scripts broken on purpose (the semaphore admits N+1; the writer
+ * ignores readers), so that the check itself is seen to fail; -V ends such
+ * a run at the first overlap, so that -t bounds only a check that fails
+ * to catch one.  Against a
+ * lockd that refuses limit= or mode= (ERR BADARG or BADREQ to one probing
+ * TRY), the run prints unsupported=1 and exits with status 3.
+ *
  * Prints one line of key=value results on stdout.  The exit status is 0
  * when the run completed (errors are counted in errors=), 1 on a fatal
- * error (connect or setup failed), 2 on bad usage.
+ * error (connect or setup failed), 2 on bad usage, 3 when lockd does not
+ * support the workload's options, 4 when the check saw an overlap.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -84,9 +125,15 @@
 #define LOADGEN_REDIS_TTL_MS 60000       /* PX of the Redis lock key */
 #define LOADGEN_ETCD_LEASE_TTL_S 60      /* TTL of each etcd connection's lease */
 #define LOADGEN_DEFAULT_MAX_CYCLES 20000000L
+#define LOADGEN_PROBE_TIMEOUT_S 5        /* the option probe's reply */
+#define LOADGEN_RW_WRITERS 4             /* rw's writers without -R */
+#define LOADGEN_LIMIT_MAX 65535          /* -N: the spec's largest limit */
+#define LOADGEN_SCRIPTS_MAX 4            /* Redis scripts of one workload */
+#define LOADGEN_VIOLATIONS_SHOWN 5       /* overlaps described on stderr */
 
 enum server_kind { SERVER_LOCKD, SERVER_REDIS, SERVER_ETCD };
-enum workload { W_CYCLE, W_HANDOFF, W_TRY, W_HOLD, W_IDLE, W_TXN, W_FIRST };
+enum workload { W_CYCLE, W_HANDOFF, W_TRY, W_HOLD, W_IDLE, W_TXN, W_FIRST,
+    W_SEM, W_RW, W_SCRIPTS };
 
 /* What a connection waits for. */
 enum step {
@@ -126,6 +173,8 @@ struct conn {
 	char token[160];       /* lockd handle, Redis token, etcd lock key */
 	char lease[32];        /* etcd lease ID */
 	char hwm_mod[24];      /* txn: the high-water key's mod revision */
+	bool writer;           /* rw: this connection takes the exclusive side */
+	double release_at;     /* sem, rw: when the hold ends */
 	redisReader *reader;   /* Redis */
 	size_t in_len;         /* lockd, etcd */
 	char *out;
@@ -153,8 +202,27 @@ static struct loadgen {
 	struct conn **dirty;
 	int ndirty;
 
-	/* Redis script digests, from SCRIPT LOAD. */
-	char acquire_sha[64], release_sha[64];
+	/* The workload's Redis scripts (enum redis_script) and their
+	 * digests, from SCRIPT LOAD. */
+	const char *script[LOADGEN_SCRIPTS_MAX];
+	int nscripts;
+	char sha[LOADGEN_SCRIPTS_MAX][64];
+
+	/* sem and rw: the limit, the readers, and the clients' view. */
+	int limit, readers;
+	bool broken, stop_on_overlap;
+	long held_now, readers_now, writers_now, max_held, max_readers;
+	long violations;
+	long cycles_read, cycles_write;
+	double wait_max[2];    /* longest acquire, [0] readers or permits,
+	                        * [1] writers: granted, or still waiting */
+	struct samples lat_read, lat_write;
+	double *released;      /* releases not yet paired with a grant */
+	bool *released_writer; /* rw: that release was a writer's */
+	int released_head, released_len, released_cap;
+	double hold;           /* -h, seconds */
+	struct conn **holders; /* by release_at: the hold is the same for all */
+	int holders_head, holders_len;
 
 	/* Progress. */
 	bool measuring;
@@ -173,6 +241,80 @@ static const char redis_acquire_lua[] =
 static const char redis_release_lua[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('DEL', KEYS[1]) end return 0";
+
+/*
+ * The semaphore, the way Redisson's expirable semaphore keeps its permits:
+ * a sorted set of the holders' tokens scored by their expiry (ms, the
+ * server's clock).  An acquire drops the expired permits, and takes one if
+ * fewer than the limit remain, with a fence from an INCR counter, as the
+ * lock's script.  KEYS: set, fence counter; ARGV: token, limit, lease ms.  A
+ * release removes its token (0 when it had expired).
+ */
+#define REDIS_NOW_LUA \
+    "local t = redis.call('TIME') " \
+    "local now = t[1] * 1000 + math.floor(t[2] / 1000) "
+static const char redis_sem_acquire_lua[] = REDIS_NOW_LUA
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) "
+    "if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then "
+    "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1]) "
+    "return redis.call('INCR', KEYS[2]) end return false";
+/* -B: admits one permit more than the limit. */
+static const char redis_sem_acquire_broken_lua[] = REDIS_NOW_LUA
+    "redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now) "
+    "if redis.call('ZCARD', KEYS[1]) <= tonumber(ARGV[2]) then "
+    "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1]) "
+    "return redis.call('INCR', KEYS[2]) end return false";
+static const char redis_sem_release_lua[] =
+    "return redis.call('ZREM', KEYS[1], ARGV[1])";
+
+/*
+ * The read-write lock, after Redisson's RReadWriteLock: a hash holding the
+ * mode ("read" or "write") and one field per holder, its token, whose value
+ * is its expiry (ms, the server's clock); the key lives as long as its
+ * longest hold.  A reader is let in unless a live writer holds: a waiting
+ * writer does not stop new readers (Redisson's read lock does not look
+ * for one either).  A writer needs no live holder at all.  KEYS: hash,
+ * fence counter; ARGV: token, lease ms.  A release deletes its field, and
+ * the hash when no holder is left.
+ */
+#define REDIS_RW_LIVE_LUA \
+    "local h = redis.call('HGETALL', KEYS[1]) " \
+    "for i = 1, #h, 2 do " \
+    "if h[i] ~= 'mode' and tonumber(h[i + 1]) > now then " \
+    "return false end end "
+#define REDIS_RW_TAKE_LUA(mode) \
+    "redis.call('HSET', KEYS[1], 'mode', '" mode "', ARGV[1], " \
+    "now + tonumber(ARGV[2])) " \
+    "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then " \
+    "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end " \
+    "return redis.call('INCR', KEYS[2])"
+static const char redis_rw_read_lua[] = REDIS_NOW_LUA
+    "if redis.call('HGET', KEYS[1], 'mode') == 'write' then "
+    REDIS_RW_LIVE_LUA
+    "redis.call('DEL', KEYS[1]) end "
+    REDIS_RW_TAKE_LUA("read");
+static const char redis_rw_write_lua[] = REDIS_NOW_LUA
+    "if redis.call('EXISTS', KEYS[1]) == 1 then "
+    REDIS_RW_LIVE_LUA
+    "redis.call('DEL', KEYS[1]) end "
+    REDIS_RW_TAKE_LUA("write");
+/* -B: the writer looks for a live writer only, and ignores the readers. */
+static const char redis_rw_write_broken_lua[] = REDIS_NOW_LUA
+    "if redis.call('HGET', KEYS[1], 'mode') == 'write' then "
+    REDIS_RW_LIVE_LUA
+    "redis.call('DEL', KEYS[1]) end "
+    REDIS_RW_TAKE_LUA("write");
+static const char redis_rw_release_lua[] =
+    "if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end "
+    "if redis.call('HLEN', KEYS[1]) <= 1 then redis.call('DEL', KEYS[1]) end "
+    "return 1";
+
+/* Which script is which in lg.script and lg.sha. */
+enum redis_script {
+	RS_ACQUIRE,        /* the lock, the semaphore, rw's writer */
+	RS_RELEASE,
+	RS_ACQUIRE_SHARED  /* rw's reader */
+};
 
 static double
 now_s(void)
@@ -251,6 +393,14 @@ cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Sorts the samples for percentile_us; none (a NULL array) is sorted. */
+static void
+samples_sort(struct samples *s)
+{
+	if (s->n > 0)
+		qsort(s->v, s->n, sizeof(double), cmp_double);
 }
 
 /* Nearest-rank percentile of sorted samples, in microseconds. */
@@ -460,7 +610,14 @@ conn_printf(struct conn *c, const char *fmt, ...)
 static void
 lockd_acquire(struct conn *c)
 {
-	conn_printf(c, "ACQUIRE %s lease=%s\n", c->name, lg.lease);
+	if (lg.workload == W_RW && !c->writer)
+		conn_printf(c, "ACQUIRE %s mode=shared lease=%s\n", c->name,
+		    lg.lease);
+	else if (lg.limit > 1)
+		conn_printf(c, "ACQUIRE %s limit=%d lease=%s\n", c->name,
+		    lg.limit, lg.lease);
+	else
+		conn_printf(c, "ACQUIRE %s lease=%s\n", c->name, lg.lease);
 }
 
 static void
@@ -533,38 +690,67 @@ redis_command(struct conn *c, int argc, const char **argv)
 static void
 redis_setup(struct conn *c)
 {
-	const char *a[] = { "SCRIPT", "LOAD", redis_acquire_lua };
-	const char *r[] = { "SCRIPT", "LOAD", redis_release_lua };
+	int i;
 
-	redis_command(c, 3, a);
-	redis_command(c, 3, r);
-	c->setup_left = 2;
+	for (i = 0; i < lg.nscripts; i++) {
+		const char *argv[3] = { "SCRIPT", "LOAD", lg.script[i] };
+
+		redis_command(c, 3, argv);
+	}
+	c->setup_left = lg.nscripts;
+}
+
+/* The workload's scripts, in enum redis_script's order. */
+static void
+redis_choose_scripts(void)
+{
+	if (lg.workload == W_SEM) {
+		lg.script[RS_ACQUIRE] = lg.broken ?
+		    redis_sem_acquire_broken_lua : redis_sem_acquire_lua;
+		lg.script[RS_RELEASE] = redis_sem_release_lua;
+		lg.nscripts = 2;
+	} else if (lg.workload == W_RW) {
+		lg.script[RS_ACQUIRE] = lg.broken ?
+		    redis_rw_write_broken_lua : redis_rw_write_lua;
+		lg.script[RS_RELEASE] = redis_rw_release_lua;
+		lg.script[RS_ACQUIRE_SHARED] = redis_rw_read_lua;
+		lg.nscripts = 3;
+	} else {
+		lg.script[RS_ACQUIRE] = redis_acquire_lua;
+		lg.script[RS_RELEASE] = redis_release_lua;
+		lg.nscripts = 2;
+	}
 }
 
 static void
 redis_acquire(struct conn *c)
 {
-	char fence_key[160], ttl[32];
-	const char *argv[7];
+	char fence_key[160], ttl[32], limit[16];
+	const char *argv[8];
+	int argc = 0;
 
 	snprintf(c->token, sizeof(c->token), "%016" PRIx64 "%016" PRIx64,
 	    rng_next(), rng_next());
 	snprintf(fence_key, sizeof(fence_key), "%s#fence", c->name);
 	snprintf(ttl, sizeof(ttl), "%d", LOADGEN_REDIS_TTL_MS);
-	argv[0] = "EVALSHA";
-	argv[1] = lg.acquire_sha;
-	argv[2] = "2";
-	argv[3] = c->name;
-	argv[4] = fence_key;
-	argv[5] = c->token;
-	argv[6] = ttl;
-	redis_command(c, 7, argv);
+	snprintf(limit, sizeof(limit), "%d", lg.limit);
+	argv[argc++] = "EVALSHA";
+	argv[argc++] = lg.workload == W_RW && !c->writer ?
+	    lg.sha[RS_ACQUIRE_SHARED] : lg.sha[RS_ACQUIRE];
+	argv[argc++] = "2";
+	argv[argc++] = c->name;
+	argv[argc++] = fence_key;
+	argv[argc++] = c->token;
+	if (lg.workload == W_SEM)
+		argv[argc++] = limit;
+	argv[argc++] = ttl;
+	redis_command(c, argc, argv);
 }
 
 static void
 redis_release(struct conn *c)
 {
-	const char *argv[5] = { "EVALSHA", lg.release_sha, "1", c->name,
+	const char *argv[5] = { "EVALSHA", lg.sha[RS_RELEASE], "1", c->name,
 	    c->token };
 
 	redis_command(c, 5, argv);
@@ -594,8 +780,7 @@ redis_next(struct conn *c)
 		show_error(c, r->str, r->len);
 		oc = OC_ERROR;
 	} else if (c->step == ST_SETUP) {
-		char *sha = c->setup_left == 2 ? lg.acquire_sha :
-		    lg.release_sha;
+		char *sha = lg.sha[lg.nscripts - c->setup_left];
 
 		if (r->type != REDIS_REPLY_STRING || r->len >= 64) {
 			oc = OC_ERROR;
@@ -1026,15 +1211,142 @@ holder_granted(struct conn *c, enum outcome oc, double t)
 		start_cycle(&lg.conns[i], t);
 }
 
+/*
+ * With -N above 1, each name is a semaphore of that many permits and gets
+ * that many holders in a row (the name is formatted per request, so one
+ * connection's pipeline may span two names).
+ */
 static void
 hold_next(struct conn *c)
 {
 	while (c->inflight < lg.depth && lg.sent < lg.max_cycles) {
 		snprintf(c->name, sizeof(c->name), "%s/%ld", lg.prefix,
-		    lg.next_name++);
+		    lg.next_name++ / lg.limit);
 		send_acquire(c);
 		c->inflight++;
 		lg.sent++;
+	}
+}
+
+/* --- sem and rw: the clients' view of the holders ----------------------- */
+
+static void
+violation(const struct conn *c, const char *what)
+{
+	if (lg.violations++ < LOADGEN_VIOLATIONS_SHOWN)
+		fprintf(stderr, "loadgen: overlap: connection %d (%s) was "
+		    "granted while %s (holders then: %ld, of them readers %ld, "
+		    "writers %ld)\n", c->id, lg.workload == W_SEM ? "a permit" :
+		    c->writer ? "a writer" : "a reader", what, lg.held_now,
+		    lg.readers_now, lg.writers_now);
+}
+
+/* Remembers a release that made room, for the next grant to pair with. */
+static void
+released_push(double t, bool writer)
+{
+	if (lg.released_len == lg.released_cap) {
+		/* Full: the oldest is forgotten (never paired). */
+		lg.released_head = (lg.released_head + 1) % lg.released_cap;
+		lg.released_len--;
+	}
+	lg.released[(lg.released_head + lg.released_len) % lg.released_cap] = t;
+	lg.released_writer[(lg.released_head + lg.released_len) %
+	    lg.released_cap] = writer;
+	lg.released_len++;
+}
+
+static bool
+released_pop(double *t, bool *writer)
+{
+	if (lg.released_len == 0)
+		return false;
+	*t = lg.released[lg.released_head];
+	*writer = lg.released_writer[lg.released_head];
+	lg.released_head = (lg.released_head + 1) % lg.released_cap;
+	lg.released_len--;
+	return true;
+}
+
+/*
+ * A grant arrived: the holders it joins must admit it.  A hold counts from
+ * here to its release leaving (kinds_released), inside the server's own
+ * hold, so an overlap seen here happened on the server.
+ */
+static void
+kinds_granted(struct conn *c, double t)
+{
+	double released;
+	bool by_writer;
+
+	if (lg.workload == W_SEM) {
+		if (lg.held_now >= lg.limit)
+			violation(c, "every permit was held");
+	} else if (c->writer) {
+		if (lg.readers_now > 0 || lg.writers_now > 0)
+			violation(c, "others held");
+		lg.writers_now++;
+	} else {
+		if (lg.writers_now > 0)
+			violation(c, "a writer held");
+		lg.readers_now++;
+	}
+	lg.held_now++;
+	c->release_at = t + lg.hold;
+	lg.holders[(lg.holders_head + lg.holders_len++) % lg.nconns] = c;
+	if (lg.held_now > lg.max_held)
+		lg.max_held = lg.held_now;
+	if (lg.readers_now > lg.max_readers)
+		lg.max_readers = lg.readers_now;
+	/*
+	 * A hand-off: this request was waiting when the room was made.  In rw,
+	 * after the last reader's release, only a writer's grant is one: a
+	 * reader's may have been sent before that release arrived (others
+	 * still held on the server), and ends the lock's free moment.  While
+	 * a writer holds, nobody is granted, so any grant read after its
+	 * release is one.
+	 */
+	if (released_pop(&released, &by_writer) && released > c->started &&
+	    (lg.workload == W_SEM || by_writer || c->writer))
+		record(&lg.gap, t, t - released);
+}
+
+static void
+kinds_released(struct conn *c, double t)
+{
+	send_release(c);
+	lg.held_now--;
+	if (lg.workload == W_RW) {
+		if (c->writer)
+			lg.writers_now--;
+		else
+			lg.readers_now--;
+	}
+	/* sem: every release frees a permit; rw: the last one frees the
+	 * lock. */
+	if (lg.workload == W_SEM || lg.held_now == 0)
+		released_push(t, c->writer);
+}
+
+/*
+ * Ends the holds that are due, oldest first, after a pass of the loop has
+ * handled what it read: with -h 0 a hold lasts to the end of the pass that
+ * granted it, so the grants that arrived together overlap.
+ */
+static void
+kinds_release_due(void)
+{
+	double t = now_s();
+
+	while (lg.holders_len > 0) {
+		struct conn *c = lg.holders[lg.holders_head];
+
+		if (c->release_at > t)
+			break;
+		lg.holders_head = (lg.holders_head + 1) % lg.nconns;
+		lg.holders_len--;
+		if (!c->dead)
+			kinds_released(c, t);
 	}
 }
 
@@ -1082,6 +1394,13 @@ on_outcome(struct conn *c, enum outcome oc, double t)
 			return;
 		}
 		record(&lg.acq, t, t - c->started);
+		if (lg.measuring && t >= lg.measure_start &&
+		    t - c->started > lg.wait_max[c->writer])
+			lg.wait_max[c->writer] = t - c->started;
+		if (lg.workload == W_SEM || lg.workload == W_RW) {
+			kinds_granted(c, t);
+			return;
+		}
 		if (lg.workload == W_HANDOFF) {
 			/* From the previous holder's RELEASE leaving. */
 			if (lg.last_release > lg.last_grant)
@@ -1123,6 +1442,15 @@ on_outcome(struct conn *c, enum outcome oc, double t)
 			if (lg.measuring && t >= lg.measure_start) {
 				samples_push(&lg.lat, t - c->started);
 				lg.cycles++;
+				if (lg.workload == W_RW && c->writer) {
+					samples_push(&lg.lat_write,
+					    t - c->started);
+					lg.cycles_write++;
+				} else if (lg.workload == W_RW) {
+					samples_push(&lg.lat_read,
+					    t - c->started);
+					lg.cycles_read++;
+				}
 			}
 		}
 		start_cycle(c, t);
@@ -1191,8 +1519,12 @@ poll_once(double until)
 {
 	struct epoll_event events[256];
 	double left = until - now_s();
-	int i, n, ms = left <= 0 ? 0 : left > 0.1 ? 100 : (int)(left * 1000) + 1;
+	int i, n, ms;
 
+	if (lg.holders_len > 0 &&
+	    lg.holders[lg.holders_head]->release_at - now_s() < left)
+		left = lg.holders[lg.holders_head]->release_at - now_s();
+	ms = left <= 0 ? 0 : left > 0.1 ? 100 : (int)(left * 1000) + 1;
 	flush_all();
 	n = epoll_wait(lg.ep, events, 256, ms);
 	if (n < 0 && errno != EINTR)
@@ -1207,6 +1539,7 @@ poll_once(double until)
 		if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))
 			on_readable(c);
 	}
+	kinds_release_due();
 	flush_all();
 }
 
@@ -1255,7 +1588,9 @@ open_conns(void)
 		if (lg.server == SERVER_REDIS &&
 		    (c->reader = redisReaderCreate()) == NULL)
 			die("redisReaderCreate");
-		if (lg.workload == W_HANDOFF || lg.workload == W_TRY)
+		c->writer = lg.workload == W_RW && i >= lg.readers;
+		if (lg.workload == W_HANDOFF || lg.workload == W_TRY ||
+		    lg.workload == W_SEM || lg.workload == W_RW)
 			snprintf(c->name, sizeof(c->name), "%s/hot",
 			    lg.prefix);
 		else
@@ -1317,7 +1652,7 @@ static const char *
 workload_name(void)
 {
 	static const char *const names[] = { "cycle", "handoff", "try",
-	    "hold", "idle", "txn", "first" };
+	    "hold", "idle", "txn", "first", "sem", "rw", "scripts" };
 
 	return names[lg.workload];
 }
@@ -1358,7 +1693,8 @@ run_closed_loop(void)
 			start_cycle(&lg.conns[i], t0);
 	}
 	/* The warm-up's samples and CPU time are not counted. */
-	while (lg.cycles < lg.max_cycles && lg.dead < lg.nconns) {
+	while (lg.cycles < lg.max_cycles && lg.dead < lg.nconns &&
+	    !(lg.stop_on_overlap && lg.violations > 0)) {
 		double t = now_s();
 
 		if (t >= lg.deadline)
@@ -1371,10 +1707,16 @@ run_closed_loop(void)
 		poll_once(snapped ? lg.deadline : lg.measure_start);
 	}
 	t_end = now_s();
+	/* A waiter never granted waits longest of all: count it too. */
+	for (i = 0; i < lg.nconns; i++)
+		if (!lg.conns[i].dead && lg.conns[i].step == ST_ACQUIRE &&
+		    t_end - lg.conns[i].started > lg.wait_max[lg.conns[i].writer])
+			lg.wait_max[lg.conns[i].writer] =
+			    t_end - lg.conns[i].started;
 	cpu1 = proc_cpu_s(lg.server_pid);
 	self1 = self_cpu_s();
 	elapsed = t_end - lg.measure_start;
-	qsort(lg.lat.v, lg.lat.n, sizeof(double), cmp_double);
+	samples_sort(&lg.lat);
 	print_head();
 	printf(" cycles=%ld seconds=%.3f rate=%.1f errors=%ld retries=%ld "
 	    "p50_us=%.1f p90_us=%.1f p99_us=%.1f p999_us=%.1f max_us=%.1f "
@@ -1384,8 +1726,9 @@ run_closed_loop(void)
 	    percentile_us(&lg.lat, 0.90), percentile_us(&lg.lat, 0.99),
 	    percentile_us(&lg.lat, 0.999), percentile_us(&lg.lat, 1.0),
 	    mean_us(&lg.lat));
-	if (lg.workload == W_CYCLE || lg.workload == W_HANDOFF) {
-		qsort(lg.acq.v, lg.acq.n, sizeof(double), cmp_double);
+	if (lg.workload == W_CYCLE || lg.workload == W_HANDOFF ||
+	    lg.workload == W_SEM || lg.workload == W_RW) {
+		samples_sort(&lg.acq);
 		printf(" acq_p50_us=%.1f acq_p99_us=%.1f acq_p999_us=%.1f",
 		    percentile_us(&lg.acq, 0.50), percentile_us(&lg.acq, 0.99),
 		    percentile_us(&lg.acq, 0.999));
@@ -1393,8 +1736,36 @@ run_closed_loop(void)
 	if (lg.workload == W_TXN)
 		printf(" records_per_txn=%d records_rate=%.1f", lg.records,
 		    elapsed > 0 ? (double)lg.cycles * lg.records / elapsed : 0);
-	if (lg.workload == W_HANDOFF) {
-		qsort(lg.gap.v, lg.gap.n, sizeof(double), cmp_double);
+	if (lg.workload == W_RW) {
+		samples_sort(&lg.lat_read);
+		samples_sort(&lg.lat_write);
+		printf(" readers=%d writers=%d read_cycles=%ld read_rate=%.1f "
+		    "read_p50_us=%.1f read_p99_us=%.1f write_cycles=%ld "
+		    "write_rate=%.1f write_p50_us=%.1f write_p99_us=%.1f",
+		    lg.readers, lg.nconns - lg.readers, lg.cycles_read,
+		    elapsed > 0 ? (double)lg.cycles_read / elapsed : 0,
+		    percentile_us(&lg.lat_read, 0.50),
+		    percentile_us(&lg.lat_read, 0.99), lg.cycles_write,
+		    elapsed > 0 ? (double)lg.cycles_write / elapsed : 0,
+		    percentile_us(&lg.lat_write, 0.50),
+		    percentile_us(&lg.lat_write, 0.99));
+	}
+	if (lg.workload == W_SEM)
+		printf(" wait_max_us=%.1f", lg.wait_max[0] * 1e6);
+	if (lg.workload == W_RW)
+		printf(" wait_max_us=%.1f read_wait_max_us=%.1f "
+		    "write_wait_max_us=%.1f",
+		    (lg.wait_max[0] > lg.wait_max[1] ? lg.wait_max[0] :
+		    lg.wait_max[1]) * 1e6, lg.wait_max[0] * 1e6,
+		    lg.wait_max[1] * 1e6);
+	if (lg.workload == W_SEM || lg.workload == W_RW)
+		printf(" limit=%d max_holders=%ld max_readers=%ld "
+		    "violations=%ld%s", lg.workload == W_SEM ? lg.limit : 1,
+		    lg.max_held, lg.max_readers, lg.violations,
+		    lg.broken ? " broken=1" : "");
+	if (lg.workload == W_HANDOFF || lg.workload == W_SEM ||
+	    lg.workload == W_RW) {
+		samples_sort(&lg.gap);
 		printf(" handoff_samples=%zu handoff_p50_us=%.1f "
 		    "handoff_p99_us=%.1f handoff_p999_us=%.1f", lg.gap.n,
 		    percentile_us(&lg.gap, 0.50), percentile_us(&lg.gap, 0.99),
@@ -1405,7 +1776,7 @@ run_closed_loop(void)
 		    lg.cycles ? (cpu1 - cpu0) * 1e6 / (double)lg.cycles : 0);
 	printf(" client_cpu_us_per_cycle=%.2f\n",
 	    lg.cycles ? (self1 - self0) * 1e6 / (double)lg.cycles : 0);
-	return 0;
+	return lg.violations > 0 ? 4 : 0;
 }
 
 static int
@@ -1432,6 +1803,8 @@ run_hold(void)
 	print_head();
 	printf(" held=%ld seconds=%.3f rate=%.1f errors=%ld",
 	    lg.held, elapsed, (double)lg.held / elapsed, lg.errors);
+	if (lg.limit > 1)
+		printf(" limit=%d holders_per_name=%d", lg.limit, lg.limit);
 	if (lg.server_pid > 0)
 		printf(" server_cpu_us_per_lock=%.2f rss_before_kb=%ld "
 		    "rss_after_kb=%ld anon_before_kb=%ld anon_after_kb=%ld "
@@ -1476,6 +1849,89 @@ run_idle(void)
 	return lg.errors ? 1 : 0;
 }
 
+/* Reads one reply line on a blocking socket; false on timeout or close. */
+static bool
+probe_line(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < cap - 1 && memchr(buf, '\n', got) == NULL) {
+		if ((r = read(fd, buf + got, cap - 1 - got)) <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	buf[got] = '\0';
+	return memchr(buf, '\n', got) != NULL;
+}
+
+/*
+ * Does this lockd take the workload's options?  One TRY with them on a name
+ * of its own, on a connection of its own, released at once if granted.  A
+ * build without them answers ERR BADARG (an option it does not know) or
+ * ERR BADREQ (the spec's answer for what is not built yet).  Anything else
+ * is fatal: the bench should not run against a server it does not follow.
+ * HELD means the options were understood (bench/noop.c answers every TRY
+ * so); there is nothing to release then.
+ */
+static bool
+lockd_supports_options(void)
+{
+	struct timeval tv = { LOADGEN_PROBE_TIMEOUT_S, 0 };
+	struct sockaddr_in a;
+	struct proto_reply rep;
+	struct proto_error err;
+	char req[512], buf[1024], handle[64];
+	size_t used, n;
+	int fd, len;
+
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons((uint16_t)lg.port);
+	if (inet_pton(AF_INET, lg.host, &a.sin_addr) != 1)
+		fail("bad address %s", lg.host);
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+		die("socket");
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (lg.workload == W_RW)
+		len = snprintf(req, sizeof(req), "TRY %s/probe mode=shared "
+		    "lease=10s\n", lg.prefix);
+	else
+		len = snprintf(req, sizeof(req), "TRY %s/probe limit=%d "
+		    "lease=10s\n", lg.prefix, lg.limit);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+		die("connect");
+	if (write(fd, req, (size_t)len) != len || !probe_line(fd, buf,
+	    sizeof(buf)))
+		fail("no reply to the probe %.*s", len - 1, req);
+	if (proto_parse_reply(buf, strlen(buf), sizeof(buf), &rep, &used,
+	    &err) != PROTO_DONE)
+		fail("bad reply to the probe: %s", buf);
+	if (rep.kind == PROTO_REPLY_ERROR && (rep.error == PROTO_ERR_BADARG ||
+	    rep.error == PROTO_ERR_BADREQ)) {
+		close(fd);
+		fprintf(stderr, "loadgen: %.*s -> %s", len - 1, req, buf);
+		return false;
+	}
+	if (rep.kind == PROTO_REPLY_HELD) {
+		close(fd);
+		return true;
+	}
+	if (rep.kind != PROTO_REPLY_GRANTED)
+		fail("unexpected reply to the probe %.*s: %s", len - 1, req,
+		    buf);
+	n = proto_format_handle(handle, sizeof(handle) - 1, rep.handle);
+	handle[n] = '\0';
+	len = snprintf(req, sizeof(req), "RELEASE %s/probe %s\n", lg.prefix,
+	    handle);
+	if (write(fd, req, (size_t)len) != len || !probe_line(fd, buf,
+	    sizeof(buf)) || strncmp(buf, "RELEASED ", 9) != 0)
+		fail("the probe's lock was not released");
+	close(fd);
+	return true;
+}
+
 /*
  * One ACQUIRE on a fresh connection to 127.0.0.1:port; true when GRANTED.
  * A node that does not answer within 2 s (a leader still loading, say) is
@@ -1512,6 +1968,215 @@ first_try(int port, long attempt)
 	}
 	close(fd);
 	return granted;
+}
+
+/* --- scripts: the Redis scripts checked call by call --------------------- */
+
+#define SCRIPTS_TTL_SHORT_MS 200    /* a lease the check lets expire */
+#define SCRIPTS_EXPIRY_WAIT_US 400000
+
+static struct scripts_check {
+	redisContext *rc;
+	int passed, failed;
+	long long last_fence;
+} sc;
+
+/*
+ * One script call; returns the fence (> 0) for a grant, 0 for a refusal
+ * (nil, or a release's 0), 1 for a release's 1.  Dies on an error reply.
+ */
+static long long
+scripts_call(const char *script, const char *key, const char *token,
+    int limit, int ttl_ms)
+{
+	char fence_key[160], ttl[32], lim[16];
+	const char *argv[8];
+	redisReply *r;
+	long long v;
+	int argc = 0;
+
+	snprintf(fence_key, sizeof(fence_key), "%s#fence", key);
+	snprintf(ttl, sizeof(ttl), "%d", ttl_ms);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	argv[argc++] = "EVAL";
+	argv[argc++] = script;
+	if (ttl_ms == 0) {      /* a release: KEYS[1], ARGV[1] */
+		argv[argc++] = "1";
+		argv[argc++] = key;
+		argv[argc++] = token;
+	} else {
+		argv[argc++] = "2";
+		argv[argc++] = key;
+		argv[argc++] = fence_key;
+		argv[argc++] = token;
+		if (limit > 0)
+			argv[argc++] = lim;
+		argv[argc++] = ttl;
+	}
+	r = redisCommandArgv(sc.rc, argc, argv, NULL);
+	if (r == NULL)
+		fail("redis: %s", sc.rc->errstr);
+	if (r->type == REDIS_REPLY_ERROR)
+		fail("redis: %s", r->str);
+	v = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+	freeReplyObject(r);
+	return v;
+}
+
+static void
+scripts_expect(bool ok, const char *what)
+{
+	if (ok) {
+		sc.passed++;
+	} else {
+		sc.failed++;
+		fprintf(stderr, "loadgen: scripts: FAILED: %s\n", what);
+	}
+}
+
+/* A grant must come with a fence above every earlier one of the check. */
+static void
+scripts_expect_grant(long long fence, const char *what)
+{
+	scripts_expect(fence > sc.last_fence, what);
+	if (fence > sc.last_fence)
+		sc.last_fence = fence;
+}
+
+static long long
+scripts_exists(const char *key)
+{
+	redisReply *r = redisCommand(sc.rc, "EXISTS %s", key);
+	long long v;
+
+	if (r == NULL || r->type != REDIS_REPLY_INTEGER)
+		fail("redis: EXISTS failed");
+	v = r->integer;
+	freeReplyObject(r);
+	return v;
+}
+
+static void
+scripts_sem(const char *sem_acquire)
+{
+	const char *rel = redis_sem_release_lua;
+	char key[128], key2[128], tok[16];
+	int i;
+
+	snprintf(key, sizeof(key), "%s/sem", lg.prefix);
+	snprintf(key2, sizeof(key2), "%s/sem-expiry", lg.prefix);
+	sc.last_fence = 0;
+	for (i = 1; i <= 3; i++) {
+		snprintf(tok, sizeof(tok), "t%d", i);
+		scripts_expect_grant(scripts_call(sem_acquire, key, tok, 3,
+		    LOADGEN_REDIS_TTL_MS), "sem: a free permit is granted");
+	}
+	scripts_expect(scripts_call(sem_acquire, key, "t4", 3,
+	    LOADGEN_REDIS_TTL_MS) == 0, "sem: a 4th permit of 3 is refused");
+	scripts_expect(scripts_call(rel, key, "t2", 0, 0) == 1,
+	    "sem: a holder's release removes its permit");
+	scripts_expect(scripts_call(rel, key, "t2", 0, 0) == 0,
+	    "sem: a second release of a permit finds nothing");
+	scripts_expect_grant(scripts_call(sem_acquire, key, "t4", 3,
+	    LOADGEN_REDIS_TTL_MS), "sem: the released permit is granted");
+	scripts_expect(scripts_call(sem_acquire, key, "t5", 3,
+	    LOADGEN_REDIS_TTL_MS) == 0, "sem: then the semaphore is full");
+
+	/* Expiry: three short permits, a refusal, then room after they end. */
+	sc.last_fence = 0;
+	for (i = 1; i <= 3; i++) {
+		snprintf(tok, sizeof(tok), "e%d", i);
+		scripts_expect_grant(scripts_call(sem_acquire, key2, tok, 3,
+		    SCRIPTS_TTL_SHORT_MS), "sem: a short permit is granted");
+	}
+	scripts_expect(scripts_call(sem_acquire, key2, "e4", 3,
+	    LOADGEN_REDIS_TTL_MS) == 0, "sem: full before the expiry");
+	usleep(SCRIPTS_EXPIRY_WAIT_US);
+	scripts_expect_grant(scripts_call(sem_acquire, key2, "e4", 3,
+	    LOADGEN_REDIS_TTL_MS), "sem: an expired permit is free again");
+	scripts_expect_grant(scripts_call(sem_acquire, key2, "e5", 3,
+	    LOADGEN_REDIS_TTL_MS), "sem: every expired permit is free again");
+	scripts_expect(scripts_call(rel, key2, "e1", 0, 0) == 0,
+	    "sem: an expired holder's release finds nothing");
+}
+
+static void
+scripts_rw(const char *write_acquire)
+{
+	const char *rd = redis_rw_read_lua, *rel = redis_rw_release_lua;
+	const char *wr = write_acquire;
+	long ttl = LOADGEN_REDIS_TTL_MS;
+	char key[128], key2[128], key3[128];
+
+	snprintf(key, sizeof(key), "%s/rw", lg.prefix);
+	snprintf(key2, sizeof(key2), "%s/rw-wexpiry", lg.prefix);
+	snprintf(key3, sizeof(key3), "%s/rw-rexpiry", lg.prefix);
+	sc.last_fence = 0;
+	scripts_expect_grant(scripts_call(rd, key, "r1", 0, (int)ttl),
+	    "rw: a reader takes a free lock");
+	scripts_expect_grant(scripts_call(rd, key, "r2", 0, (int)ttl),
+	    "rw: a second reader joins the first");
+	scripts_expect(scripts_call(wr, key, "w1", 0, (int)ttl) == 0,
+	    "rw: a writer is refused beside two readers");
+	scripts_expect(scripts_call(rel, key, "r1", 0, 0) == 1,
+	    "rw: a reader's release finds its hold");
+	scripts_expect(scripts_call(wr, key, "w1", 0, (int)ttl) == 0,
+	    "rw: a writer is refused beside one reader");
+	scripts_expect(scripts_call(rel, key, "r2", 0, 0) == 1,
+	    "rw: the last reader's release finds its hold");
+	scripts_expect(scripts_exists(key) == 0,
+	    "rw: the lock's hash is gone with its last holder");
+	scripts_expect_grant(scripts_call(wr, key, "w1", 0, (int)ttl),
+	    "rw: a writer takes a free lock");
+	scripts_expect(scripts_call(rd, key, "r3", 0, (int)ttl) == 0,
+	    "rw: a reader is refused beside a writer");
+	scripts_expect(scripts_call(wr, key, "w2", 0, (int)ttl) == 0,
+	    "rw: a writer is refused beside a writer");
+	scripts_expect(scripts_call(rel, key, "w1", 0, 0) == 1,
+	    "rw: the writer's release finds its hold");
+	scripts_expect_grant(scripts_call(rd, key, "r3", 0, (int)ttl),
+	    "rw: a reader takes the lock the writer left");
+
+	/* Expiry of a writer, then of a reader. */
+	sc.last_fence = 0;
+	scripts_expect_grant(scripts_call(wr, key2, "w3", 0,
+	    SCRIPTS_TTL_SHORT_MS), "rw: a short writer takes a free lock");
+	scripts_expect(scripts_call(rd, key2, "r4", 0, (int)ttl) == 0,
+	    "rw: a reader is refused before the writer expires");
+	sc.last_fence = 0;
+	scripts_expect_grant(scripts_call(rd, key3, "r5", 0,
+	    SCRIPTS_TTL_SHORT_MS), "rw: a short reader takes a free lock");
+	scripts_expect(scripts_call(wr, key3, "w4", 0, (int)ttl) == 0,
+	    "rw: a writer is refused before the reader expires");
+	usleep(SCRIPTS_EXPIRY_WAIT_US);
+	scripts_expect(scripts_call(rd, key2, "r4", 0, (int)ttl) > 0,
+	    "rw: a reader is granted once the writer expired");
+	scripts_expect(scripts_call(wr, key3, "w4", 0, (int)ttl) > 0,
+	    "rw: a writer is granted once the reader expired");
+}
+
+/* The scripts workload: exit status 1 when a call answered wrongly. */
+static int
+run_scripts(void)
+{
+	struct timeval tv = { LOADGEN_CONNECT_TIMEOUT_S, 0 };
+
+	if (lg.server != SERVER_REDIS)
+		fail("the scripts workload speaks redis only");
+	sc.rc = redisConnectWithTimeout(lg.host, lg.port, tv);
+	if (sc.rc == NULL || sc.rc->err)
+		fail("redis: cannot connect to %s:%d", lg.host, lg.port);
+	redisSetTimeout(sc.rc, tv);
+	scripts_sem(lg.broken ? redis_sem_acquire_broken_lua :
+	    redis_sem_acquire_lua);
+	scripts_rw(lg.broken ? redis_rw_write_broken_lua : redis_rw_write_lua);
+	redisFree(sc.rc);
+	print_head();
+	printf(" passed=%d failed=%d%s\n", sc.passed, sc.failed,
+	    lg.broken ? " broken=1" : "");
+	fprintf(stderr, "loadgen: scripts: %d passed, %d failed\n", sc.passed,
+	    sc.failed);
+	return sc.failed > 0 ? 1 : 0;
 }
 
 /* The fail-over workload: the first GRANTED from any port of -A. */
@@ -1588,6 +2253,8 @@ usage(void)
 	    "[-d DEPTH]\n"
 	    "               [-l LEASE] [-L \"key=value ...\"] [-r RECORDS] "
 	    "[-A PORT,...]\n"
+	    "               [-w sem|rw|scripts] [-N LIMIT] [-R READERS] [-h HOLD_MS] "
+	    "[-B] [-V]\n"
 	    "       loadgen -F COUNT\n");
 	exit(2);
 }
@@ -1606,7 +2273,9 @@ main(int argc, char **argv)
 	lg.records = 64;
 	lg.seconds = 5;
 	lg.max_cycles = LOADGEN_DEFAULT_MAX_CYCLES;
-	while ((opt = getopt(argc, argv, "x:H:p:c:t:W:n:w:P:S:d:l:L:F:r:A:")) != -1) {
+	lg.readers = -1;
+	while ((opt = getopt(argc, argv,
+	    "x:H:p:c:t:W:n:w:P:S:d:l:L:F:r:A:N:R:Bh:V")) != -1) {
 		switch (opt) {
 		case 'x':
 			if (strcmp(optarg, "lockd") == 0)
@@ -1633,6 +2302,12 @@ main(int argc, char **argv)
 				lg.workload = W_TXN;
 			else if (strcmp(optarg, "first") == 0)
 				lg.workload = W_FIRST;
+			else if (strcmp(optarg, "sem") == 0)
+				lg.workload = W_SEM;
+			else if (strcmp(optarg, "rw") == 0)
+				lg.workload = W_RW;
+			else if (strcmp(optarg, "scripts") == 0)
+				lg.workload = W_SCRIPTS;
 			else
 				usage();
 			break;
@@ -1650,6 +2325,11 @@ main(int argc, char **argv)
 		case 'F': return free_ports(atoi(optarg));
 		case 'r': lg.records = atoi(optarg); break;
 		case 'A': lg.first_ports = optarg; break;
+		case 'N': lg.limit = atoi(optarg); break;
+		case 'R': lg.readers = atoi(optarg); break;
+		case 'B': lg.broken = true; break;
+		case 'V': lg.stop_on_overlap = true; break;
+		case 'h': lg.hold = atof(optarg) / 1000; break;
 		default: usage();
 		}
 	}
@@ -1657,10 +2337,36 @@ main(int argc, char **argv)
 	    lg.nconns <= 0 || lg.nconns > LOADGEN_MAX_CONNS ||
 	    lg.max_cycles <= 0 || lg.seconds <= 0 || lg.seconds > 3600 ||
 	    lg.warmup < 0 || lg.warmup > 600 || lg.depth <= 0 ||
-	    lg.records < 1 || lg.records > 127)
+	    lg.records < 1 || lg.records > 127 || lg.hold < 0 || lg.hold > 60)
+		usage();
+	if (lg.limit == 0)
+		lg.limit = lg.workload == W_SEM ? 16 : 1;
+	if (lg.readers < 0)
+		lg.readers = lg.nconns > LOADGEN_RW_WRITERS ?
+		    lg.nconns - LOADGEN_RW_WRITERS : 1;
+	if (lg.limit < 1 || lg.limit > LOADGEN_LIMIT_MAX ||
+	    (lg.limit > 1 && lg.workload != W_SEM && lg.workload != W_HOLD))
 		usage();
 	if (lg.workload == W_FIRST)
 		return run_first();
+	if (lg.workload == W_SCRIPTS)
+		return run_scripts();
+	if ((lg.workload == W_SEM || lg.workload == W_RW) &&
+	    lg.server == SERVER_ETCD)
+		fail("the sem and rw workloads speak lockd and redis");
+	if (lg.workload == W_RW && (lg.readers < 1 || lg.readers >= lg.nconns))
+		fail("rw needs at least one reader and one writer (-R, -c)");
+	if (lg.broken && lg.server != SERVER_REDIS)
+		fail("-B breaks the Redis scripts; there is nothing to break "
+		    "on %s", server_name());
+	if (lg.server == SERVER_LOCKD && (lg.workload == W_SEM ||
+	    lg.workload == W_RW || lg.limit > 1) &&
+	    !lockd_supports_options()) {
+		print_head();
+		printf(" unsupported=1\n");
+		return 3;
+	}
+	redis_choose_scripts();
 	if (lg.workload == W_TXN && lg.server != SERVER_ETCD)
 		fail("the txn workload speaks etcd only");
 	if (lg.workload == W_TRY && lg.nconns < 2)
@@ -1671,6 +2377,16 @@ main(int argc, char **argv)
 	lg.lat.max = (size_t)lg.max_cycles;
 	lg.gap.max = (size_t)lg.max_cycles;
 	lg.acq.max = (size_t)lg.max_cycles;
+	lg.lat_read.max = (size_t)lg.max_cycles;
+	lg.lat_write.max = (size_t)lg.max_cycles;
+	lg.released_cap = 2 * lg.nconns;
+	lg.released = calloc((size_t)lg.released_cap, sizeof(*lg.released));
+	lg.released_writer = calloc((size_t)lg.released_cap,
+	    sizeof(*lg.released_writer));
+	lg.holders = calloc((size_t)lg.nconns, sizeof(*lg.holders));
+	if (lg.released == NULL || lg.released_writer == NULL ||
+	    lg.holders == NULL)
+		die("calloc");
 	raise_nofile();
 	lg.conns = calloc((size_t)lg.nconns, sizeof(*lg.conns));
 	lg.dirty = calloc((size_t)lg.nconns, sizeof(*lg.dirty));
@@ -1692,5 +2408,10 @@ main(int argc, char **argv)
 	free(lg.lat.v);
 	free(lg.gap.v);
 	free(lg.acq.v);
+	free(lg.lat_read.v);
+	free(lg.lat_write.v);
+	free(lg.released);
+	free(lg.released_writer);
+	free(lg.holders);
 	return rc;
 }

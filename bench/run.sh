@@ -17,8 +17,21 @@
 # is stopped by PID, also on exit; everything talks to loopback only; every
 # run is bounded by loadgen's own limits and by timeout(1).
 #
+# The lock kinds (issue 17), lockd against Redis Lua scripts in each round:
+# a semaphore of BENCH_SEM_LIMIT permits on one name with BENCH_SEM_CONNS
+# connections, and BENCH_RW_READERS readers with BENCH_RW_WRITERS writers
+# on one name; then bytes per holder of BENCH_SEM_LIMIT-permit semaphores
+# beside the plain locks' bytes per lock.  Before the rounds, the overlap
+# check is seen to fail against broken Redis scripts and the no-op server
+# (which grants everything), and the Redis scripts are checked call by
+# call.  An overlap in a real run fails the whole run.  A lockd without
+# limit=/mode= is skipped, with a line saying so.  BENCH_ONLY=kinds runs
+# only these (lockd, Redis and the no-op server; make bench-kinds);
+# BENCH_KINDS=0 leaves them out.
+#
 #   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_WARMUP=0.5 bench/run.sh
 #   BENCH_QUICK=1 bench/run.sh        # about a minute: 1 round, 1 s runs
+#   BENCH_ONLY=kinds BENCH_QUICK=1 bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +54,23 @@ BENCH_TRY_CONNS=${BENCH_TRY_CONNS:-16}
 BENCH_SERVER_CPU=${BENCH_SERVER_CPU:-0}
 BENCH_CLIENT_CPU=${BENCH_CLIENT_CPU:-1}
 BENCH_NOTE=${BENCH_NOTE:-}
+# lockd refuses a --max-held its map cannot hold at 255-byte names: 1,001,000
+# held need about 5.5 GB.  The map is address space; the file grows as used.
+BENCH_MAP_SIZE=${BENCH_MAP_SIZE:-8589934592}
+BENCH_ONLY=${BENCH_ONLY:-}
+BENCH_KINDS=${BENCH_KINDS:-1}
+BENCH_SEM_CONNS=${BENCH_SEM_CONNS:-64}
+BENCH_SEM_LIMIT=${BENCH_SEM_LIMIT:-16}
+BENCH_RW_READERS=${BENCH_RW_READERS:-60}
+BENCH_RW_WRITERS=${BENCH_RW_WRITERS:-4}
+# How long a semaphore or rw holder holds, in ms; 0: to the end of the load
+# generator's pass that read its grant.
+BENCH_KINDS_HOLD_MS=${BENCH_KINDS_HOLD_MS:-0}
+case $BENCH_ONLY in
+'') ;;
+kinds) BENCH_KINDS=1 ;;
+*) echo "bench: BENCH_ONLY takes kinds, not $BENCH_ONLY" >&2; exit 2 ;;
+esac
 # LOCKD_NOMETASYNC=build/tests/lockd-faulty adds the peer "nometasync":
 # lockd-faulty with LOCKD_FAULT=lmdb_nometasync, LMDB alone with
 # MDB_NOMETASYNC and replies a batch late (docs/performance.md, "The
@@ -49,6 +79,9 @@ LOCKD_NOMETASYNC=${LOCKD_NOMETASYNC:-}
 ALT=()
 [ -n "$LOCKD_NOMETASYNC" ] && ALT=(nometasync)
 PEERS=(lockd "${ALT[@]}" redis etcd noop)
+if [ "$BENCH_ONLY" = kinds ]; then
+	PEERS=(lockd redis)
+fi
 
 for bin in "$LOCKD" "$LOADGEN" "$NOOP"; do
 	[ -x "$bin" ] || { echo "bench: $bin is missing; run make bench" >&2; exit 1; }
@@ -79,6 +112,8 @@ fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 declare -A PID PORT LOG
+KINDS_SKIP_SAID=0      # the "not supported" line, said once
+KINDS_BAD=()           # overlaps seen, guards not caught
 cleanup() {
 	local name pid
 	for name in "${!PID[@]}"; do
@@ -225,13 +260,78 @@ loadgen() {
 	line=$(timeout -k 5 "$limit" "${CPIN[@]}" "$LOADGEN" -x "$(proto_of "$peer")" \
 	    -p "${PORT[$peer]}" -S "${PID[$peer]}" -L "$label peer=$peer" "$@" \
 	    2>>"$WORK/loadgen.err") || rc=$?
-	if [ $rc -ne 0 ] || [ -z "$line" ]; then
+	if [ $rc -eq 3 ] && [ -n "$line" ]; then
+		# lockd refused limit= or mode=: not built yet.
+		line="$line skipped=1"
+		if [ $KINDS_SKIP_SAID = 0 ]; then
+			echo "lockd: limit=/mode= not supported by this build - skipped" >&2
+			echo "# lockd: limit=/mode= not supported by this build - skipped" >>"$BENCH_RESULTS"
+			KINDS_SKIP_SAID=1
+		fi
+	elif [ $rc -eq 4 ] && [ -n "$line" ]; then
+		line="$line failed=1 rc=$rc"
+		KINDS_BAD+=("$peer let holders overlap: $label $*")
+		echo "bench: $peer let holders overlap (loadgen exit 4): $*" >&2
+		tail -5 "$WORK/loadgen.err" >&2 || true
+	elif [ $rc -ne 0 ] || [ -z "$line" ]; then
 		line="$label peer=$peer failed=1 rc=$rc errors=1 $*"
 		echo "bench: loadgen failed (rc $rc) on $peer: $*" >&2
 		tail -3 "$WORK/loadgen.err" >&2 || true
 	fi
 	echo "$line" >>"$BENCH_RESULTS"
 	echo "$line" >&2
+}
+
+# guard PEER NAME EXPECTED_RC ARGS...: a run that must end with EXPECTED_RC
+# (4: the overlap check caught a broken server; 1: the script check failed;
+# 0: it passed); its line goes to the results with caught=0|1.
+guard() {
+	local peer=$1 name=$2 want=$3 line rc=0
+	shift 3
+	line=$(timeout -k 5 60 "${CPIN[@]}" "$LOADGEN" -x "$(proto_of "$peer")" \
+	    -p "${PORT[$peer]}" -L "guard=$name peer=$peer" "$@" \
+	    2>>"$WORK/guard.err") || rc=$?
+	[ -n "$line" ] || line="guard=$name peer=$peer"
+	line="$line expect_rc=$want rc=$rc caught=$([ $rc = "$want" ] && echo 1 || echo 0)"
+	echo "$line" >>"$BENCH_RESULTS"
+	echo "$line" >&2
+	if [ $rc != "$want" ]; then
+		KINDS_BAD+=("guard $name on $peer ended with $rc, not $want")
+		tail -5 "$WORK/guard.err" >&2 || true
+	fi
+}
+
+# The lock kinds' checks, before the rounds: each must be seen to fail on a
+# server broken for it, and the Redis scripts must answer right.  An overlap
+# run ends at its first overlap (-V), within 10 s if none comes.
+kinds_guards() {
+	guard redis scripts 0 -w scripts -P guard/scripts
+	guard redis scripts-broken 1 -w scripts -B -P guard/scripts-broken
+	guard redis sem-broken 4 -w sem -B -c "$BENCH_SEM_CONNS" \
+	    -N "$BENCH_SEM_LIMIT" -t 10 -V -P guard/sem
+	guard redis rw-broken 4 -w rw -B -c $((BENCH_RW_READERS + BENCH_RW_WRITERS)) \
+	    -R "$BENCH_RW_READERS" -t 10 -V -P guard/rw
+	guard noop sem-noop 4 -w sem -c "$BENCH_SEM_CONNS" \
+	    -N "$BENCH_SEM_LIMIT" -t 10 -V -P guard/sem
+	guard noop rw-noop 4 -w rw -c $((BENCH_RW_READERS + BENCH_RW_WRITERS)) \
+	    -R "$BENCH_RW_READERS" -t 10 -V -P guard/rw
+}
+
+# kinds_round ROUND: the semaphore, then the readers-writer mix, on lockd
+# and Redis in turn.
+kinds_round() {
+	local round=$1 peer
+	for peer in lockd redis; do
+		loadgen "$peer" "round=$round" -w sem -c "$BENCH_SEM_CONNS" \
+		    -N "$BENCH_SEM_LIMIT" -h "$BENCH_KINDS_HOLD_MS" \
+		    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" -P "r$round/s"
+	done
+	for peer in lockd redis; do
+		loadgen "$peer" "round=$round" -w rw \
+		    -c $((BENCH_RW_READERS + BENCH_RW_WRITERS)) -R "$BENCH_RW_READERS" \
+		    -h "$BENCH_KINDS_HOLD_MS" -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" \
+		    -P "r$round/rw"
+	done
 }
 
 {
@@ -241,6 +341,9 @@ loadgen() {
 	echo "# pinning: $pinning; load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(pressure)"
 	echo "# lockd $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo '+dirty'); $(redis-server --version | cut -d' ' -f1-3); etcd $(etcd --version | awk '/etcd Version/ { print $3 }')"
 	echo "# rounds=$BENCH_ROUNDS seconds=$BENCH_SECONDS warmup=$BENCH_WARMUP conns=\"$BENCH_CONNS\" handoff_conns=$BENCH_HANDOFF_CONNS try_conns=$BENCH_TRY_CONNS"
+	if [ "$BENCH_KINDS" = 1 ]; then
+		echo "# kinds${BENCH_ONLY:+ only}: sem_conns=$BENCH_SEM_CONNS sem_limit=$BENCH_SEM_LIMIT rw_readers=$BENCH_RW_READERS rw_writers=$BENCH_RW_WRITERS hold_ms=$BENCH_KINDS_HOLD_MS"
+	fi
 } >"$BENCH_RESULTS"
 cat "$BENCH_RESULTS" >&2
 
@@ -250,9 +353,12 @@ if [ -n "$LOCKD_NOMETASYNC" ]; then
 	    start_lockd nometasync "$WORK/nometasync"
 fi
 start_redis
-start_etcd
+[ "$BENCH_ONLY" = kinds ] || start_etcd
 start_noop
-echo "bench: lockd :${PORT[lockd]} redis :${PORT[redis]} etcd :${PORT[etcd]} noop :${PORT[noop]}" >&2
+echo "bench: lockd :${PORT[lockd]} redis :${PORT[redis]} etcd :${PORT[etcd]:-} noop :${PORT[noop]}" >&2
+if [ "$BENCH_KINDS" = 1 ]; then
+	kinds_guards
+fi
 
 # One short warm-up run per server, not counted.
 for peer in "${PEERS[@]}"; do
@@ -262,6 +368,12 @@ done
 # The rounds: each workload on every peer in turn, so the peers share the
 # machine's moods alike.
 for ((round = 1; round <= BENCH_ROUNDS; round++)); do
+	if [ "$BENCH_KINDS" = 1 ]; then
+		kinds_round "$round"
+	fi
+	if [ "$BENCH_ONLY" = kinds ]; then
+		continue
+	fi
 	for n in $BENCH_CONNS; do
 		for peer in "${PEERS[@]}"; do
 			loadgen "$peer" "round=$round" -w cycle -c "$n" \
@@ -290,40 +402,61 @@ stop nometasync
 # that they are all still held when it restarts), resident memory before and
 # after; then a clean stop and a restart, timed until it listens again.
 start_lockd scale "$WORK/scale" --max-lease 1h --max-held $((BENCH_LOCKS + 1000)) \
-    --map-size 4294967296
+    --map-size "$BENCH_MAP_SIZE"
 loadgen scale "scale=held" -w hold -n "$BENCH_LOCKS" -c 8 -d 512 -l 1h -t 600 -P held
 sleep 1
 echo "# scale rss_settled_kb=$(awk '/VmRSS/ { print $2 }' "/proc/${PID[scale]}/status") data_mdb_bytes=$(stat -c %s "$WORK/scale/data.mdb" 2>/dev/null || echo 0)" >>"$BENCH_RESULTS"
-t_stop=$(date +%s%N)
-stop scale
-t_start=$(date +%s%N)
-: >"$WORK/scale.log"
-start_lockd scale "$WORK/scale" --max-lease 1h --max-held $((BENCH_LOCKS + 1000)) \
-    --map-size 4294967296
-t_listen=$(date +%s%N)
-recovered=$(grep -o 'event=recovered.*' "$WORK/scale.log" | tail -1)
-log_ms=$(awk '
-	function ms(ts) { split(substr(ts, 12, 12), a, ":"); return (a[1] * 3600 + a[2] * 60 + a[3]) * 1000 }
-	/event=start / { s = ms(substr($1, 4)) }
-	/event=listen / && !l { l = ms(substr($1, 4)) }
-	END { printf "%d", l - s }' "$WORK/scale.log")
-rss_rec=$(awk '/VmRSS/ { print $2 }' "/proc/${PID[scale]}/status")
-anon_rec=$(awk '/RssAnon/ { print $2 }' "/proc/${PID[scale]}/status")
-line="scale=recovery peer=lockd locks=$BENCH_LOCKS stop_ms=$(( (t_start - t_stop) / 1000000 )) recovery_ms=$(( (t_listen - t_start) / 1000000 )) recovery_log_ms=$log_ms rss_after_recovery_kb=$rss_rec anon_after_recovery_kb=$anon_rec ${recovered#event=}"
-echo "$line" >>"$BENCH_RESULTS"
-echo "$line" >&2
-stop scale
+if [ "$BENCH_ONLY" = kinds ]; then
+	stop scale
+else
+	t_stop=$(date +%s%N)
+	stop scale
+	t_start=$(date +%s%N)
+	: >"$WORK/scale.log"
+	start_lockd scale "$WORK/scale" --max-lease 1h --max-held $((BENCH_LOCKS + 1000)) \
+	    --map-size "$BENCH_MAP_SIZE"
+	t_listen=$(date +%s%N)
+	recovered=$(grep -o 'event=recovered.*' "$WORK/scale.log" | tail -1)
+	log_ms=$(awk '
+		function ms(ts) { split(substr(ts, 12, 12), a, ":"); return (a[1] * 3600 + a[2] * 60 + a[3]) * 1000 }
+		/event=start / { s = ms(substr($1, 4)) }
+		/event=listen / && !l { l = ms(substr($1, 4)) }
+		END { printf "%d", l - s }' "$WORK/scale.log")
+	rss_rec=$(awk '/VmRSS/ { print $2 }' "/proc/${PID[scale]}/status")
+	anon_rec=$(awk '/RssAnon/ { print $2 }' "/proc/${PID[scale]}/status")
+	line="scale=recovery peer=lockd locks=$BENCH_LOCKS stop_ms=$(( (t_start - t_stop) / 1000000 )) recovery_ms=$(( (t_listen - t_start) / 1000000 )) recovery_log_ms=$log_ms rss_after_recovery_kb=$rss_rec anon_after_recovery_kb=$anon_rec ${recovered#event=}"
+	echo "$line" >>"$BENCH_RESULTS"
+	echo "$line" >&2
+	stop scale
+fi
+
+# Holders (issue 17): a fresh lockd, BENCH_LOCKS holders of semaphores of
+# BENCH_SEM_LIMIT permits (BENCH_LOCKS / BENCH_SEM_LIMIT names), kept, as
+# above: resident memory per holder, beside the plain lock's above.
+if [ "$BENCH_KINDS" = 1 ]; then
+	start_lockd holders "$WORK/holders" --max-lease 1h \
+	    --max-held $((BENCH_LOCKS + 1000)) --map-size "$BENCH_MAP_SIZE"
+	loadgen holders "scale=holders" -w hold -N "$BENCH_SEM_LIMIT" \
+	    -n "$BENCH_LOCKS" -c 8 -d 512 -l 1h -t 600 -P holders
+	stop holders
+fi
 
 # Idle connections: a fresh lockd (and the running Redis, for comparison),
 # BENCH_IDLE connections that each answered one PING, resident memory
 # before and after.
-start_lockd idle "$WORK/idle" --max-connections $((BENCH_IDLE + 100))
-loadgen idle "scale=idle" -w idle -c "$BENCH_IDLE" -t 60
-stop idle
-loadgen redis "scale=idle" -w idle -c "$BENCH_IDLE" -t 60
+if [ "$BENCH_ONLY" != kinds ]; then
+	start_lockd idle "$WORK/idle" --max-connections $((BENCH_IDLE + 100))
+	loadgen idle "scale=idle" -w idle -c "$BENCH_IDLE" -t 60
+	stop idle
+	loadgen redis "scale=idle" -w idle -c "$BENCH_IDLE" -t 60
+fi
 stop redis
 stop lockd
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg); $(pressure)" >>"$BENCH_RESULTS"
 
 bench/report.sh "$BENCH_RESULTS" | tee -a "$BENCH_RESULTS"
 echo "bench: raw lines and the table in $BENCH_RESULTS" >&2
+if [ ${#KINDS_BAD[@]} -gt 0 ]; then
+	printf 'bench: FAILED: %s\n' "${KINDS_BAD[@]}" >&2
+	exit 1
+fi

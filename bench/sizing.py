@@ -16,8 +16,13 @@ of the given length (pipelined TRYs, lease 1 h) and reports:
                  copy-on-write of large commits leave what they leave; the
                  file's size is its high-water mark (LMDB never shrinks it)
 
+With --limit K (issue 17's semaphores), each name is a semaphore of K
+permits taken K times (TRY name limit=K), so N counts holders over N / K
+names, and every figure is per holder.  A lockd that refuses limit= is
+reported as such, and the run ends without failing.
+
 Usage: bench/sizing.py [--lockd build/lockd] [--locks N] [--rounds R]
-                       [--name-len L ...]
+                       [--name-len L ...] [--limit K]
 make sizing runs it for 16- and 255-byte names.
 """
 import argparse
@@ -101,17 +106,34 @@ def name(i, length):
     return (base + b"x" * length)[:length]
 
 
+class Unsupported(Exception):
+    pass
+
+
+LIMIT = 1       # --limit: holders per name
+
+
+def holder_name(i, length):
+    """Holder i's lock: LIMIT holders in a row share a name."""
+    return name(i // LIMIT, length)
+
+
 def take(conn, ids, length, handles):
-    reqs = [b"TRY " + name(i, length) + b" lease=1h\n" for i in ids]
+    opt = b" limit=%d" % LIMIT if LIMIT > 1 else b""
+    reqs = [b"TRY " + holder_name(i, length) + opt + b" lease=1h\n"
+            for i in ids]
     for i, r in zip(ids, conn.run(reqs)):
+        if LIMIT > 1 and (r.startswith(b"ERR BADARG") or
+                          r.startswith(b"ERR BADREQ")):
+            raise Unsupported(r.decode(errors="replace"))
         if not r.startswith(b"GRANTED "):
             sys.exit(f"sizing: TRY got {r!r}")
         handles[i] = r.split(b"handle=")[1].split()[0]
 
 
 def release(conn, ids, length, handles):
-    reqs = [b"RELEASE " + name(i, length) + b" " + handles.pop(i) + b"\n"
-            for i in ids]
+    reqs = [b"RELEASE " + holder_name(i, length) + b" " + handles.pop(i) +
+            b"\n" for i in ids]
     for r in conn.run(reqs):
         if not r.startswith(b"RELEASED "):
             sys.exit(f"sizing: RELEASE got {r!r}")
@@ -129,7 +151,14 @@ def measure(lockd, locks, length, rounds, rng):
         ids = list(range(locks))
         rng.shuffle(ids)
         handles = {}
-        take(conn, ids, length, handles)
+        try:
+            take(conn, ids, length, handles)
+        except Unsupported as e:
+            conn.s.close()
+            stop(p)
+            print(f"sizing: lockd: limit=/mode= not supported by this build "
+                  f"- skipped ({e})", flush=True)
+            return None
         time.sleep(0.5)
         rss1, anon1 = status_kb(p.pid, "VmRSS"), status_kb(p.pid, "RssAnon")
         conn.s.close()
@@ -142,6 +171,8 @@ def measure(lockd, locks, length, rounds, rng):
         for _ in range(rounds):
             out = rng.sample(sorted(handles), locks // 2)
             release(conn, out, length, handles)
+            # Fresh ids: with --limit, fresh names too (locks is a
+            # multiple of 2 * LIMIT), so no name gets more than LIMIT.
             new = list(range(next_id, next_id + len(out)))
             next_id += len(out)
             take(conn, new, length, handles)
@@ -167,10 +198,23 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--name-len", type=int, action="append")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--limit", type=int, default=1)
     a = ap.parse_args()
+    if not 1 <= a.limit <= 65535:
+        ap.error("--limit takes 1 to 65535")
+    global LIMIT
+    LIMIT = a.limit
+    locks = a.locks
+    if LIMIT > 1:
+        locks = max(a.locks // (2 * LIMIT), 1) * 2 * LIMIT
     rng = random.Random(a.seed)
     for length in a.name_len or [16, 255]:
-        r = measure(os.path.abspath(a.lockd), a.locks, length, a.rounds, rng)
+        r = measure(os.path.abspath(a.lockd), locks, length, a.rounds, rng)
+        if r is None:
+            return
+        if LIMIT > 1:
+            print(f"sizing: holders of {LIMIT}-permit semaphores; "
+                  "each figure is per holder", flush=True)
         print("sizing: name_len={name_len} locks={locks} "
               "rss_per_lock={rss_per_lock:.0f} "
               "anon_per_lock={anon_per_lock:.0f} "
