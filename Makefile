@@ -475,7 +475,8 @@ FUZZ_SERVICE := build-fuzz/fuzz_service
 FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     daemon/service_commit.c daemon/format.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
-                    daemon/auth.c daemon/quota.c tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
+                    daemon/auth.c daemon/quota.c daemon/recovery.c \
+                    tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
                     $(PROTO_SRC)
 FUZZ_TLS     := build-fuzz/fuzz_tls
 FUZZ_TLS_SRC := tests/fuzz/fuzz_tls.c daemon/tls.c $(filter-out \
