@@ -1283,6 +1283,9 @@ load_record(void *ctx, const char *name, size_t name_len, const void *val,
 	struct core_restore *it = &l->batch[l->n];
 	char shown[LOG_VALUE_MAX + 1];
 
+	it->more = NULL;   /* holder keys: not in the store yet */
+	it->nmore = 0;
+
 	if (!format_record_decode(val, val_len, l->svc->clock.boot_id,
 	    l->svc->config.core.max_lease_ms, l->now, l->wall, &it->rec)) {
 		snprintf(l->svc->error, sizeof(l->svc->error),

@@ -139,13 +139,20 @@ delete_settled(const struct service *svc, const char *name, size_t len)
 
 static void
 collect_record(void *ctx, const char *name, size_t name_len,
-    const struct core_record *rec)
+    uint64_t key_fence, const struct core_record *rec)
 {
 	struct collect *c = ctx;
 	unsigned char val[FORMAT_RECORD_SIZE];
 	size_t n;
 	int rc;
 
+	/* Holder keys (<name> NUL <fence>) come only from limit= and
+	 * mode=shared, which the wire does not offer yet: no store takes
+	 * them, so such a batch must not commit. */
+	if (key_fence != 0) {
+		c->failed = true;
+		return;
+	}
 	if (rec != NULL) {
 		n = format_record_encode(rec, c->svc->clock.boot_id, c->now,
 		    c->wall, val);

@@ -15,7 +15,8 @@
 	.delay_end = core_rule_delay_end, \
 	.force = core_rule_force, \
 	.watch_fires = core_rule_watch_fires, \
-	.rid_repeat = core_rule_rid_repeat,
+	.rid_repeat = core_rule_rid_repeat, \
+	.admits = core_rule_admits,
 
 static void
 lock_clear(struct core_lock *lock)
@@ -333,7 +334,8 @@ watch_fires_never(uint64_t watched, uint64_t current)
 	.renew = core_rule_renew, \
 	.release = core_rule_release, \
 	.reclaim_if_expired = core_rule_reclaim_if_expired, \
-	.next_waiter = next_waiter_std,
+	.next_waiter = next_waiter_std, \
+	.admits = core_rule_admits,
 
 const struct core_rules broken_rules_delay_ignored = {
 	RULES_STD_BASE

@@ -878,11 +878,16 @@ process_log(struct sys *s)
 
 static void
 on_record(void *ctx, const char *name, size_t name_len,
-    const struct core_record *rec)
+    uint64_t key_fence, const struct core_record *rec)
 {
 	struct sys *s = ctx;
 	struct disk_record *d;
 	uint8_t n;
+
+	if (key_fence != 0) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "a holder key");
+		return;
+	}
 
 	for (n = 0; n < s->sc->nnames; n++)
 		if (strlen(s->sc->names[n]) == name_len &&
@@ -1015,11 +1020,12 @@ shadow_from_disk(struct sys *s, int n)
 
 static void
 on_touched(void *ctx, const char *name, size_t name_len,
-    const struct core_record *rec)
+    uint64_t key_fence, const struct core_record *rec)
 {
 	struct sys *s = ctx;
 	int n;
 
+	(void)key_fence;
 	(void)rec;
 	for (n = 0; n < s->sc->nnames; n++)
 		if (strlen(s->sc->names[n]) == name_len &&
