@@ -962,11 +962,38 @@ waiter_time_out(struct core_table *table, struct core_waiter *w)
 /* Grants the head of e's queue while the holders admit it: the run of
  * shared waiters at the head together, the next semaphore permits (a
  * grant that overflows answers the waiter and tries the next one). */
+static void reclaim(struct core_table *table, struct core_entry *e,
+    core_time now);
+
+/* Is a holder of e (beyond a plain mutex's own) expired but still on the
+ * books? */
+static bool
+holders_expired(const struct core_table *table, const struct core_entry *e,
+    core_time now)
+{
+	const struct core_holder *h;
+
+	if (e->multi == NULL)
+		return false;
+	if (table->rules->lease_expired(&e->lock, now))
+		return true;
+	for (h = e->multi->holders; h != NULL; h = h->next)
+		if (table->rules->lease_expired(&h->lock, now))
+			return true;
+	return false;
+}
+
 static void
 hand_off(struct core_table *table, struct core_entry *e, core_time now)
 {
 	struct core_waiter *w;
 
+	/* Nobody is admitted beside a holder whose lease ran out but who
+	 * is still on the books: reclaim ends it first, and hands on. */
+	if (holders_expired(table, e, now)) {
+		reclaim(table, e, now);
+		return;
+	}
 	while ((w = table->rules->next_waiter(e)) != NULL &&
 	    admitted(table, e, w->shared, now)) {
 		struct core_session *s = w->session;
@@ -1006,8 +1033,13 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 static void
 queue_changed(struct core_table *table, struct core_entry *e, core_time now)
 {
-	if (e->multi != NULL && !link_empty(&e->queue))
+	/* Holders whose lease ran out go first, as they do before every
+	 * operation: a grant is never made beside an expired holder that
+	 * is still on the books. */
+	if (e->multi != NULL && !link_empty(&e->queue)) {
+		reclaim(table, e, now);
 		hand_off(table, e, now);
+	}
 }
 
 static void
@@ -2236,7 +2268,14 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	restore_unprepare(table, fresh, n);
 	if (released)
 		return CORE_OK;
-	if (holders_count(e) == 0 || e->multi != NULL)
+	if (e->multi != NULL) {
+		/* Expired holders go before anyone is admitted beside
+		 * them; then the queue's head as the rest admit it. */
+		reclaim(table, e, now);
+		hand_off(table, e, now);
+		return CORE_OK;
+	}
+	if (holders_count(e) == 0)
 		hand_off(table, e, now);
 	reclaim(table, e, now);
 	return CORE_OK;
