@@ -558,9 +558,17 @@ enum core_status core_watch(struct core_table *table,
     core_time now);
 
 /* STATUS: diagnostics only.  Reclaims an expired lease first, like every
- * operation, so it may report events and grants through the sink. */
+ * operation, so it may report events and grants through the sink.  With
+ * several holders, fence, ttl and label are the newest holder's (the
+ * largest fence); holders, limit and shared describe the set. */
 void core_status(struct core_table *table, const char *name,
     size_t name_len, core_time now, struct core_lock_status *status);
+
+/* CHECK: does a live holder of the name - any of them, not only the
+ * newest - have exactly this fence?  Then *ttl_ms is what its lease has
+ * left.  Reclaims first, like STATUS. */
+bool core_check(struct core_table *table, const char *name, size_t name_len,
+    uint64_t fence, core_time now, int64_t *ttl_ms);
 
 /*
  * The session's connection closed: its waiters leave their queues without a

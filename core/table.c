@@ -1686,6 +1686,24 @@ core_status(struct core_table *table, const char *name, size_t name_len,
 	status_fill(table, e, now, status);
 }
 
+bool
+core_check(struct core_table *table, const char *name, size_t name_len,
+    uint64_t fence, core_time now, int64_t *ttl_ms)
+{
+	struct core_entry *e = entry_find(table, name, name_len);
+	struct hold x;
+
+	*ttl_ms = 0;
+	if (e == NULL || fence == 0)
+		return false;
+	reclaim(table, e, now);
+	x = hold_find(e, fence);
+	if (HOLD(x, lock)->fence != fence)
+		return false;
+	*ttl_ms = HOLD(x, lock)->expiry - now;
+	return true;
+}
+
 /* Releases a lease because its onclose session went away. */
 static void
 release_onclose(struct core_table *table, struct hold x, core_time now)

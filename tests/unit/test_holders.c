@@ -640,6 +640,31 @@ test_holders_restore_holders_brings_a_whole_name_back(void **state)
 }
 
 static void
+test_holders_check_finds_any_live_holder_status_the_newest(void **state)
+{
+	struct fixture *f = *state;
+	struct core_lock_status st;
+	int64_t ttl;
+
+	assert_int_equal(acq(f, 0, 3, false, -1, 1, 0), CORE_OK);
+	assert_int_equal(acq(f, 1, 3, false, -1, 2, 100), CORE_OK);
+	assert_true(core_check(&f->table, "n", 1, reply_of(f, 1)->fence, 200,
+	    &ttl));
+	assert_int_equal(ttl, LEASE - 200);
+	assert_true(core_check(&f->table, "n", 1, reply_of(f, 2)->fence, 200,
+	    &ttl));
+	assert_int_equal(ttl, LEASE - 100);
+	assert_false(core_check(&f->table, "n", 1, 99, 200, &ttl));
+	st = status_of(f, 200);
+	assert_int_equal(st.fence, reply_of(f, 2)->fence);
+	assert_int_equal(st.ttl_ms, LEASE - 100);
+	/* The first holder's lease ends: CHECK of it is stale. */
+	assert_false(core_check(&f->table, "n", 1, reply_of(f, 1)->fence,
+	    LEASE, &ttl));
+	assert_int_equal(status_of(f, LEASE).holders, 1);
+}
+
+static void
 test_holders_a_plain_lock_makes_no_holder_set(void **state)
 {
 	struct fixture *f = *state;
@@ -686,6 +711,7 @@ main(void)
 		T(test_holders_one_holders_delay_blocks_new_grants_the_others_keep_holding),
 		T(test_holders_changes_are_reported_per_key),
 		T(test_holders_restore_holders_brings_a_whole_name_back),
+		T(test_holders_check_finds_any_live_holder_status_the_newest),
 		T(test_holders_a_plain_lock_makes_no_holder_set),
 		T(test_holders_takeover_rewrites_each_holder_record),
 	};
