@@ -28,8 +28,35 @@
 #define TRY_RID(n, rid) { MODEL_TRY, (n), LEASE, 0, false, 0, 0, (rid) }
 #define ACQ_RID_ONCLOSE(n, rid) \
 	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, true, 0, 0, (rid) }
+/* Holder sets: mode=shared, and limit= (a counting semaphore). */
+#define ACQ_SH(n, wait) \
+	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, NULL, 0, true }
+#define TRY_SH(n) { MODEL_TRY, (n), LEASE, 0, false, 0, 0, NULL, 0, true }
+#define ACQ_N(n, wait, limit) \
+	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, NULL, (limit) }
+#define TRY_N(n, limit) \
+	{ MODEL_TRY, (n), LEASE, 0, false, 0, 0, NULL, (limit) }
+#define ACQ_N_RID(n, limit, rid) \
+	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, false, 0, 0, (rid), (limit) }
 
 const struct model_scenario model_scenarios[] = {
+	{
+		.name = "permit-rid",
+		.summary = "a semaphore of 2: A takes a permit with rid=a and "
+		    "repeats it, B takes one with rid=b: the repeat gets A's "
+		    "own grant among the two; one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 2,
+		.clients = {
+			{ 'A', 3, { ACQ_N_RID(0, 2, "a"), ACQ_N_RID(0, 2, "a"),
+			    RELEASE(0) } },
+			{ 'B', 2, { ACQ_N_RID(0, 2, "b"), RELEASE(0) } },
+		},
+		.ntimes = 2,
+		.times = { 0, 10 },
+		.crashes = 1,
+	},
 	{
 		.name = "retry",
 		.summary = "A acquires with rid=a and repeats it (after a "
@@ -68,6 +95,43 @@ const struct model_scenario model_scenarios[] = {
 		},
 		.ntimes = 2,
 		.times = { 0, 10 },
+	},
+	{
+		.name = "readers",
+		.summary = "R and S read (S, T try to), W writes with wait 5: "
+		    "the readers at the head go together, a reader that "
+		    "comes while W waits queues behind it, and when W's wait "
+		    "ends the readers behind it join at once; one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'R', 2, { ACQ_SH(0, FOREVER), RELEASE(0) } },
+			{ 'W', 2, { ACQ(0, 5, false), RELEASE(0) } },
+			{ 'S', 2, { ACQ_SH(0, FOREVER), RELEASE(0) } },
+			{ 'T', 1, { TRY_SH(0) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 5, 10 },
+		.crashes = 1,
+	},
+	{
+		.name = "permits",
+		.summary = "a semaphore of 2: A, B and C (wait 5) take "
+		    "permits, D tries one and then asks without a limit "
+		    "(BADARG while the name is busy); a failed commit",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'A', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'B', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'C', 2, { ACQ_N(0, 5, 2), RELEASE(0) } },
+			{ 'D', 2, { TRY_N(0, 2), TRY(0) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 5, 10 },
+		.commit_failures = 1,
 	},
 	{
 		.name = "expiry",
