@@ -30,8 +30,10 @@ enum {
 	ENTRY_LISTED = 1,  /* on table->changed */
 	ENTRY_DIRTY = 2,   /* its durable record changed */
 	ENTRY_RESTORED = 4,/* set from the store since the last drain */
-	ENTRY_KEY0 = 8     /* the key <name> holds a record (kept across
+	ENTRY_KEY0 = 8,    /* the key <name> holds a record (kept across
 	                    * drains) */
+	ENTRY_HANDON = 16  /* a waiter left: hand on once the session that
+	                    * leaves has left every queue */
 };
 
 void
@@ -1723,6 +1725,24 @@ release_onclose(struct core_table *table, struct hold x, core_time now)
 	hand_off(table, x.e, now);
 }
 
+/*
+ * After a session left every queue it was in (marked ENTRY_HANDON on the
+ * way; every such entry is on the changed list): each of those names is
+ * handed on to the requests now at its head, if the holders admit them.
+ * Not earlier, or a waiter of the leaving session could be granted.
+ */
+static void
+queues_changed(struct core_table *table, core_time now)
+{
+	struct core_entry *e;
+
+	for (e = table->changed; e != NULL; e = e->changed_next)
+		if (e->flags & ENTRY_HANDON) {
+			e->flags &= (uint8_t)~ENTRY_HANDON;
+			queue_changed(table, e, now);
+		}
+}
+
 void
 core_disconnect(struct core_table *table, struct core_session *session,
     core_time now)
@@ -1734,9 +1754,10 @@ core_disconnect(struct core_table *table, struct core_session *session,
 		bool queued = !w->watch;
 
 		waiter_remove(table, w);
-		if (queued)
-			queue_changed(table, e, now);
+		if (queued && e->multi != NULL)
+			e->flags |= ENTRY_HANDON;
 	}
+	queues_changed(table, now);
 	while (!link_empty(&session->onclose)) {
 		struct core_entry *e = container_of(session->onclose.next,
 		    struct core_entry, onclose_link);
@@ -1776,9 +1797,10 @@ core_cancel_waiters(struct core_table *table, struct core_session *session,
 			reply_simple(table, kind, session, tag, e);
 		}
 		/* On a clean stop nobody is granted any more. */
-		if (queued && kind != CORE_REPLY_SHUTDOWN)
-			queue_changed(table, e, table->seen_now);
+		if (queued && kind != CORE_REPLY_SHUTDOWN && e->multi != NULL)
+			e->flags |= ENTRY_HANDON;
 	}
+	queues_changed(table, table->seen_now);
 }
 
 core_time

@@ -301,6 +301,32 @@ test_holders_readers_behind_a_writer_that_leaves_are_granted_at_once(
 	assert_int_equal(status_of(f, 60).holders, 3);
 }
 
+static void
+test_holders_a_closing_session_is_never_granted_behind_its_own_writer(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_acquire_args r = { .lease_ms = LEASE, .wait_ms = -1,
+	    .shared = true };
+	struct core_acquire_args w = { .lease_ms = LEASE, .wait_ms = -1 };
+
+	/* A reads; session 1 queues a writer and, behind it, a reader
+	 * (pipelined on one connection); session 2 reads behind them. */
+	assert_int_equal(acq(f, 0, 0, true, -1, 1, 0), CORE_OK);
+	assert_int_equal(core_acquire(&f->table, &f->s[1], "n", 1, &w, 2, 0),
+	    CORE_OK);
+	assert_int_equal(core_acquire(&f->table, &f->s[1], "n", 1, &r, 3, 0),
+	    CORE_OK);
+	assert_int_equal(acq(f, 2, 0, true, -1, 4, 0), CORE_OK);
+	core_disconnect(&f->table, &f->s[1], 10);
+	/* The leaving session gets nothing; the reader behind it joins. */
+	assert_false(answered(f, 2));
+	assert_false(answered(f, 3));
+	assert_int_equal(reply_of(f, 4)->kind, CORE_REPLY_GRANTED);
+	assert_int_equal(status_of(f, 10).holders, 2);
+	assert_int_equal(f->table.stats.held, 2);
+}
+
 /* ---- semaphores ------------------------------------------------------- */
 
 static void
@@ -702,6 +728,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_holders_shared_run_is_granted_together_and_no_reader_passes_a_writer),
 		T(test_holders_readers_behind_a_writer_that_leaves_are_granted_at_once),
+		T(test_holders_a_closing_session_is_never_granted_behind_its_own_writer),
 		T(test_holders_semaphore_grants_up_to_its_limit_in_fifo_order),
 		T(test_holders_renew_release_expiry_and_force_act_per_holder),
 		T(test_holders_onclose_releases_only_the_closing_sessions_holder),
