@@ -362,6 +362,7 @@ struct core_holder {
 	struct core_entry *entry;
 	struct core_holder *next;    /* the entry's next holder */
 	bool shared;
+	bool dirty;                  /* its record changed since the drain */
 };
 
 /* What a name beyond a plain mutex has: allocated when a request with a

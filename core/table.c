@@ -668,11 +668,26 @@ hold_find(struct core_entry *e, uint64_t fence)
 static void
 delay_set(struct core_table *table, struct core_entry *e, core_time until)
 {
+	struct core_holder *h;
+
 	if (e->delay_until == 0 && until != 0)
 		table->stats.delayed++;
 	else if (e->delay_until != 0 && until == 0)
 		table->stats.delayed--;
+	/* Every holder's record carries the name's delay. */
+	if (e->delay_until != until && e->multi != NULL)
+		for (h = e->multi->holders; h != NULL; h = h->next)
+			h->dirty = true;
 	e->delay_until = until;
+}
+
+/* The hold x's record changed (and so its entry's). */
+static void
+hold_dirty(struct core_table *table, struct hold x)
+{
+	if (x.h != NULL)
+		x.h->dirty = true;
+	entry_dirty(table, x.e);
 }
 
 /* May a request (shared or not) join e's holders now: no lock-delay runs
@@ -912,7 +927,7 @@ grant_to(struct core_table *table, struct core_entry *e,
 	if (onclose_release && session != NULL)
 		bind_owner(x, session);
 	timer_set(table, HOLD(x, timer), lock->expiry);
-	entry_dirty(table, e);
+	hold_dirty(table, x);
 
 	memset(&r, 0, sizeof(r));
 	r.fence = lock->fence;
@@ -1139,7 +1154,7 @@ regrant(struct core_table *table, struct hold x,
 	if (owner != NULL && session != NULL && owner != session) {
 		unbind_owner(x);
 		bind_owner(x, session);
-		entry_dirty(table, x.e);
+		hold_dirty(table, x);
 	}
 	memset(&r, 0, sizeof(r));
 	r.fence = lock->fence;
@@ -1557,7 +1572,7 @@ core_renew(struct core_table *table, struct core_session *session,
 	}
 	table->stats.renewed++;
 	timer_set(table, HOLD(x, timer), HOLD(x, lock)->expiry);
-	entry_dirty(table, e);
+	hold_dirty(table, x);
 	memset(&r, 0, sizeof(r));
 	r.fence = HOLD(x, lock)->fence;
 	r.lease_ms = HOLD(x, lock)->lease_ms;
@@ -1915,8 +1930,9 @@ record_fill(const struct core_entry *e, struct hold x,
  * holder, or - with no holder left at all - the name's lock-delay (fence
  * 0, with the limit when above 1), else a delete; a name with holders
  * beyond its own reports that delete only when the key holds a record.
- * Then every other holder under its fence (all of them: each carries the
- * name's lock-delay), and a delete for each that ended.
+ * Then every other holder whose record changed (granted, renewed,
+ * rebound, or the name's lock-delay it carries moved) under its fence,
+ * and a delete for each that ended.
  */
 static size_t
 entry_records(struct core_table *table, struct core_entry *e,
@@ -1951,6 +1967,9 @@ entry_records(struct core_table *table, struct core_entry *e,
 	if (e->multi == NULL)
 		return n;
 	for (h = e->multi->holders; h != NULL; h = h->next) {
+		if (!h->dirty)
+			continue;
+		h->dirty = false;
 		record_fill(e, hold_more(e, h), &rec);
 		if (record != NULL)
 			record(ctx, e->name, e->name_len, h->lock.fence, &rec);
@@ -2114,6 +2133,7 @@ restore_more(struct core_table *table, struct core_entry *e,
 				gone = r->onclose_release;
 		}
 		fresh[i] = gone ? h : NULL;
+		h->dirty = false;   /* as the store has it */
 		h->lock.expiry = r->expiry;
 		h->lock.lease_ms = r->lease_ms;
 		h->lock.delay_ms = r->delay_ms;
@@ -2244,10 +2264,9 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	entry_touch(table, e);
 	if (e->multi != NULL)
 		e->multi->limit = limit;
-	restore_more(table, e, first, more, n, fresh, now);
-
 	/* The name's lock-delay, whoever holds it. */
 	delay_set(table, e, delay_until);
+	restore_more(table, e, first, more, n, fresh, now);
 	if (rec == NULL || rec->fence == 0) {
 		if (e->lock.fence != 0) {
 			unbind_owner(hold_own(e));

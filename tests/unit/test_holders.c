@@ -580,6 +580,12 @@ test_holders_changes_are_reported_per_key(void **state)
 	assert_int_equal(c->rec.rid_len, 1);
 	assert_non_null(c = change_at(f, f2));
 	assert_int_equal(c->rec.limit, 2);
+	/* Renewing one permit rewrites its key alone. */
+	assert_int_equal(core_renew(&f->table, &f->s[1], "n", 1,
+	    handle_of(f, 4), LEASE, 7, 5), CORE_OK);
+	assert_int_equal(drain(f), 1);
+	assert_int_equal(f->changes[0].key_fence, f2);
+	assert_int_equal(f->changes[0].rec.expiry, 5 + LEASE);
 	/* The holder with a delay is forced: its key goes, the other holder
 	 * carries the name's delay. */
 	assert_int_equal(core_force(&f->table, &f->s[2], "n", 1, f1, 5, 10),
