@@ -647,7 +647,10 @@ struct core_record {
 	char rid[CORE_RID_MAX];
 	/* The holder's kind (durable since record version 3, for issue 17's
 	 * holder sets): limit 0 or 1 is a plain lock; shared, a read hold.
-	 * A single-holder table writes 0 and false. */
+	 * The entry's own holder (key <name>) is written with 0 and false,
+	 * as before holder sets; a holder under <name> NUL <fence> with its
+	 * name's limit and its mode; a free name's delay record (fence 0)
+	 * with the limit when it is above 1. */
 	uint16_t limit;
 	bool shared;
 	bool onclose_release;

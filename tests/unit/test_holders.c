@@ -697,6 +697,43 @@ test_holders_check_finds_any_live_holder_status_the_newest(void **state)
 }
 
 static void
+test_holders_restore_batch_takes_a_names_further_records(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record more[2];
+	struct core_restore items[2];
+	const struct core_entry *e;
+	size_t done = 99;
+
+	memset(items, 0, sizeof(items));
+	items[0].name = "p";
+	items[0].name_len = 1;
+	items[0].rec = holder_record(3, 1000, 0, false);
+	items[1].name = "n";
+	items[1].name_len = 1;
+	items[1].rec = holder_record(4, 1000, 3, false);
+	more[0] = holder_record(5, 1000, 3, false);
+	more[1] = holder_record(6, 1000, 3, false);
+	items[1].more = more;
+	items[1].nmore = 2;
+	assert_int_equal(core_table_restore_batch(&f->table, items, 2, 10,
+	    &done), CORE_OK);
+	assert_int_equal(done, 2);
+	e = core_table_find(&f->table, "p", 1);
+	assert_non_null(e);
+	assert_null(e->multi);
+	assert_int_equal(e->lock.fence, 3);
+	assert_int_equal(status_of(f, 10).holders, 3);
+	assert_int_equal(status_of(f, 10).limit, 3);
+	assert_int_equal(status_of(f, 10).fence, 6);
+	assert_int_equal(f->table.stats.held, 4);
+	assert_int_equal(f->table.hwm, 6);
+	/* Full: a fourth permit waits. */
+	assert_int_equal(acq(f, 0, 3, false, -1, 1, 10), CORE_OK);
+	assert_false(answered(f, 1));
+}
+
+static void
 test_holders_a_plain_lock_makes_no_holder_set(void **state)
 {
 	struct fixture *f = *state;
@@ -745,6 +782,7 @@ main(void)
 		T(test_holders_changes_are_reported_per_key),
 		T(test_holders_restore_holders_brings_a_whole_name_back),
 		T(test_holders_check_finds_any_live_holder_status_the_newest),
+		T(test_holders_restore_batch_takes_a_names_further_records),
 		T(test_holders_a_plain_lock_makes_no_holder_set),
 		T(test_holders_takeover_rewrites_each_holder_record),
 	};
