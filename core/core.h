@@ -363,6 +363,9 @@ struct core_holder {
 	struct core_holder *next;    /* the entry's next holder */
 	bool shared;
 	bool dirty;                  /* its record changed since the drain */
+	/* Once it ended (on core_multi.ended, its lock all zero, so that
+	 * no rule takes it for a holder): the fence of its key. */
+	uint64_t ended_fence;
 };
 
 /* What a name beyond a plain mutex has: allocated when a request with a

@@ -736,7 +736,7 @@ holding_ended(struct core_table *table, struct hold x,
 		table->more_holders--;
 		tags_free(table, x.h->lock.tags);
 		memset(&x.h->lock, 0, sizeof(x.h->lock));
-		x.h->lock.fence = ended->fence;   /* its key, to delete */
+		x.h->ended_fence = ended->fence;   /* its key, to delete */
 		x.h->next = e->multi->ended;
 		e->multi->ended = x.h;
 	}
@@ -1978,7 +1978,8 @@ entry_records(struct core_table *table, struct core_entry *e,
 	for (h = e->multi->ended; h != NULL; h = next) {
 		next = h->next;
 		if (record != NULL)
-			record(ctx, e->name, e->name_len, h->lock.fence, NULL);
+			record(ctx, e->name, e->name_len, h->ended_fence,
+			    NULL);
 		table->config.free(h);
 		n++;
 	}

@@ -31,6 +31,8 @@
 /* Holder sets: mode=shared, and limit= (a counting semaphore). */
 #define ACQ_SH(n, wait) \
 	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, NULL, 0, true }
+#define ACQ_SH_ONCLOSE(n) \
+	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, true, 0, 0, NULL, 0, true }
 #define TRY_SH(n) { MODEL_TRY, (n), LEASE, 0, false, 0, 0, NULL, 0, true }
 #define ACQ_N(n, wait, limit) \
 	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, NULL, (limit) }
@@ -113,6 +115,24 @@ const struct model_scenario model_scenarios[] = {
 		},
 		.ntimes = 3,
 		.times = { 0, 5, 10 },
+		.crashes = 1,
+	},
+	{
+		.name = "readers-close",
+		.summary = "R and S read with onclose=release; R's connection "
+		    "closes, S releases; W waits to write: each reader's "
+		    "close or restart ends only its own hold, and W gets the "
+		    "lock when both are gone; one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'R', 2, { ACQ_SH_ONCLOSE(0), DISCONNECT } },
+			{ 'S', 2, { ACQ_SH_ONCLOSE(0), RELEASE(0) } },
+			{ 'W', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+		},
+		.ntimes = 2,
+		.times = { 0, 10 },
 		.crashes = 1,
 	},
 	{

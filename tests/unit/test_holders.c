@@ -697,6 +697,32 @@ test_holders_check_finds_any_live_holder_status_the_newest(void **state)
 }
 
 static void
+test_holders_restore_ends_each_gone_holder_once(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record recs[2];
+
+	/* Both readers' connections are gone; the second one's lease has
+	 * also run out.  The first one's release reclaims the second, which
+	 * must then not be released again. */
+	recs[0] = holder_record(5, 1000, 0, true);
+	recs[1] = holder_record(6, 50, 0, true);
+	recs[0].onclose_release = true;
+	recs[1].onclose_release = true;
+	assert_int_equal(core_table_restore_holders(&f->table, "n", 1, recs,
+	    2, 100), CORE_OK);
+	assert_int_equal(f->table.stats.held, 0);
+	assert_int_equal(f->table.more_holders, 0);
+	assert_int_equal(f->table.stats.released_onclose +
+	    f->table.stats.reclaimed, 2);
+	drain(f);
+	assert_int_equal(f->nchanges, 2);
+	assert_false(f->changes[0].present);
+	assert_false(f->changes[1].present);
+	assert_null(core_table_find(&f->table, "n", 1));
+}
+
+static void
 test_holders_restore_batch_takes_a_names_further_records(void **state)
 {
 	struct fixture *f = *state;
@@ -782,6 +808,7 @@ main(void)
 		T(test_holders_changes_are_reported_per_key),
 		T(test_holders_restore_holders_brings_a_whole_name_back),
 		T(test_holders_check_finds_any_live_holder_status_the_newest),
+		T(test_holders_restore_ends_each_gone_holder_once),
 		T(test_holders_restore_batch_takes_a_names_further_records),
 		T(test_holders_a_plain_lock_makes_no_holder_set),
 		T(test_holders_takeover_rewrites_each_holder_record),
