@@ -38,6 +38,9 @@
 	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, NULL, (limit) }
 #define TRY_N(n, limit) \
 	{ MODEL_TRY, (n), LEASE, 0, false, 0, 0, NULL, (limit) }
+#define ACQ_N_DELAY(n, limit, delay) \
+	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, false, (delay), 0, NULL, \
+	    (limit) }
 #define ACQ_N_RID(n, limit, rid) \
 	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, false, 0, 0, (rid), (limit) }
 
@@ -133,6 +136,25 @@ const struct model_scenario model_scenarios[] = {
 		},
 		.ntimes = 2,
 		.times = { 0, 10 },
+		.crashes = 1,
+	},
+	{
+		.name = "permits-delay",
+		.summary = "a semaphore of 2: A holds with lock-delay 5 until "
+		    "O forces fence 1 (or it expires), B holds on, C waits: "
+		    "C gets the permit only when the delay is over, whatever "
+		    "B does; one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'A', 1, { ACQ_N_DELAY(0, 2, 5) } },
+			{ 'B', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'C', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'O', 1, { FORCE(0, 1) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 5, 10 },
 		.crashes = 1,
 	},
 	{
