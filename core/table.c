@@ -801,8 +801,11 @@ static void
 watch_notify(struct core_table *table, struct core_entry *e, core_time now)
 {
 	struct core_link *l, *next;
-	uint64_t current = newest_fence(e);
+	uint64_t current;
 
+	if (link_empty(&e->watchers))
+		return;
+	current = newest_fence(e);
 	for (l = e->watchers.next; l != &e->watchers; l = next) {
 		struct core_waiter *w = container_of(l, struct core_waiter,
 		    queue_link);
@@ -1004,6 +1007,7 @@ static void
 hand_off(struct core_table *table, struct core_entry *e, core_time now)
 {
 	struct core_waiter *w;
+	struct core_holding held;
 
 	/* Nobody is admitted beside a holder whose lease ran out but who
 	 * is still on the books: reclaim ends it first, and hands on. */
@@ -1011,13 +1015,18 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		reclaim(table, e, now);
 		return;
 	}
+	/* The holders as admission sees them, counted once and kept up to
+	 * date grant by grant: a run of k readers costs O(k), not O(k^2). */
+	holding_of(table, e, now, &held);
 	while ((w = table->rules->next_waiter(e)) != NULL &&
-	    admitted(table, e, w->shared, now)) {
+	    !table->rules->delay_blocks(e->delay_until, now) &&
+	    table->rules->admits(&held, w->shared)) {
 		struct core_session *s = w->session;
 		uint64_t tag = w->tag;
 		int64_t lease = w->lease_ms;
 		struct hold_options opt;
 		core_time since = w->enqueued_at;
+		bool shared = w->shared;
 
 		/* The waiter is freed before the grant: keep what it asked,
 		 * its tags handed over to the hold. */
@@ -1037,7 +1046,12 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		opt.tags = w->tags;
 		w->tags = NULL;
 		waiter_remove(table, w);
-		grant_to(table, e, s, tag, lease, &opt, since, now);
+		if (grant_to(table, e, s, tag, lease, &opt, since, now) !=
+		    CORE_OK)
+			continue;
+		held.shared = held.holders == 0 ? shared :
+		    held.shared && shared;
+		held.holders++;
 	}
 	/* An end with nobody granted after it: report the free lock. */
 	watch_notify(table, e, now);

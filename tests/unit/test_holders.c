@@ -23,7 +23,7 @@
 
 #define SESSIONS 8
 #define LEASE 1000
-#define MAX_GOT 256
+#define MAX_GOT 512
 #define MAX_CHANGES 64
 
 struct got {
@@ -325,6 +325,37 @@ test_holders_a_closing_session_is_never_granted_behind_its_own_writer(
 	assert_int_equal(reply_of(f, 4)->kind, CORE_REPLY_GRANTED);
 	assert_int_equal(status_of(f, 10).holders, 2);
 	assert_int_equal(f->table.stats.held, 2);
+}
+
+static void
+test_holders_a_long_run_of_readers_goes_in_one_hand_off(void **state)
+{
+	struct fixture *f = *state;
+	struct core_acquire_args r = { .lease_ms = LEASE, .wait_ms = -1,
+	    .shared = true };
+	uint64_t t, last;
+
+	assert_int_equal(acq(f, 0, 0, false, -1, 1, 0), CORE_OK);
+	for (t = 2; t < 200; t++)
+		assert_int_equal(core_acquire(&f->table, &f->s[1 + t % 7],
+		    "n", 1, &r, t, 0), CORE_OK);
+	assert_int_equal(status_of(f, 0).queue, 198);
+	f->ngot = 0;
+	assert_int_equal(core_release(&f->table, &f->s[0], "n", 1,
+	    (struct core_handle){ 1, 0xab00000000000001ULL }, 200, 1),
+	    CORE_OK);
+	/* RELEASED, then the 198 readers in their order, fences rising. */
+	assert_int_equal(f->ngot, 199);
+	for (last = 1, t = 2; t < 200; t++) {
+		const struct core_reply *g = &f->got[t - 1].r;
+
+		assert_int_equal(g->kind, CORE_REPLY_GRANTED);
+		assert_int_equal(g->tag, t);
+		assert_true(g->fence > last);
+		last = g->fence;
+	}
+	assert_int_equal(status_of(f, 1).holders, 198);
+	assert_int_equal(f->table.stats.held, 198);
 }
 
 /* ---- semaphores ------------------------------------------------------- */
@@ -798,6 +829,7 @@ main(void)
 		T(test_holders_shared_run_is_granted_together_and_no_reader_passes_a_writer),
 		T(test_holders_readers_behind_a_writer_that_leaves_are_granted_at_once),
 		T(test_holders_a_closing_session_is_never_granted_behind_its_own_writer),
+		T(test_holders_a_long_run_of_readers_goes_in_one_hand_off),
 		T(test_holders_semaphore_grants_up_to_its_limit_in_fifo_order),
 		T(test_holders_renew_release_expiry_and_force_act_per_holder),
 		T(test_holders_onclose_releases_only_the_closing_sessions_holder),
