@@ -368,13 +368,16 @@ struct core_holder {
 	uint64_t ended_fence;
 };
 
-/* What a name beyond a plain mutex has: allocated when a request with a
- * limit or mode=shared comes, freed with the entry. */
+/* What a name beyond a plain, unwatched mutex has: allocated when a
+ * request with a limit or mode=shared comes, or a WATCH waits, and freed
+ * with the entry. */
 struct core_multi {
 	struct core_holder *holders;  /* beyond the entry's own, newest first */
 	/* Holders that ended since the last core_table_changes: reported as
 	 * deletes of their keys, then freed. */
 	struct core_holder *ended;
+	struct core_link watchers;    /* pending WATCHes, oldest first */
+	uint32_t watch_len;
 	uint32_t count;               /* in holders */
 	uint16_t limit;               /* the name's, set while it is idle */
 };
@@ -392,14 +395,14 @@ struct core_entry {
 	 * the name's, not a holder's: a delay blocks new grants of the
 	 * whole name, whoever still holds it. */
 	core_time delay_until;
-	struct core_link watchers;   /* pending WATCHes, oldest first */
 	/* The name-ordered index (core/order.h), for LIST. */
 	struct core_entry *order_left, *order_right;
 	uint64_t user;               /* the caller's; zeroed when made and when
 	                              * restored, otherwise never touched */
-	struct core_multi *multi;    /* NULL: a plain mutex, limit 1 */
+	/* Holders beyond the first, the limit, pending WATCHes; NULL: a
+	 * plain mutex (limit 1) that nobody watches. */
+	struct core_multi *multi;
 	uint32_t queue_len;
-	uint32_t watch_len;
 	uint32_t hash;               /* low bits of core_name_hash(name) */
 	uint8_t cause;               /* enum core_end: the last change seen */
 	uint8_t flags;

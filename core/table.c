@@ -185,6 +185,13 @@ waiter_free(struct core_table *table, struct core_waiter *w)
 	table->config.free(w);
 }
 
+/* Does a WATCH wait on e? */
+static bool
+entry_watched(const struct core_entry *e)
+{
+	return e->multi != NULL && !link_empty(&e->multi->watchers);
+}
+
 static void
 holder_list_free(struct core_table *table, struct core_holder *h)
 {
@@ -222,11 +229,11 @@ core_table_destroy(struct core_table *table)
 		for (; e != NULL; e = next) {
 			next = e->hash_next;
 			while (!link_empty(&e->queue) ||
-			    !link_empty(&e->watchers)) {
+			    entry_watched(e)) {
 				struct core_waiter *w = container_of(
 				    !link_empty(&e->queue) ? e->queue.next :
-				    e->watchers.next, struct core_waiter,
-				    queue_link);
+				    e->multi->watchers.next,
+				    struct core_waiter, queue_link);
 				link_remove(&w->queue_link);
 				link_remove(&w->session_link);
 				w->session->waiter_count--;
@@ -431,7 +438,6 @@ entry_get_hashed(struct core_table *table, const char *name, size_t len,
 	e->timer.slot = CORE__HEAP_OUT;
 	e->timer.kind = TIMER_LEASE;
 	link_init(&e->queue);
-	link_init(&e->watchers);
 	link_init(&e->onclose_link);
 	bucket = bucket_at(table, hash);
 	e->hash_next = *bucket;
@@ -456,7 +462,7 @@ static bool
 entry_idle(const struct core_entry *e)
 {
 	return e->lock.fence == 0 && link_empty(&e->queue) &&
-	    e->delay_until == 0 && link_empty(&e->watchers) &&
+	    e->delay_until == 0 && !entry_watched(e) &&
 	    (e->multi == NULL || (e->multi->holders == NULL &&
 	    e->multi->ended == NULL));
 }
@@ -578,6 +584,16 @@ bind_owner(struct hold x, struct core_session *session)
 	link_append(onclose_list(session, x), HOLD(x, onclose_link));
 }
 
+/* Is e more than a plain mutex: a limit above 1, or holders beyond its
+ * own (now, or ended since the last drain)?  A plain mutex that is only
+ * watched has a core_multi too, and is not. */
+static bool
+holder_set(const struct core_entry *e)
+{
+	return e->multi != NULL && (e->multi->limit > 1 ||
+	    e->multi->holders != NULL || e->multi->ended != NULL);
+}
+
 /* The name's limit: 1 for a plain mutex. */
 static uint16_t
 entry_limit(const struct core_entry *e)
@@ -594,6 +610,7 @@ multi_get(struct core_table *table, struct core_entry *e)
 		if (e->multi == NULL)
 			return NULL;
 		memset(e->multi, 0, sizeof(*e->multi));
+		link_init(&e->multi->watchers);
 		e->multi->limit = 1;
 	}
 	return e->multi;
@@ -803,10 +820,11 @@ watch_notify(struct core_table *table, struct core_entry *e, core_time now)
 	struct core_link *l, *next;
 	uint64_t current;
 
-	if (link_empty(&e->watchers))
+	if (!entry_watched(e))
 		return;
 	current = newest_fence(e);
-	for (l = e->watchers.next; l != &e->watchers; l = next) {
+	for (l = e->multi->watchers.next; l != &e->multi->watchers;
+	    l = next) {
 		struct core_waiter *w = container_of(l, struct core_waiter,
 		    queue_link);
 		struct core_session *session = w->session;
@@ -949,7 +967,7 @@ waiter_remove(struct core_table *table, struct core_waiter *w)
 	link_remove(&w->session_link);
 	timer_clear(table, &w->timer);
 	if (w->watch) {
-		w->entry->watch_len--;
+		w->entry->multi->watch_len--;
 		table->stats.watches--;
 	} else {
 		w->entry->queue_len--;
@@ -993,7 +1011,7 @@ holders_expired(const struct core_table *table, const struct core_entry *e,
 {
 	const struct core_holder *h;
 
-	if (e->multi == NULL)
+	if (!holder_set(e))
 		return false;
 	if (table->rules->lease_expired(&e->lock, now))
 		return true;
@@ -1067,7 +1085,7 @@ queue_changed(struct core_table *table, struct core_entry *e, core_time now)
 	/* Holders whose lease ran out go first, as they do before every
 	 * operation: a grant is never made beside an expired holder that
 	 * is still on the books. */
-	if (e->multi != NULL && !link_empty(&e->queue)) {
+	if (holder_set(e) && !link_empty(&e->queue)) {
 		reclaim(table, e, now);
 		hand_off(table, e, now);
 	}
@@ -1396,11 +1414,11 @@ waiter_add(struct core_table *table, struct core_session *session,
 	w->enqueued_at = now;
 	w->timer.slot = CORE__HEAP_OUT;
 	w->timer.kind = TIMER_WAIT;
-	link_append(watch ? &e->watchers : &e->queue, &w->queue_link);
+	link_append(watch ? &e->multi->watchers : &e->queue, &w->queue_link);
 	link_append(&session->waiters, &w->session_link);
 	session->waiter_count++;
 	if (watch) {
-		e->watch_len++;
+		e->multi->watch_len++;
 		table->stats.watches++;
 	} else {
 		e->queue_len++;
@@ -1697,6 +1715,12 @@ core_watch(struct core_table *table, struct core_session *session,
 	}
 	if (!waiter_room(table, session, tag, e))
 		return CORE_ERR_LIMIT;
+	/* The watchers' list is out of line: an unwatched lock pays
+	 * nothing for it. */
+	if (multi_get(table, e) == NULL) {
+		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+		return CORE_ERR_NOMEM;
+	}
 	if ((w = waiter_add(table, session, tag, e, true, wait_ms, now)) ==
 	    NULL)
 		return CORE_ERR_NOMEM;
@@ -1783,7 +1807,7 @@ core_disconnect(struct core_table *table, struct core_session *session,
 		bool queued = !w->watch;
 
 		waiter_remove(table, w);
-		if (queued && e->multi != NULL)
+		if (queued && holder_set(e))
 			e->flags |= ENTRY_HANDON;
 	}
 	queues_changed(table, now);
@@ -1826,7 +1850,7 @@ core_cancel_waiters(struct core_table *table, struct core_session *session,
 			reply_simple(table, kind, session, tag, e);
 		}
 		/* On a clean stop nobody is granted any more. */
-		if (queued && kind != CORE_REPLY_SHUTDOWN && e->multi != NULL)
+		if (queued && kind != CORE_REPLY_SHUTDOWN && holder_set(e))
 			e->flags |= ENTRY_HANDON;
 	}
 	queues_changed(table, table->seen_now);
@@ -1960,7 +1984,7 @@ entry_records(struct core_table *table, struct core_entry *e,
 	bool delay_only = !own && holders_count(e) == 0 && e->delay_until != 0;
 	size_t n = 0;
 
-	if (own || delay_only || e->multi == NULL ||
+	if (own || delay_only || !holder_set(e) ||
 	    (e->flags & ENTRY_KEY0)) {
 		if (own)
 			record_fill(e, hold_own(e), &rec);
@@ -2342,7 +2366,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	restore_unprepare(table, fresh, n);
 	if (released)
 		return CORE_OK;
-	if (e->multi != NULL) {
+	if (holder_set(e)) {
 		/* Expired holders go before anyone is admitted beside
 		 * them; then the queue's head as the rest admit it. */
 		reclaim(table, e, now);

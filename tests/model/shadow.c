@@ -1739,9 +1739,11 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 		    "model %d", name, i, sh->qlen);
 		return false;
 	}
-	if ((int)e->watch_len != watching(s, n)) {
+	if ((int)(e->multi != NULL ? e->multi->watch_len : 0) !=
+	    watching(s, n)) {
 		snprintf(why, whylen, "%s: the table has %u WATCHes, the "
-		    "model %d", name, e->watch_len, watching(s, n));
+		    "model %d", name, e->multi != NULL ?
+		    e->multi->watch_len : 0, watching(s, n));
 		return false;
 	}
 	return true;

@@ -195,7 +195,8 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put(&x, rid, len);
 		}
 		put8(&x, 0xed);
-		for (l = e->watchers.next; l != &e->watchers; l = l->next) {
+		for (l = e->multi != NULL ? e->multi->watchers.next : NULL;
+		    l != NULL && l != &e->multi->watchers; l = l->next) {
 			const struct core_waiter *w = (const void *)
 			    ((const char *)l -
 			    offsetof(struct core_waiter, queue_link));
