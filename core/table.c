@@ -1575,7 +1575,7 @@ core_renew(struct core_table *table, struct core_session *session,
 {
 	struct core_entry *e;
 	struct core_reply r;
-	struct hold x;
+	struct hold x = { NULL, NULL };
 	int64_t lease;
 
 	if (!name_ok(name_len) ||
@@ -1620,7 +1620,7 @@ core_release(struct core_table *table, struct core_session *session,
 	struct core_entry *e;
 	struct core_reply r;
 	struct core_lock ended;
-	struct hold x;
+	struct hold x = { NULL, NULL };
 
 	if (!name_ok(name_len)) {
 		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
@@ -1654,7 +1654,7 @@ core_force(struct core_table *table, struct core_session *session,
 	struct core_entry *e;
 	struct core_reply r;
 	struct core_lock ended;
-	struct hold x;
+	struct hold x = { NULL, NULL };
 
 	if (!name_ok(name_len) || fence == 0 || fence > CORE_FENCE_MAX) {
 		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);

@@ -54,7 +54,8 @@ seam_secret(void *ctx)
 {
 	struct fixture *f = ctx;
 
-	return 0xab00000000000000ULL + ++f->secrets;
+	f->secrets++;
+	return 0xab00000000000000ULL + f->secrets;
 }
 
 static void
