@@ -125,14 +125,16 @@ const struct model_scenario model_scenarios[] = {
 		.summary = "R and S read with onclose=release; R's connection "
 		    "closes, S releases; W waits to write: each reader's "
 		    "close or restart ends only its own hold, and W gets the "
-		    "lock when both are gone; one crash",
+		    "lock when both are gone; V watches for the newest "
+		    "holder to change (wait 10); one crash",
 		.nnames = 1,
 		.names = { "L" },
-		.nclients = 3,
+		.nclients = 4,
 		.clients = {
 			{ 'R', 2, { ACQ_SH_ONCLOSE(0), DISCONNECT } },
 			{ 'S', 2, { ACQ_SH_ONCLOSE(0), RELEASE(0) } },
 			{ 'W', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+			{ 'V', 1, { WATCH(0, MODEL_WATCH_ANY, 10) } },
 		},
 		.ntimes = 2,
 		.times = { 0, 10 },
