@@ -141,6 +141,24 @@ const struct model_scenario model_scenarios[] = {
 		.crashes = 1,
 	},
 	{
+		.name = "readers-failover",
+		.summary = "cluster mode with readers: R and S read (R renews), "
+		    "W waits to write; one fail-over, whose take-over rule "
+		    "rewrites every reader's record: no writer beside a "
+		    "reader the clients still believe in",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'R', 3, { ACQ_SH(0, FOREVER), RENEW(0), RELEASE(0) } },
+			{ 'S', 2, { ACQ_SH(0, FOREVER), RELEASE(0) } },
+			{ 'W', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 10, 15 },
+		.failovers = 1,
+	},
+	{
 		.name = "permits-delay",
 		.summary = "a semaphore of 2: A holds with lock-delay 5 until "
 		    "O forces fence 1 (or it expires), B holds on, C waits: "
