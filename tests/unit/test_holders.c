@@ -49,6 +49,23 @@ struct fixture {
 	uint64_t secrets;
 };
 
+/* Allocations left before the seam fails; negative: never fail. */
+static long alloc_budget = -1;
+static unsigned long alloc_failures;
+
+static void *
+seam_realloc(void *p, size_t size)
+{
+	assert_true(size != 0);
+	if (alloc_budget == 0) {
+		alloc_failures++;
+		return NULL;
+	}
+	if (alloc_budget > 0)
+		alloc_budget--;
+	return realloc(p, size);
+}
+
 static uint64_t
 seam_secret(void *ctx)
 {
@@ -125,6 +142,8 @@ setup(void **state)
 	core_config_defaults(&f->config);
 	f->config.secret = seam_secret;
 	f->config.secret_ctx = f;
+	f->config.realloc = seam_realloc;
+	alloc_budget = -1;
 	fixture_start(f);
 	*state = f;
 	return 0;
@@ -135,6 +154,7 @@ teardown(void **state)
 {
 	struct fixture *f = *state;
 
+	alloc_budget = -1;
 	fixture_stop(f);
 	free(f);
 	return 0;
@@ -791,6 +811,88 @@ test_holders_restore_batch_takes_a_names_further_records(void **state)
 	assert_false(answered(f, 1));
 }
 
+/* The table's books against its entries: every holder counted once, every
+ * holder beyond an entry's own counted in more_holders. */
+static void
+assert_holder_books(struct fixture *f, const char *const *names, size_t n)
+{
+	uint64_t held = 0, more = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		const struct core_entry *e = core_table_find(&f->table,
+		    names[i], strlen(names[i]));
+		const struct core_holder *h;
+		uint32_t count = 0;
+
+		if (e == NULL)
+			continue;
+		held += e->lock.fence != 0;
+		for (h = e->multi != NULL ? e->multi->holders : NULL; h != NULL;
+		    h = h->next) {
+			assert_true(h->lock.fence != 0);
+			assert_true(h->timer.slot != UINT32_MAX);
+			count++;
+		}
+		if (e->multi != NULL)
+			assert_int_equal(count, e->multi->count);
+		held += count;
+		more += count;
+	}
+	assert_int_equal(f->table.stats.held, held);
+	assert_int_equal(f->table.more_holders, more);
+}
+
+/* A workload over every holder-set path that allocates, with the n-th
+ * allocation (and every later one) failing until the budget is reset. */
+static void
+nomem_holder_workload(struct fixture *f, long budget)
+{
+	static const char *const names[] = { "n", "r", "x" };
+	struct core_acquire_args sem = { .lease_ms = LEASE, .wait_ms = -1,
+	    .limit = 2, .rid = "q", .rid_len = 1 };
+	struct core_acquire_args rd = { .lease_ms = LEASE, .wait_ms = 50,
+	    .shared = true };
+	struct core_acquire_args wr = { .lease_ms = LEASE, .wait_ms = 20 };
+	struct core_record recs[3];
+	int i;
+
+	fixture_stop(f);
+	fixture_start(f);
+	alloc_budget = budget;
+	for (i = 0; i < 3; i++)
+		core_acquire(&f->table, &f->s[i], "n", 1, &sem, 10 + i, 0);
+	core_acquire(&f->table, &f->s[3], "r", 1, &rd, 20, 0);
+	core_acquire(&f->table, &f->s[4], "r", 1, &wr, 21, 0);
+	core_acquire(&f->table, &f->s[5], "r", 1, &rd, 22, 0);
+	core_watch(&f->table, &f->s[6], "n", 1, false, 0, 100, 23, 0);
+	core_tick(&f->table, 20);   /* the writer leaves: 22 joins */
+	core_disconnect(&f->table, &f->s[0], 30);   /* a permit goes on */
+	recs[0] = holder_record(90, 1000, 3, false);
+	recs[1] = holder_record(91, 1000, 3, false);
+	recs[2] = holder_record(92, 10, 3, false);
+	core_table_restore_holders(&f->table, "x", 1, recs, 3, 40);
+	core_table_changes(&f->table, NULL, NULL, NULL);
+	alloc_budget = -1;
+	assert_holder_books(f, names, 3);
+	core_tick(&f->table, 5000);
+	core_table_changes(&f->table, NULL, NULL, NULL);
+	assert_int_equal(f->table.stats.held, 0);
+	assert_int_equal(f->table.more_holders, 0);
+}
+
+static void
+test_holders_allocation_failure_anywhere_keeps_the_books(void **state)
+{
+	struct fixture *f = *state;
+	unsigned long failures = alloc_failures;
+	long budget;
+
+	for (budget = 0; budget < 40; budget++)
+		nomem_holder_workload(f, budget);
+	assert_true(alloc_failures > failures);
+}
+
 static void
 test_holders_a_plain_lock_makes_no_holder_set(void **state)
 {
@@ -843,6 +945,7 @@ main(void)
 		T(test_holders_check_finds_any_live_holder_status_the_newest),
 		T(test_holders_restore_ends_each_gone_holder_once),
 		T(test_holders_restore_batch_takes_a_names_further_records),
+		T(test_holders_allocation_failure_anywhere_keeps_the_books),
 		T(test_holders_a_plain_lock_makes_no_holder_set),
 		T(test_holders_takeover_rewrites_each_holder_record),
 	};
