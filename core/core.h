@@ -33,6 +33,7 @@ typedef int64_t core_time;               /* ms on a clock that never steps */
 #define CORE_WAIT_FOREVER (-1)           /* acquire without a wait limit */
 #define CORE_OWNER_MAX 64                /* bytes of a holder's owner label */
 #define CORE_RID_MAX 64                  /* bytes of a request id (rid=) */
+#define CORE_LIMIT_MAX 65535             /* holders of one name (limit=) */
 
 enum core_status {
 	CORE_OK = 0,
@@ -40,7 +41,20 @@ enum core_status {
 	CORE_ERR_CONFLICT,   /* the handle is not the current holder's */
 	CORE_ERR_BADARG,     /* negative lease or wait, bad name */
 	CORE_ERR_LIMIT,      /* a configured limit was hit */
-	CORE_ERR_NOMEM       /* the allocator failed */
+	CORE_ERR_NOMEM,      /* the allocator failed */
+	CORE_ERR_KIND        /* the request's limit or mode does not fit the
+	                      * name (limit= while not idle, mode=shared with
+	                      * a limit, a rid repeat of another kind): the
+	                      * reply is BADARG with core_reply.misfit set */
+};
+
+/* Why a request's kind does not fit (core_reply.misfit, with BADARG). */
+enum core_misfit {
+	CORE_MISFIT_NONE = 0,
+	CORE_MISFIT_LIMIT,   /* another limit while the name is not idle, or
+	                      * a rid repeat whose limit is not its grant's */
+	CORE_MISFIT_MODE     /* mode=shared with a limit other than 1, or a
+	                      * rid repeat whose mode is not its grant's */
 };
 
 /* The holder's proof: the fence of its grant and the secret minted with it. */
@@ -106,6 +120,18 @@ enum core_end {
 /* ---- the rules -------------------------------------------------------- */
 
 /*
+ * A name's holders as the admission rule sees them: a lock is a set of
+ * holders with a mode and a limit.  limit 1 is a mutex or a read/write
+ * lock (one exclusive holder, or any number of shared ones); above 1, a
+ * counting semaphore of that many exclusive holders.
+ */
+struct core_holding {
+	uint32_t holders;     /* live holders (decide() false for each) */
+	bool shared;          /* they hold shared (all of them; none held) */
+	uint16_t limit;       /* the name's limit, 1..CORE_LIMIT_MAX */
+};
+
+/*
  * Each rule is a pure function.  `hwm` is the fence high-water mark: the
  * largest fence ever minted, shared by every name, so that fences stay
  * strictly increasing per name while a freed lock keeps no record.
@@ -160,6 +186,12 @@ struct core_rules {
 	 * nothing changes.  Never true without a rid, nor for a free lock. */
 	bool (*rid_repeat)(const struct core_lock *lock, const char *rid,
 	    size_t rid_len);
+	/* May a request (shared or exclusive) join the holders now: nobody
+	 * holds; or, limit 1, it and every holder are shared; or, limit above
+	 * 1, fewer than limit hold.  Lock-delay and the queue are the
+	 * table's (delay_blocks, next_waiter): a request is asked only when
+	 * nobody waits ahead of it. */
+	bool (*admits)(const struct core_holding *held, bool shared);
 };
 
 /* The rules the daemon runs. */
@@ -182,6 +214,7 @@ bool core_rule_force(struct core_lock *lock, uint64_t fence);
 bool core_rule_watch_fires(uint64_t watched, uint64_t current);
 bool core_rule_rid_repeat(const struct core_lock *lock, const char *rid,
     size_t rid_len);
+bool core_rule_admits(const struct core_holding *held, bool shared);
 
 /* ---- configuration ---------------------------------------------------- */
 
@@ -232,6 +265,7 @@ struct core_session {
 	uint64_t id;                 /* the caller's, for its own use */
 	struct core_link waiters;    /* its waiters, in no particular order */
 	struct core_link onclose;    /* entries it holds with onclose=release */
+	struct core_link onclose_more;  /* holders beyond an entry's own */
 	uint32_t waiter_count;
 	/* Waiters counted with other sessions' (one principal's, say), and
 	 * capped at group_max_waiters (0: no cap); NULL: in no group. */
@@ -295,6 +329,7 @@ struct core_reply {
 	bool watch;                 /* TIMEOUT: of a WATCH, not an ACQUIRE */
 	bool repeat;                /* GRANTED: a rid repeat of a live grant,
 	                             * made durable before, not a new one */
+	enum core_misfit misfit;    /* BADARG: why the kind does not fit */
 };
 
 struct core_sink {
@@ -310,6 +345,43 @@ struct core_timer {
 	uint8_t kind;                /* lease expiry or wait deadline */
 };
 
+/*
+ * A lock is a set of holders.  The first - the only one a plain mutex ever
+ * has - lives in its core_entry (lock, granted_at, timer, onclose_link,
+ * owner): it is the holder of an exclusive grant on a name whose limit is
+ * 1, the one durable under the key <name>.  Every other holder (shared,
+ * or of a semaphore) is a core_holder, allocated only for a name that has
+ * them, durable under <name> NUL <fence>.
+ */
+struct core_holder {
+	struct core_lock lock;
+	core_time granted_at;
+	struct core_timer timer;     /* its lease expiry */
+	struct core_link onclose_link;  /* in owner->onclose_more */
+	struct core_session *owner;  /* bound by onclose=release */
+	struct core_entry *entry;
+	struct core_holder *next;    /* the entry's next holder */
+	bool shared;
+	bool dirty;                  /* its record changed since the drain */
+	/* Once it ended (on core_multi.ended, its lock all zero, so that
+	 * no rule takes it for a holder): the fence of its key. */
+	uint64_t ended_fence;
+};
+
+/* What a name beyond a plain, unwatched mutex has: allocated when a
+ * request with a limit or mode=shared comes, or a WATCH waits, and freed
+ * with the entry. */
+struct core_multi {
+	struct core_holder *holders;  /* beyond the entry's own, newest first */
+	/* Holders that ended since the last core_table_changes: reported as
+	 * deletes of their keys, then freed. */
+	struct core_holder *ended;
+	struct core_link watchers;    /* pending WATCHes, oldest first */
+	uint32_t watch_len;
+	uint32_t count;               /* in holders */
+	uint16_t limit;               /* the name's, set while it is idle */
+};
+
 struct core_entry {
 	struct core_entry *hash_next;
 	struct core_lock lock;
@@ -323,13 +395,14 @@ struct core_entry {
 	 * the name's, not a holder's: a delay blocks new grants of the
 	 * whole name, whoever still holds it. */
 	core_time delay_until;
-	struct core_link watchers;   /* pending WATCHes, oldest first */
 	/* The name-ordered index (core/order.h), for LIST. */
 	struct core_entry *order_left, *order_right;
 	uint64_t user;               /* the caller's; zeroed when made and when
 	                              * restored, otherwise never touched */
+	/* Holders beyond the first, the limit, pending WATCHes; NULL: a
+	 * plain mutex (limit 1) that nobody watches. */
+	struct core_multi *multi;
 	uint32_t queue_len;
-	uint32_t watch_len;
 	uint32_t hash;               /* low bits of core_name_hash(name) */
 	uint8_t cause;               /* enum core_end: the last change seen */
 	uint8_t flags;
@@ -350,6 +423,7 @@ struct core_waiter {
 	/* The ACQUIRE's options for its holder. */
 	int64_t delay_ms;
 	struct core_tags *tags;         /* owner label and rid; NULL: none */
+	bool shared;                    /* mode=shared */
 	/* A WATCH rather than an ACQUIRE: on its entry's watchers list, it
 	 * fires when the newest holder's fence is no longer watch_fence. */
 	bool watch;
@@ -386,6 +460,8 @@ struct core_table {
 	size_t heap_len, heap_cap;
 	struct core_entry *changed;  /* entries touched since last drain */
 	struct core_entry *order_root;  /* every entry, by name (LIST) */
+	uint64_t more_holders;       /* core_holders, each with a timer */
+	core_time seen_now;          /* the latest now an operation gave */
 	struct core_stats stats;
 };
 
@@ -413,6 +489,8 @@ struct core_acquire_args {
 	size_t label_len;        /* at most CORE_OWNER_MAX, else BADARG */
 	const char *rid;         /* the request id, rid_len bytes; 0: none */
 	size_t rid_len;          /* at most CORE_RID_MAX, else BADARG */
+	uint32_t limit;          /* 0 or 1: a mutex; up to CORE_LIMIT_MAX */
+	bool shared;             /* mode=shared (limit must be 0 or 1) */
 };
 
 /*
@@ -457,6 +535,9 @@ struct core_lock_status {
 	uint32_t queue;
 	int64_t delay_ms;            /* lock-delay left; 0: none */
 	enum core_end cause;         /* the last change seen of the name */
+	uint32_t holders;            /* live holders */
+	uint16_t limit;              /* the name's limit (1: a mutex) */
+	bool shared;                 /* held shared */
 	uint8_t label_len;           /* the newest holder's label, if any */
 	char label[CORE_OWNER_MAX];
 };
@@ -484,9 +565,17 @@ enum core_status core_watch(struct core_table *table,
     core_time now);
 
 /* STATUS: diagnostics only.  Reclaims an expired lease first, like every
- * operation, so it may report events and grants through the sink. */
+ * operation, so it may report events and grants through the sink.  With
+ * several holders, fence, ttl and label are the newest holder's (the
+ * largest fence); holders, limit and shared describe the set. */
 void core_status(struct core_table *table, const char *name,
     size_t name_len, core_time now, struct core_lock_status *status);
+
+/* CHECK: does a live holder of the name - any of them, not only the
+ * newest - have exactly this fence?  Then *ttl_ms is what its lease has
+ * left.  Reclaims first, like STATUS. */
+bool core_check(struct core_table *table, const char *name, size_t name_len,
+    uint64_t fence, core_time now, int64_t *ttl_ms);
 
 /*
  * The session's connection closed: its waiters leave their queues without a
@@ -564,7 +653,10 @@ struct core_record {
 	char rid[CORE_RID_MAX];
 	/* The holder's kind (durable since record version 3, for issue 17's
 	 * holder sets): limit 0 or 1 is a plain lock; shared, a read hold.
-	 * A single-holder table writes 0 and false. */
+	 * The entry's own holder (key <name>) is written with 0 and false,
+	 * as before holder sets; a holder under <name> NUL <fence> with its
+	 * name's limit and its mode; a free name's delay record (fence 0)
+	 * with the limit when it is above 1. */
 	uint16_t limit;
 	bool shared;
 	bool onclose_release;
@@ -576,16 +668,25 @@ struct core_record {
 };
 
 /*
- * Reports every change to durable state since the last call: for each lock
- * touched, its record (or NULL: delete it), and then the high-water mark
- * when it moved (*hwm_changed).  After the callbacks the entries that are
- * idle (free, nobody waiting) are dropped.  Returns the number of records
- * reported.  The caller commits all of it atomically before it delivers the
- * GRANTED and RENEWED replies made before this call.
+ * Reports every change to durable state since the last call, per KEY: for
+ * each lock touched, the record of each of its keys that changed (or
+ * NULL: delete that key), and then the high-water mark when it moved
+ * (*hwm_changed).  key_fence 0 is the key <name>: the entry's own holder
+ * (an exclusive hold of a name with limit 1, as a plain mutex has), or a
+ * free name's lock-delay (fence 0), exactly as before holder sets.  Any
+ * other key_fence is the key <name> NUL <key_fence, 8 bytes big-endian>:
+ * one shared or semaphore holder, whose record has limit and shared set.
+ * A name's two kinds of key never both hold a record after one commit:
+ * the own holder excludes every other one, and a free name's delay record
+ * is written only when no holder is left.  After the callbacks the
+ * entries that are idle (free, nobody waiting) are dropped.  Returns the
+ * number of records reported.  The caller commits all of it atomically
+ * before it delivers the GRANTED and RENEWED replies made before this
+ * call.
  */
 size_t core_table_changes(struct core_table *table,
     void (*record)(void *ctx, const char *name, size_t name_len,
-        const struct core_record *rec),
+        uint64_t key_fence, const struct core_record *rec),
     void *ctx, bool *hwm_changed);
 
 /*
@@ -607,11 +708,30 @@ enum core_status core_table_restore(struct core_table *table,
     const char *name, size_t name_len, const struct core_record *rec,
     core_time now);
 
-/* One record for core_table_restore_batch: rec.fence == 0 means free. */
+/*
+ * Sets a whole name to what durable storage holds under all its keys:
+ * recs[0..n) are its records (n == 0: free), each under <name> (an
+ * exclusive holder of a limit-1 name, or fence 0: a free name in
+ * lock-delay) or under <name> NUL <its fence> (limit above 1 or shared).
+ * Otherwise as core_table_restore, which is the case n <= 1 of it: holders
+ * the table already has with the same fence and secret keep their session
+ * bindings; the others go; what the records add is restored; an
+ * onclose_release holder with no session is released at once.  BADARG
+ * for a bad name or more than CORE_LIMIT_MAX records.
+ */
+enum core_status core_table_restore_holders(struct core_table *table,
+    const char *name, size_t name_len, const struct core_record *recs,
+    size_t n, core_time now);
+
+/* One record for core_table_restore_batch: rec.fence == 0 means free.
+ * more/nmore: further records of the same name (holder keys), restored
+ * with it as by core_table_restore_holders; NULL/0 for a plain lock. */
 struct core_restore {
 	const char *name;
 	size_t name_len;
 	struct core_record rec;
+	const struct core_record *more;
+	size_t nmore;
 };
 
 /*

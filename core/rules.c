@@ -160,6 +160,23 @@ core_rule_rid_repeat(const struct core_lock *lock, const char *rid,
 	    memcmp(held, rid, rid_len) == 0;
 }
 
+/*
+ * Who may join the holders.  Nobody holds: anyone.  A semaphore (limit
+ * above 1): fewer than limit hold.  Limit 1: a shared request joins
+ * shared holders; an exclusive one only an empty set.  The queue decides
+ * who asks (its head, and only with nobody waiting ahead), so a shared
+ * request never passes a waiting exclusive one.
+ */
+bool
+core_rule_admits(const struct core_holding *held, bool shared)
+{
+	if (held->holders == 0)
+		return true;
+	if (held->limit > 1)
+		return held->holders < held->limit;
+	return shared && held->shared;
+}
+
 static struct core_waiter *
 next_waiter_fifo(struct core_entry *entry)
 {
@@ -184,4 +201,5 @@ const struct core_rules core_rules_std = {
 	.force = core_rule_force,
 	.watch_fires = core_rule_watch_fires,
 	.rid_repeat = core_rule_rid_repeat,
+	.admits = core_rule_admits,
 };

@@ -1337,6 +1337,8 @@ load_name(void *ctx, struct recovery_name *name)
 	}
 	load_account(l, &name->recs[0]);
 	it->rec = name->recs[0];
+	it->more = NULL;   /* holder keys: refused above until the wire */
+	it->nmore = 0;
 	memcpy(l->names[l->n], name->name, name->name_len);
 	it->name = l->names[l->n];
 	it->name_len = name->name_len;

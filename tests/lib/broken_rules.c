@@ -15,7 +15,8 @@
 	.delay_end = core_rule_delay_end, \
 	.force = core_rule_force, \
 	.watch_fires = core_rule_watch_fires, \
-	.rid_repeat = core_rule_rid_repeat,
+	.rid_repeat = core_rule_rid_repeat, \
+	.admits = core_rule_admits,
 
 static void
 lock_clear(struct core_lock *lock)
@@ -333,7 +334,8 @@ watch_fires_never(uint64_t watched, uint64_t current)
 	.renew = core_rule_renew, \
 	.release = core_rule_release, \
 	.reclaim_if_expired = core_rule_reclaim_if_expired, \
-	.next_waiter = next_waiter_std,
+	.next_waiter = next_waiter_std, \
+	.admits = core_rule_admits,
 
 const struct core_rules broken_rules_delay_ignored = {
 	RULES_STD_BASE
@@ -584,3 +586,116 @@ const struct core_rules broken_rules_rid_prefix = {
 	.watch_fires = core_rule_watch_fires,
 	.rid_repeat = rid_matching_a_prefix,
 };
+
+/* ---- holder sets (limit=, mode=shared) --------------------------------- */
+
+/* The standard table but for the four rules these break, given. */
+#define RULES_WITH(admits_, next_waiter_, grant_, rid_repeat_) { \
+	.fence_next = core_rule_fence_next, \
+	.lease_expired = core_rule_lease_expired, \
+	.decide = core_rule_decide, \
+	.grant = (grant_), \
+	.is_holder = core_rule_is_holder, \
+	.renew = core_rule_renew, \
+	.release = core_rule_release, \
+	.reclaim_if_expired = core_rule_reclaim_if_expired, \
+	.next_waiter = (next_waiter_), \
+	.delay_blocks = core_rule_delay_blocks, \
+	.delay_end = core_rule_delay_end, \
+	.force = core_rule_force, \
+	.watch_fires = core_rule_watch_fires, \
+	.rid_repeat = (rid_repeat_), \
+	.admits = (admits_), \
+}
+
+/* A semaphore admits one holder more than its limit (<= for <). */
+static bool
+admits_one_over_the_limit(const struct core_holding *held, bool shared)
+{
+	if (held->limit > 1)
+		return held->holders <= held->limit;
+	return core_rule_admits(held, shared);
+}
+
+const struct core_rules broken_rules_admits_over_limit = RULES_WITH(
+    admits_one_over_the_limit, next_waiter_std, core_rule_grant,
+    core_rule_rid_repeat);
+
+/* A reader is admitted beside any holder, a writer too. */
+static bool
+admits_reader_beside_anyone(const struct core_holding *held, bool shared)
+{
+	return shared || core_rule_admits(held, shared);
+}
+
+const struct core_rules broken_rules_reader_beside_writer = RULES_WITH(
+    admits_reader_beside_anyone, next_waiter_std, core_rule_grant,
+    core_rule_rid_repeat);
+
+/* While a writer waits at the head, the first reader behind it is served
+ * instead (readers overtake a waiting writer, which then starves). */
+static struct core_waiter *
+next_waiter_reader_first(struct core_entry *entry)
+{
+	struct core_waiter *head = next_waiter_std(entry);
+	struct core_link *l;
+
+	if (head == NULL || head->shared)
+		return head;
+	for (l = entry->queue.next; l != &entry->queue; l = l->next)
+		if (waiter_of(l)->shared)
+			return waiter_of(l);
+	return head;
+}
+
+const struct core_rules broken_rules_reader_overtakes_writer = RULES_WITH(
+    core_rule_admits, next_waiter_reader_first, core_rule_grant,
+    core_rule_rid_repeat);
+
+/* The queue is served only when nobody holds: the run of readers at the
+ * head is not granted together, nor a free permit while others hold. */
+static struct core_waiter *
+next_waiter_only_when_free(struct core_entry *entry)
+{
+	if (entry->lock.fence != 0 ||
+	    (entry->multi != NULL && entry->multi->count > 0))
+		return NULL;
+	return next_waiter_std(entry);
+}
+
+const struct core_rules broken_rules_one_grant_at_a_time = RULES_WITH(
+    core_rule_admits, next_waiter_only_when_free, core_rule_grant,
+    core_rule_rid_repeat);
+
+/* Each grant mints hwm + 1 but leaves the counter where it was: the
+ * grants of one run (or any two in a row) share a fence. */
+static enum core_status
+grant_not_advancing(struct core_lock *lock, uint64_t *hwm, core_time now,
+    int64_t lease_ms, uint64_t secret)
+{
+	uint64_t kept = *hwm;
+	enum core_status st = core_rule_grant(lock, hwm, now, lease_ms,
+	    secret);
+
+	*hwm = kept;
+	return st;
+}
+
+const struct core_rules broken_rules_grant_keeps_counter = RULES_WITH(
+    core_rule_admits, next_waiter_std, grant_not_advancing,
+    core_rule_rid_repeat);
+
+/* A rid repeat finds any live holder that was granted with some rid,
+ * not the one with this rid. */
+static bool
+rid_any_holder(const struct core_lock *lock, const char *rid, size_t rid_len)
+{
+	const char *held;
+
+	(void)rid;
+	return lock->fence != 0 && rid_len > 0 &&
+	    core_tags_rid(lock->tags, &held) > 0;
+}
+
+const struct core_rules broken_rules_rid_any_holder = RULES_WITH(
+    core_rule_admits, next_waiter_std, core_rule_grant, rid_any_holder);

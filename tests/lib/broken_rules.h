@@ -57,5 +57,18 @@ extern const struct core_rules broken_rules_watch_never_fires;
 extern const struct core_rules broken_rules_rid_ignored;
 /* rid=: one rid matches another that it is a prefix of. */
 extern const struct core_rules broken_rules_rid_prefix;
+/* Holder sets: a semaphore admits one holder more than its limit. */
+extern const struct core_rules broken_rules_admits_over_limit;
+/* A reader is admitted beside any holder, a writer too. */
+extern const struct core_rules broken_rules_reader_beside_writer;
+/* A reader behind a waiting writer is served first. */
+extern const struct core_rules broken_rules_reader_overtakes_writer;
+/* The queue is served only when nobody holds (no shared run, no second
+ * permit handed on while others hold). */
+extern const struct core_rules broken_rules_one_grant_at_a_time;
+/* A grant mints hwm + 1 and leaves the counter: fences repeat. */
+extern const struct core_rules broken_rules_grant_keeps_counter;
+/* A rid repeat finds any live holder granted with a rid. */
+extern const struct core_rules broken_rules_rid_any_holder;
 
 #endif

@@ -51,6 +51,7 @@ model_property_name(enum model_property p)
 		"ForceExactFence",
 		"WatchOnce",
 		"RidIdempotent",
+		"HolderLimit",
 		"ShadowAgreement",
 	};
 
@@ -98,6 +99,12 @@ model_coverage_name(enum model_coverage c)
 		"a rid after its hold ended got a new grant",
 		"a rid repeat took over an onclose binding",
 		"a rid repeat took a waiter's place",
+		"two readers granted in one step",
+		"a reader queued behind a writer",
+		"a writer left, readers behind granted",
+		"a permit request met the limit",
+		"a rid repeat among several holders",
+		"another limit answered BADARG",
 	};
 
 	return (unsigned)c < MODEL_COVERAGE ? names[c] : "?";

@@ -14,13 +14,15 @@
 void
 model__takeover_disk(struct sys *s)
 {
-	int n;
+	int n, k;
 
+	/* Per key: every holder's record and a free name's delay. */
 	for (n = 0; n < s->sc->nnames; n++)
-		if (s->disk[n].present)
-			core_takeover_record(&s->disk[n].rec, s->now,
-			    MODEL_LEADER_LEASE,
-			    s->config.max_lock_delay_ms);
+		for (k = 0; k < MODEL_KEYS; k++)
+			if (s->disk[n][k].present)
+				core_takeover_record(&s->disk[n][k].rec,
+				    s->now, MODEL_LEADER_LEASE,
+				    s->config.max_lock_delay_ms);
 }
 
 uint64_t

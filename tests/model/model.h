@@ -42,6 +42,7 @@ enum model_property {
 	MODEL_RID_IDEMPOTENT,      /* a repeat of the live holder's rid gets
 				      that grant back and changes nothing;
 				      any other request is no repeat */
+	MODEL_HOLDER_LIMIT,        /* never more than limit holders */
 	/* Not a property of the service but of the model: the table, its
 	 * replies and the durable records agree with the checker's own
 	 * account of the protocol. */
@@ -93,6 +94,14 @@ enum model_coverage {
 	MODEL_COV_RID_NEW_GRANT,         /* a rid after its hold: new grant */
 	MODEL_COV_RID_REBOUND,           /* a repeat took an onclose binding */
 	MODEL_COV_RID_SUPERSEDED,        /* a repeat took a waiter's place */
+	MODEL_COV_SHARED_RUN,            /* two readers granted in one step */
+	MODEL_COV_READER_BEHIND_WRITER,  /* a reader queued behind a writer
+	                                    while readers held */
+	MODEL_COV_WRITER_LEFT,           /* a writer left the queue and the
+	                                    readers behind it were granted */
+	MODEL_COV_SEMAPHORE_FULL,        /* a permit request met the limit */
+	MODEL_COV_RID_AMONG_HOLDERS,     /* a rid repeat with several holders */
+	MODEL_COV_KIND_MISFIT,           /* another limit answered BADARG */
 	MODEL_COVERAGE
 };
 /* A step's coverage is a bit set (struct sys's cov). */
@@ -125,6 +134,8 @@ struct model_op {
 	int64_t delay_ms;     /* ACQUIRE's lock-delay */
 	uint64_t fence;       /* FORCE's and WATCH's */
 	const char *rid;      /* ACQUIRE's and TRY's rid=; NULL: none */
+	uint16_t limit;       /* ACQUIRE's and TRY's limit=; 0: none */
+	bool shared;          /* ACQUIRE's and TRY's mode=shared */
 };
 
 struct model_client {

@@ -28,8 +28,40 @@
 #define TRY_RID(n, rid) { MODEL_TRY, (n), LEASE, 0, false, 0, 0, (rid) }
 #define ACQ_RID_ONCLOSE(n, rid) \
 	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, true, 0, 0, (rid) }
+/* Holder sets: mode=shared, and limit= (a counting semaphore). */
+#define ACQ_SH(n, wait) \
+	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, NULL, 0, true }
+#define ACQ_SH_ONCLOSE(n) \
+	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, true, 0, 0, NULL, 0, true }
+#define TRY_SH(n) { MODEL_TRY, (n), LEASE, 0, false, 0, 0, NULL, 0, true }
+#define ACQ_N(n, wait, limit) \
+	{ MODEL_ACQUIRE, (n), LEASE, (wait), false, 0, 0, NULL, (limit) }
+#define TRY_N(n, limit) \
+	{ MODEL_TRY, (n), LEASE, 0, false, 0, 0, NULL, (limit) }
+#define ACQ_N_DELAY(n, limit, delay) \
+	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, false, (delay), 0, NULL, \
+	    (limit) }
+#define ACQ_N_RID(n, limit, rid) \
+	{ MODEL_ACQUIRE, (n), LEASE, FOREVER, false, 0, 0, (rid), (limit) }
 
 const struct model_scenario model_scenarios[] = {
+	{
+		.name = "permit-rid",
+		.summary = "a semaphore of 2: A takes a permit with rid=a and "
+		    "repeats it, B takes one with rid=b: the repeat gets A's "
+		    "own grant among the two; one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 2,
+		.clients = {
+			{ 'A', 3, { ACQ_N_RID(0, 2, "a"), ACQ_N_RID(0, 2, "a"),
+			    RELEASE(0) } },
+			{ 'B', 2, { ACQ_N_RID(0, 2, "b"), RELEASE(0) } },
+		},
+		.ntimes = 2,
+		.times = { 0, 10 },
+		.crashes = 1,
+	},
 	{
 		.name = "retry",
 		.summary = "A acquires with rid=a and repeats it (after a "
@@ -68,6 +100,100 @@ const struct model_scenario model_scenarios[] = {
 		},
 		.ntimes = 2,
 		.times = { 0, 10 },
+	},
+	{
+		.name = "readers",
+		.summary = "R and S read (S, T try to), W writes with wait 5: "
+		    "the readers at the head go together, a reader that "
+		    "comes while W waits queues behind it, and when W's wait "
+		    "ends the readers behind it join at once; one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'R', 2, { ACQ_SH(0, FOREVER), RELEASE(0) } },
+			{ 'W', 2, { ACQ(0, 5, false), RELEASE(0) } },
+			{ 'S', 2, { ACQ_SH(0, FOREVER), RELEASE(0) } },
+			{ 'T', 1, { TRY_SH(0) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 5, 10 },
+		.crashes = 1,
+	},
+	{
+		.name = "readers-close",
+		.summary = "R and S read with onclose=release; R's connection "
+		    "closes, S releases; W waits to write: each reader's "
+		    "close or restart ends only its own hold, and W gets the "
+		    "lock when both are gone; V watches for the newest "
+		    "holder to change (wait 10); one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'R', 2, { ACQ_SH_ONCLOSE(0), DISCONNECT } },
+			{ 'S', 2, { ACQ_SH_ONCLOSE(0), RELEASE(0) } },
+			{ 'W', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+			{ 'V', 1, { WATCH(0, MODEL_WATCH_ANY, 10) } },
+		},
+		.ntimes = 2,
+		.times = { 0, 10 },
+		.crashes = 1,
+	},
+	{
+		.name = "readers-failover",
+		.summary = "cluster mode with readers: R and S read (R renews), "
+		    "W waits to write; one fail-over, whose take-over rule "
+		    "rewrites every reader's record: no writer beside a "
+		    "reader the clients still believe in",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'R', 3, { ACQ_SH(0, FOREVER), RENEW(0), RELEASE(0) } },
+			{ 'S', 2, { ACQ_SH(0, FOREVER), RELEASE(0) } },
+			{ 'W', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 10, 15 },
+		.failovers = 1,
+	},
+	{
+		.name = "permits-delay",
+		.summary = "a semaphore of 2: A holds with lock-delay 5 until "
+		    "O forces fence 1 (or it expires), B holds on, C waits: "
+		    "C gets the permit only when the delay is over, whatever "
+		    "B does; one crash",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'A', 1, { ACQ_N_DELAY(0, 2, 5) } },
+			{ 'B', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'C', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'O', 1, { FORCE(0, 1) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 5, 10 },
+		.crashes = 1,
+	},
+	{
+		.name = "permits",
+		.summary = "a semaphore of 2: A, B and C (wait 5) take "
+		    "permits, D tries one and then asks without a limit "
+		    "(BADARG while the name is busy); a failed commit",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'A', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'B', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'C', 2, { ACQ_N(0, 5, 2), RELEASE(0) } },
+			{ 'D', 2, { TRY_N(0, 2), TRY(0) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 5, 10 },
+		.commit_failures = 1,
 	},
 	{
 		.name = "expiry",

@@ -143,7 +143,7 @@ model__sys_init(struct sys *s, const struct model_scenario *sc,
 	for (c = 0; c < MODEL_CLIENTS; c++)
 		s->cl[c].deadline = CORE_NEVER;
 	for (n = 0; n < MODEL_NAMES; n++)
-		s->sh[n].holder = NOBODY;
+		s->sh[n].limit = 1;
 	table_start(s);
 }
 
@@ -170,34 +170,98 @@ request_done(struct client *m)
 	m->req_fence = 0;
 	m->req_watch_any = false;
 	m->req_rid = NULL;
+	m->req_limit = 0;
+	m->req_shared = false;
 	m->queued = false;
 	m->deadline = CORE_NEVER;
 }
 
-static void
-shadow_free(struct shadow *sh)
+/* The holder of lock n with this fence, NULL for none. */
+static struct shold *
+shold_find(struct shadow *sh, uint64_t fence)
 {
-	sh->held = false;
-	sh->holder = NOBODY;
-	sh->onclose = false;
-	sh->fence = sh->secret = 0;
-	sh->expiry = 0;
-	sh->lease_ms = 0;
-	sh->delay_ms = 0;
-	sh->rid_len = 0;
-	memset(sh->rid, 0, sizeof(sh->rid));
+	int i;
+
+	for (i = 0; i < sh->nheld; i++)
+		if (sh->h[i].fence == fence && fence != 0)
+			return &sh->h[i];
+	return NULL;
 }
 
-/* Is m's request a repeat of the request lock n's live holder was
- * granted for: the same rid, byte for byte, while the lease lives. */
-static bool
-rid_holds(const struct sys *s, int n, const struct client *m)
+static void
+shold_remove(struct shadow *sh, const struct shold *h)
 {
-	const struct shadow *sh = &s->sh[n];
+	int i = (int)(h - sh->h);
 
-	return m->req_rid != NULL && sh->held && s->now < sh->expiry &&
-	    sh->rid_len == strlen(m->req_rid) &&
-	    memcmp(sh->rid, m->req_rid, sh->rid_len) == 0;
+	memmove(&sh->h[i], &sh->h[i + 1], (size_t)(sh->nheld - i - 1) *
+	    sizeof(sh->h[0]));
+	sh->nheld--;
+	memset(&sh->h[sh->nheld], 0, sizeof(sh->h[0]));
+}
+
+/* The newest holder (the largest fence), NULL when free. */
+static const struct shold *
+shold_newest(const struct shadow *sh)
+{
+	const struct shold *best = NULL;
+	int i;
+
+	for (i = 0; i < sh->nheld; i++)
+		if (best == NULL || sh->h[i].fence > best->fence)
+			best = &sh->h[i];
+	return best;
+}
+
+/* Do the holders hold shared (all of them)? */
+static bool
+shadow_shared(const struct shadow *sh)
+{
+	int i;
+
+	for (i = 0; i < sh->nheld; i++)
+		if (!sh->h[i].shared)
+			return false;
+	return true;
+}
+
+/* The model's own admission rule (the spec's, not the core's): may a
+ * request of this mode join the holders. */
+static bool
+shadow_admits(const struct shadow *sh, bool shared)
+{
+	if (sh->nheld == 0)
+		return true;
+	if (sh->limit > 1)
+		return sh->nheld < sh->limit;
+	return shared && shadow_shared(sh);
+}
+
+static bool
+shadow_idle(const struct shadow *sh)
+{
+	return sh->nheld == 0 && sh->qlen == 0 && sh->delay_until == 0;
+}
+
+/* The live holder of lock n granted with m's rid, NULL for none: a
+ * repeat of its request, byte for byte, while the lease lives. */
+static struct shold *
+rid_holder(struct sys *s, int n, const struct client *m)
+{
+	struct shadow *sh = &s->sh[n];
+	int i;
+
+	for (i = 0; m->req_rid != NULL && i < sh->nheld; i++)
+		if (s->now < sh->h[i].expiry &&
+		    sh->h[i].rid_len == strlen(m->req_rid) &&
+		    memcmp(sh->h[i].rid, m->req_rid, sh->h[i].rid_len) == 0)
+			return &sh->h[i];
+	return NULL;
+}
+
+static bool
+rid_holds(struct sys *s, int n, const struct client *m)
+{
+	return rid_holder(s, n, m) != NULL;
 }
 
 /* The GRANTED of a rid repeat: the live grant again, lease_ms what is
@@ -206,48 +270,53 @@ static void
 on_regranted(struct sys *s, const struct logged *l, struct client *m, int c)
 {
 	struct shadow *sh = &s->sh[l->name];
+	struct shold *h = rid_holder(s, l->name, m);
 	struct delivery *d;
 
-	if (!rid_holds(s, l->name, m)) {
+	if (h == NULL) {
 		violate(s, MODEL_RID_IDEMPOTENT, "%c's request (rid=%s) "
 		    "got fence %llu as a repeat of a grant it did not have",
 		    label(s, c), m->req_rid ? m->req_rid : "none",
 		    (unsigned long long)l->r.fence);
 		return;
 	}
-	if (!l->r.repeat || l->r.fence != sh->fence ||
-	    l->r.secret != sh->secret) {
+	if (!l->r.repeat || l->r.fence != h->fence ||
+	    l->r.secret != h->secret) {
 		violate(s, MODEL_RID_IDEMPOTENT, "%c's repeat of rid=%s got "
-		    "fence %llu, not the live grant's fence %llu",
+		    "fence %llu, not its live grant's fence %llu",
 		    label(s, c), m->req_rid, (unsigned long long)l->r.fence,
-		    (unsigned long long)sh->fence);
+		    (unsigned long long)h->fence);
 		return;
 	}
-	if (l->r.lease_ms != sh->expiry - s->now) {
+	if (l->r.lease_ms != h->expiry - s->now) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "a repeat's lease %lld, "
 		    "%lld left", (long long)l->r.lease_ms,
-		    (long long)(sh->expiry - s->now));
+		    (long long)(h->expiry - s->now));
 		return;
 	}
 	cover(s, MODEL_COV_RID_REPEAT);
+	if (sh->nheld > 1)
+		cover(s, MODEL_COV_RID_AMONG_HOLDERS);
 	if (!m->know[l->name].has_handle ||
-	    m->know[l->name].handle.fence != sh->fence)
+	    m->know[l->name].handle.fence != h->fence)
 		cover(s, MODEL_COV_RID_LOST_REPLY);
 	/* The hold is the repeating client's now, and so is its binding
 	 * (another client: the same one reconnected, in the scripts). */
-	if (sh->onclose && sh->holder != c)
+	if (h->onclose && h->holder != c)
 		cover(s, MODEL_COV_RID_REBOUND);
-	sh->holder = (uint8_t)c;
+	h->holder = (uint8_t)c;
 	d = &s->pending[s->npending++];
 	d->client = (uint8_t)c;
 	d->name = l->name;
 	d->tag = m->req_tag;
 	d->kind = CORE_REPLY_GRANTED;
-	d->handle.fence = sh->fence;
-	d->handle.secret = sh->secret;
-	d->until = sh->expiry;
-	d->onclose = sh->onclose;
+	d->handle.fence = h->fence;
+	d->handle.secret = h->secret;
+	d->until = h->expiry;
+	d->onclose = h->onclose;
 	d->repeat = true;
+	d->shared = h->shared;
+	d->limit = sh->limit;
 	request_done(m);
 }
 
@@ -255,14 +324,17 @@ on_regranted(struct sys *s, const struct logged *l, struct client *m, int c)
 static uint64_t
 shadow_current(const struct shadow *sh)
 {
-	return sh->held ? sh->fence : 0;
+	const struct shold *h = shold_newest(sh);
+
+	return h != NULL ? h->fence : 0;
 }
 
 /* A hold ended in a way that owes its lock-delay, running to `until`. */
 static void
-delay_begin(struct sys *s, struct shadow *sh, core_time until)
+delay_begin(struct sys *s, struct shadow *sh, const struct shold *h,
+    core_time until)
 {
-	if (sh->delay_ms > 0 && until > s->now && until > sh->delay_until)
+	if (h->delay_ms > 0 && until > s->now && until > sh->delay_until)
 		sh->delay_until = until;
 }
 
@@ -288,14 +360,13 @@ queue_remove(struct shadow *sh, int c)
 	sh->qlen = (uint8_t)j;
 }
 
-/* Is h the live holder's handle of lock n right now? */
+/* Is h the handle of a live holder of lock n right now? */
 static bool
-handle_current(const struct sys *s, int n, struct core_handle h)
+handle_current(struct sys *s, int n, struct core_handle h)
 {
-	const struct shadow *sh = &s->sh[n];
+	const struct shold *o = shold_find(&s->sh[n], h.fence);
 
-	return sh->held && sh->fence == h.fence && sh->secret == h.secret &&
-	    s->now < sh->expiry;
+	return o != NULL && o->secret == h.secret && s->now < o->expiry;
 }
 
 /* The reply must answer the client's pending request. */
@@ -333,6 +404,7 @@ on_granted(struct sys *s, const struct logged *l)
 {
 	struct client *m;
 	struct shadow *sh;
+	struct shold *h;
 	struct delivery *d;
 	int c;
 
@@ -370,11 +442,18 @@ on_granted(struct sys *s, const struct logged *l)
 		else if (s->last_end == CORE_EVENT_RECLAIMED)
 			cover(s, s->action == ACT_TICK ?
 			    MODEL_COV_HANDOFF_ON_TICK : MODEL_COV_HANDOFF_ON_OP);
+		else if (s->last_end < 0 && m->req_shared &&
+		    !s->delay_ended)
+			cover(s, MODEL_COV_WRITER_LEFT);
+		if (m->req_shared && s->granted_shared)
+			cover(s, MODEL_COV_SHARED_RUN);
 	} else if (sh->qlen > 0) {
 		violate(s, MODEL_FIFO_FAIRNESS, "%c granted %s at once past "
 		    "%d waiter(s)", label(s, c), lock_name(s, l->name),
 		    sh->qlen);
 		return;
+	} else if (shadow_idle(sh)) {
+		sh->limit = m->req_limit;   /* the first request sets it */
 	}
 	if (sh->delay_until != 0 && s->now < sh->delay_until) {
 		violate(s, MODEL_LOCK_DELAY, "%s granted to %c at %lld, in "
@@ -385,15 +464,27 @@ on_granted(struct sys *s, const struct logged *l)
 	}
 	if (m->queued && s->delay_ended)
 		cover(s, MODEL_COV_DELAY_HANDOFF);
-	if (sh->held) {
-		violate(s, MODEL_MUTUAL_EXCLUSION, "%s granted to %c (fence "
-		    "%llu) at %lld while fence %llu is held until %lld",
+	if (sh->limit > 1 && sh->nheld >= sh->limit) {
+		violate(s, MODEL_HOLDER_LIMIT, "%s granted to %c (fence %llu) "
+		    "at %lld while %d hold it, its limit %d",
 		    lock_name(s, l->name), label(s, c),
 		    (unsigned long long)l->r.fence, (long long)s->now,
-		    (unsigned long long)sh->fence, (long long)sh->expiry);
+		    sh->nheld, sh->limit);
 		return;
 	}
-	if (l->r.lease_ms != m->req_lease || l->r.fence == 0) {
+	if (sh->limit <= 1 && sh->nheld > 0 &&
+	    !(m->req_shared && shadow_shared(sh))) {
+		violate(s, MODEL_MUTUAL_EXCLUSION, "%s granted %s to %c "
+		    "(fence %llu) at %lld while fence %llu is held %s until "
+		    "%lld", lock_name(s, l->name), m->req_shared ? "shared" :
+		    "exclusive", label(s, c), (unsigned long long)l->r.fence,
+		    (long long)s->now, (unsigned long long)sh->h[0].fence,
+		    sh->h[0].shared ? "shared" : "exclusive",
+		    (long long)sh->h[0].expiry);
+		return;
+	}
+	if (l->r.lease_ms != m->req_lease || l->r.fence == 0 ||
+	    sh->nheld >= MODEL_HOLDS) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "GRANTED lease %lld fence "
 		    "%llu, asked %lld", (long long)l->r.lease_ms,
 		    (unsigned long long)l->r.fence, (long long)m->req_lease);
@@ -402,19 +493,21 @@ on_granted(struct sys *s, const struct logged *l)
 	if (!m->queued)
 		cover(s, m->req_kind == MODEL_TRY ? MODEL_COV_TRY_GRANTED :
 		    MODEL_COV_GRANT_AT_ONCE);
-	sh->held = true;
-	sh->holder = (uint8_t)c;
-	sh->onclose = m->req_onclose;
-	sh->fence = l->r.fence;
-	sh->secret = l->r.secret;
-	sh->expiry = s->now + l->r.lease_ms;
-	sh->lease_ms = l->r.lease_ms;
-	sh->delay_ms = m->req_delay;
-	sh->rid_len = 0;
-	memset(sh->rid, 0, sizeof(sh->rid));
+	if (m->req_shared)
+		s->granted_shared = true;
+	h = &sh->h[sh->nheld++];
+	memset(h, 0, sizeof(*h));
+	h->holder = (uint8_t)c;
+	h->onclose = m->req_onclose;
+	h->shared = m->req_shared;
+	h->fence = l->r.fence;
+	h->secret = l->r.secret;
+	h->expiry = s->now + l->r.lease_ms;
+	h->lease_ms = l->r.lease_ms;
+	h->delay_ms = m->req_delay;
 	if (m->req_rid != NULL) {
-		sh->rid_len = (uint8_t)strlen(m->req_rid);
-		memcpy(sh->rid, m->req_rid, sh->rid_len);
+		h->rid_len = (uint8_t)strlen(m->req_rid);
+		memcpy(h->rid, m->req_rid, h->rid_len);
 		if (m->know[l->name].has_handle)
 			cover(s, MODEL_COV_RID_NEW_GRANT);
 	}
@@ -427,8 +520,10 @@ on_granted(struct sys *s, const struct logged *l)
 	d->kind = CORE_REPLY_GRANTED;
 	d->handle.fence = l->r.fence;
 	d->handle.secret = l->r.secret;
-	d->until = sh->expiry;
+	d->until = h->expiry;
 	d->onclose = m->req_onclose;
+	d->shared = m->req_shared;
+	d->limit = sh->limit;
 	request_done(m);
 }
 
@@ -436,13 +531,12 @@ static void
 on_renewed(struct sys *s, const struct logged *l)
 {
 	struct client *m;
-	struct shadow *sh;
+	struct shold *h;
 	struct delivery *d;
 	int c;
 
 	if ((m = answering(s, l, &c)) == NULL)
 		return;
-	sh = &s->sh[l->name];
 	s->stale_op = !handle_current(s, l->name, m->req_handle);
 	if (m->req_kind != MODEL_RENEW && m->req_kind != MODEL_FORGE_RENEW) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "RENEWED answers op %d",
@@ -458,14 +552,15 @@ on_renewed(struct sys *s, const struct logged *l)
 		    (long long)s->now);
 		return;
 	}
-	if (l->r.lease_ms != m->req_lease || l->r.fence != sh->fence) {
+	h = shold_find(&s->sh[l->name], m->req_handle.fence);
+	if (l->r.lease_ms != m->req_lease || l->r.fence != h->fence) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "RENEWED lease %lld fence "
 		    "%llu", (long long)l->r.lease_ms,
 		    (unsigned long long)l->r.fence);
 		return;
 	}
-	sh->expiry = s->now + l->r.lease_ms;
-	sh->lease_ms = l->r.lease_ms;
+	h->expiry = s->now + l->r.lease_ms;
+	h->lease_ms = l->r.lease_ms;
 	cover(s, MODEL_COV_RENEWED);
 	d = &s->pending[s->npending++];
 	d->client = (uint8_t)c;
@@ -473,8 +568,10 @@ on_renewed(struct sys *s, const struct logged *l)
 	d->tag = m->req_tag;
 	d->kind = CORE_REPLY_RENEWED;
 	d->handle = m->req_handle;
-	d->until = sh->expiry;
-	d->onclose = sh->onclose;
+	d->until = h->expiry;
+	d->onclose = h->onclose;
+	d->shared = h->shared;
+	d->limit = s->sh[l->name].limit;
 	request_done(m);
 }
 
@@ -504,6 +601,7 @@ on_released(struct sys *s, const struct logged *l)
 {
 	struct client *m;
 	struct shadow *sh;
+	struct shold *h;
 	int c;
 
 	if ((m = answering(s, l, &c)) == NULL)
@@ -520,19 +618,20 @@ on_released(struct sys *s, const struct logged *l)
 		violate(s, MODEL_STALE_TOKEN_REJECTION, "%c released %s "
 		    "(held by fence %llu) with the stale handle %llu-%llx at "
 		    "%lld", label(s, c), lock_name(s, l->name),
-		    (unsigned long long)sh->fence,
+		    (unsigned long long)shadow_current(sh),
 		    (unsigned long long)m->req_handle.fence,
 		    (unsigned long long)m->req_handle.secret,
 		    (long long)s->now);
 		return;
 	}
+	h = shold_find(sh, m->req_handle.fence);
 	/* RELEASED is not durable: the client hears it at once - and so
 	 * does every incarnation of it that holds the grant through a rid
 	 * repeat (the same handle: one grant, one holder). */
-	if (sh->holder == c)
+	if (h->holder == c)
 		s->cl[c].know[l->name].believes = false;
-	grant_ended(s, l->name, sh->fence, sh->secret);
-	shadow_free(sh);
+	grant_ended(s, l->name, h->fence, h->secret);
+	shold_remove(sh, h);
 	s->last_end = CORE_REPLY_RELEASED;
 	request_done(m);
 }
@@ -566,14 +665,27 @@ on_refused(struct sys *s, const struct logged *l, enum model_op_kind k1,
 	request_done(m);
 }
 
+/* Would an ACQUIRE or TRY of m be granted at once: nobody waits, no
+ * lock-delay, the holders admit it. */
+static bool
+grantable_now(const struct sys *s, int n, const struct client *m)
+{
+	const struct shadow *sh = &s->sh[n];
+
+	return sh->qlen == 0 && sh->delay_until == 0 &&
+	    shadow_admits(sh, m->req_shared);
+}
+
 static void
 on_held(struct sys *s, const struct logged *l)
 {
 	struct client *m;
+	const struct shadow *sh;
 	int c;
 
 	if ((m = answering(s, l, &c)) == NULL)
 		return;
+	sh = &s->sh[l->name];
 	if (m->req_kind != MODEL_TRY) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "HELD answers op %d",
 		    m->req_kind);
@@ -584,15 +696,39 @@ on_held(struct sys *s, const struct logged *l)
 		    "live holder's, answered HELD", label(s, c), m->req_rid);
 		return;
 	}
-	if (!s->sh[l->name].held && s->sh[l->name].qlen == 0 &&
-	    s->sh[l->name].delay_until == 0) {
-		violate(s, MODEL_SHADOW_AGREEMENT, "TRY of the free %s "
-		    "answered HELD", lock_name(s, l->name));
+	if (grantable_now(s, l->name, m)) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "TRY of %s, which admits "
+		    "it, answered HELD", lock_name(s, l->name));
 		return;
 	}
-	if (!s->sh[l->name].held && s->sh[l->name].qlen == 0)
+	if (sh->nheld == 0 && sh->qlen == 0)
 		cover(s, MODEL_COV_DELAY_HELD_BACK);
+	if (sh->limit > 1 && sh->nheld >= sh->limit)
+		cover(s, MODEL_COV_SEMAPHORE_FULL);
 	cover(s, MODEL_COV_TRY_HELD);
+	request_done(m);
+}
+
+/* BADARG: only for a request whose limit is not the busy name's. */
+static void
+on_badarg(struct sys *s, const struct logged *l)
+{
+	struct client *m;
+	const struct shadow *sh;
+	int c;
+
+	if ((m = answering(s, l, &c)) == NULL)
+		return;
+	sh = &s->sh[l->name];
+	if ((m->req_kind != MODEL_ACQUIRE && m->req_kind != MODEL_TRY) ||
+	    l->r.misfit != CORE_MISFIT_LIMIT || shadow_idle(sh) ||
+	    m->req_limit == sh->limit || rid_holds(s, l->name, m)) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "%c's request (limit %d) "
+		    "of %s (limit %d) answered BADARG", label(s, c),
+		    m->req_limit, lock_name(s, l->name), sh->limit);
+		return;
+	}
+	cover(s, MODEL_COV_KIND_MISFIT);
 	request_done(m);
 }
 
@@ -636,9 +772,9 @@ on_timeout(struct sys *s, const struct logged *l)
 		}
 		queue_remove(sh, c);
 		cover(s, MODEL_COV_WAIT_TIMEOUT);
-	} else if (!sh->held && sh->qlen == 0 && sh->delay_until == 0) {
-		violate(s, MODEL_SHADOW_AGREEMENT, "wait=0 on the free %s "
-		    "answered TIMEOUT", lock_name(s, l->name));
+	} else if (grantable_now(s, l->name, m)) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "wait=0 on %s, which "
+		    "admits it, answered TIMEOUT", lock_name(s, l->name));
 		return;
 	}
 	m->left_tag = m->req_tag;
@@ -649,43 +785,45 @@ static void
 on_lease_end(struct sys *s, const struct logged *l)
 {
 	struct shadow *sh = &s->sh[l->name];
+	struct shold *h = l->name == NOBODY ? NULL :
+	    shold_find(sh, l->r.fence);
 
-	if (l->name == NOBODY || !sh->held || sh->fence != l->r.fence) {
+	if (h == NULL) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "event %d for fence %llu "
 		    "of %s, which is not its holder", (int)l->r.kind,
 		    (unsigned long long)l->r.fence, lock_name(s, l->name));
 		return;
 	}
 	if (l->r.kind == CORE_EVENT_RECLAIMED) {
-		if (s->now < sh->expiry) {
+		if (s->now < h->expiry) {
 			violate(s, MODEL_LEASE_RECLAMATION_SAFETY, "fence %llu "
 			    "of %s reclaimed at %lld, before its expiry %lld",
-			    (unsigned long long)sh->fence,
+			    (unsigned long long)h->fence,
 			    lock_name(s, l->name), (long long)s->now,
-			    (long long)sh->expiry);
+			    (long long)h->expiry);
 			return;
 		}
 		if (s->restoring)
 			cover(s, MODEL_COV_RESTORED_EXPIRED);
-		else if (s->action == ACT_TICK && s->now == sh->expiry)
+		else if (s->action == ACT_TICK && s->now == h->expiry)
 			cover(s, MODEL_COV_RECLAIM_AT_EXPIRY);
-		delay_begin(s, sh, sh->expiry + sh->delay_ms);
+		delay_begin(s, sh, h, h->expiry + h->delay_ms);
 	} else {
-		if (!sh->onclose || (!s->restoring && !s->falling_back &&
-		    (s->closing < 0 || sh->holder != s->closing))) {
+		if (!h->onclose || (!s->restoring && !s->falling_back &&
+		    (s->closing < 0 || h->holder != s->closing))) {
 			violate(s, MODEL_SHADOW_AGREEMENT, "fence %llu of %s "
 			    "released on close of a session that does not "
-			    "hold it", (unsigned long long)sh->fence,
+			    "hold it", (unsigned long long)h->fence,
 			    lock_name(s, l->name));
 			return;
 		}
 		cover(s, s->restoring ? MODEL_COV_RESTORED_ONCLOSE :
 		    MODEL_COV_ONCLOSE_DISCONNECT);
-		grant_ended(s, l->name, sh->fence, sh->secret);
-		delay_begin(s, sh, s->now + sh->delay_ms);
+		grant_ended(s, l->name, h->fence, h->secret);
+		delay_begin(s, sh, h, s->now + h->delay_ms);
 	}
 	s->last_end = l->r.kind;
-	shadow_free(sh);
+	shold_remove(sh, h);
 }
 
 /* FORCE's answers: FORCED only for the live holder with exactly that
@@ -694,6 +832,7 @@ static void
 on_force(struct sys *s, const struct logged *l)
 {
 	struct shadow *sh = &s->sh[l->name];
+	struct shold *h;
 	struct client *m;
 	bool exact;
 	int c;
@@ -705,7 +844,8 @@ on_force(struct sys *s, const struct logged *l)
 		    (int)l->r.kind, m->req_kind);
 		return;
 	}
-	exact = sh->held && sh->fence == m->req_fence && s->now < sh->expiry;
+	h = shold_find(sh, m->req_fence);
+	exact = h != NULL && s->now < h->expiry;
 	if (l->r.kind == CORE_REPLY_NOTHELD) {
 		if (exact) {
 			violate(s, MODEL_SHADOW_AGREEMENT, "FORCE of the "
@@ -719,19 +859,22 @@ on_force(struct sys *s, const struct logged *l)
 		return;
 	}
 	if (!exact) {
+		const struct shold *o = shold_newest(sh);
+
 		violate(s, MODEL_FORCE_EXACT_FENCE, "FORCE of fence %llu "
 		    "freed %s, held by fence %llu until %lld at %lld",
 		    (unsigned long long)m->req_fence, lock_name(s, l->name),
-		    (unsigned long long)sh->fence, (long long)sh->expiry,
+		    (unsigned long long)(o != NULL ? o->fence : 0),
+		    (long long)(o != NULL ? o->expiry : 0),
 		    (long long)s->now);
 		return;
 	}
 	/* The forced holder is told nothing: its fence is what keeps it
 	 * out now, so it no longer counts as holding. */
-	if (sh->holder != NOBODY)
-		s->cl[sh->holder].know[l->name].believes = false;
-	delay_begin(s, sh, s->now + sh->delay_ms);
-	shadow_free(sh);
+	if (h->holder != NOBODY)
+		s->cl[h->holder].know[l->name].believes = false;
+	delay_begin(s, sh, h, s->now + h->delay_ms);
+	shold_remove(sh, h);
 	s->last_end = CORE_REPLY_FORCED;
 	cover(s, MODEL_COV_FORCED);
 	request_done(m);
@@ -859,6 +1002,9 @@ process_log(struct sys *s)
 		case CORE_REPLY_HELD:
 			on_held(s, l);
 			break;
+		case CORE_REPLY_BADARG:
+			on_badarg(s, l);
+			break;
 		case CORE_REPLY_TIMEOUT:
 			on_timeout(s, l);
 			break;
@@ -876,30 +1022,63 @@ process_log(struct sys *s)
 
 /* ---- durability ------------------------------------------------------- */
 
-static void
-on_record(void *ctx, const char *name, size_t name_len,
-    const struct core_record *rec)
+static int
+name_of(const struct sys *s, const char *name, size_t name_len)
 {
-	struct sys *s = ctx;
-	struct disk_record *d;
-	uint8_t n;
+	int n;
 
 	for (n = 0; n < s->sc->nnames; n++)
 		if (strlen(s->sc->names[n]) == name_len &&
 		    memcmp(s->sc->names[n], name, name_len) == 0)
-			break;
-	if (n == s->sc->nnames) {
+			return n;
+	return -1;
+}
+
+/* The disk's record of lock n under key, NULL for none. */
+static struct disk_record *
+disk_find(struct sys *s, int n, uint64_t key)
+{
+	int k;
+
+	for (k = 0; k < MODEL_KEYS; k++)
+		if (s->disk[n][k].present && s->disk[n][k].key == key)
+			return &s->disk[n][k];
+	return NULL;
+}
+
+static void
+on_record(void *ctx, const char *name, size_t name_len,
+    uint64_t key_fence, const struct core_record *rec)
+{
+	struct sys *s = ctx;
+	struct disk_record *d;
+	const struct shold *h;
+	int n = name_of(s, name, name_len), k;
+
+	if (n < 0) {
 		violate(s, MODEL_SHADOW_AGREEMENT, "a record for no lock");
 		return;
 	}
-	d = &s->disk[n];
+	if ((d = disk_find(s, n, key_fence)) == NULL) {
+		if (rec == NULL)
+			return;   /* the delete of a key not written */
+		for (k = 0; k < MODEL_KEYS && s->disk[n][k].present; k++)
+			;
+		if (k == MODEL_KEYS) {
+			violate(s, MODEL_SHADOW_AGREEMENT, "more keys of %s "
+			    "than holders", name);
+			return;
+		}
+		d = &s->disk[n][k];
+	}
 	memset(d, 0, sizeof(*d));
 	d->holder = NOBODY;
 	if (rec != NULL) {
 		d->present = true;
+		d->key = key_fence;
 		d->rec = *rec;
-		if (s->sh[n].held && s->sh[n].fence == rec->fence)
-			d->holder = s->sh[n].holder;
+		if ((h = shold_find(&s->sh[n], rec->fence)) != NULL)
+			d->holder = h->holder;
 	}
 }
 
@@ -909,11 +1088,11 @@ deliver(struct sys *s, const struct delivery *d)
 {
 	struct shadow *sh = &s->sh[d->name];
 	struct knowledge *k = &s->cl[d->client].know[d->name];
-	int c;
+	int c, believers = 0;
 
 	if (d->kind == CORE_REPLY_GRANTED && d->repeat) {
 		/* The grant again: no new fence, so none to compare. */
-		if (!sh->held || d->handle.fence != sh->fence) {
+		if (shold_find(sh, d->handle.fence) == NULL) {
 			violate(s, MODEL_RID_IDEMPOTENT, "%c was given the "
 			    "repeat of fence %llu for %s, no longer held",
 			    label(s, d->client),
@@ -935,6 +1114,8 @@ deliver(struct sys *s, const struct delivery *d)
 		if (d->handle.fence <= s->lost_fence)
 			cover(s, MODEL_COV_FENCE_REMINTED);
 	}
+	/* What the clients believe: an exclusive holder alone, shared
+	 * holders together, and never more than the limit. */
 	for (c = 0; c < s->sc->nclients; c++) {
 		struct knowledge *o = &s->cl[c].know[d->name];
 
@@ -947,14 +1128,28 @@ deliver(struct sys *s, const struct delivery *d)
 				o->believes = false;
 			continue;
 		}
-		if (c != d->client && o->believes && o->until > s->now) {
+		if (c == d->client || !o->believes || o->until <= s->now)
+			continue;
+		believers++;
+		if (d->limit > 1 && believers + 1 > d->limit) {
+			violate(s, MODEL_HOLDER_LIMIT, "%c holds %s from %lld "
+			    "(fence %llu) while %d others hold it, limit %d",
+			    label(s, d->client), lock_name(s, d->name),
+			    (long long)s->now,
+			    (unsigned long long)d->handle.fence, believers,
+			    d->limit);
+			return;
+		}
+		if (d->limit <= 1 && !(d->shared && o->shared)) {
 			violate(s, MODEL_MUTUAL_EXCLUSION, "%c holds %s from "
-			    "%lld (fence %llu) while %c holds it until %lld "
-			    "(fence %llu)", label(s, d->client),
+			    "%lld (fence %llu%s) while %c holds it until %lld "
+			    "(fence %llu%s)", label(s, d->client),
 			    lock_name(s, d->name), (long long)s->now,
-			    (unsigned long long)d->handle.fence, label(s, c),
+			    (unsigned long long)d->handle.fence,
+			    d->shared ? ", shared" : "", label(s, c),
 			    (long long)o->until,
-			    (unsigned long long)o->handle.fence);
+			    (unsigned long long)o->handle.fence,
+			    o->shared ? ", shared" : "");
 			return;
 		}
 	}
@@ -963,6 +1158,8 @@ deliver(struct sys *s, const struct delivery *d)
 	k->believes = true;
 	k->until = d->until;
 	k->onclose = d->onclose;
+	k->shared = d->shared;
+	k->limit = d->limit;
 }
 
 static void
@@ -989,42 +1186,89 @@ commit(struct sys *s, bool send)
 		deliver_pending(s);
 }
 
+/* The records of lock n on the disk, into recs[MODEL_KEYS]. */
+static size_t
+disk_records(const struct sys *s, int n, struct core_record *recs)
+{
+	size_t k, i = 0;
+
+	for (k = 0; k < MODEL_KEYS; k++)
+		if (s->disk[n][k].present)
+			recs[i++] = s->disk[n][k].rec;
+	return i;
+}
+
 /* The shadow of lock n falls back to what the disk holds. */
 static void
 shadow_from_disk(struct sys *s, int n)
 {
 	struct shadow *sh = &s->sh[n];
-	const struct disk_record *d = &s->disk[n];
+	int k;
 
-	shadow_free(sh);
-	sh->delay_until = d->present ? d->rec.delay_until : 0;
-	if (d->present && d->rec.fence != 0) {
-		sh->delay_ms = d->rec.delay_ms;
-		sh->held = true;
-		sh->holder = d->holder;
-		sh->onclose = d->rec.onclose_release;
-		sh->fence = d->rec.fence;
-		sh->secret = d->rec.secret;
-		sh->expiry = d->rec.expiry;
-		sh->lease_ms = d->rec.lease_ms;
-		sh->rid_len = d->rec.rid_len <= sizeof(sh->rid) ?
+	sh->nheld = 0;
+	memset(sh->h, 0, sizeof(sh->h));
+	sh->delay_until = 0;
+	sh->limit = 1;
+	for (k = 0; k < MODEL_KEYS; k++) {
+		const struct disk_record *d = &s->disk[n][k];
+		struct shold *h;
+
+		if (!d->present)
+			continue;
+		if (d->rec.delay_until > sh->delay_until)
+			sh->delay_until = d->rec.delay_until;
+		if (d->rec.limit > sh->limit)
+			sh->limit = d->rec.limit;
+		if (d->rec.fence == 0)
+			continue;
+		h = &sh->h[sh->nheld++];
+		h->delay_ms = d->rec.delay_ms;
+		h->holder = d->holder;
+		h->onclose = d->rec.onclose_release;
+		h->shared = d->rec.shared;
+		h->fence = d->rec.fence;
+		h->secret = d->rec.secret;
+		h->expiry = d->rec.expiry;
+		h->lease_ms = d->rec.lease_ms;
+		h->rid_len = d->rec.rid_len <= sizeof(h->rid) ?
 		    d->rec.rid_len : 0;
-		memcpy(sh->rid, d->rec.rid, sh->rid_len);
+		memcpy(h->rid, d->rec.rid, h->rid_len);
 	}
+	/* In grant order, as the shadow keeps them. */
+	for (k = 1; k < sh->nheld; k++) {
+		struct shold t = sh->h[k];
+		int j = k;
+
+		while (j > 0 && sh->h[j - 1].fence > t.fence) {
+			sh->h[j] = sh->h[j - 1];
+			j--;
+		}
+		sh->h[j] = t;
+	}
+}
+
+/* Lock n restored from what the disk holds, as recovery does it. */
+static void
+restore_from_disk(struct sys *s, int n)
+{
+	struct core_record recs[MODEL_KEYS];
+	size_t k = disk_records(s, n, recs);
+
+	core_table_restore_holders(&s->table, s->sc->names[n],
+	    strlen(s->sc->names[n]), recs, k, s->now);
 }
 
 static void
 on_touched(void *ctx, const char *name, size_t name_len,
-    const struct core_record *rec)
+    uint64_t key_fence, const struct core_record *rec)
 {
 	struct sys *s = ctx;
-	int n;
+	int n = name_of(s, name, name_len);
 
+	(void)key_fence;
 	(void)rec;
-	for (n = 0; n < s->sc->nnames; n++)
-		if (strlen(s->sc->names[n]) == name_len &&
-		    memcmp(s->sc->names[n], name, name_len) == 0)
-			s->touched[n] = true;
+	if (n >= 0)
+		s->touched[n] = true;
 }
 
 /*
@@ -1057,9 +1301,7 @@ fail_commit(struct sys *s)
 		}
 	for (n = 0; n < s->sc->nnames; n++)
 		if (s->touched[n])
-			core_table_restore(&s->table, s->sc->names[n],
-			    strlen(s->sc->names[n]), s->disk[n].present ?
-			    &s->disk[n].rec : NULL, s->now);
+			restore_from_disk(s, n);
 	process_log(s);
 	s->falling_back = false;
 	if (s->violated == MODEL_OK)
@@ -1103,7 +1345,7 @@ restart(struct sys *s, bool committed, bool failover)
 	for (n = 0; n < s->sc->nnames; n++) {
 		s->sh[n].qlen = 0;
 		shadow_from_disk(s, n);
-		if (s->sh[n].delay_until > s->now && !s->sh[n].held)
+		if (s->sh[n].delay_until > s->now && s->sh[n].nheld == 0)
 			cover(s, MODEL_COV_DELAY_RESTORED);
 		delay_due(s, n);
 	}
@@ -1117,14 +1359,16 @@ restart(struct sys *s, bool committed, bool failover)
 	core_table_restore_hwm(&s->table, failover ?
 	    model__takeover_hwm(s) : s->disk_hwm);
 	s->restoring = true;
-	for (n = 0; n < s->sc->nnames; n++)
-		if (s->disk[n].present)
-			core_table_restore(&s->table, s->sc->names[n],
-			    strlen(s->sc->names[n]), &s->disk[n].rec, s->now);
+	for (n = 0; n < s->sc->nnames; n++) {
+		struct core_record recs[MODEL_KEYS];
+
+		if (disk_records(s, n, recs) > 0)
+			restore_from_disk(s, n);
+	}
 	process_log(s);
 	s->restoring = false;
 	for (n = 0; n < s->sc->nnames; n++)
-		if (s->sh[n].held)
+		if (s->sh[n].nheld > 0)
 			cover(s, MODEL_COV_RESTORED_HOLDER);
 	if (s->violated == MODEL_OK)
 		commit(s, true);
@@ -1168,6 +1412,8 @@ run_op(struct sys *s, int c)
 		    op->fence == MODEL_WATCH_ANY;
 		m->req_rid = op->kind == MODEL_ACQUIRE ||
 		    op->kind == MODEL_TRY ? op->rid : NULL;
+		m->req_limit = op->limit > 1 ? op->limit : 1;
+		m->req_shared = op->shared;
 	}
 	/* The op's implicit reclaim ends a lock-delay that ran out. */
 	if (op->kind != MODEL_DISCONNECT)
@@ -1181,6 +1427,8 @@ run_op(struct sys *s, int c)
 		args.delay_ms = op->delay_ms;
 		args.rid = op->rid;
 		args.rid_len = op->rid != NULL ? strlen(op->rid) : 0;
+		args.limit = op->limit;
+		args.shared = op->shared;
 		core_acquire(&s->table, &s->sess[c], name, len, &args, tag,
 		    s->now);
 		break;
@@ -1191,6 +1439,8 @@ run_op(struct sys *s, int c)
 		args.delay_ms = op->delay_ms;
 		args.rid = op->rid;
 		args.rid_len = op->rid != NULL ? strlen(op->rid) : 0;
+		args.limit = op->limit;
+		args.shared = op->shared;
 		core_try(&s->table, &s->sess[c], name, len, &args, tag,
 		    s->now);
 		break;
@@ -1216,9 +1466,10 @@ run_op(struct sys *s, int c)
 	case MODEL_FORGE_RENEW:
 	case MODEL_FORGE_RELEASE:
 		/* STATUS shows anyone the fence; the secret is a guess. */
-		m->req_handle.fence = sh->held ? sh->fence :
+		m->req_handle.fence = sh->nheld > 0 ? shadow_current(sh) :
 		    sh->max_delivered ? sh->max_delivered : 1;
-		m->req_handle.secret = sh->secret ^ 0xf0f0f0f0f0f0f0f0ULL;
+		m->req_handle.secret = (sh->nheld > 0 ?
+		    shold_newest(sh)->secret : 0) ^ 0xf0f0f0f0f0f0f0f0ULL;
 		if (op->kind == MODEL_FORGE_RENEW)
 			core_renew(&s->table, &s->sess[c], name, len,
 			    m->req_handle, op->lease_ms, tag, s->now);
@@ -1281,7 +1532,7 @@ settle_op(struct sys *s)
 		violate(s, MODEL_RID_IDEMPOTENT, "%c's ACQUIRE with rid=%s "
 		    "queued behind its own live grant (fence %llu)",
 		    label(s, s->acting), m->req_rid,
-		    (unsigned long long)s->sh[op->name].fence);
+		    (unsigned long long)rid_holder(s, op->name, m)->fence);
 		return;
 	}
 	for (i = 0; m->req_rid != NULL && i < s->sh[op->name].qlen; i++) {
@@ -1298,8 +1549,14 @@ settle_op(struct sys *s)
 	}
 	m->queued = true;
 	m->deadline = op->wait_ms > 0 ? s->now + op->wait_ms : CORE_NEVER;
-	if (!s->sh[op->name].held && s->sh[op->name].qlen == 0)
+	if (s->sh[op->name].nheld == 0 && s->sh[op->name].qlen == 0)
 		cover(s, MODEL_COV_DELAY_HELD_BACK);
+	if (m->req_shared && s->sh[op->name].nheld > 0 &&
+	    shadow_shared(&s->sh[op->name]) && s->sh[op->name].qlen > 0)
+		cover(s, MODEL_COV_READER_BEHIND_WRITER);
+	if (s->sh[op->name].limit > 1 &&
+	    s->sh[op->name].nheld >= s->sh[op->name].limit)
+		cover(s, MODEL_COV_SEMAPHORE_FULL);
 	s->sh[op->name].queue[s->sh[op->name].qlen++] = (uint8_t)s->acting;
 }
 
@@ -1337,6 +1594,64 @@ watching(const struct sys *s, int n)
 	return k;
 }
 
+/* Does the table's holder of lock n with h's fence agree with h? */
+static bool
+hold_agrees(struct sys *s, const struct core_entry *e, const struct shold *h,
+    char *why, size_t whylen)
+{
+	const char *name = e->name;
+	const struct core_lock *lock = NULL;
+	const struct core_timer *timer = NULL;
+	const struct core_session *owner = NULL;
+	const struct core_holder *o;
+	const char *rid;
+	size_t rid_len;
+	bool shared = false;
+
+	if (e->lock.fence == h->fence) {
+		lock = &e->lock;
+		timer = &e->timer;
+		owner = e->owner;
+	}
+	for (o = e->multi != NULL ? e->multi->holders : NULL; o != NULL &&
+	    lock == NULL; o = o->next)
+		if (o->lock.fence == h->fence) {
+			lock = &o->lock;
+			timer = &o->timer;
+			owner = o->owner;
+			shared = o->shared;
+		}
+	if (lock == NULL || lock->secret != h->secret ||
+	    lock->expiry != h->expiry || shared != h->shared) {
+		snprintf(why, whylen, "%.*s: the model's holder fence %llu "
+		    "until %lld is not the table's (%s)", (int)e->name_len,
+		    name, (unsigned long long)h->fence, (long long)h->expiry,
+		    lock == NULL ? "missing" : "differs");
+		return false;
+	}
+	rid_len = core_tags_rid(lock->tags, &rid);
+	if (rid_len != h->rid_len || memcmp(rid, h->rid, h->rid_len) != 0) {
+		snprintf(why, whylen, "%.*s: the table's holder has rid=%.*s, "
+		    "the model's rid=%.*s", (int)e->name_len, name,
+		    (int)rid_len, rid, (int)h->rid_len, h->rid);
+		return false;
+	}
+	if (owner != (h->onclose && h->holder != NOBODY ?
+	    &s->sess[h->holder] : NULL)) {
+		snprintf(why, whylen, "%.*s: fence %llu bound to the wrong "
+		    "session", (int)e->name_len, name,
+		    (unsigned long long)h->fence);
+		return false;
+	}
+	if (timer->slot == UINT32_MAX || timer->when != h->expiry) {
+		snprintf(why, whylen, "%.*s: the lease timer of fence %llu is "
+		    "not at its expiry", (int)e->name_len, name,
+		    (unsigned long long)h->fence);
+		return false;
+	}
+	return true;
+}
+
 /* Does the table's view of lock n agree with the shadow? */
 static bool
 table_agrees(struct sys *s, int n, char *why, size_t whylen)
@@ -1346,56 +1661,40 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 	    strlen(name));
 	const struct shadow *sh = &s->sh[n];
 	const struct core_link *l;
+	size_t held = e == NULL ? 0 : (e->lock.fence != 0) +
+	    (e->multi != NULL ? e->multi->count : 0);
 	int i = 0;
 
-	if (!sh->held) {
-		if (e != NULL && e->lock.fence != 0) {
-			snprintf(why, whylen, "%s: the table holds fence %llu, "
-			    "the model says free", name,
-			    (unsigned long long)e->lock.fence);
+	if (held != sh->nheld) {
+		snprintf(why, whylen, "%s: the table has %zu holders, the "
+		    "model %d", name, held, sh->nheld);
+		return false;
+	}
+	for (i = 0; i < sh->nheld; i++)
+		if (!hold_agrees(s, e, &sh->h[i], why, whylen))
 			return false;
-		}
-		if (e != NULL && (sh->delay_until == 0 ?
-		    e->timer.slot != UINT32_MAX :
-		    (e->timer.slot == UINT32_MAX ||
-		    e->timer.when != sh->delay_until))) {
-			snprintf(why, whylen, "%s: a free lock's timer is not "
-			    "at its lock-delay's end", name);
-			return false;
-		}
-	} else {
-		const char *rid;
-		size_t rid_len;
+	i = 0;
+	if (e != NULL && e->lock.fence == 0 && (sh->delay_until == 0 ?
+	    e->timer.slot != UINT32_MAX :
+	    (e->timer.slot == UINT32_MAX ||
+	    e->timer.when != sh->delay_until))) {
+		snprintf(why, whylen, "%s: a free lock's timer is not at its "
+		    "lock-delay's end", name);
+		return false;
+	}
+	if (e != NULL && sh->nheld > 0) {
+		struct core_lock_status st;
 
-		if (e == NULL || e->lock.fence != sh->fence ||
-		    e->lock.secret != sh->secret ||
-		    e->lock.expiry != sh->expiry) {
-			snprintf(why, whylen, "%s: the table holds fence %llu "
-			    "until %lld, the model fence %llu until %lld",
-			    name, e ? (unsigned long long)e->lock.fence : 0,
-			    e ? (long long)e->lock.expiry : 0,
-			    (unsigned long long)sh->fence,
-			    (long long)sh->expiry);
-			return false;
-		}
-		rid_len = core_tags_rid(e->lock.tags, &rid);
-		if (rid_len != sh->rid_len ||
-		    memcmp(rid, sh->rid, sh->rid_len) != 0) {
-			snprintf(why, whylen, "%s: the table's holder has "
-			    "rid=%.*s, the model's rid=%.*s", name,
-			    (int)rid_len, rid, (int)sh->rid_len, sh->rid);
-			return false;
-		}
-		if (e->owner != (sh->onclose && sh->holder != NOBODY ?
-		    &s->sess[sh->holder] : NULL)) {
-			snprintf(why, whylen, "%s: bound to the wrong session",
-			    name);
-			return false;
-		}
-		if (e->timer.slot == UINT32_MAX ||
-		    e->timer.when != sh->expiry) {
-			snprintf(why, whylen, "%s: the lease timer is not at "
-			    "the expiry", name);
+		core_list_status(&s->table, e, s->now, &st);
+		if (st.limit != sh->limit || st.holders != sh->nheld ||
+		    st.fence != shadow_current(sh) ||
+		    st.shared != (sh->nheld > 0 && shadow_shared(sh))) {
+			snprintf(why, whylen, "%s: STATUS says %u holders, "
+			    "limit %u, fence %llu%s; the model %d, %d, %llu",
+			    name, st.holders, st.limit,
+			    (unsigned long long)st.fence, st.shared ?
+			    ", shared" : "", sh->nheld, sh->limit,
+			    (unsigned long long)shadow_current(sh));
 			return false;
 		}
 	}
@@ -1421,7 +1720,7 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 		const struct client *m = c >= 0 ? &s->cl[c] : NULL;
 
 		if (i >= sh->qlen || c != sh->queue[i] || !m->queued ||
-		    w->tag != m->req_tag) {
+		    w->tag != m->req_tag || w->shared != m->req_shared) {
 			snprintf(why, whylen, "%s: waiter %d of the table is "
 			    "not the model's", name, i);
 			return false;
@@ -1440,10 +1739,51 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 		    "model %d", name, i, sh->qlen);
 		return false;
 	}
-	if ((int)e->watch_len != watching(s, n)) {
+	if ((int)(e->multi != NULL ? e->multi->watch_len : 0) !=
+	    watching(s, n)) {
 		snprintf(why, whylen, "%s: the table has %u WATCHes, the "
-		    "model %d", name, e->watch_len, watching(s, n));
+		    "model %d", name, e->multi != NULL ?
+		    e->multi->watch_len : 0, watching(s, n));
 		return false;
+	}
+	return true;
+}
+
+/* Does the disk hold exactly the committed state of lock n: a record per
+ * holder under its key (<name> for an exclusive hold of a limit-1 name),
+ * each with the name's lock-delay, and a free name's delay under <name>. */
+static bool
+disk_agrees(struct sys *s, int n)
+{
+	const struct shadow *sh = &s->sh[n];
+	int i, k, present = 0;
+
+	for (k = 0; k < MODEL_KEYS; k++) {
+		const struct disk_record *d = &s->disk[n][k];
+
+		if (!d->present)
+			continue;
+		present++;
+		if (d->rec.delay_until != sh->delay_until)
+			return false;
+		if (d->rec.fence == 0 && (d->key != 0 || sh->nheld != 0))
+			return false;
+	}
+	if (present != sh->nheld + (sh->nheld == 0 && sh->delay_until != 0))
+		return false;
+	for (i = 0; i < sh->nheld; i++) {
+		const struct shold *h = &sh->h[i];
+		const struct disk_record *d = disk_find(s, n,
+		    sh->limit <= 1 && !h->shared ? 0 : h->fence);
+
+		if (d == NULL || d->rec.fence != h->fence ||
+		    d->rec.secret != h->secret ||
+		    d->rec.expiry != h->expiry ||
+		    d->rec.lease_ms != h->lease_ms ||
+		    d->rec.delay_ms != h->delay_ms ||
+		    d->rec.shared != h->shared ||
+		    d->rec.onclose_release != h->onclose)
+			return false;
 	}
 	return true;
 }
@@ -1458,7 +1798,6 @@ check_agreement(struct sys *s)
 
 	for (n = 0; n < s->sc->nnames && s->violated == MODEL_OK; n++) {
 		const struct shadow *sh = &s->sh[n];
-		const struct disk_record *d = &s->disk[n];
 		const char *name = s->sc->names[n];
 		const struct core_entry *e;
 
@@ -1467,20 +1806,13 @@ check_agreement(struct sys *s)
 			return;
 		}
 		e = core_table_find(&s->table, name, strlen(name));
-		if ((e != NULL) != (sh->held || sh->qlen > 0 ||
+		if ((e != NULL) != (sh->nheld > 0 || sh->qlen > 0 ||
 		    sh->delay_until != 0 || watching(s, n) > 0)) {
 			violate(s, MODEL_SHADOW_AGREEMENT, "%s: idle entry kept "
 			    "or busy entry missing", name);
 			return;
 		}
-		if (d->present != (sh->held || sh->delay_until != 0) ||
-		    (d->present && (d->rec.delay_until != sh->delay_until ||
-		    d->rec.delay_ms != sh->delay_ms)) ||
-		    (sh->held && (d->rec.fence != sh->fence ||
-		    d->rec.secret != sh->secret ||
-		    d->rec.expiry != sh->expiry ||
-		    d->rec.lease_ms != sh->lease_ms ||
-		    d->rec.onclose_release != sh->onclose))) {
+		if (!disk_agrees(s, n)) {
 			violate(s, MODEL_SHADOW_AGREEMENT, "%s: the disk "
 			    "disagrees with the committed state", name);
 			return;
@@ -1511,6 +1843,7 @@ model__step(struct sys *s, uint8_t action)
 	s->action = base;
 	s->last_end = -1;
 	s->delay_ended = false;
+	s->granted_shared = false;
 	s->cov = 0;
 
 	switch (base) {
@@ -1577,16 +1910,22 @@ model__step(struct sys *s, uint8_t action)
 	/* LeaseReclamationSafety, the liveness half: a tick at or after the
 	 * expiry leaves no expired lease behind. */
 	if (base == ACT_TICK && !lost && !unsent)
-		for (n = 0; n < s->sc->nnames; n++)
-			if (s->sh[n].held && s->sh[n].expiry <= s->now) {
+		for (n = 0; n < s->sc->nnames; n++) {
+			int i;
+
+			for (i = 0; i < s->sh[n].nheld; i++) {
+				const struct shold *h = &s->sh[n].h[i];
+
+				if (h->expiry > s->now)
+					continue;
 				violate(s, MODEL_LEASE_RECLAMATION_SAFETY, "the "
 				    "tick at %lld left fence %llu of %s, "
 				    "expired at %lld", (long long)s->now,
-				    (unsigned long long)s->sh[n].fence,
-				    s->sc->names[n],
-				    (long long)s->sh[n].expiry);
+				    (unsigned long long)h->fence,
+				    s->sc->names[n], (long long)h->expiry);
 				return;
 			}
+		}
 	/* WatchOnce, the late half: the step that changed the holder
 	 * answered every WATCH that change fires. */
 	for (n = 0; n < MODEL_CLIENTS && n < s->sc->nclients; n++) {
@@ -1604,14 +1943,17 @@ model__step(struct sys *s, uint8_t action)
 			return;
 		}
 	}
-	/* NoStarvation, the immediate half: nobody waits for a free lock
-	 * out of its lock-delay. */
+	/* NoStarvation, the immediate half: the head of a queue does not
+	 * wait for a lock out of its lock-delay whose holders admit it (a
+	 * free one, shared holders for a reader, a free permit). */
 	for (n = 0; n < s->sc->nnames; n++)
-		if (!s->sh[n].held && s->sh[n].qlen > 0 &&
-		    s->sh[n].delay_until == 0) {
+		if (s->sh[n].qlen > 0 && s->sh[n].delay_until == 0 &&
+		    shadow_admits(&s->sh[n],
+		    s->cl[s->sh[n].queue[0]].req_shared)) {
 			violate(s, MODEL_NO_STARVATION, "%c waits for %s, "
-			    "which is free", label(s, s->sh[n].queue[0]),
-			    s->sc->names[n]);
+			    "whose %d holder(s) admit it",
+			    label(s, s->sh[n].queue[0]), s->sc->names[n],
+			    s->sh[n].nheld);
 			return;
 		}
 	check_agreement(s);

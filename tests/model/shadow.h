@@ -13,6 +13,8 @@
 #include "tests/model/model.h"
 
 #define NOBODY 0xff
+#define MODEL_HOLDS MODEL_CLIENTS   /* holders of one name at most */
+#define MODEL_KEYS (MODEL_HOLDS + 1)  /* its durable keys: <name>, holders */
 #define MAX_LOG 64
 #define MAX_ACTIONS (5 * MODEL_CLIENTS + 8)
 
@@ -37,6 +39,8 @@ struct knowledge {
 	bool believes;
 	core_time until;
 	bool onclose;
+	bool shared;              /* a shared grant */
+	uint16_t limit;           /* of a semaphore (1: none) */
 };
 
 struct client {
@@ -52,30 +56,42 @@ struct client {
 	uint64_t req_fence;       /* FORCE's fence; WATCH's watched fence */
 	bool req_watch_any;       /* a WATCH of the next change */
 	const char *req_rid;      /* ACQUIRE's or TRY's rid; NULL: none */
+	uint16_t req_limit;       /* ACQUIRE's or TRY's limit, 1..; */
+	bool req_shared;          /* ... and mode=shared */
 	core_time deadline;       /* a queued finite wait ends here */
 	uint64_t left_tag;        /* its last request that left the queue */
 	struct knowledge know[MODEL_NAMES];
 };
 
-/* The checker's own account of one lock. */
-struct shadow {
-	bool held;
+/* The checker's account of one holder of a lock. */
+struct shold {
 	uint8_t holder;           /* a client, or NOBODY */
 	bool onclose;
+	bool shared;
 	uint64_t fence, secret;
 	core_time expiry;
 	int64_t lease_ms;
 	int64_t delay_ms;         /* the holder's lock-delay */
-	core_time delay_until;    /* the name's lock-delay; 0: none */
-	uint8_t qlen;
-	uint8_t queue[MODEL_CLIENTS];
-	uint64_t max_delivered;   /* the largest fence a client was given */
 	uint8_t rid_len;          /* the rid the holder was granted with */
 	char rid[8];
 };
 
+/* The checker's own account of one lock: a set of holders (in the order
+ * of their grants) with the name's limit. */
+struct shadow {
+	uint8_t nheld;
+	struct shold h[MODEL_HOLDS];
+	uint16_t limit;           /* set by the first request of an idle name */
+	core_time delay_until;    /* the name's lock-delay; 0: none */
+	uint8_t qlen;
+	uint8_t queue[MODEL_CLIENTS];
+	uint64_t max_delivered;   /* the largest fence a client was given */
+};
+
+/* One durable key of a lock: <name> (key 0) or <name> NUL <fence>. */
 struct disk_record {
 	bool present;
+	uint64_t key;
 	uint8_t holder;           /* the model's note, not on the real disk */
 	struct core_record rec;
 };
@@ -89,6 +105,8 @@ struct delivery {
 	core_time until;
 	bool onclose;
 	bool repeat;              /* a rid repeat: the holder's grant again */
+	bool shared;
+	uint16_t limit;
 };
 
 struct logged {
@@ -110,7 +128,7 @@ struct sys {
 	uint8_t crashes, boot, failures, failovers;
 	struct client cl[MODEL_CLIENTS];
 	struct shadow sh[MODEL_NAMES];
-	struct disk_record disk[MODEL_NAMES];
+	struct disk_record disk[MODEL_NAMES][MODEL_KEYS];
 	uint64_t disk_hwm;
 
 	/* Within one step. */
@@ -129,6 +147,7 @@ struct sys {
 	uint8_t action;           /* the step's action, without ACT_FLAGS */
 	int last_end;             /* the last lease end in the log, or -1 */
 	bool delay_ended;         /* a lock-delay ran out in this step */
+	bool granted_shared;      /* a shared grant was made in this step */
 	uint64_t cov;             /* enum model_coverage bits of the step */
 	uint64_t lost_fence;      /* the largest fence lost in a crash; not
 				     part of the state, only for coverage */

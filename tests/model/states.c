@@ -82,6 +82,9 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put8(&x, m->req_rid != NULL ? strlen(m->req_rid) + 1 : 0);
 		if (m->req_rid != NULL)
 			put(&x, m->req_rid, strlen(m->req_rid));
+		put8(&x, m->req_limit);
+		put8(&x, m->req_limit >> 8);
+		put8(&x, m->req_shared);
 		put64(&x, (uint64_t)m->deadline);
 		put64(&x, m->left_tag);
 		for (n = 0; n < s->sc->nnames; n++) {
@@ -95,41 +98,61 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put8(&x, live);
 			put64(&x, live ? (uint64_t)k->until : 0);
 			put8(&x, k->onclose);
+			put8(&x, k->shared);
+			put64(&x, k->limit);
 		}
 	}
 	for (n = 0; n < s->sc->nnames; n++) {
 		const struct shadow *sh = &s->sh[n];
-		const struct disk_record *d = &s->disk[n];
 		const struct core_entry *e = core_table_find(&s->table,
 		    s->sc->names[n], strlen(s->sc->names[n]));
 		const struct core_link *l;
+		const struct core_holder *o;
+		int k;
 
-		put8(&x, sh->held);
-		put8(&x, sh->holder);
-		put8(&x, sh->onclose);
-		put64(&x, sh->fence);
-		put64(&x, sh->secret);
-		put64(&x, (uint64_t)sh->expiry);
-		put64(&x, (uint64_t)sh->lease_ms);
-		put64(&x, (uint64_t)sh->delay_ms);
+		put8(&x, sh->nheld);
+		for (k = 0; k < sh->nheld; k++) {
+			const struct shold *h = &sh->h[k];
+
+			put8(&x, h->holder);
+			put8(&x, h->onclose);
+			put8(&x, h->shared);
+			put64(&x, h->fence);
+			put64(&x, h->secret);
+			put64(&x, (uint64_t)h->expiry);
+			put64(&x, (uint64_t)h->lease_ms);
+			put64(&x, (uint64_t)h->delay_ms);
+			put8(&x, h->rid_len);
+			put(&x, h->rid, h->rid_len);
+		}
+		put64(&x, sh->limit);
 		put64(&x, (uint64_t)sh->delay_until);
 		put8(&x, sh->qlen);
 		put(&x, sh->queue, sh->qlen);
 		put64(&x, sh->max_delivered);
-		put8(&x, sh->rid_len);
-		put(&x, sh->rid, sh->rid_len);
 
-		put8(&x, d->present);
-		put8(&x, d->holder);
-		put64(&x, d->rec.fence);
-		put64(&x, d->rec.secret);
-		put64(&x, (uint64_t)d->rec.expiry);
-		put64(&x, (uint64_t)d->rec.lease_ms);
-		put8(&x, d->rec.onclose_release);
-		put64(&x, (uint64_t)d->rec.delay_ms);
-		put64(&x, (uint64_t)d->rec.delay_until);
-		put8(&x, d->rec.rid_len);
-		put(&x, d->rec.rid, d->rec.rid_len);
+		/* The disk's keys in the order they sit in (which slot a
+		 * key takes depends on it). */
+		for (k = 0; k < MODEL_KEYS; k++) {
+			const struct disk_record *d = &s->disk[n][k];
+
+			put8(&x, d->present);
+			if (!d->present)
+				continue;
+			put64(&x, d->key);
+			put8(&x, d->holder);
+			put64(&x, d->rec.fence);
+			put64(&x, d->rec.secret);
+			put64(&x, (uint64_t)d->rec.expiry);
+			put64(&x, (uint64_t)d->rec.lease_ms);
+			put8(&x, d->rec.onclose_release);
+			put64(&x, (uint64_t)d->rec.delay_ms);
+			put64(&x, (uint64_t)d->rec.delay_until);
+			put64(&x, d->rec.limit);
+			put8(&x, d->rec.shared);
+			put8(&x, d->rec.rid_len);
+			put(&x, d->rec.rid, d->rec.rid_len);
+		}
 
 		put8(&x, e != NULL);
 		if (e == NULL)
@@ -144,6 +167,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, (uint64_t)e->lock.delay_ms);
 		put64(&x, (uint64_t)e->delay_until);
 		put8(&x, e->cause);
+		put8(&x, e->flags);
 		{
 			const char *rid;
 			size_t len = core_tags_rid(e->lock.tags, &rid);
@@ -151,7 +175,28 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put8(&x, len);
 			put(&x, rid, len);
 		}
-		for (l = e->watchers.next; l != &e->watchers; l = l->next) {
+		put8(&x, e->multi != NULL);
+		if (e->multi != NULL)
+			put64(&x, e->multi->limit);
+		for (o = e->multi != NULL ? e->multi->holders : NULL;
+		    o != NULL; o = o->next) {
+			const char *rid;
+			size_t len = core_tags_rid(o->lock.tags, &rid);
+
+			put64(&x, o->lock.fence);
+			put64(&x, o->lock.secret);
+			put64(&x, (uint64_t)o->lock.expiry);
+			put64(&x, (uint64_t)o->lock.lease_ms);
+			put64(&x, (uint64_t)o->lock.delay_ms);
+			put8(&x, o->owner ? model__client_of(s, o->owner) :
+			    NOBODY);
+			put8(&x, o->shared);
+			put8(&x, len);
+			put(&x, rid, len);
+		}
+		put8(&x, 0xed);
+		for (l = e->multi != NULL ? e->multi->watchers.next : NULL;
+		    l != NULL && l != &e->multi->watchers; l = l->next) {
 			const struct core_waiter *w = (const void *)
 			    ((const char *)l -
 			    offsetof(struct core_waiter, queue_link));
@@ -173,6 +218,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, (uint64_t)w->lease_ms);
 			put8(&x, w->onclose_release);
 			put64(&x, (uint64_t)w->delay_ms);
+			put8(&x, w->shared);
 			{
 				const char *rid;
 				size_t len = core_tags_rid(w->tags, &rid);
@@ -195,7 +241,14 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put8(&x, 0x80 | name_index(s, (const void *)
 			    ((const char *)t -
 			    offsetof(struct core_entry, timer))));
-		else
+		else if (t->kind == 2) {
+			const struct core_holder *o = (const void *)
+			    ((const char *)t -
+			    offsetof(struct core_holder, timer));
+
+			put8(&x, 0x40 | name_index(s, o->entry));
+			put64(&x, o->lock.fence);
+		} else
 			put8(&x, model__client_of(s, ((const struct core_waiter *)
 			    (const void *)((const char *)t -
 			    offsetof(struct core_waiter, timer)))->session));
@@ -209,6 +262,12 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put8(&x, name_index(s, (const void *)((const char *)l -
 			    offsetof(struct core_entry, onclose_link))));
 		put8(&x, 0xdd);
+		for (l = s->sess[c].onclose_more.next;
+		    l != &s->sess[c].onclose_more; l = l->next)
+			put64(&x, ((const struct core_holder *)(const void *)
+			    ((const char *)l - offsetof(struct core_holder,
+			    onclose_link)))->lock.fence);
+		put8(&x, 0xdc);
 	}
 	return x.len;
 }
