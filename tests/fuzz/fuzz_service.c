@@ -1468,9 +1468,15 @@ check_table(bool after_tick)
 				FUZZ_CHECK(e->timer.slot == CORE__HEAP_OUT);
 				FUZZ_CHECK(e->owner == NULL);
 			}
-			watches += e->watch_len;
-			FUZZ_CHECK(list_length(&e->watchers) == e->watch_len);
-			for (l = e->watchers.next; l != &e->watchers;
+			/* Pending WATCHes live out of line (core_multi). */
+			if (e->multi != NULL) {
+				const struct core_multi *m = e->multi;
+				watches += m->watch_len;
+				FUZZ_CHECK(list_length(&m->watchers) ==
+				    m->watch_len);
+			}
+			for (l = e->multi != NULL ? e->multi->watchers.next :
+			    NULL; e->multi != NULL && l != &e->multi->watchers;
 			    l = l->next) {
 				const struct core_waiter *w = container_of(l,
 				    struct core_waiter, queue_link);
