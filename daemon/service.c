@@ -1316,9 +1316,10 @@ load_account(struct load *l, struct core_record *rec)
 
 /*
  * One name of the store, with all its records (daemon/recovery.h).  A
- * plain one - one record, under the name - joins the batch.  Holders of a
- * semaphore or a shared lock are a newer lockd's records, which this one
- * cannot hold: it stops rather than drop them.
+ * plain one - one record, under the name - joins the batch.  A semaphore
+ * or a shared lock - its holders' records, one under each holder key - is
+ * restored whole at once, after the batch before it (the order of names
+ * is kept).
  */
 static int
 load_name(void *ctx, struct recovery_name *name)
@@ -1326,18 +1327,26 @@ load_name(void *ctx, struct recovery_name *name)
 	struct load *l = ctx;
 	struct core_restore *it = &l->batch[l->n];
 	char shown[LOG_VALUE_MAX + 1];
+	size_t i;
 
 	if (name->holders > 0) {
-		snprintf(l->svc->error, sizeof(l->svc->error),
-		    "records of a newer lockd: lock %s has %zu holders of a "
-		    "semaphore or shared lock, which this lockd cannot "
-		    "restore", log_value(shown, name->name, name->name_len),
-		    name->holders);
-		return -1;
+		if (load_flush(l) != 0)
+			return -1;
+		for (i = 0; i < name->n; i++)
+			load_account(l, &name->recs[i]);
+		if (core_table_restore_holders(&l->svc->table, name->name,
+		    name->name_len, name->recs, name->n, l->now) != CORE_OK) {
+			snprintf(l->svc->error, sizeof(l->svc->error),
+			    "cannot restore lock %s (%zu holders)",
+			    log_value(shown, name->name, name->name_len),
+			    name->n);
+			return -1;
+		}
+		return 0;
 	}
 	load_account(l, &name->recs[0]);
 	it->rec = name->recs[0];
-	it->more = NULL;   /* holder keys: refused above until the wire */
+	it->more = NULL;
 	it->nmore = 0;
 	memcpy(l->names[l->n], name->name, name->name_len);
 	it->name = l->names[l->n];
