@@ -40,8 +40,11 @@ handle_of(const char *granted, char *out)
 	const char *h = strstr(granted, "handle=");
 	size_t n;
 
-	if (h == NULL)
+	if (h == NULL) {
+		out[0] = '\0';
 		fail_msg("not a grant: %s", granted);
+		return;
+	}
 	h += 7;
 	n = strcspn(h, " \r\n");
 	memcpy(out, h, n);
@@ -54,8 +57,10 @@ fence_of(const char *granted)
 {
 	const char *f = strstr(granted, "fence=");
 
-	if (f == NULL)
+	if (f == NULL) {
 		fail_msg("not a grant: %s", granted);
+		return 0;
+	}
 	return strtoull(f + 6, NULL, 10);
 }
 
