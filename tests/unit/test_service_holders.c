@@ -198,6 +198,40 @@ test_holders_readers_together_writer_first_in_line(void **state)
 #define MODE_MISFIT "ERR BADARG mode differs from this rid's grant, or " \
     "is shared with a limit\r\n"
 
+/*
+ * A waiting writer that times out leaves the readers behind it at the
+ * head: they are granted at once, beside the readers that hold.  WATCH's
+ * CHANGED shows the holder fields too.
+ */
+static void
+test_holders_readers_behind_a_writer_that_leaves(void **state)
+{
+	struct service_world *w = service_world_new();
+
+	(void)state;
+	service_world_open(w);
+	feed(w, 0, "ACQUIRE rw mode=shared lease=10s\n");
+	assert_int_equal(service_commit(&w->svc), 0);
+	take(w, 0);
+	feed(w, 1, "ACQUIRE rw wait=1s\n");
+	feed(w, 2, "ACQUIRE rw mode=shared wait=5s\n");
+	feed(w, 3, "WATCH rw fence=1 wait=5s\n");
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_string_equal(take(w, 2), "");
+	w->mono += 1000;
+	w->wall += 1000;
+	service_tick(&w->svc);
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_string_equal(take(w, 1),
+	    "ERR TIMEOUT lock not acquired within wait\r\n");
+	assert_true(fence_of(take(w, 2)) == 2);
+	assert_string_equal(take(w, 3), "CHANGED rw held=1 fence=2 "
+	    "ttl=30000 queue=0 holders=2 mode=shared cause=granted\r\n");
+	assert_string_equal(status(w, 5, "rw"), "STATUS rw held=1 fence=2 "
+	    "ttl=30000 queue=0 holders=2 mode=shared");
+	service_world_free(w);
+}
+
 /* What the spec calls ERR BADARG for limit= and mode=, each with text. */
 static void
 test_holders_badarg_cases(void **state)
@@ -444,6 +478,8 @@ main(void)
 		    test_holders_semaphore_of_three_with_five_clients),
 		cmocka_unit_test(
 		    test_holders_readers_together_writer_first_in_line),
+		cmocka_unit_test(
+		    test_holders_readers_behind_a_writer_that_leaves),
 		cmocka_unit_test(test_holders_badarg_cases),
 		cmocka_unit_test(test_holders_max_held_counts_each_holder),
 		cmocka_unit_test(test_holders_survive_a_restart),
