@@ -437,24 +437,25 @@ fall_back_name(struct service *svc, struct fall_name *f, core_time now,
     int64_t wall)
 {
 	const struct core_entry *e;
+	const struct core_multi *m;
 	const struct core_holder *h;
 	size_t i;
 
 	e = core_table_find(&svc->table, f->name, f->len);
+	m = e != NULL ? e->multi : NULL;
 	if (e != NULL && e->lock.fence != 0)
 		fall_push(&f->held, &f->nheld, &f->held_cap, e->lock.fence,
 		    f);
-	for (h = e != NULL && e->multi != NULL ? e->multi->holders : NULL;
-	    h != NULL; h = h->next) {
+	for (h = m != NULL ? m->holders : NULL; h != NULL; h = h->next) {
 		fall_push(&f->fences, &f->n, &f->cap, h->lock.fence, f);
 		fall_push(&f->held, &f->nheld, &f->held_cap, h->lock.fence,
 		    f);
 	}
-	for (h = e != NULL && e->multi != NULL ? e->multi->ended : NULL;
-	    h != NULL; h = h->next)
+	for (h = m != NULL ? m->ended : NULL; h != NULL; h = h->next)
 		fall_push(&f->fences, &f->n, &f->cap, h->ended_fence, f);
 	fall_push(&f->fences, &f->n, &f->cap, 0, f);
-	qsort(f->fences, f->n, sizeof(*f->fences), fence_cmp);
+	if (f->fences != NULL)   /* never NULL here: <name> was pushed */
+		qsort(f->fences, f->n, sizeof(*f->fences), fence_cmp);
 	f->nrecs = 0;
 	for (i = 0; i < f->n; i++)
 		if (i == 0 || f->fences[i] != f->fences[i - 1])
