@@ -361,6 +361,38 @@ test_holders_survive_a_restart(void **state)
 }
 
 /*
+ * A semaphore whose holder expired with a lock-delay: the name keeps its
+ * limit through the delay, across a restart too (its delay record under
+ * <name> carries it), so a request with the same limit waits or is HELD
+ * rather than being told another limit.
+ */
+static void
+test_holders_semaphore_in_lock_delay_keeps_its_limit(void **state)
+{
+	struct service_world *w = service_world_new();
+
+	(void)state;
+	service_world_open(w);
+	feed(w, 0, "ACQUIRE s limit=3 lease=200 delay=2s\n");
+	assert_int_equal(service_commit(&w->svc), 0);
+	take(w, 0);
+	w->mono += 400;
+	w->wall += 400;
+	service_tick(&w->svc);
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_true(stored(w, "s", 0) && !stored(w, "s", 1));
+	assert_string_equal(status(w, 5, "s"), "STATUS s held=0 fence=0 "
+	    "ttl=0 queue=0 holders=0 limit=3 delay=1800");
+	service_world_close(w);
+	service_world_open(w);
+	assert_string_equal(status(w, 5, "s"), "STATUS s held=0 fence=0 "
+	    "ttl=0 queue=0 holders=0 limit=3 delay=1800");
+	feed(w, 1, "TRY s limit=3\n");
+	assert_string_equal(take(w, 1), "HELD s delay=1800\r\n");
+	service_world_free(w);
+}
+
+/*
  * A failed commit of a semaphore grant: the grant is told UNAVAILABLE,
  * and the name falls back to the holders the store has; the burnt fence
  * is never minted again.
@@ -483,6 +515,8 @@ main(void)
 		cmocka_unit_test(test_holders_badarg_cases),
 		cmocka_unit_test(test_holders_max_held_counts_each_holder),
 		cmocka_unit_test(test_holders_survive_a_restart),
+		cmocka_unit_test(
+		    test_holders_semaphore_in_lock_delay_keeps_its_limit),
 		cmocka_unit_test(
 		    test_holders_failed_commit_of_a_semaphore_grant),
 		cmocka_unit_test(test_holders_failed_commit_of_a_shared_release),
