@@ -492,6 +492,11 @@ chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
 	bool alive;
 
 	c->stats.status_checks++;
+	/* A semaphore's STATUS shows its newest live holder, which need
+	 * not be the last told: its holders are judged by key, in images
+	 * (image_holders), not by STATUS. */
+	if (l->multi > 0)
+		return;
 	while (k > 0 && c->grants[l->idx[k - 1]].recv >= sent)
 		k--;
 	if ((top = top_of(c, l, k)) == NULL)
@@ -720,7 +725,8 @@ chk_finish(struct chk *c)
 		int64_t *end, *pmax, max_end = 0;
 		size_t *arg, *keys, i, best;
 
-		if (l->n < 2)
+		/* Overlaps are a mutex's: a semaphore's holders overlap. */
+		if (l->n < 2 || l->multi > 0)
 			continue;
 		end = calloc(l->n, sizeof(*end));
 		pmax = calloc(l->n, sizeof(*pmax));

@@ -83,6 +83,7 @@ crash_loop(long cycles, uint64_t seed, const char *always_fault,
 		.lease_min_ms = 50, .lease_max_ms = 500,
 		.wait_max_ms = 400, .think_max_ms = 15,
 		.onclose_percent = 20, .journal_fd = -1,
+		.multi_names = 2,   /* crash/6 and crash/7: limit=3 */
 	};
 	static struct wl w;
 	struct rng rng;
