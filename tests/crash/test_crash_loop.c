@@ -299,6 +299,38 @@ test_checker_catches_overlapping_holders(void **state)
 	chk_free(&c);
 }
 
+/* A semaphore of 2: two holders at once are fine, a third told while
+ * both are certainly held is one too many. */
+static void
+test_checker_catches_more_holders_than_the_limit(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_name_limit(&c, 0, 2);
+	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	chk_grant_multi(&c, a);
+	a = chk_granted(&c, 0, 2, "2-0", 10, 11, 100, false, 0);
+	chk_grant_multi(&c, a);
+	/* After the first lease ends: fine. */
+	a = chk_granted(&c, 0, 3, "3-0", 150, 160, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	/* Fence 5 told while fences 3 and 4 certainly hold. */
+	a = chk_granted(&c, 0, 4, "4-0", 170, 171, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	a = chk_granted(&c, 0, 5, "5-0", 175, 176, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
 /* A lease with delay= that nobody released ends by expiry: no grant
  * before its certain end plus the delay; after a RELEASE, none owed. */
 static void
@@ -546,6 +578,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_checker_catches_a_rewound_fence),
 		cmocka_unit_test(test_checker_catches_a_reissued_fence),
 		cmocka_unit_test(test_checker_catches_overlapping_holders),
+		cmocka_unit_test(
+		    test_checker_catches_more_holders_than_the_limit),
 		cmocka_unit_test(
 		    test_checker_catches_a_grant_inside_a_lock_delay),
 		cmocka_unit_test(test_checker_catches_a_wrong_owner_label),

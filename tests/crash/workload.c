@@ -44,6 +44,9 @@ wl_init(struct wl *w, const struct wl_options *opt, struct chk *chk,
 	w->names = names;
 	rng_seed(&w->rng, seed);
 	rng_seed(&w->rid_rng, seed ^ 0x0052494400524944ULL);
+	for (i = w->opt.names - w->opt.multi_names; i < w->opt.names; i++)
+		if (i >= 0)
+			chk_name_limit(chk, i, (unsigned)atoi(WL_LIMIT_TEXT));
 	for (i = 0; i < WL_MAX_CLIENTS; i++) {
 		w->c[i].fd = -1;
 		w->c[i].holding = -1;
