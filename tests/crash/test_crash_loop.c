@@ -84,6 +84,7 @@ crash_loop(long cycles, uint64_t seed, const char *always_fault,
 		.wait_max_ms = 400, .think_max_ms = 15,
 		.onclose_percent = 20, .journal_fd = -1,
 		.multi_names = 2,   /* crash/6 and crash/7: limit=3 */
+		.shared_names = 1,  /* crash/5: mode=shared */
 	};
 	static struct wl w;
 	struct rng rng;

@@ -152,12 +152,16 @@ hold_time(struct wl *w, int64_t lease)
 	return rng_range(&w->rng, lease / 2, lease * 3 / 2);
 }
 
-/* " limit=N" for a semaphore's name (wl_options.multi_names), else "". */
+/* " limit=N" for a semaphore's name (wl_options.multi_names), " mode=shared"
+ * for a read lock's (shared_names), else "". */
 static const char *
 kind_of(const struct wl *w, int name)
 {
-	return name >= w->opt.names - w->opt.multi_names ?
-	    " limit=" WL_LIMIT_TEXT : "";
+	int multi = w->opt.names - w->opt.multi_names;
+
+	if (name >= multi)
+		return " limit=" WL_LIMIT_TEXT;
+	return name >= multi - w->opt.shared_names ? " mode=shared" : "";
 }
 
 static void
