@@ -195,8 +195,12 @@ static const struct proto_option_info proto_options[] = {
 #define PROTO_FIELD_CAUSE	0x100u
 #define PROTO_FIELD_COUNT_	0x200u
 #define PROTO_FIELD_NEXT	0x400u
+#define PROTO_FIELD_HOLDERS	0x800u
+#define PROTO_FIELD_LIMIT	0x1000u
+#define PROTO_FIELD_MODE	0x2000u
 /* What STATUS's lines may append (protocol v2). */
-#define PROTO_FIELDS_STATUS_MORE (PROTO_FIELD_OWNER | PROTO_FIELD_DELAY)
+#define PROTO_FIELDS_STATUS_MORE (PROTO_FIELD_OWNER | PROTO_FIELD_DELAY | \
+	PROTO_FIELD_HOLDERS | PROTO_FIELD_LIMIT | PROTO_FIELD_MODE)
 
 static const struct {
 	const char *key;
@@ -213,6 +217,9 @@ static const struct {
 	{ "cause", PROTO_FIELD_CAUSE },
 	{ "count", PROTO_FIELD_COUNT_ },
 	{ "next", PROTO_FIELD_NEXT },
+	{ "holders", PROTO_FIELD_HOLDERS },
+	{ "limit", PROTO_FIELD_LIMIT },
+	{ "mode", PROTO_FIELD_MODE },
 };
 #define PROTO_FIELD_COUNT (sizeof(proto_fields) / sizeof(proto_fields[0]))
 
@@ -1003,6 +1010,19 @@ proto_set_field(struct proto_reply *reply, unsigned field, const char *value,
 	case PROTO_FIELD_COUNT_:
 		return proto_parse_uint(value, value_len, UINT64_MAX,
 		    &reply->count);
+	case PROTO_FIELD_HOLDERS:
+		return proto_parse_uint(value, value_len, UINT64_MAX,
+		    &reply->holders);
+	case PROTO_FIELD_LIMIT:
+		if (!proto_parse_uint(value, value_len,
+		    PROTO_HOLDERS_LIMIT_MAX, &v) || v == 0)
+			return false;
+		reply->limit = (uint32_t)v;
+		return true;
+	case PROTO_FIELD_MODE:
+		/* Only mode=shared is sent; another mode is none of ours. */
+		reply->shared = proto_equal(value, value_len, "shared");
+		return value_len > 0;
 	case PROTO_FIELD_OWNER:
 	case PROTO_FIELD_NEXT:
 		if (!proto_valid_name(value, value_len))

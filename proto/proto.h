@@ -264,6 +264,10 @@ struct proto_reply {
 	const char *owner;         /* STATUS, LOCK, CHANGED: NULL when absent */
 	size_t owner_len;
 	int64_t delay_ms;          /* lock-delay left; 0 when absent */
+	uint64_t holders;          /* STATUS and its kin: holders=, 0 when
+	                            * absent */
+	uint32_t limit;            /* limit=, 0 when absent (a limit of 1) */
+	bool shared;               /* mode=shared */
 	const char *cause;         /* CHANGED: the word after cause= */
 	size_t cause_len;
 	uint64_t count;            /* END */

@@ -2189,6 +2189,24 @@ test_proto_v2_replies_parse_into_their_fields(void **state)
 	assert_int_equal(PARSE("STATUS a held=1 fence=1 ttl=1 queue=0 "
 	    "owner=me\r\n"), PROTO_DONE);
 	assert_memory_equal(r.owner, "me", 2);
+	assert_int_equal(r.holders, 0);
+	assert_int_equal(r.limit, 0);
+	assert_false(r.shared);
+	/* A semaphore's and a read lock's fields (issue 17). */
+	assert_int_equal(PARSE("STATUS s held=1 fence=5 ttl=9 queue=2 "
+	    "owner=ci-2 holders=3 limit=3 delay=7\r\n"), PROTO_DONE);
+	assert_int_equal(r.holders, 3);
+	assert_int_equal(r.limit, 3);
+	assert_false(r.shared);
+	assert_int_equal(r.delay_ms, 7);
+	assert_int_equal(PARSE("LOCK rw held=1 fence=4 ttl=9 queue=0 "
+	    "holders=2 mode=shared\r\n"), PROTO_DONE);
+	assert_int_equal(r.holders, 2);
+	assert_true(r.shared);
+	assert_int_equal(PARSE("STATUS s held=1 fence=5 ttl=9 queue=0 "
+	    "limit=0\r\n"), PROTO_BAD);
+	assert_int_equal(PARSE("STATUS s held=1 fence=5 ttl=9 queue=0 "
+	    "holders=x\r\n"), PROTO_BAD);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(PARSE(bad[i]), PROTO_BAD);
 #undef PARSE
