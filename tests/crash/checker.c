@@ -481,6 +481,40 @@ chk_closed(struct chk *c, int64_t g, int64_t t)
 
 /* ---- observations ------------------------------------------------------ */
 
+/* chk_status of a semaphore's or read lock's name (see there). */
+static void
+multi_status(struct chk *c, const struct chk_list *l, int name,
+    int64_t sent, int64_t recv, bool held, uint64_t fence,
+    bool after_restart)
+{
+	int64_t end, latest;
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		const struct chk_grant *g = &c->grants[l->idx[i]];
+
+		/* Told before it was asked; an onclose lease ends with its
+		 * connection, which a restart closes. */
+		if (g->recv >= sent || (g->onclose && after_restart))
+			continue;
+		bounds(g, sent, recv, NULL, &end, &latest);
+		if (end <= recv + CHK_SLACK_MS)
+			continue;
+		c->stats.durable_checks++;
+		if (held && fence >= g->fence)
+			continue;
+		violation(c, CHK_FORGOTTEN, "%s: holder fence %llu (told at "
+		    "%lld, lease %lld) certainly runs until %lld but STATUS "
+		    "at %lld shows %s%s", name_of(c, name),
+		    (unsigned long long)g->fence, rel(c, g->recv),
+		    (long long)g->lease, rel(c, end), rel(c, recv),
+		    held ? "an older newest fence" : "the lock free",
+		    after_restart ? " after a restart" : "");
+		explain(c, g);
+		return;
+	}
+}
+
 void
 chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
     uint64_t fence, int64_t ttl, bool after_restart)
@@ -493,10 +527,13 @@ chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
 
 	c->stats.status_checks++;
 	/* A semaphore's STATUS shows its newest live holder, which need
-	 * not be the last told: its holders are judged by key, in images
-	 * (image_holders), not by STATUS. */
-	if (l->multi > 0)
+	 * not be the last told: each told holder still certainly held
+	 * needs held=1 and a newest fence at least its own. */
+	if (l->multi > 0) {
+		multi_status(c, l, name, sent, recv, held, fence,
+		    after_restart);
 		return;
+	}
 	while (k > 0 && c->grants[l->idx[k - 1]].recv >= sent)
 		k--;
 	if ((top = top_of(c, l, k)) == NULL)

@@ -332,6 +332,32 @@ test_checker_catches_more_holders_than_the_limit(void **state)
 	chk_free(&c);
 }
 
+/* A semaphore's STATUS: held=1 with a newest fence at least that of
+ * every holder certainly held; the lock free, or an older newest fence,
+ * forgets one. */
+static void
+test_checker_catches_a_status_that_forgot_a_holder(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_name_limit(&c, 0, 3);
+	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	chk_grant_multi(&c, a);
+	a = chk_granted(&c, 0, 2, "2-0", 2, 3, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_status(&c, 0, 10, 11, true, 2, 90, false);
+	chk_status(&c, 0, 200, 201, false, 0, 0, true);   /* both over */
+	assert_int_equal(chk_violations(&c), 0);
+	chk_status(&c, 0, 20, 21, true, 1, 80, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 1);
+	chk_status(&c, 0, 30, 31, false, 0, 0, false);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 2);
+	chk_free(&c);
+}
+
 /* A lease with delay= that nobody released ends by expiry: no grant
  * before its certain end plus the delay; after a RELEASE, none owed. */
 static void
@@ -581,6 +607,8 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_checker_catches_overlapping_holders),
 		cmocka_unit_test(
 		    test_checker_catches_more_holders_than_the_limit),
+		cmocka_unit_test(
+		    test_checker_catches_a_status_that_forgot_a_holder),
 		cmocka_unit_test(
 		    test_checker_catches_a_grant_inside_a_lock_delay),
 		cmocka_unit_test(test_checker_catches_a_wrong_owner_label),
