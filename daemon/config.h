@@ -21,8 +21,8 @@
 #define CONFIG_DEFAULT_MAX_HELD 1000000
 #define CONFIG_DEFAULT_MAX_WAITERS 1000000
 #define CONFIG_DEFAULT_MAX_CONN_WAITERS 1024
-/* The map that --max-held locks of 255-byte names need in the worst case
- * (store_lmdb_map_needed: about 4.1 GB for a million); only the pages
+/* The map that --max-held holders of 264-byte keys need in the worst case
+ * (store_lmdb_map_needed: about 5.5 GB for a million); only the pages
  * used take room on disk. */
 #define CONFIG_DEFAULT_MAP_SIZE ((size_t)8 << 30)     /* 8 GiB */
 #define CONFIG_DEFAULT_UNIX_MODE 0660

@@ -15,6 +15,7 @@
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "daemon/etcd.h"
+#include "daemon/format.h"
 #include "daemon/leader.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
@@ -129,23 +130,25 @@ read_boot_id(uint8_t id[16])
 }
 
 /*
- * --max-held locks, all with the longest names, must fit in --map-size:
+ * --max-held holders, all with the longest keys, must fit in --map-size:
  * else the map fills first and clients get ERR UNAVAILABLE where the limit
- * promises ERR LIMIT.  store_lmdb_map_needed() is the bound.
+ * promises ERR LIMIT.  store_lmdb_map_needed() is the bound.  --max-held
+ * counts every holder of a semaphore or shared lock, each under a key of
+ * its own: a 255-byte name, a NUL and its fence (FORMAT_KEY_MAX).
  */
 static bool
 map_too_small(const struct config *cfg, char *err, size_t err_len)
 {
 	long page = sysconf(_SC_PAGESIZE);
-	uint64_t need = store_lmdb_map_needed(cfg->max_held, PROTO_NAME_MAX,
+	uint64_t need = store_lmdb_map_needed(cfg->max_held, FORMAT_KEY_MAX,
 	    STORE_VALUE_MAX, page > 0 ? (size_t)page : FALLBACK_PAGE_SIZE);
 
 	if (cfg->map_size >= need)
 		return false;
 	snprintf(err, err_len, "--max-held %u needs --map-size %llu or more "
-	    "(%zu given), for names of %d bytes: raise --map-size or lower "
+	    "(%zu given), for keys of %d bytes: raise --map-size or lower "
 	    "--max-held", cfg->max_held, (unsigned long long)need,
-	    cfg->map_size, PROTO_NAME_MAX);
+	    cfg->map_size, FORMAT_KEY_MAX);
 	return true;
 }
 

@@ -107,12 +107,15 @@ format_record_decode(const void *val, size_t len, const uint8_t boot_id[16],
 		rec->limit = bytes_get_le16(p + 90);
 		rec->shared = (p[1] & 2) != 0;
 	}
-	/* No holder: only a name in lock-delay has a record. */
+	/* No holder: only a name in lock-delay has a record, and it keeps
+	 * the name's limit (a semaphore stays one through its delay). */
 	if (rec->fence == 0) {
 		core_time until = rec->delay_until;
+		uint16_t limit = rec->limit;
 
 		memset(rec, 0, sizeof(*rec));
 		rec->delay_until = until;
+		rec->limit = limit;
 		return until != 0;
 	}
 	rec->expiry = instant_decode(p, 32, same_boot, now, wall_now,

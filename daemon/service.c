@@ -305,7 +305,7 @@ static size_t
 append_status_fields(char *line, size_t n, size_t cap,
     const struct core_lock_status *st)
 {
-	char extra[CORE_OWNER_MAX + 48];
+	char extra[CORE_OWNER_MAX + 96];
 	int k = 0;
 
 	if (n < 2)
@@ -313,6 +313,15 @@ append_status_fields(char *line, size_t n, size_t cap,
 	if (st->held && st->label_len > 0)
 		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
 		    " owner=%.*s", (int)st->label_len, st->label);
+	if (st->limit > 1 || (st->held && st->shared))
+		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
+		    " holders=%lu", (unsigned long)st->holders);
+	if (st->limit > 1)
+		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
+		    " limit=%u", (unsigned)st->limit);
+	if (st->held && st->shared)
+		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
+		    " mode=shared");
 	if (st->delay_ms > 0)
 		k += snprintf(extra + k, sizeof(extra) - (size_t)k,
 		    " delay=%lld", (long long)st->delay_ms);
@@ -422,6 +431,9 @@ on_core_reply(void *ctx, const struct core_reply *r)
 			struct core_lock_status only = *r->status;
 
 			only.label_len = 0;   /* HELD shows delay= alone */
+			only.holders = 0;
+			only.limit = 1;
+			only.shared = false;
 			n = append_status_fields(line, n, sizeof(line), &only);
 		}
 		reply(svc, r, false, line, n);
@@ -487,7 +499,12 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		reply_error(svc, r, PROTO_ERR_UNAVAILABLE, "out of memory");
 		return;
 	case CORE_REPLY_BADARG:
-		reply_error(svc, r, PROTO_ERR_BADARG, "bad argument");
+		reply_error(svc, r, PROTO_ERR_BADARG,
+		    r->misfit == CORE_MISFIT_LIMIT ? "limit differs from the "
+		    "lock's, set until it is idle again, or from this rid's "
+		    "grant" : r->misfit == CORE_MISFIT_MODE ? "mode differs "
+		    "from this rid's grant, or is shared with a limit" :
+		    "bad argument");
 		return;
 	case CORE_REPLY_SHUTDOWN:
 		reply_error(svc, r, PROTO_ERR_SHUTDOWN, "server is stopping");
@@ -531,6 +548,8 @@ cmd_acquire(struct service *svc, struct service_conn *conn,
 		.label_len = req->owner_len,
 		.rid = req->rid,
 		.rid_len = req->rid_len,
+		.limit = req->has_limit ? req->limit : 0,
+		.shared = req->has_mode && req->mode == PROTO_MODE_SHARED,
 	};
 
 	core_acquire(&svc->table, &conn->session, req->name, req->name_len,
@@ -549,6 +568,8 @@ cmd_try(struct service *svc, struct service_conn *conn,
 		.label_len = req->owner_len,
 		.rid = req->rid,
 		.rid_len = req->rid_len,
+		.limit = req->has_limit ? req->limit : 0,
+		.shared = req->has_mode && req->mode == PROTO_MODE_SHARED,
 	};
 
 	core_try(&svc->table, &conn->session, req->name, req->name_len,
@@ -612,15 +633,20 @@ cmd_check(struct service *svc, struct service_conn *conn,
 	char line[PROTO_REPLY_MAX];
 	int n;
 
-	core_status(&svc->table, req->name, req->name_len, now, &st);
-	if (st.held && st.fence == req->fence)
+	int64_t ttl = 0;
+
+	/* Any live holder's fence is current, not only the newest's. */
+	if (core_check(&svc->table, req->name, req->name_len, req->fence,
+	    now, &ttl))
 		n = snprintf(line, sizeof(line), "CURRENT %.*s fence=%llu "
 		    "ttl=%lld\r\n", (int)req->name_len, req->name,
-		    (unsigned long long)st.fence, (long long)st.ttl_ms);
-	else
+		    (unsigned long long)req->fence, (long long)ttl);
+	else {
+		core_status(&svc->table, req->name, req->name_len, now, &st);
 		n = snprintf(line, sizeof(line), "STALE %.*s fence=%llu\r\n",
 		    (int)req->name_len, req->name,
 		    (unsigned long long)(st.held ? st.fence : 0));
+	}
 	answer(svc, conn, seq, 0, service__inflight_depends(svc, req->name,
 	    req->name_len), line, (size_t)n);
 }
@@ -1316,9 +1342,10 @@ load_account(struct load *l, struct core_record *rec)
 
 /*
  * One name of the store, with all its records (daemon/recovery.h).  A
- * plain one - one record, under the name - joins the batch.  Holders of a
- * semaphore or a shared lock are a newer lockd's records, which this one
- * cannot hold: it stops rather than drop them.
+ * plain one - one record, under the name - joins the batch.  A semaphore
+ * or a shared lock - its holders' records, one under each holder key - is
+ * restored whole at once, after the batch before it (the order of names
+ * is kept).
  */
 static int
 load_name(void *ctx, struct recovery_name *name)
@@ -1326,18 +1353,26 @@ load_name(void *ctx, struct recovery_name *name)
 	struct load *l = ctx;
 	struct core_restore *it = &l->batch[l->n];
 	char shown[LOG_VALUE_MAX + 1];
+	size_t i;
 
 	if (name->holders > 0) {
-		snprintf(l->svc->error, sizeof(l->svc->error),
-		    "records of a newer lockd: lock %s has %zu holders of a "
-		    "semaphore or shared lock, which this lockd cannot "
-		    "restore", log_value(shown, name->name, name->name_len),
-		    name->holders);
-		return -1;
+		if (load_flush(l) != 0)
+			return -1;
+		for (i = 0; i < name->n; i++)
+			load_account(l, &name->recs[i]);
+		if (core_table_restore_holders(&l->svc->table, name->name,
+		    name->name_len, name->recs, name->n, l->now) != CORE_OK) {
+			snprintf(l->svc->error, sizeof(l->svc->error),
+			    "cannot restore lock %s (%zu holders)",
+			    log_value(shown, name->name, name->name_len),
+			    name->n);
+			return -1;
+		}
+		return 0;
 	}
 	load_account(l, &name->recs[0]);
 	it->rec = name->recs[0];
-	it->more = NULL;   /* holder keys: refused above until the wire */
+	it->more = NULL;
 	it->nmore = 0;
 	memcpy(l->names[l->n], name->name, name->name_len);
 	it->name = l->names[l->n];

@@ -167,21 +167,14 @@ service__batch_key(struct service *svc, const char *name, size_t name_len,
 	return rc;
 }
 
-/* The core's record callback: today one key per lock, its name's. */
+/* The core's record callback: one key of a lock, its name's own
+ * (key_fence 0) or one holder's (<name> NUL <fence>, daemon/format.h). */
 static void
 collect_record(void *ctx, const char *name, size_t name_len,
     uint64_t key_fence, const struct core_record *rec)
 {
 	struct collect *c = ctx;
 
-	/* Holder keys (<name> NUL <fence>) come only from limit= and
-	 * mode=shared, which the wire does not offer yet; recovery and the
-	 * fall-back do not restore them yet either, so such a batch must
-	 * not commit. */
-	if (key_fence != 0) {
-		c->failed = true;
-		return;
-	}
 	if (service__batch_key(c->svc, name, name_len, key_fence, rec, c->now,
 	    c->wall) != 0)
 		c->failed = true;
@@ -281,26 +274,27 @@ session_of(struct service *svc, uint64_t id)
 }
 
 /*
- * Puts one lock back as the store has it.  The table must never keep what
+ * Puts one name back as the store has it.  The table must never keep what
  * the store does not: a grant the store lacks would be handed to a rid
  * repeat undurable, and its fence minted again after a restart.  Putting
- * a lock back may need memory (its entry, dropped as idle in the same
- * pass; its holder's owner and rid), so a restore that runs out of memory
- * is tried again, and when it still fails lockd stops, as when the store
- * cannot be read: recovery starts over from the disk.
+ * a name back may need memory (its entry, dropped as idle in the same
+ * pass; its holders and their owner and rid), so a restore that runs out
+ * of memory is tried again, and when it still fails lockd stops, as when
+ * the store cannot be read: recovery starts over from the disk.
  */
 #define FALL_BACK_TRIES 8
 
 static void
 restore_or_stop(struct service *svc, const char *name, size_t len,
-    const struct core_record *rec, core_time now)
+    const struct core_record *recs, size_t n, core_time now)
 {
 	char shown[LOG_VALUE_MAX + 1];
 	enum core_status st = CORE_ERR_NOMEM;
 	int i;
 
 	for (i = 0; i < FALL_BACK_TRIES && st == CORE_ERR_NOMEM; i++)
-		st = core_table_restore(&svc->table, name, len, rec, now);
+		st = core_table_restore_holders(&svc->table, name, len, recs,
+		    n, now);
 	if (st == CORE_OK)
 		return;
 	log_event(LOG_ERROR, "nomem", "op=fall_back name=%s action=exit",
@@ -308,84 +302,218 @@ restore_or_stop(struct service *svc, const char *name, size_t len,
 	abort();
 }
 
+/* The fences of one name's keys a fall-back reads, and what it found. */
+struct fall_name {
+	const char *name;            /* in the failed batch */
+	size_t len;
+	uint64_t *fences;            /* holder keys to read; 0: <name> */
+	size_t n, cap;
+	uint64_t *held;              /* the table's holders before */
+	size_t nheld, held_cap;
+	struct core_record *recs;    /* what the store has */
+	size_t nrecs, recs_cap;
+};
+
+static void
+fall_nomem(const char *name, size_t len)
+{
+	char shown[LOG_VALUE_MAX + 1];
+
+	log_event(LOG_ERROR, "nomem", "op=fall_back name=%s action=exit",
+	    log_value(shown, name, len));
+	abort();
+}
+
+static void
+fall_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x,
+    const struct fall_name *f)
+{
+	if (*n == *cap) {
+		size_t cap2 = *cap == 0 ? 8 : *cap * 2;
+		uint64_t *p = realloc(*v, cap2 * sizeof(*p));
+
+		if (p == NULL)
+			fall_nomem(f->name, f->len);
+		*v = p;
+		*cap = cap2;
+	}
+	(*v)[(*n)++] = x;
+}
+
+static int
+fence_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Is `fence` a live holder's of e (its own, or one beyond it)? */
+static bool
+entry_holds(const struct core_entry *e, uint64_t fence)
+{
+	const struct core_holder *h;
+
+	if (e == NULL || fence == 0)
+		return false;
+	if (e->lock.fence == fence)
+		return true;
+	for (h = e->multi != NULL ? e->multi->holders : NULL; h != NULL;
+	    h = h->next)
+		if (h->lock.fence == fence)
+			return true;
+	return false;
+}
+
+/*
+ * Reads the record of one key of f's name into f->recs, if the store has
+ * one.  A store that cannot be read, or a record that does not belong
+ * under its key, leaves no safe state to serve from: lockd stops.
+ */
+static void
+fall_read(struct service *svc, struct fall_name *f, uint64_t key_fence,
+    core_time now, int64_t wall)
+{
+	unsigned char val[STORE_VALUE_MAX];
+	char key[FORMAT_KEY_MAX];
+	char shown[LOG_VALUE_MAX + 1];
+	struct core_record rec;
+	size_t key_len, len = 0;
+	int rc;
+
+	key_len = format_key(f->name, f->len, key_fence, key);
+	rc = svc->store->ops->get(svc->store, key, key_len, val, &len);
+	if (rc < 0) {
+		log_event(LOG_ERROR, "store_error",
+		    "op=get error=\"%s\" action=exit", svc->store->error);
+		abort();
+	}
+	if (rc != 1)
+		return;
+	if (!format_record_decode(val, len, svc->clock.boot_id,
+	    svc->config.core.max_lease_ms, now, wall, &rec) ||
+	    !format_key_fits(key_fence, &rec)) {
+		log_event(LOG_ERROR, "store_corrupt", "name=%s action=exit",
+		    log_value(shown, f->name, f->len));
+		abort();
+	}
+	/* Cluster mode: a record of an earlier term (another node's, never
+	 * rewritten since this leader took over) holds another clock's
+	 * readings, which mean nothing here; decoded by this node's wall
+	 * clock, its lease could end earlier than the old leader would have
+	 * ended it.  It gets what the take-over gave it at the load, no
+	 * more: a lease that has run out since stays out. */
+	if (svc->config.takeover_lease_ms > 0 &&
+	    !format_record_of_boot(val, len, svc->clock.boot_id))
+		core_takeover_record(&rec, svc->loaded_at,
+		    svc->config.takeover_lease_ms,
+		    svc->config.core.max_lock_delay_ms);
+	if (rec.onclose_release)
+		rec.owner = session_of(svc, rec.owner_id);
+	if (f->nrecs == f->recs_cap) {
+		size_t cap2 = f->recs_cap == 0 ? 4 : f->recs_cap * 2;
+		struct core_record *p = realloc(f->recs, cap2 * sizeof(*p));
+
+		if (p == NULL)
+			fall_nomem(f->name, f->len);
+		f->recs = p;
+		f->recs_cap = cap2;
+	}
+	f->recs[f->nrecs++] = rec;
+}
+
+/*
+ * Puts one name of the failed batch back as the store has it, under all
+ * its keys.  The store reads single keys, not a name's range, so the keys
+ * read are every key the name may have there: <name>; the holder keys the
+ * batch wrote (a grant it put, an end it deleted); and those of the
+ * holders the table has now or ended since the batch was formed (whose
+ * deletes the next batch would have made).  A holder key in the store
+ * that is none of these was written by an earlier batch and never ended
+ * since, so the table holds it: there is no other.
+ */
+static void
+fall_back_name(struct service *svc, struct fall_name *f, core_time now,
+    int64_t wall)
+{
+	const struct core_entry *e;
+	const struct core_multi *m;
+	const struct core_holder *h;
+	size_t i;
+
+	e = core_table_find(&svc->table, f->name, f->len);
+	m = e != NULL ? e->multi : NULL;
+	if (e != NULL && e->lock.fence != 0)
+		fall_push(&f->held, &f->nheld, &f->held_cap, e->lock.fence,
+		    f);
+	for (h = m != NULL ? m->holders : NULL; h != NULL; h = h->next) {
+		fall_push(&f->fences, &f->n, &f->cap, h->lock.fence, f);
+		fall_push(&f->held, &f->nheld, &f->held_cap, h->lock.fence,
+		    f);
+	}
+	for (h = m != NULL ? m->ended : NULL; h != NULL; h = h->next)
+		fall_push(&f->fences, &f->n, &f->cap, h->ended_fence, f);
+	fall_push(&f->fences, &f->n, &f->cap, 0, f);
+	if (f->fences != NULL)   /* never NULL here: <name> was pushed */
+		qsort(f->fences, f->n, sizeof(*f->fences), fence_cmp);
+	f->nrecs = 0;
+	for (i = 0; i < f->n; i++)
+		if (i == 0 || f->fences[i] != f->fences[i - 1])
+			fall_read(svc, f, f->fences[i], now, wall);
+	restore_or_stop(svc, f->name, f->len, f->recs, f->nrecs, now);
+	/* A grant the store does not have is gone, without an event: its
+	 * principal no longer holds it. */
+	e = core_table_find(&svc->table, f->name, f->len);
+	for (i = 0; i < f->nheld; i++)
+		if (!entry_holds(e, f->held[i]))
+			quota_ungrant(&svc->quota, f->held[i]);
+	f->n = 0;
+	f->nheld = 0;
+}
+
 /*
  * After a failed commit: every lock the batch wrote falls back to what the
  * store holds, whatever happened to it since (what did rests on the batch
  * and has failed with it).  A store that cannot even be read leaves no
  * safe state to serve from, so lockd stops; recovery starts over from the
- * disk.
+ * disk.  The core reports a name's keys together (core_table_changes, one
+ * entry at a time), so the batch's keys of one name are consecutive; a
+ * name restored twice between drains keeps its first restore anyway.
  */
 static void
 fall_back(struct service *svc, const struct store_batch *batch, core_time now,
     int64_t wall)
 {
+	struct fall_name f;
 	struct store_batch_op op;
 	size_t pos = 0;
 
+	memset(&f, 0, sizeof(f));
 	while (store_batch_next(batch, &pos, &op)) {
-		unsigned char val[STORE_VALUE_MAX];
 		char shown[LOG_VALUE_MAX + 1];
-		const struct core_entry *e;
-		struct core_record rec;
-		uint64_t fence, key_fence;
-		size_t len = 0, name_len;
-		int rc;
+		uint64_t key_fence;
+		size_t name_len;
 
-		/*
-		 * A holder's key (issue 17) has no restore of its own in the
-		 * core yet, and restoring it as a name would make up a lock:
-		 * stop, as for a store that cannot be read back - recovery
-		 * from the disk restores every holder.  No batch holds one
-		 * until the core reports them.
-		 */
 		if (format_key_split(op.name, op.name_len, &name_len,
-		    &key_fence) != FORMAT_KEY_NAME) {
+		    &key_fence) == FORMAT_KEY_BAD) {
 			log_event(LOG_ERROR, "store_error", "op=fall_back "
-			    "name=%s error=\"a holder key has no fall-back\" "
-			    "action=exit", log_value(shown, op.name,
-			    format_key_name_len(op.name, op.name_len)));
+			    "name=%s error=\"a key of no lock\" action=exit",
+			    log_value(shown, op.name, op.name_len));
 			abort();
 		}
-		rc = svc->store->ops->get(svc->store, op.name, op.name_len,
-		    val, &len);
-		if (rc < 0) {
-			log_event(LOG_ERROR, "store_error",
-			    "op=get error=\"%s\" action=exit",
-			    svc->store->error);
-			abort();
-		}
-		if (rc == 1 && !format_record_decode(val, len,
-		    svc->clock.boot_id, svc->config.core.max_lease_ms, now,
-		    wall, &rec)) {
-			log_event(LOG_ERROR, "store_corrupt",
-			    "name=%s action=exit", log_value(shown, op.name,
-			    op.name_len));
-			abort();
-		}
-		/* Cluster mode: a record of an earlier term (another node's,
-		 * never rewritten since this leader took over) holds another
-		 * clock's readings, which mean nothing here; decoded by this
-		 * node's wall clock, its lease could end earlier than the old
-		 * leader would have ended it.  It gets what the take-over
-		 * gave it at the load, no more: a lease that has run out
-		 * since stays out. */
-		if (rc == 1 && svc->config.takeover_lease_ms > 0 &&
-		    !format_record_of_boot(val, len, svc->clock.boot_id))
-			core_takeover_record(&rec, svc->loaded_at,
-			    svc->config.takeover_lease_ms,
-			    svc->config.core.max_lock_delay_ms);
-		if (rc == 1 && rec.onclose_release)
-			rec.owner = session_of(svc, rec.owner_id);
-		e = core_table_find(&svc->table, op.name, op.name_len);
-		fence = e != NULL ? e->lock.fence : 0;
-		restore_or_stop(svc, op.name, op.name_len,
-		    rc == 1 ? &rec : NULL, now);
-		/* A grant the store does not have is gone, without an
-		 * event: its principal no longer holds it. */
-		e = core_table_find(&svc->table, op.name, op.name_len);
-		if (e == NULL || e->lock.fence != fence)
-			quota_ungrant(&svc->quota, fence);
+		if (f.name != NULL && (name_len != f.len ||
+		    memcmp(op.name, f.name, name_len) != 0))
+			fall_back_name(svc, &f, now, wall);
+		f.name = op.name;
+		f.len = name_len;
+		if (key_fence != 0)
+			fall_push(&f.fences, &f.n, &f.cap, key_fence, &f);
 	}
+	if (f.name != NULL)
+		fall_back_name(svc, &f, now, wall);
+	free(f.fences);
+	free(f.held);
+	free(f.recs);
 }
 
 static int64_t

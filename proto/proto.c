@@ -28,6 +28,7 @@
 #define PROTO_OPTION_AFTER	0x80u
 #define PROTO_OPTION_LIMIT	0x100u
 #define PROTO_OPTION_RID	0x200u
+#define PROTO_OPTION_MODE	0x400u
 
 /* What each command takes; the parser checks arity and options once, here. */
 struct proto_command_info {
@@ -41,11 +42,13 @@ struct proto_command_info {
 static const struct proto_command_info proto_commands[PROTO_CMD_COUNT] = {
 	[PROTO_CMD_ACQUIRE] = { "ACQUIRE", 1,
 	    PROTO_OPTION_LEASE | PROTO_OPTION_WAIT | PROTO_OPTION_ONCLOSE |
-	    PROTO_OPTION_DELAY | PROTO_OPTION_OWNER | PROTO_OPTION_RID, false,
+	    PROTO_OPTION_DELAY | PROTO_OPTION_OWNER | PROTO_OPTION_RID |
+	    PROTO_OPTION_LIMIT | PROTO_OPTION_MODE, false,
 	    "ACQUIRE takes 1 argument" },
 	[PROTO_CMD_TRY] = { "TRY", 1,
 	    PROTO_OPTION_LEASE | PROTO_OPTION_ONCLOSE | PROTO_OPTION_DELAY |
-	    PROTO_OPTION_OWNER | PROTO_OPTION_RID, false,
+	    PROTO_OPTION_OWNER | PROTO_OPTION_RID | PROTO_OPTION_LIMIT |
+	    PROTO_OPTION_MODE, false,
 	    "TRY takes 1 argument" },
 	[PROTO_CMD_RENEW] = { "RENEW", 2,
 	    PROTO_OPTION_LEASE, false,
@@ -133,6 +136,11 @@ static const char proto_msg_after[] =
     "after must be a lock name of 1 to 255 bytes";
 static const char proto_msg_limit[] =
     "limit must be an integer from 1 to 1000";
+static const char proto_msg_holders_limit[] =
+    "limit must be an integer from 1 to 65535";
+static const char proto_msg_mode[] = "mode must be exclusive or shared";
+static const char proto_msg_shared_limit[] =
+    "mode=shared takes no limit but 1";
 
 /* How a duration was refused, so the reply can say which way. */
 enum proto_duration_status {
@@ -171,6 +179,7 @@ static const struct proto_option_info proto_options[] = {
 	{ "after", PROTO_OPTION_AFTER, NULL, NULL, NULL },
 	{ "limit", PROTO_OPTION_LIMIT, NULL, NULL, NULL },
 	{ "rid", PROTO_OPTION_RID, NULL, NULL, NULL },
+	{ "mode", PROTO_OPTION_MODE, NULL, NULL, NULL },
 };
 #define PROTO_OPTION_COUNT (sizeof(proto_options) / sizeof(proto_options[0]))
 
@@ -186,8 +195,12 @@ static const struct proto_option_info proto_options[] = {
 #define PROTO_FIELD_CAUSE	0x100u
 #define PROTO_FIELD_COUNT_	0x200u
 #define PROTO_FIELD_NEXT	0x400u
+#define PROTO_FIELD_HOLDERS	0x800u
+#define PROTO_FIELD_LIMIT	0x1000u
+#define PROTO_FIELD_MODE	0x2000u
 /* What STATUS's lines may append (protocol v2). */
-#define PROTO_FIELDS_STATUS_MORE (PROTO_FIELD_OWNER | PROTO_FIELD_DELAY)
+#define PROTO_FIELDS_STATUS_MORE (PROTO_FIELD_OWNER | PROTO_FIELD_DELAY | \
+	PROTO_FIELD_HOLDERS | PROTO_FIELD_LIMIT | PROTO_FIELD_MODE)
 
 static const struct {
 	const char *key;
@@ -204,6 +217,9 @@ static const struct {
 	{ "cause", PROTO_FIELD_CAUSE },
 	{ "count", PROTO_FIELD_COUNT_ },
 	{ "next", PROTO_FIELD_NEXT },
+	{ "holders", PROTO_FIELD_HOLDERS },
+	{ "limit", PROTO_FIELD_LIMIT },
+	{ "mode", PROTO_FIELD_MODE },
 };
 #define PROTO_FIELD_COUNT (sizeof(proto_fields) / sizeof(proto_fields[0]))
 
@@ -655,13 +671,27 @@ proto_set_option(struct proto_request *req,
 		return NULL;
 	}
 	if (option->bit == PROTO_OPTION_LIMIT) {
+		/* LIST's page size, or the holders of an ACQUIRE's name. */
+		bool list = req->command == PROTO_CMD_LIST;
 		uint64_t limit;
 
-		if (!proto_parse_uint(value, value_len, PROTO_LIST_LIMIT_MAX,
-		    &limit) || limit == 0)
-			return proto_msg_limit;
+		if (!proto_parse_uint(value, value_len, list ?
+		    PROTO_LIST_LIMIT_MAX : PROTO_HOLDERS_LIMIT_MAX, &limit) ||
+		    limit == 0)
+			return list ? proto_msg_limit :
+			    proto_msg_holders_limit;
 		req->has_limit = true;
 		req->limit = (uint32_t)limit;
+		return NULL;
+	}
+	if (option->bit == PROTO_OPTION_MODE) {
+		if (proto_equal_nocase(value, value_len, "exclusive"))
+			req->mode = PROTO_MODE_EXCLUSIVE;
+		else if (proto_equal_nocase(value, value_len, "shared"))
+			req->mode = PROTO_MODE_SHARED;
+		else
+			return proto_msg_mode;
+		req->has_mode = true;
 		return NULL;
 	}
 	if (option->bit == PROTO_OPTION_ONCLOSE) {
@@ -879,6 +909,11 @@ proto_parse_request_line(const char *line, size_t n,
 			return proto_refuse(req, err, PROTO_ERR_BADARG,
 			    message);
 	}
+	/* A shared lock is a read/write lock: its limit is 1. */
+	if (req->has_mode && req->mode == PROTO_MODE_SHARED &&
+	    req->has_limit && req->limit != 1)
+		return proto_refuse(req, err, PROTO_ERR_BADARG,
+		    proto_msg_shared_limit);
 	return PROTO_DONE;
 }
 
@@ -975,6 +1010,19 @@ proto_set_field(struct proto_reply *reply, unsigned field, const char *value,
 	case PROTO_FIELD_COUNT_:
 		return proto_parse_uint(value, value_len, UINT64_MAX,
 		    &reply->count);
+	case PROTO_FIELD_HOLDERS:
+		return proto_parse_uint(value, value_len, UINT64_MAX,
+		    &reply->holders);
+	case PROTO_FIELD_LIMIT:
+		if (!proto_parse_uint(value, value_len,
+		    PROTO_HOLDERS_LIMIT_MAX, &v) || v == 0)
+			return false;
+		reply->limit = (uint32_t)v;
+		return true;
+	case PROTO_FIELD_MODE:
+		/* Only mode=shared is sent; another mode is none of ours. */
+		reply->shared = proto_equal(value, value_len, "shared");
+		return value_len > 0;
 	case PROTO_FIELD_OWNER:
 	case PROTO_FIELD_NEXT:
 		if (!proto_valid_name(value, value_len))
@@ -1486,7 +1534,14 @@ proto_format_request(char *out, size_t cap, const struct proto_request *req)
 	    !proto_valid_name(req->after, req->after_len)))
 		return 0;
 	if (req->has_limit && ((info->options & PROTO_OPTION_LIMIT) == 0 ||
-	    req->limit < 1 || req->limit > PROTO_LIST_LIMIT_MAX))
+	    req->limit < 1 || req->limit > (req->command == PROTO_CMD_LIST ?
+	    PROTO_LIST_LIMIT_MAX : PROTO_HOLDERS_LIMIT_MAX)))
+		return 0;
+	if (req->has_mode && ((info->options & PROTO_OPTION_MODE) == 0 ||
+	    (req->mode != PROTO_MODE_EXCLUSIVE &&
+	    req->mode != PROTO_MODE_SHARED) ||
+	    (req->mode == PROTO_MODE_SHARED && req->has_limit &&
+	    req->limit != 1)))
 		return 0;
 
 	proto_put_string(&w, info->name);
@@ -1540,5 +1595,8 @@ proto_format_request(char *out, size_t cap, const struct proto_request *req)
 		proto_put_string(&w, " limit=");
 		proto_put_uint(&w, req->limit);
 	}
+	if (req->has_mode)
+		proto_put_string(&w, req->mode == PROTO_MODE_SHARED ?
+		    " mode=shared" : " mode=exclusive");
 	return proto_finish_line(&w);
 }

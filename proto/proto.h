@@ -70,6 +70,12 @@ enum proto_onclose {
 	PROTO_ONCLOSE_RELEASE
 };
 
+/* mode= of ACQUIRE and TRY. */
+enum proto_mode {
+	PROTO_MODE_EXCLUSIVE = 0,
+	PROTO_MODE_SHARED
+};
+
 /* A handle is "<fence>-<16 lowercase hex digits>". */
 struct proto_handle {
 	uint64_t fence;  /* 1 .. PROTO_FENCE_MAX */
@@ -103,12 +109,15 @@ struct proto_request {
 	size_t prefix_len;       /* 0: none */
 	const char *after;       /* LIST's after= */
 	size_t after_len;        /* 0: none */
-	bool has_limit;          /* LIST's limit= */
+	bool has_limit;          /* LIST's limit=; ACQUIRE's and TRY's */
 	uint32_t limit;
+	bool has_mode;           /* mode=, ACQUIRE and TRY */
+	enum proto_mode mode;
 };
 
 #define PROTO_LIST_LIMIT_MAX 1000              /* LIST's largest limit= */
 #define PROTO_LIST_LIMIT_DEFAULT 100           /* LIST without limit= */
+#define PROTO_HOLDERS_LIMIT_MAX 65535          /* ACQUIRE's, TRY's limit= */
 
 #define PROTO_OWNER_MAX 64                     /* bytes in an owner label */
 #define PROTO_RID_MAX 64                       /* bytes in a request id */
@@ -207,7 +216,7 @@ size_t proto_format_stats(char *out, size_t cap, const struct proto_stat *stats,
 /*
  * Formats a request as a client would send it (canonical spelling: upper-case
  * command, durations in ms, options in the order fence (WATCH), lease, wait,
- * onclose, delay, owner, rid, prefix, after, limit, each only when set: its
+ * onclose, delay, owner, rid, prefix, after, limit, mode, each only when set: its
  * has_ flag, or a non-zero length for owner, rid, prefix and after).  FORCE and CHECK
  * take their fence (req->fence) as the second argument.  Returns the length or 0 when cap is too
  * small or the request holds anything the parser would refuse (an invalid
@@ -255,6 +264,10 @@ struct proto_reply {
 	const char *owner;         /* STATUS, LOCK, CHANGED: NULL when absent */
 	size_t owner_len;
 	int64_t delay_ms;          /* lock-delay left; 0 when absent */
+	uint64_t holders;          /* STATUS and its kin: holders=, 0 when
+	                            * absent */
+	uint32_t limit;            /* limit=, 0 when absent (a limit of 1) */
+	bool shared;               /* mode=shared */
 	const char *cause;         /* CHANGED: the word after cause= */
 	size_t cause_len;
 	uint64_t count;            /* END */

@@ -481,6 +481,40 @@ chk_closed(struct chk *c, int64_t g, int64_t t)
 
 /* ---- observations ------------------------------------------------------ */
 
+/* chk_status of a semaphore's or read lock's name (see there). */
+static void
+multi_status(struct chk *c, const struct chk_list *l, int name,
+    int64_t sent, int64_t recv, bool held, uint64_t fence,
+    bool after_restart)
+{
+	int64_t end, latest;
+	size_t i;
+
+	for (i = 0; i < l->n; i++) {
+		const struct chk_grant *g = &c->grants[l->idx[i]];
+
+		/* Told before it was asked; an onclose lease ends with its
+		 * connection, which a restart closes. */
+		if (g->recv >= sent || (g->onclose && after_restart))
+			continue;
+		bounds(g, sent, recv, NULL, &end, &latest);
+		if (end <= recv + CHK_SLACK_MS)
+			continue;
+		c->stats.durable_checks++;
+		if (held && fence >= g->fence)
+			continue;
+		violation(c, CHK_FORGOTTEN, "%s: holder fence %llu (told at "
+		    "%lld, lease %lld) certainly runs until %lld but STATUS "
+		    "at %lld shows %s%s", name_of(c, name),
+		    (unsigned long long)g->fence, rel(c, g->recv),
+		    (long long)g->lease, rel(c, end), rel(c, recv),
+		    held ? "an older newest fence" : "the lock free",
+		    after_restart ? " after a restart" : "");
+		explain(c, g);
+		return;
+	}
+}
+
 void
 chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
     uint64_t fence, int64_t ttl, bool after_restart)
@@ -492,6 +526,14 @@ chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
 	bool alive;
 
 	c->stats.status_checks++;
+	/* A semaphore's STATUS shows its newest live holder, which need
+	 * not be the last told: each told holder still certainly held
+	 * needs held=1 and a newest fence at least its own. */
+	if (l->multi > 0) {
+		multi_status(c, l, name, sent, recv, held, fence,
+		    after_restart);
+		return;
+	}
 	while (k > 0 && c->grants[l->idx[k - 1]].recv >= sent)
 		k--;
 	if ((top = top_of(c, l, k)) == NULL)
@@ -602,6 +644,12 @@ chk_grant_multi(struct chk *c, int64_t g)
 	grant->multi = true;
 }
 
+void
+chk_name_limit(struct chk *c, int name, unsigned limit)
+{
+	c->lists[name].limit = limit;
+}
+
 uint64_t
 chk_image(struct chk *c, int cycle, uint64_t jpos, int64_t cut_time,
     const struct chk_record *records, uint64_t hwm)
@@ -710,6 +758,29 @@ overlap(struct chk *c, const struct chk_grant *g, int64_t g_end,
 	explain(c, h);
 }
 
+/* A semaphore's grants: none told while `limit` others, told before it
+ * was asked, are certainly held (end: each grant's certain end). */
+static void
+over_limit(struct chk *c, const struct chk_list *l, const int64_t *end)
+{
+	size_t i, j;
+
+	for (i = 0; i < l->n; i++) {
+		const struct chk_grant *h = &c->grants[l->idx[i]];
+		size_t held = 0, last = 0;
+
+		for (j = 0; j < i; j++)
+			if (c->grants[l->idx[j]].recv < h->sent &&
+			    end[j] > h->recv + CHK_SLACK_MS) {
+				held++;
+				last = j;
+			}
+		if (held >= l->limit)
+			overlap(c, &c->grants[l->idx[last]], end[last], h,
+			    "past the semaphore's limit");
+	}
+}
+
 void
 chk_finish(struct chk *c)
 {
@@ -720,7 +791,7 @@ chk_finish(struct chk *c)
 		int64_t *end, *pmax, max_end = 0;
 		size_t *arg, *keys, i, best;
 
-		if (l->n < 2)
+		if (l->n < 2 || (l->multi > 0 && l->limit == 0))
 			continue;
 		end = calloc(l->n, sizeof(*end));
 		pmax = calloc(l->n, sizeof(*pmax));
@@ -730,6 +801,16 @@ chk_finish(struct chk *c)
 			abort();
 		for (i = 0; i < l->n; i++)
 			end[i] = sure_end(&c->grants[l->idx[i]], NULL);
+		/* A semaphore's holders overlap up to its limit; the mutex
+		 * and lock-delay reasoning below is a single holder's. */
+		if (l->multi > 0) {
+			over_limit(c, l, end);
+			free(end);
+			free(pmax);
+			free(arg);
+			free(keys);
+			continue;
+		}
 
 		/* Granted earlier by time: read before the other was sent. */
 		for (i = 0, best = 0; i < l->n; i++) {

@@ -137,6 +137,7 @@ struct chk_list {
 	size_t *top;        /* top[k]: the highest fence among idx[0..k] */
 	size_t n, cap;
 	size_t multi;       /* grants marked chk_grant_multi */
+	unsigned limit;     /* a semaphore's (chk_name_limit); 0: unknown */
 };
 
 struct chk {
@@ -215,6 +216,11 @@ void chk_status(struct chk *c, int name, int64_t sent, int64_t recv,
  * mode=shared): a crash image keeps it under its own holder key,
  * "<name> NUL <fence>" (daemon/format.h), beside the name's others. */
 void chk_grant_multi(struct chk *c, int64_t g);
+
+/* The name is a semaphore of `limit` holders: chk_finish reports a grant
+ * told while `limit` others, told before it was asked, were certainly
+ * held (never more than limit holders). */
+void chk_name_limit(struct chk *c, int name, unsigned limit);
 
 #define CHK_MAX_HOLDERS 16
 

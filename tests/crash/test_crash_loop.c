@@ -83,6 +83,8 @@ crash_loop(long cycles, uint64_t seed, const char *always_fault,
 		.lease_min_ms = 50, .lease_max_ms = 500,
 		.wait_max_ms = 400, .think_max_ms = 15,
 		.onclose_percent = 20, .journal_fd = -1,
+		.multi_names = 2,   /* crash/6 and crash/7: limit=3 */
+		.shared_names = 1,  /* crash/5: mode=shared */
 	};
 	static struct wl w;
 	struct rng rng;
@@ -295,6 +297,64 @@ test_checker_catches_overlapping_holders(void **state)
 	chk_granted(&c, 0, 6, "6-0", 440, 441, 100, false, 0);
 	chk_finish(&c);
 	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
+/* A semaphore of 2: two holders at once are fine, a third told while
+ * both are certainly held is one too many. */
+static void
+test_checker_catches_more_holders_than_the_limit(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_name_limit(&c, 0, 2);
+	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	chk_grant_multi(&c, a);
+	a = chk_granted(&c, 0, 2, "2-0", 10, 11, 100, false, 0);
+	chk_grant_multi(&c, a);
+	/* After the first lease ends: fine. */
+	a = chk_granted(&c, 0, 3, "3-0", 150, 160, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	/* Fence 5 told while fences 3 and 4 certainly hold. */
+	a = chk_granted(&c, 0, 4, "4-0", 170, 171, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	a = chk_granted(&c, 0, 5, "5-0", 175, 176, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
+/* A semaphore's STATUS: held=1 with a newest fence at least that of
+ * every holder certainly held; the lock free, or an older newest fence,
+ * forgets one. */
+static void
+test_checker_catches_a_status_that_forgot_a_holder(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_name_limit(&c, 0, 3);
+	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	chk_grant_multi(&c, a);
+	a = chk_granted(&c, 0, 2, "2-0", 2, 3, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_status(&c, 0, 10, 11, true, 2, 90, false);
+	chk_status(&c, 0, 200, 201, false, 0, 0, true);   /* both over */
+	assert_int_equal(chk_violations(&c), 0);
+	chk_status(&c, 0, 20, 21, true, 1, 80, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 1);
+	chk_status(&c, 0, 30, 31, false, 0, 0, false);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 2);
 	chk_free(&c);
 }
 
@@ -545,6 +605,10 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_checker_catches_a_rewound_fence),
 		cmocka_unit_test(test_checker_catches_a_reissued_fence),
 		cmocka_unit_test(test_checker_catches_overlapping_holders),
+		cmocka_unit_test(
+		    test_checker_catches_more_holders_than_the_limit),
+		cmocka_unit_test(
+		    test_checker_catches_a_status_that_forgot_a_holder),
 		cmocka_unit_test(
 		    test_checker_catches_a_grant_inside_a_lock_delay),
 		cmocka_unit_test(test_checker_catches_a_wrong_owner_label),

@@ -557,6 +557,8 @@ powerloss(long cycles, long images, uint64_t seed, const char *fault,
 		.lease_min_ms = 50, .lease_max_ms = 500,
 		.wait_max_ms = 300, .think_max_ms = 10,
 		.onclose_percent = 15, .journal_fd = -1,
+		.multi_names = 4,   /* power/12 to power/15: limit=3 */
+		.shared_names = 2,  /* power/10, power/11: mode=shared */
 	};
 	static struct wl w;
 	char journal[256], base[256], cand[256], img_dir[256], chosen[256];

@@ -44,6 +44,9 @@ wl_init(struct wl *w, const struct wl_options *opt, struct chk *chk,
 	w->names = names;
 	rng_seed(&w->rng, seed);
 	rng_seed(&w->rid_rng, seed ^ 0x0052494400524944ULL);
+	for (i = w->opt.names - w->opt.multi_names; i < w->opt.names; i++)
+		if (i >= 0)
+			chk_name_limit(chk, i, (unsigned)atoi(WL_LIMIT_TEXT));
 	for (i = 0; i < WL_MAX_CLIENTS; i++) {
 		w->c[i].fd = -1;
 		w->c[i].holding = -1;
@@ -149,6 +152,18 @@ hold_time(struct wl *w, int64_t lease)
 	return rng_range(&w->rng, lease / 2, lease * 3 / 2);
 }
 
+/* " limit=N" for a semaphore's name (wl_options.multi_names), " mode=shared"
+ * for a read lock's (shared_names), else "". */
+static const char *
+kind_of(const struct wl *w, int name)
+{
+	int multi = w->opt.names - w->opt.multi_names;
+
+	if (name >= multi)
+		return " limit=" WL_LIMIT_TEXT;
+	return name >= multi - w->opt.shared_names ? " mode=shared" : "";
+}
+
 static void
 issue(struct wl *w, struct wl_client *c, int64_t now)
 {
@@ -187,8 +202,9 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 		if (g->delay > 0)
 			snprintf(extra + strlen(extra), sizeof(extra) -
 			    strlen(extra), " delay=%lld", (long long)g->delay);
-		send_line(w, c, "ACQUIRE %s lease=%lld wait=0 rid=%s%s\n",
-		    w->names[g->name], (long long)g->lease, c->req_rid, extra);
+		send_line(w, c, "ACQUIRE %s lease=%lld wait=0 rid=%s%s%s\n",
+		    w->names[g->name], (long long)g->lease, c->req_rid, extra,
+		    kind_of(w, g->name));
 		return;
 	}
 	if (g != NULL) {
@@ -266,13 +282,14 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 			    w->opt.wait_max_ms));
 		c->req = WL_ACQUIRE;
 		c->req_sent = harness_now_ms();
-		send_line(w, c, "ACQUIRE %s lease=%lld%s%s\n", w->names[name],
-		    (long long)lease, wait, extra);
+		send_line(w, c, "ACQUIRE %s lease=%lld%s%s%s\n",
+		    w->names[name], (long long)lease, wait, extra,
+		    kind_of(w, name));
 	} else if (r < 80 || (r >= 90 && c->last_grant < 0)) {
 		c->req = WL_TRY;
 		c->req_sent = harness_now_ms();
-		send_line(w, c, "TRY %s lease=%lld%s\n", w->names[name],
-		    (long long)lease, extra);
+		send_line(w, c, "TRY %s lease=%lld%s%s\n", w->names[name],
+		    (long long)lease, extra, kind_of(w, name));
 	} else if (r < 90) {
 		c->req = WL_STATUS;
 		c->req_sent = harness_now_ms();
@@ -374,6 +391,8 @@ handle_reply(struct wl *w, struct wl_client *c, const char *line,
 			c->holding = chk_granted(w->chk, c->req_name, r.fence,
 			    handle, c->req_sent, now, r.lease_ms,
 			    c->req_onclose, jpos);
+			if (kind_of(w, c->req_name)[0] != '\0')
+				chk_grant_multi(w->chk, c->holding);
 			if (c->req_owner) {
 				char owner[16];
 				int owner_len = snprintf(owner, sizeof(owner),
@@ -625,8 +644,8 @@ check_rid(struct wl *w, int fd, char *buf, size_t cap, size_t *len,
 		return 0;
 	g = &w->chk->grants[k];
 	n = snprintf(line, sizeof(line), "ACQUIRE %s lease=%lld wait=0 "
-	    "rid=%.*s\n", w->names[name], (long long)g->lease,
-	    (int)g->rid_len, g->rid);
+	    "rid=%.*s%s\n", w->names[name], (long long)g->lease,
+	    (int)g->rid_len, g->rid, kind_of(w, name));
 	if ((used = ask(fd, line, (size_t)n, buf, cap, len,
 	    sent + STATUS_TIMEOUT_MS)) == 0)
 		return -1;
@@ -654,6 +673,8 @@ check_rid(struct wl *w, int fd, char *buf, size_t cap, size_t *len,
 		memcpy(rid, g->rid, rid_len);   /* chk_granted may move g */
 		fresh = chk_granted(w->chk, name, r.fence, handle, sent,
 		    harness_now_ms(), r.lease_ms, false, 0);
+		if (kind_of(w, name)[0] != '\0')
+			chk_grant_multi(w->chk, fresh);
 		chk_grant_rid(w->chk, fresh, rid, rid_len);
 	}
 	consume(buf, len, used);

@@ -32,7 +32,16 @@ struct wl_options {
 	int onclose_percent;     /* grants asked with onclose=release */
 	int journal_fd;          /* power loss: its size is read with each
 	                          * reply; -1: none */
+	/* The last multi_names names are semaphores of WL_LIMIT_TEXT
+	 * holders (issue 17): every ACQUIRE and TRY of them says limit=,
+	 * and each holder is judged under its own key (chk_grant_multi). */
+	int multi_names;
+	/* And the shared_names names before those are read locks: every
+	 * request of them says mode=shared, each holder under its key. */
+	int shared_names;
 };
+
+#define WL_LIMIT_TEXT "3"   /* a semaphore name's limit= */
 
 enum wl_request {
 	WL_NONE,

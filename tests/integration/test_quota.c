@@ -103,6 +103,35 @@ test_quota_held_locks_are_counted_per_principal(void **state)
 	expect_limit(a, "held locks for this principal");
 }
 
+/* Each holder of a semaphore or a shared lock counts on its own (issue
+ * 17): two permits of one name fill a share of 2. */
+static void
+test_quota_each_holder_of_a_name_counts(void **state)
+{
+	struct harness_server *s = start_quota("--max-held-per-principal",
+	    "2");
+	struct harness_conn *a = connect_as(s, "s3cret", "alice");
+	struct harness_conn *b = connect_as(s, "t0ken", "bob");
+	struct harness_grant g1, g;
+
+	(void)state;
+	harness_send(a, "ACQUIRE app/sem limit=5\n");
+	harness_expect_granted(a, "app/sem", &g1);
+	harness_send(a, "TRY app/sem limit=5\n");
+	harness_expect_granted(a, "app/sem", &g);
+	harness_send(a, "TRY app/sem limit=5\n");
+	expect_limit(a, "held locks for this principal");
+	harness_send(a, "ACQUIRE app/rd mode=shared wait=0\n");
+	expect_limit(a, "held locks for this principal");
+	harness_send(b, "TRY app/sem limit=5\nTRY app/rd mode=shared\n");
+	harness_expect_granted(b, "app/sem", &g);
+	harness_expect_granted(b, "app/rd", &g);
+	harness_send(a, "RELEASE app/sem %s\n", g1.handle);
+	harness_expect_line(a, "RELEASED app/sem");
+	harness_send(a, "TRY app/rd mode=shared\n");
+	harness_expect_granted(a, "app/rd", &g);
+}
+
 static void
 test_quota_expired_and_onclose_leases_give_the_share_back(void **state)
 {
@@ -249,6 +278,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		HARNESS_TEST(test_quota_held_locks_are_counted_per_principal),
+		HARNESS_TEST(test_quota_each_holder_of_a_name_counts),
 		HARNESS_TEST(
 		    test_quota_expired_and_onclose_leases_give_the_share_back),
 		HARNESS_TEST(test_quota_a_forced_lease_gives_the_share_back),

@@ -15,7 +15,7 @@
 #include "daemon/service.h"
 #include "tests/lib/store_mem.h"
 
-#define SERVICE_WORLD_CONNS 4
+#define SERVICE_WORLD_CONNS 8
 
 struct service_world {
 	core_time mono;          /* the service's monotonic clock, ms */

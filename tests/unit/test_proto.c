@@ -183,7 +183,8 @@ same_request(const struct proto_request *a, const char *a_name,
 	    a->has_fence == b->has_fence && a->fence == b->fence &&
 	    same_bytes(a->prefix, a->prefix_len, b->prefix, b->prefix_len) &&
 	    same_bytes(a->after, a->after_len, b->after, b->after_len) &&
-	    a->has_limit == b->has_limit && a->limit == b->limit;
+	    a->has_limit == b->has_limit && a->limit == b->limit &&
+	    a->has_mode == b->has_mode && a->mode == b->mode;
 }
 
 static bool
@@ -315,6 +316,9 @@ struct bad_request {
 #define M_LEASE_MAX "lease must be at most 365 days"
 #define M_NOT_TAKEN "option not taken by this command"
 #define M_RID "rid must be 1 to 64 bytes without spaces or control bytes"
+#define M_HOLDERS_LIMIT "limit must be an integer from 1 to 65535"
+#define M_MODE "mode must be exclusive or shared"
+#define M_SHARED_LIMIT "mode=shared takes no limit but 1"
 
 static const struct bad_request bad_requests[] = {
 	/* Empty and blank lines are not errors, just nothing to answer. */
@@ -412,6 +416,18 @@ static const struct bad_request bad_requests[] = {
 	BADARG("RENEW a " HANDLE_41 " rid=a\n", M_NOT_TAKEN),
 	BADARG("STATUS a rid=a\n", M_NOT_TAKEN),
 	BADARG("WATCH a rid=a\n", M_NOT_TAKEN),
+	/* limit= and mode= of ACQUIRE and TRY (issue 17). */
+	BADARG("ACQUIRE x limit=0\n", M_HOLDERS_LIMIT),
+	BADARG("TRY x limit=65536\n", M_HOLDERS_LIMIT),
+	BADARG("ACQUIRE x limit=-1\n", M_HOLDERS_LIMIT),
+	BADARG("ACQUIRE x limit=2 limit=2\n", "option given twice"),
+	BADARG("ACQUIRE x mode=\n", M_MODE),
+	BADARG("ACQUIRE x mode=read\n", M_MODE),
+	BADARG("ACQUIRE x mode=shared limit=2\n", M_SHARED_LIMIT),
+	BADARG("TRY x limit=65535 mode=SHARED\n", M_SHARED_LIMIT),
+	BADARG("RENEW a " HANDLE_41 " mode=shared\n", M_NOT_TAKEN),
+	BADARG("STATUS a limit=2\n", M_NOT_TAKEN),
+	BADARG("LIST mode=shared\n", M_NOT_TAKEN),
 	BADARG("ACQUIRE x onclose=never\n", "onclose must be keep or release"),
 	BADARG("ACQUIRE x onclose=\n", "onclose must be keep or release"),
 	BADARG("ACQUIRE x onclose=releasex\n",
@@ -1968,6 +1984,42 @@ test_proto_rid_parses_on_acquire_and_try(void **state)
 	assert_int_equal(o.req.rid_len, 0);
 }
 
+/* limit= (1 to 65535) and mode= on ACQUIRE and TRY; they format back in
+ * canonical order. */
+static void
+test_proto_limit_and_mode_parse_on_acquire_and_try(void **state)
+{
+	struct outcome o;
+	char out[PROTO_REPLY_MAX];
+	size_t n;
+
+	(void)state;
+	o = parse_line("ACQUIRE s limit=65535 wait=0\n");
+	assert_int_equal(o.result, PROTO_DONE);
+	assert_true(o.req.has_limit && o.req.limit == 65535);
+	assert_false(o.req.has_mode);
+	o = parse_line("TRY rw Mode=Shared limit=1\n");
+	assert_int_equal(o.result, PROTO_DONE);
+	assert_true(o.req.has_mode && o.req.mode == PROTO_MODE_SHARED);
+	o.req.name = "rw";   /* the outcome's copy moved with it */
+	n = proto_format_request(out, sizeof(out), &o.req);
+	assert_int_equal(n, strlen("TRY rw limit=1 mode=shared\r\n"));
+	assert_memory_equal(out, "TRY rw limit=1 mode=shared\r\n", n);
+	o = parse_line("ACQUIRE a mode=exclusive\n");
+	assert_true(o.req.has_mode && o.req.mode == PROTO_MODE_EXCLUSIVE);
+	/* LIST keeps its own range. */
+	o = parse_line("LIST limit=2000\n");
+	assert_int_equal(o.result, PROTO_BAD);
+	o.req.command = PROTO_CMD_ACQUIRE;
+	o.req.name = "a";
+	o.req.name_len = 1;
+	o.req.has_limit = true;
+	o.req.limit = 3;
+	o.req.has_mode = true;
+	o.req.mode = PROTO_MODE_SHARED;
+	assert_int_equal(proto_format_request(out, sizeof(out), &o.req), 0);
+}
+
 /* Protocol v2's commands and options format and parse back, each option
  * only on the commands that take it. */
 static void
@@ -2137,6 +2189,24 @@ test_proto_v2_replies_parse_into_their_fields(void **state)
 	assert_int_equal(PARSE("STATUS a held=1 fence=1 ttl=1 queue=0 "
 	    "owner=me\r\n"), PROTO_DONE);
 	assert_memory_equal(r.owner, "me", 2);
+	assert_int_equal(r.holders, 0);
+	assert_int_equal(r.limit, 0);
+	assert_false(r.shared);
+	/* A semaphore's and a read lock's fields (issue 17). */
+	assert_int_equal(PARSE("STATUS s held=1 fence=5 ttl=9 queue=2 "
+	    "owner=ci-2 holders=3 limit=3 delay=7\r\n"), PROTO_DONE);
+	assert_int_equal(r.holders, 3);
+	assert_int_equal(r.limit, 3);
+	assert_false(r.shared);
+	assert_int_equal(r.delay_ms, 7);
+	assert_int_equal(PARSE("LOCK rw held=1 fence=4 ttl=9 queue=0 "
+	    "holders=2 mode=shared\r\n"), PROTO_DONE);
+	assert_int_equal(r.holders, 2);
+	assert_true(r.shared);
+	assert_int_equal(PARSE("STATUS s held=1 fence=5 ttl=9 queue=0 "
+	    "limit=0\r\n"), PROTO_BAD);
+	assert_int_equal(PARSE("STATUS s held=1 fence=5 ttl=9 queue=0 "
+	    "holders=x\r\n"), PROTO_BAD);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(PARSE(bad[i]), PROTO_BAD);
 #undef PARSE
@@ -2615,6 +2685,7 @@ static const struct CMUnitTest proto_tests[] = {
 	    test_proto_format_request_round_trips_every_combination),
 	cmocka_unit_test(test_proto_format_request_round_trips_v2_commands),
 	cmocka_unit_test(test_proto_rid_parses_on_acquire_and_try),
+	cmocka_unit_test(test_proto_limit_and_mode_parse_on_acquire_and_try),
 	cmocka_unit_test(test_proto_v2_replies_parse_into_their_fields),
 	cmocka_unit_test(
 	    test_proto_round_trip_checker_catches_a_formatter_that_drops_wait),

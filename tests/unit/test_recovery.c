@@ -356,10 +356,11 @@ store_put(struct store_mem *m, const char *name, uint64_t key_fence,
 /*
  * service_open over a store: plain names restore as before, whatever the
  * order the store was written in (it loads in key order); a name with
- * holder keys stops recovery as a newer lockd's records.
+ * holder keys comes back with every holder (a semaphore's, between plain
+ * names on both sides of it in key order).
  */
 static void
-test_recovery_service_restores_plain_names_and_refuses_holders(void **state)
+test_recovery_service_restores_plain_names_and_holders(void **state)
 {
 	struct service_clock clock = { .mono = fake_mono, .wall = fake_wall };
 	struct service_config config;
@@ -406,12 +407,29 @@ test_recovery_service_restores_plain_names_and_refuses_holders(void **state)
 
 	store_put(&m, "mid2", 7, 7, 4);
 	store_put(&m, "mid2", 8, 8, 4);
+	store_put(&m, "mid2", 9, 9, 4);
 	memset(&svc, 0, sizeof(svc));
 	assert_int_equal(service_open(&svc, &config, &m.base, &clock, &rec),
-	    -1);
-	if (strstr(svc.error, "records of a newer lockd: lock mid2 has 2 "
-	    "holders") == NULL)
-		fail_msg("error: %s", svc.error);
+	    0);
+	assert_int_equal(rec.leases, 8);
+	{
+		const struct core_entry *e = core_table_find(&svc.table,
+		    "mid2", 4);
+		struct core_lock_status st;
+		int64_t ttl;
+
+		assert_non_null(e);
+		core_status(&svc.table, "mid2", 4, NOW, &st);
+		assert_true(st.held);
+		assert_int_equal(st.holders, 3);
+		assert_int_equal(st.limit, 4);
+		assert_true(st.fence == 9);
+		assert_true(core_check(&svc.table, "mid2", 4, 7, NOW, &ttl));
+		assert_true(core_check(&svc.table, "mid2", 4, 8, NOW, &ttl));
+	}
+	assert_non_null(core_table_find(&svc.table, "mid", 3));
+	assert_non_null(core_table_find(&svc.table, "old1", 4));
+	service_close(&svc);
 	store_mem_free(&m);
 }
 
@@ -425,7 +443,7 @@ main(void)
 		cmocka_unit_test(
 		    test_recovery_refuses_keys_and_records_that_do_not_fit),
 		cmocka_unit_test(
-		    test_recovery_service_restores_plain_names_and_refuses_holders),
+		    test_recovery_service_restores_plain_names_and_holders),
 	};
 
 	return cmocka_run_group_tests_name("recovery", tests, NULL, NULL);
