@@ -1034,6 +1034,63 @@ test_liblockd_requests_on_the_wire_are_canonical(void **state)
 	harness_fake_stop(&f);
 }
 
+/* A lockd_kind of this limit and mode, its size set. */
+static lockd_kind
+kind_of(unsigned int limit, int mode)
+{
+	lockd_kind k;
+
+	memset(&k, 0, sizeof(k));
+	k.size = sizeof(k);
+	k.limit = limit;
+	k.mode = mode;
+	return k;
+}
+
+/* limit= and mode= on the wire: only when they say something. */
+static void
+test_liblockd_kinds_on_the_wire(void **state)
+{
+	static const char *const replies[] = {
+		"HELD a\r\n", "HELD a\r\n", "HELD a\r\n",
+		"ERR TIMEOUT x\r\n", "HELD a\r\n",
+	};
+	static const char expected[] =
+	    "TRY a limit=2\n"
+	    "TRY a mode=shared\n"
+	    "TRY a\n"
+	    "ACQUIRE a wait=0 rid=r-1 limit=65535\n"
+	    "TRY a rid=r-2 mode=shared\n";
+	struct harness_fake f;
+	lockd_context *c = connect_fake(&f, replies, 5, TIMEOUT_MS);
+	lockd_acquire_options now;
+	lockd_kind k;
+	lockd_lease lease;
+	char got[1024];
+
+	(void)state;
+	memset(&now, 0, sizeof(now));
+	k = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
+	    LOCKD_HELD);
+	k = kind_of(0, LOCKD_MODE_SHARED);
+	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
+	    LOCKD_HELD);
+	k = kind_of(1, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
+	    LOCKD_HELD);
+	k = kind_of(LOCKD_LIMIT_MAX, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_acquire_kind(c, "a", &now, &k, "r-1", &lease),
+	    LOCKD_ERR_WAIT_TIMEOUT);
+	k = kind_of(1, LOCKD_MODE_SHARED);
+	assert_int_equal(lockd_try_kind(c, "a", &now, &k, "r-2", &lease),
+	    LOCKD_HELD);
+	lockd_free(c);
+	assert_true(harness_read_file(f.received, got, sizeof(got)));
+	assert_string_equal(got, expected);
+	harness_fake_stop(&f);
+}
+
 /* The keep-alive helper. */
 
 struct loss {
@@ -1252,18 +1309,6 @@ test_liblockd_codes_have_names_and_classes(void **state)
 }
 
 /* ---- issue 17's kinds of lock: lockd_acquire_kind, lockd_try_kind ---- */
-
-static lockd_kind
-kind_of(unsigned int limit, int mode)
-{
-	lockd_kind k;
-
-	memset(&k, 0, sizeof(k));
-	k.size = sizeof(k);
-	k.limit = limit;
-	k.mode = mode;
-	return k;
-}
 
 static lockd_acquire_options
 wait_for(int64_t wait_ms)
@@ -1503,6 +1548,7 @@ main(void)
 		    test_liblockd_shared_readers_queue_behind_a_waiting_writer),
 		cmocka_unit_test(
 		    test_liblockd_bad_kinds_are_refused_before_sending),
+		cmocka_unit_test(test_liblockd_kinds_on_the_wire),
 	};
 
 	harness_begin();
