@@ -73,9 +73,9 @@ static const char usage_text[] =
 "usage: lockctl [-H HOST|URL] [-p PORT | -U SOCKET] [-t TIMEOUT] [TLS, TOKEN]\n"
 "               COMMAND ...\n"
 "\n"
-"  acquire [-w WAIT] [-l LEASE] [--owner LABEL] [--delay D] [--rid ID] NAME\n"
-"                                      wait for NAME (forever by default)\n"
-"  try [-l LEASE] [--owner LABEL] [--delay D] [--rid ID] NAME\n"
+"  acquire [-w WAIT] [-l LEASE] [-s] [-N LIMIT] [--owner LABEL] [--delay D]\n"
+"          [--rid ID] NAME             wait for NAME (forever by default)\n"
+"  try [-l LEASE] [-s] [-N LIMIT] [--owner LABEL] [--delay D] [--rid ID] NAME\n"
 "                                      take NAME if free, never wait\n"
 "  renew [-l LEASE] NAME HANDLE        extend a lease\n"
 "  release NAME HANDLE                 give a lease back\n"
@@ -101,9 +101,13 @@ static const char usage_text[] =
 "  -E, --conflict-exit-code N   exit N when busy or the wait ran out (default 1)\n"
 "  -c, --command CMD            after NAME: run CMD with $SHELL -c\n"
 "      --verbose                say why the lock could not be had\n"
-"  -x, -o                       accepted and ignored (always exclusive; lockctl\n"
-"                               leaves no descriptor to the command)\n"
+"  -s, --shared                 a shared (read) lock: shared holders coexist\n"
+"  -x, --exclusive              exclusive, the default (of -s and -x, the\n"
+"                               last counts)\n"
+"  -o, --close                  accepted and ignored (lockctl leaves no\n"
+"                               descriptor to the command)\n"
 "and lockctl's own:\n"
+"  -N, --limit N                a semaphore: up to N (1-65535) holders at once\n"
 "  -l, --lease LEASE            the lease, renewed while COMMAND runs\n"
 "      --owner LABEL            the holder's public label (default host:pid)\n"
 "      --delay D                lock-delay should the lease end badly\n"
@@ -241,6 +245,8 @@ struct words {
 	const char *rid;         /* --rid; NULL: liblockd's own, if any */
 	int64_t delay_ms;        /* --delay */
 	bool json;               /* list --json */
+	unsigned int limit;      /* -N; 0: one holder */
+	bool shared;             /* -s */
 	int nwords;              /* the words after the options */
 };
 
@@ -274,8 +280,37 @@ static const struct option word_options[] = {
 	{ "delay", required_argument, NULL, OPT_DELAY },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "rid", required_argument, NULL, OPT_RID },
+	{ "shared", no_argument, NULL, 's' },
+	{ "limit", required_argument, NULL, 'N' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* -N's value: a semaphore's limit, 1 to LOCKD_LIMIT_MAX. */
+static bool
+parse_limit(const char *s, unsigned int *limit)
+{
+	long n;
+
+	if (!parse_int(s, 1, LOCKD_LIMIT_MAX, &n)) {
+		fprintf(stderr, "lockctl: -N takes a limit 1-%d, not '%s'\n",
+		    LOCKD_LIMIT_MAX, s);
+		return false;
+	}
+	*limit = (unsigned int)n;
+	return true;
+}
+
+/* -s with -N above 1 asks for what no lock is. */
+static bool
+kind_ok(bool shared, unsigned int limit)
+{
+	if (shared && limit > 1) {
+		fprintf(stderr, "lockctl: -s takes no -N above 1 (a shared "
+		    "lock has no limit)\n");
+		return false;
+	}
+	return true;
+}
 
 /*
  * Parses "[-w WAIT] [-l LEASE] [NAME [HANDLE]]" as far as optstring allows;
@@ -287,6 +322,7 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 {
 	bool long_ok = strchr(optstring, 'O') != NULL;
 	bool json_ok = strchr(optstring, 'j') != NULL;
+	bool kind_opts = strchr(optstring, 'N') != NULL;
 	int ch;
 
 	memset(w, 0, sizeof(*w));
@@ -323,6 +359,15 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 				return false;
 			w->rid = optarg;
 			break;
+		case 's':
+			if (!kind_opts)
+				return false;
+			w->shared = true;
+			break;
+		case 'N':
+			if (!kind_opts || !parse_limit(optarg, &w->limit))
+				return false;
+			break;
 		case 'l':
 			if (!parse_duration(optarg, &w->lease_ms, "lease"))
 				return false;
@@ -335,6 +380,8 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 			return false;
 		}
 	}
+	if (!kind_ok(w->shared, w->limit))
+		return false;
 	/* nargs < 0: at most -nargs words (list's optional PREFIX). */
 	if (nargs >= 0 ? argc - optind != nargs : argc - optind > -nargs)
 		return false;
@@ -361,6 +408,19 @@ acquire_options(const struct words *w)
 	return o;
 }
 
+/* -s and -N as a lockd_kind. */
+static lockd_kind
+lock_kind(bool shared, unsigned int limit)
+{
+	lockd_kind k;
+
+	memset(&k, 0, sizeof(k));
+	k.size = sizeof(k);
+	k.limit = limit;
+	k.mode = shared ? LOCKD_MODE_SHARED : LOCKD_MODE_EXCLUSIVE;
+	return k;
+}
+
 static int
 cmd_acquire(lockd_context *c, const struct words *w)
 {
@@ -368,9 +428,9 @@ cmd_acquire(lockd_context *c, const struct words *w)
 	int rc;
 
 	lockd_acquire_options o = acquire_options(w);
+	lockd_kind k = lock_kind(w->shared, w->limit);
 
-	rc = w->rid != NULL ? lockd_acquire_rid(c, w->name, &o, w->rid,
-	    &lease) : lockd_acquire_ex(c, w->name, &o, &lease);
+	rc = lockd_acquire_kind(c, w->name, &o, &k, w->rid, &lease);
 	if (rc != LOCKD_OK)
 		return fail("acquire", w->name, c, rc);
 	print_lease(&lease);
@@ -384,9 +444,9 @@ cmd_try(lockd_context *c, const struct words *w)
 	int rc;
 
 	lockd_acquire_options o = acquire_options(w);
+	lockd_kind k = lock_kind(w->shared, w->limit);
 
-	rc = w->rid != NULL ? lockd_try_rid(c, w->name, &o, w->rid, &lease) :
-	    lockd_try_ex(c, w->name, &o, &lease);
+	rc = lockd_try_kind(c, w->name, &o, &k, w->rid, &lease);
 	if (rc == LOCKD_HELD) {
 		fprintf(stderr, "lockctl: %s is held\n", w->name);
 		return EXIT_BUSY;
@@ -634,7 +694,7 @@ cmd_ping(lockd_context *c, const struct words *w)
 #define OPT_TOKEN_FILE 274
 #define OPT_TLS 275
 
-static const char short_options[] = "+H:p:U:t:hnw:E:l:xosuFX";
+static const char short_options[] = "+H:p:U:t:hnw:E:l:xosuFXN:";
 
 static const struct option long_options[] = {
 	{ "help", no_argument, NULL, 'h' },
@@ -650,6 +710,7 @@ static const struct option long_options[] = {
 	{ "exclusive", no_argument, NULL, 'x' },
 	{ "close", no_argument, NULL, 'o' },
 	{ "shared", no_argument, NULL, 's' },
+	{ "limit", required_argument, NULL, 'N' },
 	{ "unlock", no_argument, NULL, 'u' },
 	{ "no-fork", no_argument, NULL, 'F' },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
@@ -679,6 +740,8 @@ struct cli {
 	bool verbose;
 	const char *owner;        /* --owner; NULL: host:pid */
 	int64_t delay_ms;         /* --delay */
+	bool shared;              /* -s */
+	unsigned int limit;       /* -N; 0: one holder */
 	int run_option;           /* the first run option seen, or 0 */
 };
 
@@ -791,9 +854,6 @@ parse_options(int argc, char **argv, struct cli *cli)
 		case 'h':
 			cli->help = true;
 			continue;
-		case 's':
-			usage("-s: lockd has no shared locks");
-			return false;
 		case 'u':
 			usage("-u: give a lease back with lockctl release");
 			return false;
@@ -841,6 +901,19 @@ parse_options(int argc, char **argv, struct cli *cli)
 		case 'X':
 			cli->distinct_codes = true;
 			break;
+		case 's':
+			cli->shared = true;
+			break;
+		case 'x':
+			/* As flock(1): the last of -s and -x counts. */
+			cli->shared = false;
+			break;
+		case 'N':
+			if (!parse_limit(optarg, &cli->limit)) {
+				usage(NULL);
+				return false;
+			}
+			break;
 		case OPT_VERBOSE:
 			cli->verbose = true;
 			break;
@@ -860,9 +933,13 @@ parse_options(int argc, char **argv, struct cli *cli)
 				return false;
 			break;
 		default:
-			/* -x and -o: what they ask for is always so. */
+			/* -o: what it asks for is always so. */
 			break;
 		}
+	}
+	if (!kind_ok(cli->shared, cli->limit)) {
+		usage(NULL);
+		return false;
 	}
 	return true;
 }
@@ -1558,6 +1635,7 @@ run_locked(struct run *r, const struct cli *cli, char **command)
 	 * lease must outlive that.  The watchdog sees to a lockctl that dies.
 	 */
 	lockd_acquire_options o;
+	lockd_kind k = lock_kind(cli->shared, cli->limit);
 
 	memset(&o, 0, sizeof(o));
 	o.lease_ms = cli->lease_ms;
@@ -1566,9 +1644,9 @@ run_locked(struct run *r, const struct cli *cli, char **command)
 	o.owner = cli->owner != NULL ? cli->owner : default_owner();
 	o.delay_ms = cli->delay_ms;
 	if (cli->no_wait || (cli->has_wait && cli->wait_ms == 0))
-		rc = lockd_try_ex(c, r->name, &o, &r->lease);
+		rc = lockd_try_kind(c, r->name, &o, &k, NULL, &r->lease);
 	else
-		rc = lockd_acquire_ex(c, r->name, &o, &r->lease);
+		rc = lockd_acquire_kind(c, r->name, &o, &k, NULL, &r->lease);
 	if (rc == LOCKD_HELD || rc == LOCKD_ERR_WAIT_TIMEOUT)
 		return not_had(cli, r->name, rc);
 	if (rc != LOCKD_OK)
@@ -1660,10 +1738,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-	{ "acquire", "+w:l:O", 1, "acquire [-w WAIT] [-l LEASE] "
-	  "[--owner LABEL] [--delay D] [--rid ID] NAME", cmd_acquire },
-	{ "try", "+l:O", 1, "try [-l LEASE] [--owner LABEL] [--delay D] "
-	  "[--rid ID] NAME", cmd_try },
+	{ "acquire", "+w:l:OsN:", 1, "acquire [-w WAIT] [-l LEASE] [-s] "
+	  "[-N LIMIT] [--owner LABEL] [--delay D] [--rid ID] NAME",
+	  cmd_acquire },
+	{ "try", "+l:OsN:", 1, "try [-l LEASE] [-s] [-N LIMIT] "
+	  "[--owner LABEL] [--delay D] [--rid ID] NAME", cmd_try },
 	{ "renew", "+l:", 2, "renew [-l LEASE] NAME HANDLE", cmd_renew },
 	{ "release", "+", 2, "release NAME HANDLE", cmd_release },
 	{ "status", "+", 1, "status NAME", cmd_status },

@@ -1287,8 +1287,8 @@ lockd__call(lockd_context *c, struct lockd__request *r, int rc,
 }
 
 static int lockd__acquire_ex(lockd_context *c, bool try_only,
-    const char *name, const lockd_acquire_options *options, const char *rid,
-    lockd_lease *lease);
+    const char *name, const lockd_acquire_options *options,
+    const lockd_kind *kind, const char *rid, lockd_lease *lease);
 
 int
 lockd_acquire(lockd_context *c, const char *name, int64_t lease_ms,
@@ -1296,7 +1296,7 @@ lockd_acquire(lockd_context *c, const char *name, int64_t lease_ms,
 {
 	lockd_acquire_options o = { lease_ms, wait_ms, onclose, NULL, 0 };
 
-	return lockd__acquire_ex(c, false, name, &o, NULL, lease);
+	return lockd__acquire_ex(c, false, name, &o, NULL, NULL, lease);
 }
 
 int
@@ -1305,7 +1305,7 @@ lockd_try(lockd_context *c, const char *name, int64_t lease_ms, int onclose,
 {
 	lockd_acquire_options o = { lease_ms, 0, onclose, NULL, 0 };
 
-	return lockd__acquire_ex(c, true, name, &o, NULL, lease);
+	return lockd__acquire_ex(c, true, name, &o, NULL, NULL, lease);
 }
 
 int
@@ -1393,8 +1393,8 @@ lockd__rid_new(char *rid)
  */
 static int
 lockd__acquire_ex(lockd_context *c, bool try_only, const char *name,
-    const lockd_acquire_options *options, const char *rid,
-    lockd_lease *lease)
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_lease *lease)
 {
 	char own[LOCKD__RID_MAX + 1];
 	struct lockd__request r;
@@ -1405,8 +1405,8 @@ lockd__acquire_ex(lockd_context *c, bool try_only, const char *name,
 		return c->err;
 	if (rid == NULL && lockd__fails_over(c) && lockd__rid_new(own))
 		rid = own;
-	rc = lockd__call(c, &r, lockd__request_acquire_rid(&r, try_only, name,
-	    options, rid, c->errstr), &reply, NULL);
+	rc = lockd__call(c, &r, lockd__request_acquire_kind(&r, try_only,
+	    name, options, kind, rid, c->errstr), &reply, NULL);
 	if (rc == LOCKD_OK && lease != NULL)
 		*lease = reply.lease;
 	return rc;
@@ -1416,14 +1416,14 @@ int
 lockd_acquire_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease)
 {
-	return lockd__acquire_ex(c, false, name, options, NULL, lease);
+	return lockd__acquire_ex(c, false, name, options, NULL, NULL, lease);
 }
 
 int
 lockd_try_ex(lockd_context *c, const char *name,
     const lockd_acquire_options *options, lockd_lease *lease)
 {
-	return lockd__acquire_ex(c, true, name, options, NULL, lease);
+	return lockd__acquire_ex(c, true, name, options, NULL, NULL, lease);
 }
 
 int
@@ -1432,7 +1432,7 @@ lockd_acquire_rid(lockd_context *c, const char *name,
 {
 	if (rid == NULL)
 		return lockd__fail(c, LOCKD_ERR_INVALID, "no rid given");
-	return lockd__acquire_ex(c, false, name, options, rid, lease);
+	return lockd__acquire_ex(c, false, name, options, NULL, rid, lease);
 }
 
 int
@@ -1441,7 +1441,23 @@ lockd_try_rid(lockd_context *c, const char *name,
 {
 	if (rid == NULL)
 		return lockd__fail(c, LOCKD_ERR_INVALID, "no rid given");
-	return lockd__acquire_ex(c, true, name, options, rid, lease);
+	return lockd__acquire_ex(c, true, name, options, NULL, rid, lease);
+}
+
+int
+lockd_acquire_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_lease *lease)
+{
+	return lockd__acquire_ex(c, false, name, options, kind, rid, lease);
+}
+
+int
+lockd_try_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_lease *lease)
+{
+	return lockd__acquire_ex(c, true, name, options, kind, rid, lease);
 }
 
 int

@@ -30,6 +30,7 @@
 #ifndef LOCKD_H
 #define LOCKD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -197,6 +198,24 @@ typedef struct lockd_acquire_options {
 	int64_t delay_ms;      /* lock-delay after a bad end; 0: none */
 } lockd_acquire_options;
 
+/*
+ * Protocol v2's kinds of lock, for lockd_acquire_kind and lockd_try_kind.
+ * Set size to sizeof(lockd_kind): the library reads only the fields that
+ * size covers, so fields added later leave older callers' meaning alone.
+ * limit 0 or 1 is a plain lock; 2 to 65535 a counting semaphore of that
+ * many holders.  mode LOCKD_MODE_SHARED is a shared (read) lock: shared
+ * holders coexist, an exclusive one excludes everyone; it takes no limit
+ * above 1.
+ */
+#define LOCKD_MODE_EXCLUSIVE 0
+#define LOCKD_MODE_SHARED 1
+#define LOCKD_LIMIT_MAX 65535
+typedef struct lockd_kind {
+	size_t size;           /* sizeof(lockd_kind) */
+	unsigned int limit;    /* 0 or 1: one holder; up to LOCKD_LIMIT_MAX */
+	int mode;              /* LOCKD_MODE_EXCLUSIVE or LOCKD_MODE_SHARED */
+} lockd_kind;
+
 /* One reply read with lockd_get_reply() or lockd_poll_reply(). */
 typedef struct lockd_reply {
 	lockd_command command;      /* the request it answers */
@@ -340,6 +359,21 @@ int lockd_acquire_rid(lockd_context *c, const char *name,
     const lockd_acquire_options *options, const char *rid, lockd_lease *lease);
 int lockd_try_rid(lockd_context *c, const char *name,
     const lockd_acquire_options *options, const char *rid, lockd_lease *lease);
+/*
+ * lockd_acquire_rid and lockd_try_rid with the kind of lock too (kind
+ * NULL: a plain lock; see lockd_kind).  rid may be NULL: the library then
+ * makes one of its own when fail-over is on, as lockd_acquire_ex does, and
+ * a repeat after fail-over carries the same rid, limit and mode.  Every
+ * request on a name must agree on its limit while it has holders or
+ * waiters (LOCKD_ERR_BADARG otherwise); releasing, renewing and checking a
+ * semaphore's or shared lock's grant are the usual calls with its lease.
+ */
+int lockd_acquire_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_lease *lease);
+int lockd_try_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_lease *lease);
 int lockd_status_info(lockd_context *c, const char *name,
     lockd_lock_info *info);
 int lockd_force(lockd_context *c, const char *name, uint64_t fence);

@@ -9,6 +9,7 @@
  * (uv.c) are only transports around it.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +262,56 @@ lockd__request_acquire_rid(struct lockd__request *r, bool try_only,
     const char *name, const lockd_acquire_options *o, const char *rid,
     char *errstr)
 {
+	return lockd__request_acquire_kind(r, try_only, name, o, NULL, rid,
+	    errstr);
+}
+
+/*
+ * limit= and mode= from *kind into *req.  Only the fields that kind->size
+ * covers are read, so a caller built against an older lockd_kind works.
+ */
+static int
+lockd__set_kind(struct proto_request *req, const lockd_kind *kind,
+    char *errstr)
+{
+	uint32_t limit = 0;
+	int mode = LOCKD_MODE_EXCLUSIVE;
+
+	if (kind == NULL)
+		return LOCKD_OK;
+	if (kind->size < offsetof(lockd_kind, limit) + sizeof(kind->limit))
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "lockd_kind: size not set (sizeof(lockd_kind))");
+	limit = kind->limit;
+	if (kind->size >= offsetof(lockd_kind, mode) + sizeof(kind->mode))
+		mode = kind->mode;
+	if (limit > PROTO_HOLDERS_LIMIT_MAX)
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "limit must be 1 to %d", PROTO_HOLDERS_LIMIT_MAX);
+	if (mode != LOCKD_MODE_EXCLUSIVE && mode != LOCKD_MODE_SHARED)
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "mode must be LOCKD_MODE_EXCLUSIVE or _SHARED");
+	if (mode == LOCKD_MODE_SHARED && limit > 1)
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "a shared lock has no limit above 1");
+	/* limit 0 or 1 and exclusive: a plain lock, said as on the wire
+	 * by leaving both out. */
+	if (limit > 1) {
+		req->has_limit = true;
+		req->limit = limit;
+	}
+	if (mode == LOCKD_MODE_SHARED) {
+		req->has_mode = true;
+		req->mode = PROTO_MODE_SHARED;
+	}
+	return LOCKD_OK;
+}
+
+int
+lockd__request_acquire_kind(struct lockd__request *r, bool try_only,
+    const char *name, const lockd_acquire_options *o, const lockd_kind *kind,
+    const char *rid, char *errstr)
+{
 	lockd_acquire_options none = { 0, LOCKD_WAIT_FOREVER,
 	    LOCKD_ONCLOSE_KEEP, NULL, 0 };
 	struct proto_request req;
@@ -300,6 +351,8 @@ lockd__request_acquire_rid(struct lockd__request *r, bool try_only,
 		req.rid = rid;
 		req.rid_len = len;
 	}
+	if (lockd__set_kind(&req, kind, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
 	return lockd__finish(r, &req, NULL, errstr);
 }
 

@@ -75,6 +75,10 @@ int lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
 int lockd__request_acquire_rid(struct lockd__request *r, bool try_only,
     const char *name, const lockd_acquire_options *o, const char *rid,
     char *errstr);
+/* The same with limit= and mode= from *kind (NULL: a plain lock). */
+int lockd__request_acquire_kind(struct lockd__request *r, bool try_only,
+    const char *name, const lockd_acquire_options *o, const lockd_kind *kind,
+    const char *rid, char *errstr);
 int lockd__request_force(struct lockd__request *r, const char *name,
     uint64_t fence, char *errstr);
 int lockd__request_check(struct lockd__request *r, const char *name,

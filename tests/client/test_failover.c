@@ -859,6 +859,70 @@ test_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 	waitpid(pid, NULL, 0);
 }
 
+/*
+ * The same with a semaphore: the repeat carries its rid and its limit, so
+ * it finds its own grant (another limit would be ERR BADARG), and one
+ * permit is taken, not two.
+ */
+static void
+test_failover_semaphore_acquire_whose_reply_was_lost_finds_its_grant(
+    void **state)
+{
+	struct harness_server *s;
+	struct harness_conn *direct;
+	lockd_acquire_options ao;
+	lockd_kind kind;
+	lockd_options o;
+	lockd_context *c;
+	lockd_lease lease;
+	char list[32];
+	const char *line;
+	int lfd, port, rc;
+	pid_t pid;
+
+	(void)state;
+	s = harness_start(NULL);
+	assert_true((lfd = listen_loopback(&port)) >= 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		proxy_serve(lfd, s->port);
+	}
+	assert_true(pid > 0);
+	close(lfd);
+	memset(&o, 0, sizeof(o));
+	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
+	o.host = list;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	c = lockd_connect(&o);
+	assert_int_equal(c->err, 0);
+	assert_int_equal(lockd_set_failover_timeout(c, 3000), LOCKD_OK);
+	memset(&ao, 0, sizeof(ao));
+	ao.lease_ms = 20000;
+	ao.wait_ms = 2000;
+	memset(&kind, 0, sizeof(kind));
+	kind.size = sizeof(kind);
+	kind.limit = 2;
+	rc = lockd_acquire_kind(c, "lost-sem", &ao, &kind, NULL, &lease);
+	printf("# semaphore ACQUIRE whose GRANTED was lost: %s %s\n",
+	    lockd_strerror(rc), rc == LOCKD_OK ? lease.handle : c->errstr);
+	assert_int_equal(rc, LOCKD_OK);
+	assert_int_equal(lease.fence, 1);
+	direct = harness_connect(s);
+	harness_send(direct, "STATUS lost-sem\r\n");
+	line = harness_expect_prefix(direct, "STATUS lost-sem held=1 fence=1 ");
+	printf("# %s\n", line);
+	assert_non_null(strstr(line, " queue=0"));
+	assert_non_null(strstr(line, " holders=1"));
+	assert_non_null(strstr(line, " limit=2"));
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 /* lockctl acquire --rid: the same rid again is the same grant. */
 static void
 test_failover_lockctl_acquire_with_a_rid_repeats_its_grant(void **state)
@@ -1102,6 +1166,8 @@ main(void)
 		    test_failover_acquire_whose_reply_was_lost_finds_its_grant),
 		HARNESS_TEST(
 		    test_failover_lockctl_acquire_with_a_rid_repeats_its_grant),
+		cmocka_unit_test(
+		    test_failover_semaphore_acquire_whose_reply_was_lost_finds_its_grant),
 		HARNESS_TEST(
 		    test_failover_tls_endpoints_each_verify_their_own_name),
 		cmocka_unit_test_setup_teardown(

@@ -1034,6 +1034,63 @@ test_liblockd_requests_on_the_wire_are_canonical(void **state)
 	harness_fake_stop(&f);
 }
 
+/* A lockd_kind of this limit and mode, its size set. */
+static lockd_kind
+kind_of(unsigned int limit, int mode)
+{
+	lockd_kind k;
+
+	memset(&k, 0, sizeof(k));
+	k.size = sizeof(k);
+	k.limit = limit;
+	k.mode = mode;
+	return k;
+}
+
+/* limit= and mode= on the wire: only when they say something. */
+static void
+test_liblockd_kinds_on_the_wire(void **state)
+{
+	static const char *const replies[] = {
+		"HELD a\r\n", "HELD a\r\n", "HELD a\r\n",
+		"ERR TIMEOUT x\r\n", "HELD a\r\n",
+	};
+	static const char expected[] =
+	    "TRY a limit=2\n"
+	    "TRY a mode=shared\n"
+	    "TRY a\n"
+	    "ACQUIRE a wait=0 rid=r-1 limit=65535\n"
+	    "TRY a rid=r-2 mode=shared\n";
+	struct harness_fake f;
+	lockd_context *c = connect_fake(&f, replies, 5, TIMEOUT_MS);
+	lockd_acquire_options now;
+	lockd_kind k;
+	lockd_lease lease;
+	char got[1024];
+
+	(void)state;
+	memset(&now, 0, sizeof(now));
+	k = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
+	    LOCKD_HELD);
+	k = kind_of(0, LOCKD_MODE_SHARED);
+	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
+	    LOCKD_HELD);
+	k = kind_of(1, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
+	    LOCKD_HELD);
+	k = kind_of(LOCKD_LIMIT_MAX, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_acquire_kind(c, "a", &now, &k, "r-1", &lease),
+	    LOCKD_ERR_WAIT_TIMEOUT);
+	k = kind_of(1, LOCKD_MODE_SHARED);
+	assert_int_equal(lockd_try_kind(c, "a", &now, &k, "r-2", &lease),
+	    LOCKD_HELD);
+	lockd_free(c);
+	assert_true(harness_read_file(f.received, got, sizeof(got)));
+	assert_string_equal(got, expected);
+	harness_fake_stop(&f);
+}
+
 /* The keep-alive helper. */
 
 struct loss {
@@ -1251,6 +1308,190 @@ test_liblockd_codes_have_names_and_classes(void **state)
 	assert_in_range(lockd_now_ms() - ms, 19, 1000);
 }
 
+/* ---- issue 17's kinds of lock: lockd_acquire_kind, lockd_try_kind ---- */
+
+static lockd_acquire_options
+wait_for(int64_t wait_ms)
+{
+	lockd_acquire_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.lease_ms = 10000;
+	o.wait_ms = wait_ms;
+	o.onclose = LOCKD_ONCLOSE_KEEP;
+	return o;
+}
+
+/* A semaphore of 2 and three callers, each on its own connection. */
+static void
+test_liblockd_a_semaphore_of_two_lets_two_of_three_hold(void **state)
+{
+	lockd_context *c[3] = { connect_shared(), connect_shared(),
+	    connect_shared() };
+	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_acquire_options now = wait_for(0), soon = wait_for(200);
+	lockd_lease l[3];
+	lockd_lock_status st;
+	int i;
+
+	(void)state;
+	assert_int_equal(lockd_try_kind(c[0], "kind/sem", &now, &two, NULL,
+	    &l[0]), LOCKD_OK);
+	assert_int_equal(lockd_acquire_kind(c[1], "kind/sem", &soon, &two,
+	    NULL, &l[1]), LOCKD_OK);
+	assert_true(l[1].fence > l[0].fence);
+	assert_int_equal(lockd_status(c[2], "kind/sem", &st), LOCKD_OK);
+	assert_int_equal(st.held, 1);
+	/* The third waits in vain, is busy, or asks another limit. */
+	assert_int_equal(lockd_try_kind(c[2], "kind/sem", &now, &two, NULL,
+	    &l[2]), LOCKD_HELD);
+	assert_int_equal(lockd_acquire_kind(c[2], "kind/sem", &soon, &two,
+	    NULL, &l[2]), LOCKD_ERR_WAIT_TIMEOUT);
+	assert_int_equal(lockd_try_kind(c[2], "kind/sem", &now, NULL, NULL,
+	    &l[2]), LOCKD_ERR_BADARG);
+	/* One permit back: the third has it, with a fence of its own. */
+	assert_int_equal(lockd_release(c[0], &l[0]), LOCKD_OK);
+	assert_int_equal(lockd_acquire_kind(c[2], "kind/sem", &soon, &two,
+	    NULL, &l[2]), LOCKD_OK);
+	assert_true(l[2].fence > l[1].fence);
+	/* Each permit renews and releases on its own handle. */
+	assert_int_equal(lockd_renew(c[1], &l[1], 5000), LOCKD_OK);
+	assert_int_equal(lockd_release(c[1], &l[1]), LOCKD_OK);
+	assert_int_equal(lockd_release(c[2], &l[2]), LOCKD_OK);
+	assert_int_equal(lockd_release(c[2], &l[2]), LOCKD_NOTHELD);
+	for (i = 0; i < 3; i++)
+		lockd_free(c[i]);
+}
+
+/* A repeated rid returns its own grant, limit and all, never a second. */
+static void
+test_liblockd_kind_with_a_rid_is_granted_once(void **state)
+{
+	lockd_context *c = connect_shared();
+	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind three = kind_of(3, LOCKD_MODE_EXCLUSIVE);
+	lockd_acquire_options now = wait_for(0);
+	lockd_lease a, b;
+
+	(void)state;
+	assert_int_equal(lockd_acquire_kind(c, "kind/rid", &now, &two,
+	    "kind-rid-1", &a), LOCKD_OK);
+	assert_int_equal(lockd_acquire_kind(c, "kind/rid", &now, &two,
+	    "kind-rid-1", &b), LOCKD_OK);
+	assert_true(b.fence == a.fence);
+	assert_string_equal(b.handle, a.handle);
+	assert_int_equal(lockd_try_kind(c, "kind/rid", &now, &three,
+	    "kind-rid-1", &b), LOCKD_ERR_BADARG);
+	/* The second permit is still free: one grant was made, not two. */
+	assert_int_equal(lockd_try_kind(c, "kind/rid", &now, &two,
+	    "kind-rid-2", &b), LOCKD_OK);
+	assert_true(b.fence > a.fence);
+	assert_int_equal(lockd_release(c, &a), LOCKD_OK);
+	assert_int_equal(lockd_release(c, &b), LOCKD_OK);
+	lockd_free(c);
+}
+
+struct writer {
+	lockd_context *c;
+	lockd_lease lease;
+	int rc;
+};
+
+/* An exclusive ACQUIRE that waits up to 5 s, from its own thread. */
+static void *
+write_lock(void *arg)
+{
+	struct writer *w = arg;
+	lockd_acquire_options o = wait_for(5000);
+	lockd_kind excl = kind_of(1, LOCKD_MODE_EXCLUSIVE);
+
+	w->rc = lockd_acquire_kind(w->c, "kind/rw", &o, &excl, NULL,
+	    &w->lease);
+	return NULL;
+}
+
+/* Readers share; a waiting writer holds back later readers (FIFO). */
+static void
+test_liblockd_shared_readers_queue_behind_a_waiting_writer(void **state)
+{
+	lockd_context *r1 = connect_shared(), *r2 = connect_shared();
+	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_acquire_options now = wait_for(0), soon = wait_for(200);
+	struct writer w = { .c = connect_shared(), .rc = 1 };
+	lockd_lease a, b;
+	lockd_lock_status st;
+	pthread_t thread;
+	int i;
+
+	(void)state;
+	assert_int_equal(lockd_try_kind(r1, "kind/rw", &now, &shared, NULL,
+	    &a), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(r2, "kind/rw", &now, &shared, NULL,
+	    &b), LOCKD_OK);
+	assert_int_equal(lockd_release(r2, &b), LOCKD_OK);
+	assert_int_equal(pthread_create(&thread, NULL, write_lock, &w), 0);
+	for (i = 0; i < 200; i++) {
+		assert_int_equal(lockd_status(r2, "kind/rw", &st), LOCKD_OK);
+		if (st.queue == 1)
+			break;
+		harness_sleep_ms(10);
+	}
+	assert_int_equal(st.queue, 1);
+	/* A reader now queues behind the writer instead of joining r1. */
+	assert_int_equal(lockd_try_kind(r2, "kind/rw", &now, &shared, NULL,
+	    &b), LOCKD_HELD);
+	assert_int_equal(lockd_acquire_kind(r2, "kind/rw", &soon, &shared,
+	    NULL, &b), LOCKD_ERR_WAIT_TIMEOUT);
+	/* The last reader leaves: the writer has it, with a newer fence. */
+	assert_int_equal(lockd_release(r1, &a), LOCKD_OK);
+	pthread_join(thread, NULL);
+	assert_int_equal(w.rc, LOCKD_OK);
+	assert_true(w.lease.fence > a.fence);
+	assert_int_equal(lockd_try_kind(r2, "kind/rw", &now, &shared, NULL,
+	    &b), LOCKD_HELD);
+	assert_int_equal(lockd_release(w.c, &w.lease), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(r2, "kind/rw", &now, &shared, NULL,
+	    &b), LOCKD_OK);
+	assert_true(b.fence > w.lease.fence);
+	assert_int_equal(lockd_release(r2, &b), LOCKD_OK);
+	lockd_free(r1);
+	lockd_free(r2);
+	lockd_free(w.c);
+}
+
+/* A kind the wire cannot carry is refused before anything is sent. */
+static void
+test_liblockd_bad_kinds_are_refused_before_sending(void **state)
+{
+	lockd_context *c = connect_shared();
+	lockd_acquire_options now = wait_for(0);
+	lockd_kind k;
+	lockd_lease l;
+
+	(void)state;
+	k = kind_of(LOCKD_LIMIT_MAX + 1, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
+	    LOCKD_ERR_INVALID);
+	k = kind_of(2, LOCKD_MODE_SHARED);
+	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
+	    LOCKD_ERR_INVALID);
+	k = kind_of(1, 7);
+	assert_int_equal(lockd_acquire_kind(c, "kind/bad", &now, &k, NULL,
+	    &l), LOCKD_ERR_INVALID);
+	k = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	k.size = 0;
+	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
+	    LOCKD_ERR_INVALID);
+	/* An older caller's shorter struct: limit read, mode not. */
+	k = kind_of(LOCKD_LIMIT_MAX, LOCKD_MODE_SHARED);
+	k.size = offsetof(lockd_kind, mode);
+	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
+	    LOCKD_OK);
+	assert_int_equal(lockd_release(c, &l), LOCKD_OK);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	lockd_free(c);
+}
+
 int
 main(void)
 {
@@ -1300,6 +1541,14 @@ main(void)
 		cmocka_unit_test(
 		    test_liblockd_keepalive_start_fails_for_a_lost_lease),
 		cmocka_unit_test(test_liblockd_codes_have_names_and_classes),
+		cmocka_unit_test(
+		    test_liblockd_a_semaphore_of_two_lets_two_of_three_hold),
+		cmocka_unit_test(test_liblockd_kind_with_a_rid_is_granted_once),
+		cmocka_unit_test(
+		    test_liblockd_shared_readers_queue_behind_a_waiting_writer),
+		cmocka_unit_test(
+		    test_liblockd_bad_kinds_are_refused_before_sending),
+		cmocka_unit_test(test_liblockd_kinds_on_the_wire),
 	};
 
 	harness_begin();

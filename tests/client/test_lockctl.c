@@ -323,8 +323,23 @@ test_lockctl_usage_errors_exit_64(void **state)
 	assert_int_equal(lockctl("ping", "extra", NULL), EXIT_USAGE);
 	assert_int_equal(lockctl("run", "a", NULL), EXIT_USAGE);
 	assert_int_equal(lockctl("run", "a", "--", NULL), EXIT_USAGE);
-	assert_int_equal(lockctl("run", "-s", "a", "--", "true", NULL),
+	/* -s and -N (issue 17): bad values, and -s where it means nothing. */
+	assert_int_equal(lockctl("run", "-s", "-N", "2", "a", "--", "true",
+	    NULL), EXIT_USAGE);
+	assert_int_equal(lockctl("run", "-N", "0", "a", "--", "true", NULL),
 	    EXIT_USAGE);
+	assert_int_equal(lockctl("-N", "65536", "run", "a", "--", "true",
+	    NULL), EXIT_USAGE);
+	assert_int_equal(lockctl("try", "-N", "2x", "a", NULL), EXIT_USAGE);
+	assert_non_null(strstr(err, "-N takes a limit 1-65535"));
+	assert_int_equal(lockctl("acquire", "--limit", "-3", "a", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("try", "--shared", "-N", "3", "a", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("status", "-s", "a", NULL), EXIT_USAGE);
+	assert_int_equal(lockctl("renew", "-N", "2", "a", "1-0123456789abcdef",
+	    NULL), EXIT_USAGE);
+	assert_int_equal(lockctl("-s", "status", "a", NULL), EXIT_USAGE);
 	assert_int_equal(lockctl("run", "-F", "a", "--", "true", NULL),
 	    EXIT_USAGE);
 	assert_int_equal(lockctl("run", "-w", "abc", "a", "--", "true", NULL),
@@ -672,6 +687,136 @@ test_lockctl_run_dying_frees_the_lock_and_stops_the_command(void **state)
 }
 
 /* ---- protocol v2's commands ------------------------------------------ */
+
+/* try and acquire with -N (a semaphore) and -s (a shared lock). */
+static void
+test_lockctl_limit_and_shared_on_try_and_acquire(void **state)
+{
+	struct grant a, b;
+
+	(void)state;
+	assert_int_equal(lockctl("try", "-N", "2", "ctl/sem", NULL), 0);
+	parse_grant(out, &a);
+	assert_int_equal(lockctl("acquire", "--limit", "2", "-w", "1s",
+	    "ctl/sem", NULL), 0);
+	parse_grant(out, &b);
+	assert_true(b.fence > a.fence);
+	/* Two hold: a third is busy, waits in vain, or is refused for
+	 * asking another limit of a name in use. */
+	assert_int_equal(lockctl("try", "-N", "2", "ctl/sem", NULL),
+	    EXIT_BUSY);
+	assert_int_equal(lockctl("acquire", "-N", "2", "-w", "200ms",
+	    "ctl/sem", NULL), EXIT_WAIT_TIMEOUT);
+	assert_int_equal(lockctl("try", "ctl/sem", NULL), 70);
+	assert_non_null(strstr(err, "BADARG"));
+	assert_int_equal(lockctl("status", "ctl/sem", NULL), 0);
+	assert_non_null(strstr(out, "held=1 "));
+	/* One gives back its permit: the next may have it. */
+	assert_int_equal(lockctl("release", "ctl/sem", a.handle, NULL), 0);
+	assert_int_equal(lockctl("try", "-N", "2", "ctl/sem", NULL), 0);
+
+	/* Readers share; a writer waits for them all. */
+	assert_int_equal(lockctl("try", "-s", "ctl/rw", NULL), 0);
+	parse_grant(out, &a);
+	assert_int_equal(lockctl("acquire", "--shared", "-w", "1s", "ctl/rw",
+	    NULL), 0);
+	parse_grant(out, &b);
+	assert_int_equal(lockctl("try", "ctl/rw", NULL), EXIT_BUSY);
+	assert_int_equal(lockctl("acquire", "-w", "200ms", "ctl/rw", NULL),
+	    EXIT_WAIT_TIMEOUT);
+	assert_int_equal(lockctl("release", "ctl/rw", a.handle, NULL), 0);
+	assert_int_equal(lockctl("release", "ctl/rw", b.handle, NULL), 0);
+	assert_int_equal(lockctl("try", "ctl/rw", NULL), 0);
+	parse_grant(out, &a);
+	/* Held exclusively: no reader gets in. */
+	assert_int_equal(lockctl("try", "-s", "ctl/rw", NULL), EXIT_BUSY);
+	assert_int_equal(lockctl("release", "ctl/rw", a.handle, NULL), 0);
+}
+
+/* A job that marks that it runs, then waits (at most 10 s) for go
+ * (harness_wait_for_file waits for a file with something in it). */
+static void
+job_script(char *script, size_t size, const char *mark, const char *go)
+{
+	snprintf(script, size, "echo $$ > %s; i=0; while [ ! -e %s ] && "
+	    "[ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done",
+	    path_of(mark), path_of(go));
+}
+
+static void
+touch(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs("go\n", f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* run -N 2: two jobs run at once, a third waits (or with -n is busy). */
+static void
+test_lockctl_run_with_a_limit_runs_that_many_at_once(void **state)
+{
+	char one[512], two[512], three[512];
+	pid_t p1, p2, p3;
+
+	(void)state;
+	job_script(one, sizeof(one), "job1", "go-sem");
+	job_script(two, sizeof(two), "job2", "go-sem");
+	job_script(three, sizeof(three), "job3", "go-sem");
+	p1 = spawn_lockctl(NULL, NULL, "run", "-N", "2", "ctl/run-sem", "-c",
+	    one, NULL);
+	p2 = spawn_lockctl(NULL, NULL, "-N", "2", "run", "ctl/run-sem", "-c",
+	    two, NULL);
+	assert_true(harness_wait_for_file(path_of("job1"), RUN_TIMEOUT_MS));
+	assert_true(harness_wait_for_file(path_of("job2"), RUN_TIMEOUT_MS));
+	/* Both run now; a third is busy at once with -n. */
+	assert_int_equal(lockctl("run", "-n", "-N", "2", "ctl/run-sem", "-c",
+	    three, NULL), EXIT_BUSY);
+	assert_false(harness_wait_for_file(path_of("job3"), 1));
+	/* Without -n it waits until one of the two is done. */
+	p3 = spawn_lockctl(NULL, NULL, "run", "-N", "2", "ctl/run-sem", "-c",
+	    three, NULL);
+	harness_sleep_ms(300);
+	assert_false(harness_wait_for_file(path_of("job3"), 1));
+	touch(path_of("go-sem"));
+	assert_int_equal(harness_wait(p1, RUN_TIMEOUT_MS), 0);
+	assert_int_equal(harness_wait(p2, RUN_TIMEOUT_MS), 0);
+	assert_int_equal(harness_wait(p3, RUN_TIMEOUT_MS), 0);
+	assert_true(harness_wait_for_file(path_of("job3"), 1));
+	assert_true(wait_until_free("ctl/run-sem", 2000));
+}
+
+/* run -s: readers run together; a writer's run -n is busy meanwhile. */
+static void
+test_lockctl_run_shared_runs_readers_together(void **state)
+{
+	char one[512], two[512];
+	pid_t p1, p2;
+
+	(void)state;
+	job_script(one, sizeof(one), "reader1", "go-rw");
+	job_script(two, sizeof(two), "reader2", "go-rw");
+	p1 = spawn_lockctl(NULL, NULL, "run", "-s", "ctl/run-rw", "-c", one,
+	    NULL);
+	p2 = spawn_lockctl(NULL, NULL, "run", "--shared", "ctl/run-rw", "-c",
+	    two, NULL);
+	assert_true(harness_wait_for_file(path_of("reader1"),
+	    RUN_TIMEOUT_MS));
+	assert_true(harness_wait_for_file(path_of("reader2"),
+	    RUN_TIMEOUT_MS));
+	assert_int_equal(lockctl("run", "-n", "ctl/run-rw", "--", "true",
+	    NULL), EXIT_BUSY);
+	/* -x after -s: the last counts, as with flock. */
+	assert_int_equal(lockctl("run", "-n", "-s", "-x", "ctl/run-rw", "--",
+	    "true", NULL), EXIT_BUSY);
+	assert_int_equal(lockctl("run", "-n", "-s", "ctl/run-rw", "--",
+	    "true", NULL), 0);
+	touch(path_of("go-rw"));
+	assert_int_equal(harness_wait(p1, RUN_TIMEOUT_MS), 0);
+	assert_int_equal(harness_wait(p2, RUN_TIMEOUT_MS), 0);
+	assert_true(wait_until_free("ctl/run-rw", 2000));
+}
 
 /* The value of " key=" (or "key=" at the start) in out, "" when absent. */
 static const char *
@@ -1286,6 +1431,11 @@ main(void)
 		cmocka_unit_test(
 		    test_lockctl_run_stops_what_the_job_left_behind_before_releasing),
 		cmocka_unit_test(test_lockctl_run_outlives_its_watchdog),
+		cmocka_unit_test(
+		    test_lockctl_limit_and_shared_on_try_and_acquire),
+		cmocka_unit_test(
+		    test_lockctl_run_with_a_limit_runs_that_many_at_once),
+		cmocka_unit_test(test_lockctl_run_shared_runs_readers_together),
 	};
 
 	harness_begin();
