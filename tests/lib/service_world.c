@@ -120,3 +120,20 @@ service_world_take(struct service_world *w, int c)
 	service_conn_written(conn, conn->out.len);
 	return buf;
 }
+
+void
+service_world_handle(const char *granted, char *out)
+{
+	const char *h = strstr(granted, "handle=");
+	size_t n;
+
+	if (h == NULL) {
+		out[0] = '\0';
+		fail_msg("not a grant: %s", granted);
+		return;
+	}
+	h += 7;
+	n = strcspn(h, " \r\n");
+	memcpy(out, h, n);
+	out[n] = '\0';
+}

@@ -47,5 +47,8 @@ void service_world_feedf(struct service_world *w, int c, const char *fmt,
 /* Everything written to connection c so far, as a string (in a static
  * buffer of 1 MiB, valid until the next call), marked as written. */
 char *service_world_take(struct service_world *w, int c);
+/* The handle of a GRANTED line into out (64 bytes); fails the test, naming
+ * the line, when it is no grant. */
+void service_world_handle(const char *granted, char *out);
 
 #endif

@@ -36,19 +36,6 @@ take(struct service_world *w, int c)
 	return service_world_take(w, c);
 }
 
-/* The handle from a GRANTED line. */
-static void
-handle_of(const char *granted, char *out)
-{
-	const char *h = strstr(granted, "handle=");
-
-	assert_non_null(h);
-	h += 7;
-	size_t n = strcspn(h, " \r\n");
-	memcpy(out, h, n);
-	out[n] = '\0';
-}
-
 /* Feeds connection c a request granted at once, commits, and keeps the
  * GRANTED's handle in h. */
 static void
@@ -56,7 +43,7 @@ grant_handle(struct service_world *w, int c, const char *request, char *h)
 {
 	feed(w, c, request);
 	assert_int_equal(service_commit(&w->svc), 0);
-	handle_of(take(w, c), h);
+	service_world_handle(take(w, c), h);
 }
 
 static void
@@ -128,7 +115,7 @@ test_service_releases_ride_along_with_the_next_grant_or_wait_briefly(
 	feed(w, 0, "ACQUIRE a\n");
 	assert_int_equal(service_end_pass(&w->svc), 0);
 	assert_int_equal(w->store.commits, 1);
-	handle_of(take(w, 0), h);
+	service_world_handle(take(w, 0), h);
 
 	/* A release alone does not cost a commit at once... */
 	service_world_feedf(w, 0, "RELEASE a %s\n", h);
@@ -142,7 +129,7 @@ test_service_releases_ride_along_with_the_next_grant_or_wait_briefly(
 	assert_int_equal(w->store.commits, 2);
 	assert_null(store_mem_find(&w->store, "a"));
 	assert_non_null(store_mem_find(&w->store, "b"));
-	handle_of(take(w, 0), h);
+	service_world_handle(take(w, 0), h);
 
 	/* ...or is committed once it has waited long enough. */
 	service_world_feedf(w, 0, "RELEASE b %s\n", h);

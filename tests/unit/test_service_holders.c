@@ -33,24 +33,6 @@ take(struct service_world *w, int c)
 	return service_world_take(w, c);
 }
 
-/* The handle from a GRANTED line. */
-static void
-handle_of(const char *granted, char *out)
-{
-	const char *h = strstr(granted, "handle=");
-	size_t n;
-
-	if (h == NULL) {
-		out[0] = '\0';
-		fail_msg("not a grant: %s", granted);
-		return;
-	}
-	h += 7;
-	n = strcspn(h, " \r\n");
-	memcpy(out, h, n);
-	out[n] = '\0';
-}
-
 /* The fence of a GRANTED line. */
 static uint64_t
 fence_of(const char *granted)
@@ -115,7 +97,7 @@ test_holders_semaphore_of_three_with_five_clients(void **state)
 	for (int i = 0; i < 3; i++) {
 		char *out = take(w, i);
 
-		handle_of(out, h[i]);
+		service_world_handle(out, h[i]);
 		f[i] = fence_of(out);
 		assert_true(stored(w, "s", f[i]));
 	}
@@ -167,8 +149,8 @@ test_holders_readers_together_writer_first_in_line(void **state)
 	feed(w, 0, "ACQUIRE rw mode=shared\n");
 	feed(w, 1, "TRY rw mode=shared\n");
 	assert_int_equal(service_commit(&w->svc), 0);
-	handle_of(take(w, 0), r0);
-	handle_of(take(w, 1), r1);
+	service_world_handle(take(w, 0), r0);
+	service_world_handle(take(w, 1), r1);
 	assert_string_equal(status(w, 5, "rw"), "STATUS rw held=1 fence=2 "
 	    "ttl=30000 queue=0 holders=2 mode=shared");
 	feed(w, 2, "ACQUIRE rw\n");
@@ -183,7 +165,7 @@ test_holders_readers_together_writer_first_in_line(void **state)
 	service_world_feedf(w, 0, "RELEASE rw %s\n", r0);
 	service_world_feedf(w, 1, "RELEASE rw %s\n", r1);
 	assert_int_equal(service_commit(&w->svc), 0);
-	handle_of(take(w, 2), wr);
+	service_world_handle(take(w, 2), wr);
 	assert_string_equal(take(w, 3), "");
 	assert_string_equal(status(w, 5, "rw"), "STATUS rw held=1 fence=3 "
 	    "ttl=30000 queue=1");
@@ -318,9 +300,9 @@ test_holders_survive_a_restart(void **state)
 	feed(w, 4, "ACQUIRE rw mode=shared lease=25s onclose=release\n");
 	assert_int_equal(service_commit(&w->svc), 0);
 	for (int i = 0; i < 3; i++)
-		handle_of(take(w, i), hs[i]);
-	handle_of(take(w, 3), hr[0]);
-	handle_of(take(w, 4), hr[1]);
+		service_world_handle(take(w, i), hs[i]);
+	service_world_handle(take(w, 3), hr[0]);
+	service_world_handle(take(w, 4), hr[1]);
 	service_world_close(w);
 
 	w->mono += 4000;
@@ -344,11 +326,11 @@ test_holders_survive_a_restart(void **state)
 	/* The rids came back with their grants. */
 	feed(w, 6, "ACQUIRE s limit=4 rid=r1\n");
 	assert_int_equal(service_commit(&w->svc), 0);
-	handle_of(take(w, 6), again);
+	service_world_handle(take(w, 6), again);
 	assert_string_equal(again, hs[1]);
 	feed(w, 6, "ACQUIRE rw mode=shared rid=q0\n");
 	assert_int_equal(service_commit(&w->svc), 0);
-	handle_of(take(w, 6), again);
+	service_world_handle(take(w, 6), again);
 	assert_string_equal(again, hr[0]);
 	/* Each holder renews and releases with its own handle. */
 	service_world_feedf(w, 0, "RENEW s %s lease=30s\n", hs[0]);
@@ -407,7 +389,7 @@ test_holders_failed_commit_of_a_semaphore_grant(void **state)
 	service_world_open(w);
 	feed(w, 0, "ACQUIRE s limit=3 lease=10s\n");
 	assert_int_equal(service_commit(&w->svc), 0);
-	handle_of(take(w, 0), h0);
+	service_world_handle(take(w, 0), h0);
 	w->store.fail_commits = 1;
 	feed(w, 1, "ACQUIRE s limit=3\n");
 	assert_int_equal(service_commit(&w->svc), -1);
@@ -441,8 +423,8 @@ test_holders_failed_commit_of_a_shared_release(void **state)
 	feed(w, 0, "ACQUIRE rw mode=shared lease=10s\n");
 	feed(w, 1, "ACQUIRE rw mode=shared lease=10s\n");
 	assert_int_equal(service_commit(&w->svc), 0);
-	handle_of(take(w, 0), r0);
-	handle_of(take(w, 1), r1);
+	service_world_handle(take(w, 0), r0);
+	service_world_handle(take(w, 1), r1);
 	feed(w, 2, "ACQUIRE rw\n");
 	assert_int_equal(service_commit(&w->svc), 0);
 
@@ -481,7 +463,7 @@ test_holders_failed_batch_in_flight_keeps_an_ended_holder(void **state)
 	feed(w, 0, "ACQUIRE s limit=3 lease=10s\n");
 	feed(w, 1, "ACQUIRE s limit=3 lease=10s\n");
 	assert_int_equal(service_commit(&w->svc), 0);
-	handle_of(take(w, 0), h0);
+	service_world_handle(take(w, 0), h0);
 	take(w, 1);
 	w->store.fail_commits = 1;
 	feed(w, 2, "ACQUIRE s limit=3\n");
