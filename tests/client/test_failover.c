@@ -13,7 +13,6 @@
  * a clear error within the fail-over time.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -25,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -34,155 +31,20 @@
 #include <cmocka.h>
 
 #include "client/lockd.h"
-#include "tests/lib/etcd_harness.h"
+#include "tests/lib/cluster_harness.h"
 #include "tests/lib/harness.h"
 
-#define NODES 3
-#define RECOVER_MS 15000        /* bound on finding a leader */
 #define CONNECT_MS 2000
 
-static struct etcd_cluster etcd;
-static struct harness_server *nodes[NODES];
-static char endpoints[NODES * 32];     /* "127.0.0.1:P0,127.0.0.1:P1,..." */
-static const char *raw_token;          /* AUTH for raw connections; NULL */
+static struct cluster_harness cluster;
 
-/* ---- the cluster ------------------------------------------------------ */
-
-/* printf '%s' s3cret | sha256sum: alice's token, for --auth. */
-#define HASH_S3CRET \
-	"1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0"
-
-/* n lockd nodes; with auth (NULL: none), each runs --auth with it. */
-static void
-start_cluster_auth(int n, const char *auth)
-{
-	char path[HARNESS_PATH_MAX];
-	size_t len = 0;
-	FILE *f;
-	int i;
-
-	memset(nodes, 0, sizeof(nodes));
-	assert_int_equal(etcd_cluster_start(&etcd, 3), 0);
-	endpoints[0] = '\0';
-	for (i = 0; i < n; i++) {
-		nodes[i] = harness_server_new();
-		if (auth != NULL) {
-			snprintf(path, sizeof(path), "%s/auth", nodes[i]->dir);
-			assert_non_null(f = fopen(path, "w"));
-			fputs(auth, f);
-			fclose(f);
-			harness_server_start(nodes[i], "--etcd", etcd.urls,
-			    "--cluster", "f", "--auth", path, NULL);
-		} else {
-			harness_server_start(nodes[i], "--etcd", etcd.urls,
-			    "--cluster", "f", NULL);
-		}
-		len += (size_t)snprintf(endpoints + len, sizeof(endpoints) -
-		    len, "%s127.0.0.1:%d", i > 0 ? "," : "", nodes[i]->port);
-	}
-}
-
-static void
-start_cluster(int n)
-{
-	start_cluster_auth(n, NULL);
-}
+/* ---- the cluster (tests/lib/cluster_harness.c) ------------------------ */
 
 static int
 teardown(void **state)
 {
-	int i;
-
-	raw_token = NULL;
-	/* A paused node must not outlive its teardown. */
-	for (i = 0; i < NODES; i++)
-		if (nodes[i] != NULL && nodes[i]->pid > 0)
-			kill(nodes[i]->pid, SIGCONT);
-	etcd_cluster_stop(&etcd);
+	cluster_harness_stop(&cluster);
 	return harness_teardown(state);
-}
-
-/* Asks a node for STATS: 1 leader, 0 follower, -1 no answer. */
-static int
-role_of(struct harness_server *s)
-{
-	struct harness_conn *c;
-	const char *line;
-	int role = -1;
-
-	if (s == NULL || s->pid == 0)
-		return -1;
-	c = harness_connect(s);
-	if (raw_token != NULL) {
-		harness_send(c, "AUTH %s\r\n", raw_token);
-		if ((line = harness_read_line(c, 2000)) == NULL ||
-		    strncmp(line, "AUTHED ", 7) != 0) {
-			harness_close(c);
-			return -1;
-		}
-	}
-	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
-	    (line = harness_read_line(c, 2000)) != NULL) {
-		if (strstr(line, " role=leader") != NULL)
-			role = 1;
-		else if (strstr(line, " role=follower") != NULL)
-			role = 0;
-	}
-	harness_close(c);
-	return role;
-}
-
-/* The node that leads, waited for up to RECOVER_MS; -1 if none. */
-static int
-find_leader(void)
-{
-	int64_t deadline = harness_now_ms() + RECOVER_MS;
-	int i;
-
-	while (harness_now_ms() < deadline) {
-		for (i = 0; i < NODES; i++)
-			if (role_of(nodes[i]) == 1)
-				return i;
-		harness_sleep_ms(100);
-	}
-	return -1;
-}
-
-/* A raw connection to a node, authenticated when raw_token is set. */
-static struct harness_conn *
-raw_connect(int node)
-{
-	struct harness_conn *c = harness_connect(nodes[node]);
-
-	if (raw_token != NULL) {
-		harness_send(c, "AUTH %s\r\n", raw_token);
-		harness_expect_prefix(c, "AUTHED ");
-	}
-	return c;
-}
-
-/* A follower that knows the leader: its NOTLEADER names it. */
-static void
-await_hint(int follower, int leader)
-{
-	struct harness_conn *c = raw_connect(follower);
-	const char *line = NULL;
-	char want[64];
-	int i;
-
-	snprintf(want, sizeof(want), "ERR NOTLEADER leader=127.0.0.1:%d ",
-	    nodes[leader]->port);
-	for (i = 0; i < 100; i++) {
-		harness_send(c, "STATUS app/x\r\n");
-		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
-		if (line != NULL && strncmp(line, want, strlen(want)) == 0)
-			break;
-		harness_sleep_ms(50);
-	}
-	harness_close(c);
-	if (i == 100)
-		fail_msg("node %d never named the leader: \"%s\"", follower,
-		    line != NULL ? line : "(nothing)");
 }
 
 static lockd_context *
@@ -200,34 +62,6 @@ connect_list(const char *list)
 	if (c->err != 0)
 		fail_msg("connect to %s: %s", list, c->errstr);
 	return c;
-}
-
-/* The lock's STATUS line as the node answers it (into buf). */
-static const char *
-status_at(int node, const char *name, char *buf, size_t size)
-{
-	struct harness_conn *c = raw_connect(node);
-	const char *line;
-
-	harness_send(c, "STATUS %s\r\n", name);
-	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
-	snprintf(buf, size, "%s", line != NULL ? line : "(nothing)");
-	harness_close(c);
-	return buf;
-}
-
-/* The node's STATS line (into buf). */
-static const char *
-stats_at(int node, char *buf, size_t size)
-{
-	struct harness_conn *c = raw_connect(node);
-	const char *line;
-
-	harness_send(c, "STATS\r\n");
-	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
-	snprintf(buf, size, "%s", line != NULL ? line : "(nothing)");
-	harness_close(c);
-	return buf;
 }
 
 /* ---- endpoint lists, no cluster ---------------------------------------- */
@@ -295,24 +129,6 @@ test_failover_endpoint_lists_parse_and_skip_a_dead_endpoint(void **state)
  * Fake nodes that never lead: each answers every line with a NOTLEADER
  * naming the other, forever, connection after connection.
  */
-static int
-listen_loopback(int *port)
-{
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(fd, 8) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
-		return -1;
-	*port = ntohs(sin.sin_port);
-	return fd;
-}
-
 static void
 notleader_serve(int lfd, int other, const char *counter)
 {
@@ -368,7 +184,7 @@ test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 
 	(void)state;
 	for (i = 0; i < 2; i++)
-		assert_true((lfd[i] = listen_loopback(&port[i])) >= 0);
+		assert_true((lfd[i] = cluster_harness_listen(&port[i])) >= 0);
 	for (i = 0; i < 2; i++) {
 		snprintf(counter[i], sizeof(counter[i]), "%s/n%d", dir, i);
 		pid[i] = notleader_start(lfd[i], port[1 - i], counter[i]);
@@ -441,14 +257,15 @@ test_failover_client_starting_at_a_follower_is_redirected(void **state)
 
 	(void)state;
 	/* With --auth: the token goes along to the leader (AUTH again). */
-	start_cluster_auth(2, "alice " HASH_S3CRET " lock,read,admin app/\n");
-	raw_token = "s3cret";
-	leader = find_leader();
+	cluster_harness_start(&cluster, 2, "f", "alice "
+	    CLUSTER_HARNESS_HASH_S3CRET " lock,read,admin app/\n");
+	cluster.token = "s3cret";
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
 	follower = 1 - leader;
-	await_hint(follower, leader);
+	cluster_harness_await_hint(&cluster, follower, leader);
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
-	    nodes[follower]->port, nodes[leader]->port);
+	    cluster.nodes[follower]->port, cluster.nodes[leader]->port);
 	memset(&o, 0, sizeof(o));
 	o.host = list;
 	o.token = "s3cret";
@@ -463,11 +280,12 @@ test_failover_client_starting_at_a_follower_is_redirected(void **state)
 		fail_msg("acquire: %s", c->errstr);
 	assert_int_equal(lease.fence, 1);
 	assert_int_equal(lockd_renew(c, &lease, 10000), LOCKD_OK);
-	status_at(leader, "app/redirected", status, sizeof(status));
+	cluster_harness_ask(&cluster, leader, "app/redirected", status,
+	    sizeof(status));
 	if (strncmp(status, "STATUS app/redirected held=1 fence=1 ", 37) != 0)
 		fail_msg("the leader says \"%s\"", status);
 	/* The leader keeps --auth: nobody unauthenticated locks there. */
-	raw = harness_connect(nodes[leader]);
+	raw = harness_connect(cluster.nodes[leader]);
 	harness_send(raw, "ACQUIRE app/other wait=0\r\n");
 	harness_expect_line(raw, "ERR DENIED not authenticated");
 	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
@@ -486,15 +304,15 @@ test_failover_kill_of_the_leader_moves_the_client_on(void **state)
 	int64_t killed, took;
 
 	(void)state;
-	start_cluster(3);
-	leader = find_leader();
+	cluster_harness_start(&cluster, 3, "f", NULL);
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
-	c = connect_list(endpoints);
+	c = connect_list(cluster.endpoints);
 	assert_int_equal(lockd_acquire(c, "kept", 20000, 0,
 	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
 	/* And one the keep-alive helper renews, every 4 s. */
 	memset(&o, 0, sizeof(o));
-	o.host = endpoints;
+	o.host = cluster.endpoints;
 	o.connect_timeout_ms = CONNECT_MS;
 	assert_int_equal(lockd_acquire(c, "kept-alive", 12000, 0,
 	    LOCKD_ONCLOSE_KEEP, &alive), LOCKD_OK);
@@ -505,28 +323,27 @@ test_failover_kill_of_the_leader_moves_the_client_on(void **state)
 	 * node leads: it must follow NOTLEADER until one does. */
 	harness_sleep_ms(3500);
 
-	harness_server_kill(nodes[leader]);
-	killed = harness_now_ms();
-	nodes[leader]->pid = 0;
+	killed = cluster_harness_kill(&cluster, leader);
 	/* The next call finds the new leader by itself. */
 	assert_int_equal(lockd_renew(c, &held, 20000), LOCKD_OK);
 	took = harness_now_ms() - killed;
 	printf("# kill -9 of the leader to a RENEWED from the new one: "
 	    "%lld ms\n", (long long)took);
-	for (renewed_at = 0; renewed_at < NODES; renewed_at++)
-		if (role_of(nodes[renewed_at]) == 1)
+	for (renewed_at = 0; renewed_at < CLUSTER_HARNESS_NODES; renewed_at++)
+		if (cluster_harness_role(&cluster, renewed_at) == 1)
 			break;
-	assert_true(renewed_at < NODES && renewed_at != leader);
+	assert_true(renewed_at < CLUSTER_HARNESS_NODES && renewed_at != leader);
 	snprintf(want, sizeof(want), "STATUS kept held=1 fence=%llu ",
 	    (unsigned long long)held.fence);
-	status_at(renewed_at, "kept", status, sizeof(status));
+	cluster_harness_ask(&cluster, renewed_at, "kept", status,
+	    sizeof(status));
 	if (strncmp(status, want, strlen(want)) != 0)
 		fail_msg("the new leader says \"%s\"", status);
 	/* Other calls go on, and the held lock is not granted again. */
 	assert_int_equal(lockd_acquire(c, "after", 5000, 0,
 	    LOCKD_ONCLOSE_KEEP, &next), LOCKD_OK);
 	assert_true(next.fence > held.fence);
-	other = connect_list(endpoints);
+	other = connect_list(cluster.endpoints);
 	assert_int_equal(lockd_try(other, "kept", 5000, LOCKD_ONCLOSE_KEEP,
 	    NULL), LOCKD_HELD);
 	assert_int_equal(lockd_release(c, &held), LOCKD_OK);
@@ -559,14 +376,14 @@ test_failover_paused_leader_is_left_by_timeout(void **state)
 	int64_t paused, took;
 
 	(void)state;
-	start_cluster(3);
-	leader = find_leader();
+	cluster_harness_start(&cluster, 3, "f", NULL);
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
-	c = connect_list(endpoints);
+	c = connect_list(cluster.endpoints);
 	assert_int_equal(lockd_set_command_timeout(c, 1500), LOCKD_OK);
 	assert_int_equal(lockd_acquire(c, "paused", 20000, 0,
 	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
-	harness_server_pause(nodes[leader]);
+	harness_server_pause(cluster.nodes[leader]);
 	paused = harness_now_ms();
 	if (lockd_renew(c, &held, 20000) != LOCKD_OK)
 		fail_msg("renew: %s", c->errstr);
@@ -574,7 +391,7 @@ test_failover_paused_leader_is_left_by_timeout(void **state)
 	printf("# SIGSTOP of the leader to a RENEWED from the new one: "
 	    "%lld ms\n", (long long)took);
 	assert_int_equal(lockd_ping(c), LOCKD_OK);
-	harness_server_resume(nodes[leader]);
+	harness_server_resume(cluster.nodes[leader]);
 	lockd_free(c);
 }
 
@@ -624,16 +441,16 @@ test_failover_waits_without_a_limit_leave_a_paused_leader(void **state)
 	int64_t paused, deadline;
 
 	(void)state;
-	start_cluster(3);
-	leader = find_leader();
+	cluster_harness_start(&cluster, 3, "f", NULL);
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
-	holder = connect_list(endpoints);
+	holder = connect_list(cluster.endpoints);
 	assert_int_equal(lockd_acquire(holder, "frozen", 6000, 0,
 	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
 	lockd_free(holder);             /* the lease stays (onclose=keep) */
 	memset(f, 0, sizeof(f));
 	for (i = 0; i < 2; i++) {
-		f[i].c = connect_list(endpoints);
+		f[i].c = connect_list(cluster.endpoints);
 		assert_int_equal(lockd_set_command_timeout(f[i].c, 0),
 		    LOCKD_OK);
 		f[i].watch = i == 1;
@@ -643,17 +460,19 @@ test_failover_waits_without_a_limit_leave_a_paused_leader(void **state)
 	}
 	/* Both wait at the leader (bounded: 5 s). */
 	for (i = 0; i < 50; i++) {
-		status_at(leader, "frozen", status, sizeof(status));
+		cluster_harness_ask(&cluster, leader, "frozen", status,
+		    sizeof(status));
+		cluster_harness_ask(&cluster, leader, NULL, stats,
+		    sizeof(stats));
 		if (strstr(status, " queue=1") != NULL &&
-		    strstr(stats_at(leader, stats, sizeof(stats)),
-		    " watches=1 ") != NULL)
+		    strstr(stats, " watches=1 ") != NULL)
 			break;
 		harness_sleep_ms(100);
 	}
 	if (i == 50)
 		fail_msg("not waiting at the leader: %s; %s", status, stats);
 
-	harness_server_pause(nodes[leader]);
+	harness_server_pause(cluster.nodes[leader]);
 	paused = harness_now_ms();
 	deadline = paused + 30000;
 	while (harness_now_ms() < deadline &&
@@ -666,7 +485,7 @@ test_failover_waits_without_a_limit_leave_a_paused_leader(void **state)
 	    "(%d still waiting)\n", (long long)(harness_now_ms() - paused),
 	    left);
 	/* Set the calls free (the resumed leader closes them), then judge. */
-	harness_server_resume(nodes[leader]);
+	harness_server_resume(cluster.nodes[leader]);
 	for (i = 0; i < 2; i++)
 		assert_int_equal(pthread_join(thread[i], NULL), 0);
 	if (left > 0)
@@ -718,27 +537,27 @@ test_failover_acquire_in_flight_is_answered_once(void **state)
 	int leader, now_leader;
 
 	(void)state;
-	start_cluster(3);
-	leader = find_leader();
+	cluster_harness_start(&cluster, 3, "f", NULL);
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
-	holder = connect_list(endpoints);
+	holder = connect_list(cluster.endpoints);
 	assert_int_equal(lockd_acquire(holder, "queued", 20000, 0,
 	    LOCKD_ONCLOSE_KEEP, &held), LOCKD_OK);
 	memset(&w, 0, sizeof(w));
-	w.c = connect_list(endpoints);
+	w.c = connect_list(cluster.endpoints);
 	assert_int_equal(pthread_create(&thread, NULL, waiter_main, &w), 0);
 	harness_sleep_ms(300);            /* it waits in the queue now */
 
-	harness_server_kill(nodes[leader]);
-	nodes[leader]->pid = 0;
+	cluster_harness_kill(&cluster, leader);
 	/* The holder lets go on the new leader: the waiter's turn. */
 	assert_int_equal(lockd_release(holder, &held), LOCKD_OK);
 	assert_int_equal(pthread_join(thread, NULL), 0);
 	printf("# the ACQUIRE in flight: %s (%s)\n", lockd_strerror(w.rc),
 	    w.c->errstr);
-	now_leader = find_leader();
+	now_leader = cluster_harness_find_leader(&cluster);
 	assert_true(now_leader >= 0);
-	status_at(now_leader, "queued", status, sizeof(status));
+	cluster_harness_ask(&cluster, now_leader, "queued", status,
+	    sizeof(status));
 	/* Sent again with its rid on the new leader: granted once, behind
 	 * the holder, and nothing left in the queue. */
 	assert_int_equal(w.rc, LOCKD_OK);
@@ -751,62 +570,6 @@ test_failover_acquire_in_flight_is_answered_once(void **state)
 	assert_int_equal(lockd_release(w.c, &w.lease), LOCKD_OK);
 	lockd_free(w.c);
 	lockd_free(holder);
-}
-
-/*
- * A proxy in front of lockd that loses the reply to the first GRANTED it
- * sees: it closes both sides instead of passing it on.  Later connections
- * pass everything.  The grant was made; only the client does not know.
- */
-static void
-proxy_serve(int lfd, int upstream_port)
-{
-	struct sockaddr_in sin;
-	struct pollfd p[2];
-	char buf[4096];
-	bool dropped = false;
-	int client, server;
-	ssize_t n;
-
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sin.sin_port = htons((uint16_t)upstream_port);
-	for (;;) {
-		if ((client = accept(lfd, NULL, NULL)) < 0)
-			_exit(1);
-		server = socket(AF_INET, SOCK_STREAM, 0);
-		if (server < 0 || connect(server, (struct sockaddr *)&sin,
-		    sizeof(sin)) != 0)
-			_exit(1);
-		p[0].fd = client;
-		p[1].fd = server;
-		p[0].events = p[1].events = POLLIN;
-		for (;;) {
-			if (poll(p, 2, -1) < 0)
-				_exit(1);
-			if (p[0].revents != 0) {
-				n = read(client, buf, sizeof(buf));
-				if (n <= 0 || write(server, buf, (size_t)n) !=
-				    n)
-					break;
-			}
-			if (p[1].revents != 0) {
-				n = read(server, buf, sizeof(buf));
-				if (n <= 0)
-					break;
-				if (!dropped && strncmp(buf, "GRANTED ", 8) ==
-				    0) {
-					dropped = true;
-					break;
-				}
-				if (write(client, buf, (size_t)n) != n)
-					break;
-			}
-		}
-		close(client);
-		close(server);
-	}
 }
 
 static void
@@ -824,15 +587,8 @@ test_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 
 	(void)state;
 	s = harness_start(NULL);
-	assert_true((lfd = listen_loopback(&port)) >= 0);
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		proxy_serve(lfd, s->port);
-	}
-	assert_true(pid > 0);
-	close(lfd);
+	assert_true((lfd = cluster_harness_listen(&port)) >= 0);
+	pid = cluster_harness_lossy_proxy(lfd, s->port);
 	memset(&o, 0, sizeof(o));
 	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
 	o.host = list;
@@ -882,15 +638,8 @@ test_failover_semaphore_acquire_whose_reply_was_lost_finds_its_grant(
 
 	(void)state;
 	s = harness_start(NULL);
-	assert_true((lfd = listen_loopback(&port)) >= 0);
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		proxy_serve(lfd, s->port);
-	}
-	assert_true(pid > 0);
-	close(lfd);
+	assert_true((lfd = cluster_harness_listen(&port)) >= 0);
+	pid = cluster_harness_lossy_proxy(lfd, s->port);
 	memset(&o, 0, sizeof(o));
 	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
 	o.host = list;
@@ -1025,7 +774,8 @@ spawn_run(const char *lease, const char *name, const char *script,
     const char *err_path)
 {
 	const char *argv[] = {
-		harness_program("lockctl"), "-H", endpoints, "-t", "1000",
+		harness_program("lockctl"), "-H", cluster.endpoints, "-t",
+		"1000",
 		"run", "-l", lease, name, "-c", script, NULL,
 	};
 
@@ -1073,25 +823,24 @@ test_failover_run_keeps_its_command_through_a_fail_over(void **state)
 	pid_t pid;
 
 	(void)state;
-	start_cluster(2);
-	leader = find_leader();
+	cluster_harness_start(&cluster, 2, "f", NULL);
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
-	snprintf(endpoints, sizeof(endpoints), "127.0.0.1:%d,127.0.0.1:%d",
-	    nodes[leader]->port, nodes[1 - leader]->port);
+	snprintf(cluster.endpoints, sizeof(cluster.endpoints),
+	    "127.0.0.1:%d,127.0.0.1:%d",
+	    cluster.nodes[leader]->port, cluster.nodes[1 - leader]->port);
 	snprintf(err, sizeof(err), "%s/err", dir);
 	snprintf(done, sizeof(done), "%s/done", dir);
 	snprintf(script, sizeof(script), "sleep 10; echo ok > %s", done);
 	pid = spawn_run("15s", "job", script, err);
 	assert_true(pid > 0);
 	/* Just renewed (granted): the next renewal is 5 s later. */
-	c = harness_connect(nodes[leader]);
+	c = harness_connect(cluster.nodes[leader]);
 	for (i = 0; i < 200 && (ttl = ttl_at(c, "job")) < 14800; i++)
 		harness_sleep_ms(10);
 	assert_true(ttl >= 14800);
 	harness_sleep_ms(5000 - (15000 - ttl) - 500);
-	harness_server_kill(nodes[leader]);
-	killed = harness_now_ms();
-	nodes[leader]->pid = 0;
+	killed = cluster_harness_kill(&cluster, leader);
 	status = harness_wait(pid, 20000);
 	show_file(err);
 	printf("# run's command ended %lld ms after the kill\n",
@@ -1117,14 +866,14 @@ test_failover_run_stops_its_command_when_no_leader_comes_back(void **state)
 	pid_t pid;
 
 	(void)state;
-	start_cluster(2);
-	leader = find_leader();
+	cluster_harness_start(&cluster, 2, "f", NULL);
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
 	other = 1 - leader;
 	snprintf(err, sizeof(err), "%s/err", dir);
 	pid = spawn_run("4s", "stops", "sleep 30", err);
 	assert_true(pid > 0);
-	c = harness_connect(nodes[leader]);
+	c = harness_connect(cluster.nodes[leader]);
 	for (i = 0; i < 100; i++) {
 		harness_send(c, "STATUS stops\r\n");
 		snprintf(line, sizeof(line), "%s", harness_read_line(c,
@@ -1139,9 +888,8 @@ test_failover_run_stops_its_command_when_no_leader_comes_back(void **state)
 	harness_send(c, "STATUS stops\r\n");
 	snprintf(line, sizeof(line), "%s", harness_read_line(c,
 	    HARNESS_REPLY_TIMEOUT_MS));
-	harness_server_pause(nodes[other]);
-	harness_server_kill(nodes[leader]);
-	nodes[leader]->pid = 0;
+	harness_server_pause(cluster.nodes[other]);
+	cluster_harness_kill(&cluster, leader);
 	assert_non_null(ttl = strstr(line, " ttl="));
 	ends = sent + atoll(ttl + 5);
 	status = harness_wait(pid, 10000);
@@ -1151,7 +899,7 @@ test_failover_run_stops_its_command_when_no_leader_comes_back(void **state)
 	    (long long)(ends - exited));
 	assert_int_equal(status, 79);
 	assert_true(exited < ends);
-	harness_server_resume(nodes[other]);
+	harness_server_resume(cluster.nodes[other]);
 }
 
 int

@@ -31,8 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -41,18 +39,14 @@
 
 #include "client/lockd.h"
 #include "client/lockd_uv.h"
-#include "tests/lib/etcd_harness.h"
+#include "tests/lib/cluster_harness.h"
 #include "tests/lib/harness.h"
 
-#define NODES 3
-#define RECOVER_MS 15000        /* bound on finding a leader */
+#define NODES CLUSTER_HARNESS_NODES
 #define CONNECT_MS 2000
 #define COMMAND_MS 5000
 
-static struct etcd_cluster etcd;
-static struct harness_server *nodes[NODES];
-static char endpoints[NODES * 32];     /* "127.0.0.1:P0,127.0.0.1:P1,..." */
-static const char *raw_token;          /* AUTH for raw connections; NULL */
+static struct cluster_harness cluster;
 static uv_loop_t loop;
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -173,7 +167,7 @@ connect_list(const char *list)
 	struct result r;
 	lockd_uv_client *c = open_uv(&o, &r);
 
-	assert_true(run_until(&r.done, RECOVER_MS));
+	assert_true(run_until(&r.done, CLUSTER_HARNESS_RECOVER_MS));
 	if (r.result != LOCKD_OK)
 		fail_msg("connect to %s: %s", list, r.errstr);
 	return c;
@@ -198,167 +192,16 @@ wait_reply(struct result *r, int64_t ms, const char *what)
 		fail_msg("%s: %d callbacks", what, r->calls);
 }
 
-/* ---- the cluster ------------------------------------------------------- */
-
-/* printf '%s' s3cret | sha256sum: alice's token, for --auth. */
-#define HASH_S3CRET \
-	"1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0"
-
-static void
-start_cluster_auth(const char *auth)
-{
-	char path[HARNESS_PATH_MAX];
-	size_t len = 0;
-	FILE *f;
-	int i;
-
-	memset(nodes, 0, sizeof(nodes));
-	assert_int_equal(etcd_cluster_start(&etcd, 3), 0);
-	endpoints[0] = '\0';
-	for (i = 0; i < NODES; i++) {
-		nodes[i] = harness_server_new();
-		if (auth != NULL) {
-			snprintf(path, sizeof(path), "%s/auth", nodes[i]->dir);
-			assert_non_null(f = fopen(path, "w"));
-			fputs(auth, f);
-			fclose(f);
-			harness_server_start(nodes[i], "--etcd", etcd.urls,
-			    "--cluster", "uvf", "--auth", path, NULL);
-		} else {
-			harness_server_start(nodes[i], "--etcd", etcd.urls,
-			    "--cluster", "uvf", NULL);
-		}
-		len += (size_t)snprintf(endpoints + len, sizeof(endpoints) -
-		    len, "%s127.0.0.1:%d", i > 0 ? "," : "", nodes[i]->port);
-	}
-}
+/* ---- the cluster (tests/lib/cluster_harness.c) ------------------------ */
 
 static int
 teardown(void **state)
 {
-	int i;
-
-	raw_token = NULL;
-	for (i = 0; i < NODES; i++)
-		if (nodes[i] != NULL && nodes[i]->pid > 0)
-			kill(nodes[i]->pid, SIGCONT);
-	etcd_cluster_stop(&etcd);
+	cluster_harness_stop(&cluster);
 	return harness_teardown(state);
 }
 
-static struct harness_conn *
-raw_connect(struct harness_server *s)
-{
-	struct harness_conn *c = harness_connect(s);
-
-	if (raw_token != NULL) {
-		harness_send(c, "AUTH %s\r\n", raw_token);
-		harness_expect_prefix(c, "AUTHED ");
-	}
-	return c;
-}
-
-/* STATS' role: 1 leader, 0 follower, -1 no answer. */
-static int
-role_of(struct harness_server *s)
-{
-	struct harness_conn *c;
-	const char *line;
-	int role = -1;
-
-	if (s == NULL || s->pid == 0)
-		return -1;
-	c = harness_connect(s);
-	if (raw_token != NULL) {
-		harness_send(c, "AUTH %s\r\n", raw_token);
-		if ((line = harness_read_line(c, 2000)) == NULL ||
-		    strncmp(line, "AUTHED ", 7) != 0) {
-			harness_close(c);
-			return -1;
-		}
-	}
-	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
-	    (line = harness_read_line(c, 2000)) != NULL) {
-		if (strstr(line, " role=leader") != NULL)
-			role = 1;
-		else if (strstr(line, " role=follower") != NULL)
-			role = 0;
-	}
-	harness_close(c);
-	return role;
-}
-
-static int
-find_leader(void)
-{
-	int64_t deadline = harness_now_ms() + RECOVER_MS;
-	int i;
-
-	while (harness_now_ms() < deadline) {
-		for (i = 0; i < NODES; i++)
-			if (role_of(nodes[i]) == 1)
-				return i;
-		harness_sleep_ms(100);
-	}
-	return -1;
-}
-
-/* A follower that knows the leader: its NOTLEADER names it. */
-static void
-await_hint(int follower, int leader)
-{
-	struct harness_conn *c = raw_connect(nodes[follower]);
-	const char *line = NULL;
-	char want[64];
-	int i;
-
-	snprintf(want, sizeof(want), "ERR NOTLEADER leader=127.0.0.1:%d ",
-	    nodes[leader]->port);
-	for (i = 0; i < 100; i++) {
-		harness_send(c, "STATUS app/x\r\n");
-		line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
-		if (line != NULL && strncmp(line, want, strlen(want)) == 0)
-			break;
-		harness_sleep_ms(50);
-	}
-	harness_close(c);
-	if (i == 100)
-		fail_msg("node %d never named the leader: \"%s\"", follower,
-		    line != NULL ? line : "(nothing)");
-}
-
-static const char *
-status_at(struct harness_server *s, const char *name, char *buf, size_t size)
-{
-	struct harness_conn *c = raw_connect(s);
-	const char *line;
-
-	harness_send(c, "STATUS %s\r\n", name);
-	line = harness_read_line(c, HARNESS_REPLY_TIMEOUT_MS);
-	snprintf(buf, size, "%s", line != NULL ? line : "(nothing)");
-	harness_close(c);
-	return buf;
-}
-
-/* ---- fakes: listeners, NOTLEADER loops, a proxy that loses a reply ------ */
-
-static int
-listen_loopback(int *port)
-{
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(fd, 8) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
-		return -1;
-	*port = ntohs(sin.sin_port);
-	return fd;
-}
+/* ---- fakes: NOTLEADER loops (the lossy proxy: cluster_harness.c) ------- */
 
 /* Answers every line with NOTLEADER leader=127.0.0.1:<leader>, a line
  * in the file counter for each answer; a process per connection, so that
@@ -429,63 +272,6 @@ fork_serving(void (*serve)(int, int, const char *), int lfd, int arg,
 	assert_true(pid > 0);
 	close(lfd);
 	return pid;
-}
-
-/*
- * A proxy in front of lockd that loses the reply to the first GRANTED it
- * sees: it closes both sides instead of passing it on.  Later connections
- * pass everything.  The grant was made; only the client does not know.
- */
-static void
-proxy_serve(int lfd, int upstream_port, const char *unused)
-{
-	struct sockaddr_in sin;
-	struct pollfd p[2];
-	char buf[4096];
-	bool dropped = false;
-	int client, server;
-	ssize_t n;
-
-	(void)unused;
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sin.sin_port = htons((uint16_t)upstream_port);
-	for (;;) {
-		if ((client = accept(lfd, NULL, NULL)) < 0)
-			_exit(1);
-		server = socket(AF_INET, SOCK_STREAM, 0);
-		if (server < 0 || connect(server, (struct sockaddr *)&sin,
-		    sizeof(sin)) != 0)
-			_exit(1);
-		p[0].fd = client;
-		p[1].fd = server;
-		p[0].events = p[1].events = POLLIN;
-		for (;;) {
-			if (poll(p, 2, -1) < 0)
-				_exit(1);
-			if (p[0].revents != 0) {
-				n = read(client, buf, sizeof(buf));
-				if (n <= 0 || write(server, buf, (size_t)n) !=
-				    n)
-					break;
-			}
-			if (p[1].revents != 0) {
-				n = read(server, buf, sizeof(buf));
-				if (n <= 0)
-					break;
-				if (!dropped && strncmp(buf, "GRANTED ", 8) ==
-				    0) {
-					dropped = true;
-					break;
-				}
-				if (write(client, buf, (size_t)n) != n)
-					break;
-			}
-		}
-		close(client);
-		close(server);
-	}
 }
 
 /* ---- endpoint lists, no cluster ---------------------------------------- */
@@ -578,9 +364,9 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
 
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
-	assert_true((trap_fd = listen_loopback(&trap_port)) >= 0);
+	assert_true((trap_fd = cluster_harness_listen(&trap_port)) >= 0);
 	for (i = 0; i < 2; i++) {
-		assert_true((lfd[i] = listen_loopback(&port[i])) >= 0);
+		assert_true((lfd[i] = cluster_harness_listen(&port[i])) >= 0);
 		snprintf(counter[i], sizeof(counter[i]), "%s/n%d", dir, i);
 	}
 	pid[0] = fork_serving(notleader_serve, lfd[0], trap_port, counter[0]);
@@ -694,7 +480,7 @@ test_uv_failover_stalled_endpoints_end_within_the_failover_time(void **state)
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
 	for (i = 0; i < 2; i++)
-		assert_true((lfd[i] = listen_loopback(&port[i])) >= 0);
+		assert_true((lfd[i] = cluster_harness_listen(&port[i])) >= 0);
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port[0],
 	    port[1]);
 	o = list_options(list);
@@ -752,7 +538,7 @@ test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end(
 
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
-	assert_true((lfd = listen_loopback(&port)) >= 0);
+	assert_true((lfd = cluster_harness_listen(&port)) >= 0);
 	snprintf(counter, sizeof(counter), "%s/n", dir);
 	pid = fork_serving(notleader_serve, lfd, harness_closed_port(),
 	    counter);
@@ -805,8 +591,8 @@ test_uv_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
 	s = harness_start(NULL);
-	assert_true((lfd = listen_loopback(&port)) >= 0);
-	pid = fork_serving(proxy_serve, lfd, s->port, NULL);
+	assert_true((lfd = cluster_harness_listen(&port)) >= 0);
+	pid = cluster_harness_lossy_proxy(lfd, s->port);
 	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
 	o = list_options(list);
 	c = open_uv(&o, &conn);
@@ -935,16 +721,18 @@ test_uv_failover_client_starting_at_a_follower_is_redirected(void **state)
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
 	/* With --auth: the token goes along to the leader (AUTH again). */
-	start_cluster_auth("alice " HASH_S3CRET " lock,read,admin app/\n");
-	raw_token = "s3cret";
-	leader = find_leader();
+	cluster_harness_start(&cluster, NODES, "uvf", "alice "
+	    CLUSTER_HARNESS_HASH_S3CRET " lock,read,admin app/\n");
+	cluster.token = "s3cret";
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
 	follower = (leader + 1) % NODES;
-	await_hint(follower, leader);
+	cluster_harness_await_hint(&cluster, follower, leader);
 	/* The follower first, the leader last. */
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
-	    nodes[follower]->port, nodes[(leader + 2) % NODES]->port,
-	    nodes[leader]->port);
+	    cluster.nodes[follower]->port,
+	    cluster.nodes[(leader + 2) % NODES]->port,
+	    cluster.nodes[leader]->port);
 	o = list_options(list);
 	o.token = "s3cret";
 	c = open_uv(&o, &conn);
@@ -961,7 +749,8 @@ test_uv_failover_client_starting_at_a_follower_is_redirected(void **state)
 	    &renew), LOCKD_OK);
 	wait_reply(&renew, COMMAND_MS, "renew");
 	assert_int_equal(renew.result, LOCKD_OK);
-	status_at(nodes[leader], "app/redirected", status, sizeof(status));
+	cluster_harness_ask(&cluster, leader, "app/redirected", status,
+	    sizeof(status));
 	if (strncmp(status, "STATUS app/redirected held=1 fence=1 ", 37) != 0)
 		fail_msg("the leader says \"%s\"", status);
 	memset(&rel, 0, sizeof(rel));
@@ -974,7 +763,8 @@ test_uv_failover_client_starting_at_a_follower_is_redirected(void **state)
 	 * to: the ACQUIRE ends with NOTLEADER, and the leader holds nothing
 	 * for it. */
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d",
-	    nodes[follower]->port, nodes[(leader + 2) % NODES]->port);
+	    cluster.nodes[follower]->port,
+	    cluster.nodes[(leader + 2) % NODES]->port);
 	o = list_options(list);
 	o.token = "s3cret";
 	c = open_uv(&o, &conn);
@@ -987,7 +777,8 @@ test_uv_failover_client_starting_at_a_follower_is_redirected(void **state)
 	    r.errstr);
 	assert_int_equal(r.result, LOCKD_ERR_NOTLEADER);
 	assert_non_null(strstr(r.errstr, "no leader answered in"));
-	status_at(nodes[leader], "app/unconfigured", status, sizeof(status));
+	cluster_harness_ask(&cluster, leader, "app/unconfigured", status,
+	    sizeof(status));
 	if (strstr(status, "STATUS app/unconfigured held=0 ") != status)
 		fail_msg("the leader says \"%s\"", status);
 	close_uv(c);
@@ -1013,11 +804,11 @@ test_uv_failover_kill_of_the_leader_during_acquire_and_renew(void **state)
 
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
-	start_cluster_auth(NULL);
-	leader = find_leader();
+	cluster_harness_start(&cluster, NODES, "uvf", NULL);
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
-	c = connect_list(endpoints);
-	w = connect_list(endpoints);
+	c = connect_list(cluster.endpoints);
+	w = connect_list(cluster.endpoints);
 	memset(&got, 0, sizeof(got));
 	memset(&held, 0, sizeof(held));
 	memset(&alive, 0, sizeof(alive));
@@ -1049,10 +840,8 @@ test_uv_failover_kill_of_the_leader_during_acquire_and_renew(void **state)
 	memset(&renew, 0, sizeof(renew));
 	assert_int_equal(lockd_uv_renew(c, &kept, 20000, on_reply, &renew),
 	    LOCKD_OK);
-	harness_server_kill(nodes[leader]);
-	killed = harness_now_ms();
-	nodes[leader]->pid = 0;
-	wait_reply(&renew, RECOVER_MS, "renew");
+	killed = cluster_harness_kill(&cluster, leader);
+	wait_reply(&renew, CLUSTER_HARNESS_RECOVER_MS, "renew");
 	printf("# kill -9 of the leader to a RENEWED from the new one: "
 	    "%lld ms\n", (long long)(renew.at - killed));
 	if (renew.result != LOCKD_OK)
@@ -1062,17 +851,18 @@ test_uv_failover_kill_of_the_leader_during_acquire_and_renew(void **state)
 	memset(&rel, 0, sizeof(rel));
 	assert_int_equal(lockd_uv_release(c, &held.reply.lease, on_reply,
 	    &rel), LOCKD_OK);
-	wait_reply(&rel, RECOVER_MS, "release");
+	wait_reply(&rel, CLUSTER_HARNESS_RECOVER_MS, "release");
 	assert_int_equal(rel.result, LOCKD_OK);
-	wait_reply(&waiter, RECOVER_MS, "the waiting acquire");
+	wait_reply(&waiter, CLUSTER_HARNESS_RECOVER_MS, "the waiting acquire");
 	printf("# the ACQUIRE in flight: %s (%s)\n",
 	    lockd_strerror(waiter.result), waiter.errstr);
 	assert_int_equal(waiter.result, LOCKD_OK);
 	assert_true(waiter.reply.lease.fence > held.reply.lease.fence);
-	now_leader = find_leader();
+	now_leader = cluster_harness_find_leader(&cluster);
 	assert_true(now_leader >= 0 && now_leader != leader);
 	/* Granted once, and nothing left in the queue. */
-	status_at(nodes[now_leader], "queued", status, sizeof(status));
+	cluster_harness_ask(&cluster, now_leader, "queued", status,
+	    sizeof(status));
 	snprintf(want, sizeof(want), "STATUS queued held=1 fence=%llu ttl=",
 	    (unsigned long long)waiter.reply.lease.fence);
 	if (strncmp(status, want, strlen(want)) != 0 ||
@@ -1080,7 +870,8 @@ test_uv_failover_kill_of_the_leader_during_acquire_and_renew(void **state)
 		fail_msg("the new leader says \"%s\"", status);
 	snprintf(want, sizeof(want), "STATUS kept held=1 fence=%llu ",
 	    (unsigned long long)kept.fence);
-	status_at(nodes[now_leader], "kept", status, sizeof(status));
+	cluster_harness_ask(&cluster, now_leader, "kept", status,
+	    sizeof(status));
 	if (strncmp(status, want, strlen(want)) != 0)
 		fail_msg("the new leader says \"%s\"", status);
 	/* The keep-alive renewed on the new leader, past the kill. */
@@ -1113,10 +904,10 @@ test_uv_failover_keepalive_reports_a_loss_when_no_leader_comes_back(
 
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
-	start_cluster_auth(NULL);
-	leader = find_leader();
+	cluster_harness_start(&cluster, NODES, "uvf", NULL);
+	leader = cluster_harness_find_leader(&cluster);
 	assert_true(leader >= 0);
-	c = connect_list(endpoints);
+	c = connect_list(cluster.endpoints);
 	memset(&got, 0, sizeof(got));
 	assert_int_equal(lockd_uv_acquire(c, "doomed", 4000, 0,
 	    LOCKD_ONCLOSE_KEEP, on_reply, &got), LOCKD_OK);
@@ -1129,10 +920,8 @@ test_uv_failover_keepalive_reports_a_loss_when_no_leader_comes_back(
 	assert_false(lost.done);
 	for (i = 0; i < NODES; i++)
 		if (i != leader)
-			harness_server_pause(nodes[i]);
-	harness_server_kill(nodes[leader]);
-	killed = harness_now_ms();
-	nodes[leader]->pid = 0;
+			harness_server_pause(cluster.nodes[i]);
+	killed = cluster_harness_kill(&cluster, leader);
 	lockd_uv_keepalive_lease(k, &got.reply.lease);
 	ends = got.reply.lease.deadline_ms;
 	assert_true(run_until(&lost.done, 10000));
@@ -1146,7 +935,7 @@ test_uv_failover_keepalive_reports_a_loss_when_no_leader_comes_back(
 	close_uv(c);
 	for (i = 0; i < NODES; i++)
 		if (i != leader)
-			harness_server_resume(nodes[i]);
+			harness_server_resume(cluster.nodes[i]);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	assert_int_equal(uv_loop_close(&loop), 0);
 }

@@ -1,0 +1,75 @@
+/*
+ * cluster_harness.h - a lockd cluster for the client fail-over tests
+ * (tests/client/test_failover.c, test_uv_failover.c): a 3-member etcd
+ * (etcd_harness.h) and up to CLUSTER_HARNESS_NODES lockd nodes
+ * (harness.h), all on free loopback ports, each killed by its own PID;
+ * the raw-protocol questions those tests ask the nodes (who leads, a
+ * NOTLEADER hint, STATUS, STATS), bounded in time; and a proxy that loses
+ * the first GRANTED it sees.  The client under test is the tests' own:
+ * nothing here uses liblockd.
+ */
+#ifndef LOCKD_TESTS_CLUSTER_HARNESS_H
+#define LOCKD_TESTS_CLUSTER_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tests/lib/etcd_harness.h"
+#include "tests/lib/harness.h"
+
+#define CLUSTER_HARNESS_NODES 3
+#define CLUSTER_HARNESS_RECOVER_MS 15000  /* bound on finding a leader */
+
+/* printf '%s' s3cret | sha256sum: alice's token, for --auth. */
+#define CLUSTER_HARNESS_HASH_S3CRET \
+	"1ec1c26b50d5d3c58d9583181af8076655fe00756bf7285940ba3670f99fcba0"
+
+struct cluster_harness {
+	struct etcd_cluster etcd;
+	struct harness_server *nodes[CLUSTER_HARNESS_NODES];  /* NULL: none */
+	char endpoints[CLUSTER_HARNESS_NODES * 32];  /* "127.0.0.1:P0,..." */
+	const char *token;        /* AUTH for raw connections; NULL: none */
+};
+
+/*
+ * Starts a 3-member etcd and n lockd nodes of the cluster named name
+ * (--cluster); with auth (NULL: none), each node runs --auth with that
+ * file's text.  Fills endpoints.  A failure fails the test.
+ */
+void cluster_harness_start(struct cluster_harness *c, int n,
+    const char *name, const char *auth);
+/* For a teardown: resumes a paused node (none may outlive the test), stops
+ * etcd and forgets the token.  The nodes go with harness_teardown. */
+void cluster_harness_stop(struct cluster_harness *c);
+/* kill -9 of node i, reaped, and marked gone; the time of the kill. */
+int64_t cluster_harness_kill(struct cluster_harness *c, int i);
+
+/* STATS' role at node i: 1 leader, 0 follower, -1 no answer or gone. */
+int cluster_harness_role(struct cluster_harness *c, int i);
+/* The node that leads, waited for up to CLUSTER_HARNESS_RECOVER_MS; -1 if
+ * none. */
+int cluster_harness_find_leader(struct cluster_harness *c);
+/* A raw connection to node i, authenticated when c->token is set. */
+struct harness_conn *cluster_harness_connect(struct cluster_harness *c,
+    int i);
+/* Waits (5 s at most) until follower's NOTLEADER names leader; fails the
+ * test if it never does. */
+void cluster_harness_await_hint(struct cluster_harness *c, int follower,
+    int leader);
+/* Node i's answer to STATUS name, or to STATS when name is NULL, into
+ * buf ("(nothing)" when none came); returns buf. */
+const char *cluster_harness_ask(struct cluster_harness *c, int i,
+    const char *name, char *buf, size_t size);
+
+/* A listening loopback TCP socket on a free port (*port); -1 on failure. */
+int cluster_harness_listen(int *port);
+/*
+ * Forks a proxy on the listening socket lfd (closed here) in front of
+ * lockd at 127.0.0.1:upstream_port that loses the reply to the first
+ * GRANTED it sees: it closes both sides instead of passing it on.  Later
+ * connections pass everything.  Its PID, for the test to kill and reap.
+ */
+pid_t cluster_harness_lossy_proxy(int lfd, int upstream_port);
+
+#endif
