@@ -5,8 +5,9 @@
  * release, expiry, onclose, FORCE and rid repeats per holder, lock-delay
  * over the whole name, the kind checks a request must pass, the durable
  * records per key and the restore of a whole name.  Plain locks are
- * test_table.c's; the properties over every interleaving are in
- * tests/model/.
+ * test_table.c's, whose fixture this file shares
+ * (tests/lib/table_fixture.c); the properties over every interleaving are
+ * in tests/model/.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,151 +21,15 @@
 
 #include "core/core.h"
 #include "core/takeover.h"
+#include "tests/lib/table_fixture.h"
 
-#define SESSIONS 8
 #define LEASE 1000
-#define MAX_GOT 512
-#define MAX_CHANGES 64
-
-struct got {
-	struct core_reply r;
-	struct core_lock_status status;
-};
-
-struct change {
-	char name[CORE_NAME_MAX + 1];
-	uint64_t key_fence;
-	bool present;
-	struct core_record rec;
-};
-
-struct fixture {
-	struct core_table table;
-	struct core_config config;
-	struct core_session s[SESSIONS];
-	struct got got[MAX_GOT];
-	size_t ngot;
-	struct change changes[MAX_CHANGES];
-	size_t nchanges;
-	uint64_t secrets;
-};
-
-/* Allocations left before the seam fails; negative: never fail. */
-static long alloc_budget = -1;
-static unsigned long alloc_failures;
-
-static void *
-seam_realloc(void *p, size_t size)
-{
-	assert_true(size != 0);
-	if (alloc_budget == 0) {
-		alloc_failures++;
-		return NULL;
-	}
-	if (alloc_budget > 0)
-		alloc_budget--;
-	return realloc(p, size);
-}
-
-static uint64_t
-seam_secret(void *ctx)
-{
-	struct fixture *f = ctx;
-
-	f->secrets++;
-	return 0xab00000000000000ULL + f->secrets;
-}
-
-static void
-sink_record(void *ctx, const struct core_reply *r)
-{
-	struct fixture *f = ctx;
-	struct got *g;
-
-	assert_true(f->ngot < MAX_GOT);
-	g = &f->got[f->ngot++];
-	memset(g, 0, sizeof(*g));
-	g->r = *r;
-	if (r->status != NULL) {
-		g->status = *r->status;
-		g->r.status = &g->status;
-	}
-	g->r.name = NULL;
-}
-
-static void
-change_record(void *ctx, const char *name, size_t name_len,
-    uint64_t key_fence, const struct core_record *rec)
-{
-	struct fixture *f = ctx;
-	struct change *c;
-
-	assert_true(f->nchanges < MAX_CHANGES);
-	c = &f->changes[f->nchanges++];
-	memset(c, 0, sizeof(*c));
-	memcpy(c->name, name, name_len);
-	c->key_fence = key_fence;
-	c->present = rec != NULL;
-	if (rec != NULL)
-		c->rec = *rec;
-}
-
-static void
-fixture_start(struct fixture *f)
-{
-	struct core_sink sink = { sink_record, f };
-	size_t i;
-
-	assert_int_equal(core_table_init(&f->table, &f->config,
-	    &core_rules_std, sink), CORE_OK);
-	for (i = 0; i < SESSIONS; i++)
-		core_session_init(&f->s[i], i + 1);
-	f->ngot = 0;
-}
-
-static void
-fixture_stop(struct fixture *f)
-{
-	size_t i;
-
-	for (i = 0; i < SESSIONS; i++)
-		core_disconnect(&f->table, &f->s[i], 0);
-	core_table_destroy(&f->table);
-}
-
-static int
-setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	if (f == NULL)
-		return -1;
-	core_config_defaults(&f->config);
-	f->config.secret = seam_secret;
-	f->config.secret_ctx = f;
-	f->config.realloc = seam_realloc;
-	alloc_budget = -1;
-	fixture_start(f);
-	*state = f;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	alloc_budget = -1;
-	fixture_stop(f);
-	free(f);
-	return 0;
-}
 
 /* ---- helpers ---------------------------------------------------------- */
 
 /* ACQUIRE (wait >= -1) of "n" by session s with a limit and a mode. */
 static enum core_status
-acq(struct fixture *f, int s, uint32_t limit, bool shared, int64_t wait,
+acq(struct table_fixture *f, int s, uint32_t limit, bool shared, int64_t wait,
     uint64_t tag, core_time now)
 {
 	struct core_acquire_args a = { .lease_ms = LEASE, .wait_ms = wait,
@@ -174,7 +39,7 @@ acq(struct fixture *f, int s, uint32_t limit, bool shared, int64_t wait,
 }
 
 static enum core_status
-try_n(struct fixture *f, int s, uint32_t limit, bool shared, uint64_t tag,
+try_n(struct table_fixture *f, int s, uint32_t limit, bool shared, uint64_t tag,
     core_time now)
 {
 	struct core_acquire_args a = { .lease_ms = LEASE, .limit = limit,
@@ -185,7 +50,7 @@ try_n(struct fixture *f, int s, uint32_t limit, bool shared, uint64_t tag,
 
 /* The last reply with this tag (fails when none). */
 static const struct core_reply *
-reply_of(struct fixture *f, uint64_t tag)
+reply_of(struct table_fixture *f, uint64_t tag)
 {
 	size_t i = f->ngot;
 
@@ -197,7 +62,7 @@ reply_of(struct fixture *f, uint64_t tag)
 }
 
 static bool
-answered(struct fixture *f, uint64_t tag)
+answered(struct table_fixture *f, uint64_t tag)
 {
 	size_t i;
 
@@ -208,7 +73,7 @@ answered(struct fixture *f, uint64_t tag)
 }
 
 static struct core_handle
-handle_of(struct fixture *f, uint64_t tag)
+handle_of(struct table_fixture *f, uint64_t tag)
 {
 	const struct core_reply *r = reply_of(f, tag);
 	struct core_handle h = { r->fence, r->secret };
@@ -218,7 +83,7 @@ handle_of(struct fixture *f, uint64_t tag)
 }
 
 static struct core_lock_status
-status_of(struct fixture *f, core_time now)
+status_of(struct table_fixture *f, core_time now)
 {
 	struct core_lock_status st;
 
@@ -226,15 +91,9 @@ status_of(struct fixture *f, core_time now)
 	return st;
 }
 
-static size_t
-drain(struct fixture *f)
-{
-	f->nchanges = 0;
-	return core_table_changes(&f->table, change_record, f, NULL);
-}
 
-static const struct change *
-change_at(struct fixture *f, uint64_t key_fence)
+static const struct table_fixture_change *
+change_at(struct table_fixture *f, uint64_t key_fence)
 {
 	size_t i;
 
@@ -250,7 +109,7 @@ static void
 test_holders_shared_run_is_granted_together_and_no_reader_passes_a_writer(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_lock_status st;
 
 	/* Two readers at once, then a writer waits, then a reader queues
@@ -301,7 +160,7 @@ static void
 test_holders_readers_behind_a_writer_that_leaves_are_granted_at_once(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	assert_int_equal(acq(f, 0, 0, true, -1, 1, 0), CORE_OK);
 	assert_int_equal(acq(f, 1, 0, false, 50, 2, 0), CORE_OK);
@@ -326,7 +185,7 @@ static void
 test_holders_a_closing_session_is_never_granted_behind_its_own_writer(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_acquire_args r = { .lease_ms = LEASE, .wait_ms = -1,
 	    .shared = true };
 	struct core_acquire_args w = { .lease_ms = LEASE, .wait_ms = -1 };
@@ -351,7 +210,7 @@ test_holders_a_closing_session_is_never_granted_behind_its_own_writer(
 static void
 test_holders_a_long_run_of_readers_goes_in_one_hand_off(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_acquire_args r = { .lease_ms = LEASE, .wait_ms = -1,
 	    .shared = true };
 	uint64_t t, last;
@@ -363,7 +222,7 @@ test_holders_a_long_run_of_readers_goes_in_one_hand_off(void **state)
 	assert_int_equal(status_of(f, 0).queue, 198);
 	f->ngot = 0;
 	assert_int_equal(core_release(&f->table, &f->s[0], "n", 1,
-	    (struct core_handle){ 1, 0xab00000000000001ULL }, 200, 1),
+	    (struct core_handle){ 1, TABLE_FIXTURE_SECRET(1) }, 200, 1),
 	    CORE_OK);
 	/* RELEASED, then the 198 readers in their order, fences rising. */
 	assert_int_equal(f->ngot, 199);
@@ -384,7 +243,7 @@ test_holders_a_long_run_of_readers_goes_in_one_hand_off(void **state)
 static void
 test_holders_semaphore_grants_up_to_its_limit_in_fifo_order(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_lock_status st;
 	uint64_t t;
 
@@ -425,7 +284,7 @@ test_holders_semaphore_grants_up_to_its_limit_in_fifo_order(void **state)
 static void
 test_holders_renew_release_expiry_and_force_act_per_holder(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle a, b, c, stale;
 
 	assert_int_equal(acq(f, 0, 2, false, -1, 1, 0), CORE_OK);
@@ -466,7 +325,7 @@ static void
 test_holders_onclose_releases_only_the_closing_sessions_holder(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_acquire_args a = { .lease_ms = LEASE, .wait_ms = -1,
 	    .limit = 2, .onclose_release = true };
 
@@ -487,7 +346,7 @@ test_holders_onclose_releases_only_the_closing_sessions_holder(
 static void
 test_holders_first_request_of_an_idle_name_sets_its_limit(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	assert_int_equal(acq(f, 0, 2, false, -1, 1, 0), CORE_OK);
 	/* Another limit (absent counts as 1) while not idle: BADARG. */
@@ -500,7 +359,7 @@ test_holders_first_request_of_an_idle_name_sets_its_limit(void **state)
 	/* Idle again (released, drained): any limit goes. */
 	assert_int_equal(core_release(&f->table, &f->s[0], "n", 1,
 	    handle_of(f, 1), 4, 1), CORE_OK);
-	drain(f);
+	table_fixture_drain(f);
 	assert_int_equal(acq(f, 1, 0, false, -1, 5, 2), CORE_OK);
 	assert_int_equal(reply_of(f, 5)->kind, CORE_REPLY_GRANTED);
 	assert_int_equal(status_of(f, 2).limit, 1);
@@ -510,7 +369,7 @@ test_holders_first_request_of_an_idle_name_sets_its_limit(void **state)
 static void
 test_holders_shared_with_a_limit_is_a_mode_misfit(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	assert_int_equal(acq(f, 0, 2, true, -1, 1, 0), CORE_ERR_KIND);
 	assert_int_equal(reply_of(f, 1)->kind, CORE_REPLY_BADARG);
@@ -527,7 +386,7 @@ test_holders_shared_with_a_limit_is_a_mode_misfit(void **state)
 static void
 test_holders_rid_repeat_finds_its_own_holder_among_several(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_acquire_args a = { .lease_ms = LEASE, .wait_ms = -1,
 	    .limit = 3, .rid = "r2", .rid_len = 2 };
 	struct core_acquire_args b = a;
@@ -571,7 +430,7 @@ static void
 test_holders_one_holders_delay_blocks_new_grants_the_others_keep_holding(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_acquire_args d = { .lease_ms = LEASE, .wait_ms = -1,
 	    .limit = 2, .delay_ms = 500 };
 
@@ -598,22 +457,22 @@ test_holders_one_holders_delay_blocks_new_grants_the_others_keep_holding(
 static void
 test_holders_changes_are_reported_per_key(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_acquire_args d = { .lease_ms = LEASE, .wait_ms = -1,
 	    .limit = 2, .delay_ms = 500, .rid = "x", .rid_len = 1 };
-	const struct change *c;
+	const struct table_fixture_change *c;
 	uint64_t f1, f2;
 
 	/* A plain lock: the key <name>, as before holder sets. */
 	assert_int_equal(acq(f, 0, 0, false, -1, 1, 0), CORE_OK);
-	assert_int_equal(drain(f), 1);
+	assert_int_equal(table_fixture_drain(f), 1);
 	assert_int_equal(f->changes[0].key_fence, 0);
 	assert_true(f->changes[0].present);
 	assert_int_equal(f->changes[0].rec.limit, 0);
 	assert_false(f->changes[0].rec.shared);
 	assert_int_equal(core_release(&f->table, &f->s[0], "n", 1,
 	    handle_of(f, 1), 2, 1), CORE_OK);
-	assert_int_equal(drain(f), 1);
+	assert_int_equal(table_fixture_drain(f), 1);
 	assert_false(f->changes[0].present);
 	assert_null(core_table_find(&f->table, "n", 1));
 
@@ -623,7 +482,7 @@ test_holders_changes_are_reported_per_key(void **state)
 	assert_int_equal(acq(f, 1, 2, false, -1, 4, 2), CORE_OK);
 	f1 = reply_of(f, 3)->fence;
 	f2 = reply_of(f, 4)->fence;
-	assert_int_equal(drain(f), 2);
+	assert_int_equal(table_fixture_drain(f), 2);
 	assert_null(change_at(f, 0));
 	assert_non_null(c = change_at(f, f1));
 	assert_true(c->present);
@@ -635,14 +494,14 @@ test_holders_changes_are_reported_per_key(void **state)
 	/* Renewing one permit rewrites its key alone. */
 	assert_int_equal(core_renew(&f->table, &f->s[1], "n", 1,
 	    handle_of(f, 4), LEASE, 7, 5), CORE_OK);
-	assert_int_equal(drain(f), 1);
+	assert_int_equal(table_fixture_drain(f), 1);
 	assert_int_equal(f->changes[0].key_fence, f2);
 	assert_int_equal(f->changes[0].rec.expiry, 5 + LEASE);
 	/* The holder with a delay is forced: its key goes, the other holder
 	 * carries the name's delay. */
 	assert_int_equal(core_force(&f->table, &f->s[2], "n", 1, f1, 5, 10),
 	    CORE_OK);
-	drain(f);
+	table_fixture_drain(f);
 	assert_non_null(c = change_at(f, f1));
 	assert_false(c->present);
 	assert_non_null(c = change_at(f, f2));
@@ -652,7 +511,7 @@ test_holders_changes_are_reported_per_key(void **state)
 	/* The last holder goes in the delay: the key <name> keeps it. */
 	assert_int_equal(core_release(&f->table, &f->s[1], "n", 1,
 	    handle_of(f, 4), 6, 20), CORE_OK);
-	drain(f);
+	table_fixture_drain(f);
 	assert_non_null(c = change_at(f, f2));
 	assert_false(c->present);
 	assert_non_null(c = change_at(f, 0));
@@ -662,7 +521,7 @@ test_holders_changes_are_reported_per_key(void **state)
 	assert_int_equal(c->rec.limit, 2);
 	/* The delay ends: the key <name> is deleted, the name dropped. */
 	core_tick(&f->table, 510);
-	drain(f);
+	table_fixture_drain(f);
 	assert_int_equal(f->nchanges, 1);
 	assert_int_equal(f->changes[0].key_fence, 0);
 	assert_false(f->changes[0].present);
@@ -687,7 +546,7 @@ holder_record(uint64_t fence, core_time expiry, uint16_t limit, bool shared)
 static void
 test_holders_restore_holders_brings_a_whole_name_back(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record recs[3];
 	struct core_handle h = { 7, 0x1000 + 7 };
 	struct core_lock_status st;
@@ -705,7 +564,7 @@ test_holders_restore_holders_brings_a_whole_name_back(void **state)
 	assert_int_equal(f->table.hwm, 7);
 	assert_int_equal(f->table.stats.held, 2);
 	/* The released one is made durable: a delete of its key. */
-	drain(f);
+	table_fixture_drain(f);
 	assert_non_null(change_at(f, 6));
 	assert_false(change_at(f, 6)->present);
 	/* The restored handles work; a reader joins, a writer waits. */
@@ -716,7 +575,7 @@ test_holders_restore_holders_brings_a_whole_name_back(void **state)
 	assert_int_equal(acq(f, 2, 0, false, -1, 3, 100), CORE_OK);
 	assert_false(answered(f, 3));
 	/* Restoring the name to nothing hands it to the writer. */
-	drain(f);
+	table_fixture_drain(f);
 	assert_int_equal(core_table_restore_holders(&f->table, "n", 1, NULL,
 	    0, 200), CORE_OK);
 	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_GRANTED);
@@ -726,7 +585,7 @@ test_holders_restore_holders_brings_a_whole_name_back(void **state)
 static void
 test_holders_check_finds_any_live_holder_status_the_newest(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_lock_status st;
 	int64_t ttl;
 
@@ -751,7 +610,7 @@ test_holders_check_finds_any_live_holder_status_the_newest(void **state)
 static void
 test_holders_restore_ends_each_gone_holder_once(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record recs[2];
 
 	/* Both readers' connections are gone; the second one's lease has
@@ -767,7 +626,7 @@ test_holders_restore_ends_each_gone_holder_once(void **state)
 	assert_int_equal(f->table.more_holders, 0);
 	assert_int_equal(f->table.stats.released_onclose +
 	    f->table.stats.reclaimed, 2);
-	drain(f);
+	table_fixture_drain(f);
 	assert_int_equal(f->nchanges, 2);
 	assert_false(f->changes[0].present);
 	assert_false(f->changes[1].present);
@@ -777,7 +636,7 @@ test_holders_restore_ends_each_gone_holder_once(void **state)
 static void
 test_holders_restore_batch_takes_a_names_further_records(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record more[2];
 	struct core_restore items[2];
 	const struct core_entry *e;
@@ -814,7 +673,7 @@ test_holders_restore_batch_takes_a_names_further_records(void **state)
 /* The table's books against its entries: every holder counted once, every
  * holder beyond an entry's own counted in more_holders. */
 static void
-assert_holder_books(struct fixture *f, const char *const *names, size_t n)
+assert_holder_books(struct table_fixture *f, const char *const *names, size_t n)
 {
 	uint64_t held = 0, more = 0;
 	size_t i;
@@ -846,7 +705,7 @@ assert_holder_books(struct fixture *f, const char *const *names, size_t n)
 /* A workload over every holder-set path that allocates, with the n-th
  * allocation (and every later one) failing until the budget is reset. */
 static void
-nomem_holder_workload(struct fixture *f, long budget)
+nomem_holder_workload(struct table_fixture *f, long budget)
 {
 	static const char *const names[] = { "n", "r", "x" };
 	struct core_acquire_args sem = { .lease_ms = LEASE, .wait_ms = -1,
@@ -857,9 +716,8 @@ nomem_holder_workload(struct fixture *f, long budget)
 	struct core_record recs[3];
 	int i;
 
-	fixture_stop(f);
-	fixture_start(f);
-	alloc_budget = budget;
+	table_fixture_restart(f);
+	table_fixture_alloc_budget = budget;
 	for (i = 0; i < 3; i++)
 		core_acquire(&f->table, &f->s[i], "n", 1, &sem, 10 + i, 0);
 	core_acquire(&f->table, &f->s[3], "r", 1, &rd, 20, 0);
@@ -873,7 +731,7 @@ nomem_holder_workload(struct fixture *f, long budget)
 	recs[2] = holder_record(92, 10, 3, false);
 	core_table_restore_holders(&f->table, "x", 1, recs, 3, 40);
 	core_table_changes(&f->table, NULL, NULL, NULL);
-	alloc_budget = -1;
+	table_fixture_alloc_budget = -1;
 	assert_holder_books(f, names, 3);
 	core_tick(&f->table, 5000);
 	core_table_changes(&f->table, NULL, NULL, NULL);
@@ -884,19 +742,19 @@ nomem_holder_workload(struct fixture *f, long budget)
 static void
 test_holders_allocation_failure_anywhere_keeps_the_books(void **state)
 {
-	struct fixture *f = *state;
-	unsigned long failures = alloc_failures;
+	struct table_fixture *f = *state;
+	unsigned long failures = table_fixture_alloc_failures;
 	long budget;
 
 	for (budget = 0; budget < 40; budget++)
 		nomem_holder_workload(f, budget);
-	assert_true(alloc_failures > failures);
+	assert_true(table_fixture_alloc_failures > failures);
 }
 
 static void
 test_holders_a_plain_lock_makes_no_holder_set(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	const struct core_entry *e;
 
 	assert_int_equal(acq(f, 0, 0, false, -1, 1, 0), CORE_OK);
@@ -927,7 +785,8 @@ test_holders_takeover_rewrites_each_holder_record(void **state)
 int
 main(void)
 {
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, table_fixture_setup, \
+	table_fixture_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_holders_shared_run_is_granted_together_and_no_reader_passes_a_writer),
 		T(test_holders_readers_behind_a_writer_that_leaves_are_granted_at_once),

@@ -2,8 +2,9 @@
  * test_table.c - the lock table: entries, FIFO queues, deadlines, sessions,
  * limits, the allocation seam, the changed-records drain, recovery and
  * rollback, and the deadline heap underneath.  Every test drives the table
- * with explicit times and records what it reports through a small sink, so
- * each expectation names the exact reply, in order.  The rules themselves
+ * with explicit times and records what it reports through a small sink
+ * (tests/lib/table_fixture.c, shared with test_holders.c), so each
+ * expectation names the exact reply, in order.  The rules themselves
  * are in test_core.c; the properties over every interleaving are in
  * tests/model/.
  */
@@ -20,171 +21,15 @@
 #include "core/core.h"
 #include "core/heap.h"
 #include "tests/lib/rng.h"
+#include "tests/lib/table_fixture.h"
 
-#define SESSIONS 8
+#define SESSIONS TABLE_FIXTURE_SESSIONS
 #define LEASE 1000
-
-/* One reply as the sink saw it, with its own copy of the name. */
-struct got {
-	struct core_reply r;
-	char name[CORE_NAME_MAX + 1];
-};
-
-/* One record reported by core_table_changes. */
-struct change {
-	char name[CORE_NAME_MAX + 1];
-	bool present;
-	struct core_record rec;
-};
-
-struct fixture {
-	struct core_table table;
-	struct core_config config;
-	struct core_session s[SESSIONS];
-	struct got *got;
-	size_t ngot, capgot;
-	struct change changes[1024];
-	size_t nchanges;
-	bool hwm_changed;
-	uint64_t secrets;
-};
-
-/* ---- seams ------------------------------------------------------------ */
-
-/* Allocations left before the seam fails; negative means never fail. */
-static long alloc_budget = -1;
-static unsigned long alloc_failures;
-
-static void *
-seam_realloc(void *p, size_t size)
-{
-	/* core.h promises never to ask for zero bytes. */
-	assert_true(size != 0);
-	if (alloc_budget == 0) {
-		alloc_failures++;
-		return NULL;
-	}
-	if (alloc_budget > 0)
-		alloc_budget--;
-	return realloc(p, size);
-}
-
-static uint64_t
-seam_secret(void *ctx)
-{
-	struct fixture *f = ctx;
-
-	return 0x5ec0000000000000ULL + ++f->secrets;
-}
-
-static void
-sink_record(void *ctx, const struct core_reply *r)
-{
-	struct fixture *f = ctx;
-	struct got *g;
-
-	if (f->ngot == f->capgot) {
-		f->capgot = f->capgot ? 2 * f->capgot : 256;
-		f->got = realloc(f->got, f->capgot * sizeof(*f->got));
-		assert_non_null(f->got);
-	}
-	g = &f->got[f->ngot++];
-	memset(g, 0, sizeof(*g));
-	g->r = *r;
-	if (r->name != NULL) {
-		assert_true(r->name_len <= CORE_NAME_MAX);
-		memcpy(g->name, r->name, r->name_len);
-	}
-	g->r.name = NULL;
-}
-
-static void
-change_record(void *ctx, const char *name, size_t name_len,
-    uint64_t key_fence, const struct core_record *rec)
-{
-	struct fixture *f = ctx;
-	struct change *c;
-
-	/* Plain locks only here: every record is under <name>. */
-	assert_int_equal(key_fence, 0);
-
-	assert_true(f->nchanges < sizeof(f->changes) / sizeof(f->changes[0]));
-	c = &f->changes[f->nchanges++];
-	memset(c, 0, sizeof(*c));
-	memcpy(c->name, name, name_len);
-	c->present = rec != NULL;
-	if (rec != NULL)
-		c->rec = *rec;
-}
-
-/* ---- fixture ---------------------------------------------------------- */
-
-static void
-fixture_start(struct fixture *f)
-{
-	struct core_sink sink = { sink_record, f };
-	size_t i;
-
-	assert_int_equal(core_table_init(&f->table, &f->config, &core_rules_std,
-	    sink), CORE_OK);
-	for (i = 0; i < SESSIONS; i++)
-		core_session_init(&f->s[i], i + 1);
-	f->ngot = 0;
-}
-
-static void
-fixture_stop(struct fixture *f)
-{
-	size_t i;
-
-	for (i = 0; i < SESSIONS; i++)
-		core_disconnect(&f->table, &f->s[i], 0);
-	core_table_destroy(&f->table);
-}
-
-static int
-setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-
-	if (f == NULL)
-		return -1;
-	alloc_budget = -1;
-	core_config_defaults(&f->config);
-	f->config.secret = seam_secret;
-	f->config.secret_ctx = f;
-	f->config.realloc = seam_realloc;
-	f->config.hash_key[0] = 0x0123456789abcdefULL;
-	f->config.hash_key[1] = 0xfedcba9876543210ULL;
-	fixture_start(f);
-	*state = f;
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	struct fixture *f = *state;
-
-	alloc_budget = -1;
-	fixture_stop(f);
-	free(f->got);
-	free(f);
-	return 0;
-}
-
-/* Starts over with f->config as the test has changed it. */
-static void
-fixture_restart(struct fixture *f)
-{
-	fixture_stop(f);
-	fixture_start(f);
-}
 
 /* ---- helpers ---------------------------------------------------------- */
 
 static enum core_status
-acquire(struct fixture *f, int s, const char *name, int64_t lease,
+acquire(struct table_fixture *f, int s, const char *name, int64_t lease,
     int64_t wait, bool onclose, uint64_t tag, core_time now)
 {
 	struct core_acquire_args args = { .lease_ms = lease, .wait_ms = wait,
@@ -195,7 +40,7 @@ acquire(struct fixture *f, int s, const char *name, int64_t lease,
 }
 
 static enum core_status
-try_lock(struct fixture *f, int s, const char *name, int64_t lease,
+try_lock(struct table_fixture *f, int s, const char *name, int64_t lease,
     uint64_t tag, core_time now)
 {
 	struct core_acquire_args args = { .lease_ms = lease };
@@ -205,7 +50,7 @@ try_lock(struct fixture *f, int s, const char *name, int64_t lease,
 }
 
 static enum core_status
-renew(struct fixture *f, int s, const char *name, struct core_handle h,
+renew(struct table_fixture *f, int s, const char *name, struct core_handle h,
     int64_t lease, uint64_t tag, core_time now)
 {
 	return core_renew(&f->table, &f->s[s], name, strlen(name), h, lease,
@@ -213,7 +58,7 @@ renew(struct fixture *f, int s, const char *name, struct core_handle h,
 }
 
 static enum core_status
-release(struct fixture *f, int s, const char *name, struct core_handle h,
+release(struct table_fixture *f, int s, const char *name, struct core_handle h,
     uint64_t tag, core_time now)
 {
 	return core_release(&f->table, &f->s[s], name, strlen(name), h, tag,
@@ -221,25 +66,25 @@ release(struct fixture *f, int s, const char *name, struct core_handle h,
 }
 
 static const struct core_entry *
-find(struct fixture *f, const char *name)
+find(struct table_fixture *f, const char *name)
 {
 	return core_table_find(&f->table, name, strlen(name));
 }
 
-/* Drains the changed records into f->changes and returns their count. */
+/* Drains the changed records into f->changes and returns their count.
+ * Plain locks only here: every record is under <name>. */
 static size_t
-drain(struct fixture *f)
+drain(struct table_fixture *f)
 {
-	size_t n;
+	size_t i, n = table_fixture_drain(f);
 
-	f->nchanges = 0;
-	n = core_table_changes(&f->table, change_record, f, &f->hwm_changed);
-	assert_int_equal(n, f->nchanges);
+	for (i = 0; i < n; i++)
+		assert_int_equal(f->changes[i].key_fence, 0);
 	return n;
 }
 
-static const struct change *
-change_of(struct fixture *f, const char *name)
+static const struct table_fixture_change *
+change_of(struct table_fixture *f, const char *name)
 {
 	size_t i;
 
@@ -251,11 +96,11 @@ change_of(struct fixture *f, const char *name)
 }
 
 /* Checks reply i and returns it. */
-static const struct got *
-expect(struct fixture *f, size_t i, enum core_reply_kind kind, int s,
+static const struct table_fixture_reply *
+expect(struct table_fixture *f, size_t i, enum core_reply_kind kind, int s,
     uint64_t tag, const char *name)
 {
-	const struct got *g;
+	const struct table_fixture_reply *g;
 
 	if (i >= f->ngot)
 		fail_msg("reply %zu expected, only %zu made", i, f->ngot);
@@ -274,7 +119,7 @@ expect(struct fixture *f, size_t i, enum core_reply_kind kind, int s,
 }
 
 static struct core_handle
-handle_of(const struct got *g)
+handle_of(const struct table_fixture_reply *g)
 {
 	struct core_handle h = { g->r.fence, g->r.secret };
 
@@ -284,7 +129,7 @@ handle_of(const struct got *g)
 
 /* Checks that the stats agree with what is in memory. */
 static void
-assert_books_balance(struct fixture *f)
+assert_books_balance(struct table_fixture *f)
 {
 	const struct core_table *t = &f->table;
 	uint64_t locks = 0, held = 0, waiters = 0;
@@ -340,15 +185,15 @@ assert_books_balance(struct fixture *f)
 static void
 test_table_acquire_of_a_free_lock_is_granted_at_once(void **state)
 {
-	struct fixture *f = *state;
-	const struct got *g;
+	struct table_fixture *f = *state;
+	const struct table_fixture_reply *g;
 
 	assert_int_equal(acquire(f, 0, "inventory/sku-42", 0, -1, false, 11,
 	    500), CORE_OK);
 	assert_int_equal(f->ngot, 1);
 	g = expect(f, 0, CORE_REPLY_GRANTED, 0, 11, "inventory/sku-42");
 	assert_int_equal(g->r.fence, 1);
-	assert_true(g->r.secret == 0x5ec0000000000001ULL);
+	assert_true(g->r.secret == TABLE_FIXTURE_SECRET(1));
 	assert_int_equal(g->r.lease_ms, 30000);
 	assert_int_equal(g->r.waited_ms, 0);
 	assert_non_null(find(f, "inventory/sku-42"));
@@ -362,7 +207,7 @@ test_table_acquire_of_a_free_lock_is_granted_at_once(void **state)
 static void
 test_table_bad_arguments_are_badarg_and_make_no_entry(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_acquire_args args = { .lease_ms = 10, .wait_ms = -1 };
 	struct core_handle h = { 1, 1 };
 	char long_name[CORE_NAME_MAX + 2];
@@ -396,7 +241,7 @@ test_table_bad_arguments_are_badarg_and_make_no_entry(void **state)
 static void
 test_table_acquire_defaults_and_caps_the_lease(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", 0, -1, false, 1, 0);
 	acquire(f, 0, "b", 1000000000, -1, false, 2, 0);
@@ -416,7 +261,7 @@ test_table_acquire_defaults_and_caps_the_lease(void **state)
 static void
 test_table_waiters_are_granted_in_strict_fifo_order(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle h;
 	size_t i, next = 1;
 	int holder = 0;
@@ -435,7 +280,7 @@ test_table_waiters_are_granted_in_strict_fifo_order(void **state)
 
 	/* Each release hands the lock to the head, and only to the head. */
 	for (i = 0; i < (size_t)waiters; i++) {
-		const struct got *g;
+		const struct table_fixture_reply *g;
 		size_t before = f->ngot;
 
 		release(f, holder, "q", h, 2000 + i, 100 + (core_time)i);
@@ -458,8 +303,8 @@ test_table_waiters_are_granted_in_strict_fifo_order(void **state)
 static void
 test_table_release_hands_the_lock_to_the_next_waiter_at_once(void **state)
 {
-	struct fixture *f = *state;
-	const struct got *g;
+	struct table_fixture *f = *state;
+	const struct table_fixture_reply *g;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	acquire(f, 1, "a", 500, -1, false, 2, 10);
@@ -480,7 +325,7 @@ test_table_release_hands_the_lock_to_the_next_waiter_at_once(void **state)
 static void
 test_table_waiter_times_out_and_leaves_the_queue(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, 100, false, 2, 0);
@@ -509,7 +354,7 @@ test_table_waiter_times_out_and_leaves_the_queue(void **state)
 static void
 test_table_tick_returns_the_earliest_pending_deadline(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	assert_int_equal(core_tick(&f->table, 0), CORE_NEVER);
 	assert_int_equal(core_next_deadline(&f->table), CORE_NEVER);
@@ -532,7 +377,7 @@ test_table_tick_returns_the_earliest_pending_deadline(void **state)
 static void
 test_table_wait_zero_fails_at_once_when_held(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	assert_int_equal(acquire(f, 1, "a", LEASE, 0, false, 2, 5), CORE_OK);
@@ -545,7 +390,7 @@ test_table_wait_zero_fails_at_once_when_held(void **state)
 static void
 test_table_wait_zero_succeeds_when_free_or_expired(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, 0, false, 1, 0);
 	expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a");
@@ -560,7 +405,7 @@ static void
 test_table_waiter_timeout_after_its_grant_does_not_disturb_the_holder(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", 100, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, 500, false, 2, 0);
@@ -579,8 +424,8 @@ static void
 test_table_expiry_hands_off_to_the_next_waiter_at_exactly_the_expiry_instant(
     void **state)
 {
-	struct fixture *f = *state;
-	const struct got *g;
+	struct table_fixture *f = *state;
+	const struct table_fixture_reply *g;
 
 	acquire(f, 0, "a", 100, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
@@ -601,7 +446,7 @@ static void
 test_table_expiry_and_a_wait_limit_at_the_same_instant_grant_the_waiter(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", 100, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, 100, false, 2, 0);
@@ -616,7 +461,7 @@ static void
 test_table_hand_off_times_out_a_waiter_whose_wait_elapsed_before_its_tick(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, 50, false, 2, 0);   /* waits until 50 */
@@ -636,7 +481,7 @@ test_table_hand_off_times_out_a_waiter_whose_wait_elapsed_before_its_tick(
 static void
 test_table_hand_off_at_the_wait_deadline_instant_still_grants(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	/* As at a lease expiry, the instant of the deadline grants first. */
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
@@ -652,7 +497,7 @@ test_table_hand_off_at_the_wait_deadline_instant_still_grants(void **state)
 static void
 test_table_try_never_queues(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	try_lock(f, 0, "a", LEASE, 1, 0);
 	expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a");
@@ -672,7 +517,7 @@ static void
 test_table_try_says_held_when_anyone_waits_even_if_the_lease_expired(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", 100, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
@@ -695,9 +540,9 @@ test_table_try_says_held_when_anyone_waits_even_if_the_lease_expired(
 static void
 test_table_renew_extends_the_lease_and_keeps_the_fence(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle h;
-	const struct got *g;
+	const struct table_fixture_reply *g;
 
 	acquire(f, 0, "a", 100, -1, false, 1, 0);
 	h = handle_of(&f->got[0]);
@@ -719,7 +564,7 @@ static void
 test_table_renew_with_a_stale_handle_is_conflict_and_changes_nothing(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle h, forged, old;
 	struct core_lock before;
 
@@ -770,7 +615,7 @@ static void
 test_table_release_with_a_stale_handle_is_notheld_and_disturbs_nobody(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle a, b, forged;
 	struct core_lock before;
 
@@ -814,8 +659,8 @@ test_table_release_with_a_stale_handle_is_notheld_and_disturbs_nobody(
 static void
 test_table_disconnect_releases_onclose_leases_and_hands_them_on(void **state)
 {
-	struct fixture *f = *state;
-	const struct got *g;
+	struct table_fixture *f = *state;
+	const struct table_fixture_reply *g;
 
 	acquire(f, 0, "a", LEASE, -1, true, 1, 0);
 	acquire(f, 0, "b", LEASE, -1, true, 2, 0);
@@ -849,7 +694,7 @@ static void
 test_table_disconnect_reclaims_an_expired_onclose_lease_as_reclaimed(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", 100, -1, true, 1, 0);
 	core_disconnect(&f->table, &f->s[0], 100);
@@ -862,7 +707,7 @@ test_table_disconnect_reclaims_an_expired_onclose_lease_as_reclaimed(
 static void
 test_table_release_by_handle_unbinds_an_onclose_lease(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, -1, true, 1, 0);
 	release(f, 0, "a", handle_of(&f->got[0]), 2, 10);
@@ -877,7 +722,7 @@ static void
 test_table_disconnect_removes_waiters_without_reply_and_they_are_never_granted(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
@@ -909,7 +754,7 @@ test_table_disconnect_removes_waiters_without_reply_and_they_are_never_granted(
 static void
 test_table_cancel_waiters_answers_shutdown(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, -1, false, 2, 0);
@@ -931,13 +776,13 @@ test_table_cancel_waiters_answers_shutdown(void **state)
 static void
 test_table_limits_answer_limit(void **state)
 {
-	struct fixture *f = *state;
-	const struct got *g;
+	struct table_fixture *f = *state;
+	const struct table_fixture_reply *g;
 
 	f->config.max_held = 1;
 	f->config.max_waiters = 2;
 	f->config.max_waiters_per_session = 1;
-	fixture_restart(f);
+	table_fixture_restart(f);
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	assert_int_equal(acquire(f, 0, "b", LEASE, -1, false, 2, 0),
@@ -978,14 +823,14 @@ test_table_limits_answer_limit(void **state)
 static void
 test_table_init_answers_nomem_when_allocation_fails(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_table t;
-	struct core_sink sink = { sink_record, f };
+	struct core_sink sink = table_fixture_sink(f);
 
-	alloc_budget = 0;
+	table_fixture_alloc_budget = 0;
 	assert_int_equal(core_table_init(&t, &f->config, &core_rules_std,
 	    sink), CORE_ERR_NOMEM);
-	alloc_budget = -1;
+	table_fixture_alloc_budget = -1;
 	core_table_destroy(&t);
 }
 
@@ -996,7 +841,7 @@ test_table_init_answers_nomem_when_allocation_fails(void **state)
  * NOMEM changed nothing, and that the table is whole afterwards.
  */
 static void
-nomem_workload(struct fixture *f, long budget)
+nomem_workload(struct table_fixture *f, long budget)
 {
 	struct core_handle held[80];
 	bool have[80];
@@ -1005,8 +850,8 @@ nomem_workload(struct fixture *f, long budget)
 	const size_t names = 75;
 
 	memset(have, 0, sizeof(have));
-	fixture_restart(f);
-	alloc_budget = budget;
+	table_fixture_restart(f);
+	table_fixture_alloc_budget = budget;
 	for (i = 0; i < names; i++) {
 		snprintf(name, sizeof(name), "n%zu", i);
 		base = f->ngot;
@@ -1035,7 +880,7 @@ nomem_workload(struct fixture *f, long budget)
 		}
 		assert_books_balance(f);
 	}
-	alloc_budget = -1;
+	table_fixture_alloc_budget = -1;
 	assert_books_balance(f);
 	assert_int_equal(f->table.stats.held, granted);
 
@@ -1048,8 +893,10 @@ nomem_workload(struct fixture *f, long budget)
 		release(f, 0, name, held[i], 0, 10);
 		expect(f, base, CORE_REPLY_RELEASED, 0, 0, name);
 		if (f->ngot == base + 2) {
-			const struct got *g = expect(f, base + 1,
-			    CORE_REPLY_GRANTED, 1, 1000 + i, name);
+			const struct table_fixture_reply *g;
+
+			g = expect(f, base + 1, CORE_REPLY_GRANTED, 1,
+			    1000 + i, name);
 			release(f, 1, name, handle_of(g), 0, 20);
 		}
 	}
@@ -1066,34 +913,34 @@ static void
 test_table_allocation_failure_answers_nomem_and_keeps_the_table_whole(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	long budget;
-	unsigned long failures = alloc_failures;
+	unsigned long failures = table_fixture_alloc_failures;
 
 	for (budget = 0; budget < 130; budget++)
 		nomem_workload(f, budget);
-	assert_true(alloc_failures > failures);
+	assert_true(table_fixture_alloc_failures > failures);
 }
 
 static void
 test_table_waiter_allocation_failure_leaves_the_holder_alone(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
-	alloc_budget = 0;
+	table_fixture_alloc_budget = 0;
 	assert_int_equal(acquire(f, 1, "a", LEASE, -1, false, 2, 0),
 	    CORE_ERR_NOMEM);
-	alloc_budget = -1;
+	table_fixture_alloc_budget = -1;
 	expect(f, 1, CORE_REPLY_NOMEM, 1, 2, "a");
 	assert_int_equal(find(f, "a")->queue_len, 0);
 	assert_int_equal(find(f, "a")->lock.fence, 1);
 	/* A new name fails before anything exists. */
-	alloc_budget = 0;
+	table_fixture_alloc_budget = 0;
 	assert_int_equal(acquire(f, 1, "b", LEASE, -1, false, 3, 0),
 	    CORE_ERR_NOMEM);
 	assert_int_equal(try_lock(f, 1, "b", LEASE, 4, 0), CORE_ERR_NOMEM);
-	alloc_budget = -1;
+	table_fixture_alloc_budget = -1;
 	expect(f, 2, CORE_REPLY_NOMEM, 1, 3, NULL);
 	expect(f, 3, CORE_REPLY_NOMEM, 1, 4, NULL);
 	assert_null(find(f, "b"));
@@ -1106,7 +953,7 @@ test_table_waiter_allocation_failure_leaves_the_holder_alone(void **state)
 static void
 test_table_idle_entries_are_dropped_at_changes(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	acquire(f, 1, "a", LEASE, 0, false, 2, 0);   /* TIMEOUT at once */
@@ -1134,9 +981,9 @@ test_table_idle_entries_are_dropped_at_changes(void **state)
 static void
 test_table_changes_reports_exactly_the_changed_records(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle a, b;
-	const struct change *c;
+	const struct table_fixture_change *c;
 
 	acquire(f, 0, "a", 100, -1, true, 1, 0);
 	acquire(f, 1, "b", 200, -1, false, 2, 0);
@@ -1230,11 +1077,11 @@ static void
 test_table_recovery_resumes_the_holder_and_continues_the_counter(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record rec = record(41, 0x8c1f0e9b2a7d4c35ULL, 5000,
 	    5000, false);
 	struct core_handle h = { 41, 0x8c1f0e9b2a7d4c35ULL };
-	const struct got *g;
+	const struct table_fixture_reply *g;
 
 	core_table_restore_hwm(&f->table, 57);
 	assert_int_equal(core_table_restore(&f->table, "a", 1, &rec, 1000),
@@ -1271,7 +1118,7 @@ test_table_recovery_resumes_the_holder_and_continues_the_counter(
 static void
 test_table_recovery_raises_the_counter_to_a_restored_fence(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record rec = record(90, 1, 5000, 5000, false);
 
 	core_table_restore_hwm(&f->table, 10);
@@ -1285,9 +1132,9 @@ static void
 test_table_recovery_reclaims_an_expired_record_by_tick_and_hands_it_on(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record rec = record(5, 77, 3000, 3000, false);
-	const struct got *g;
+	const struct table_fixture_reply *g;
 
 	core_table_restore_hwm(&f->table, 5);
 	core_table_restore(&f->table, "a", 1, &rec, 1000);
@@ -1308,7 +1155,7 @@ static void
 test_table_recovery_of_a_record_that_expired_while_down_reclaims_it_at_once(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record rec = record(5, 77, 3000, 3000, false);
 
 	core_table_restore_hwm(&f->table, 5);
@@ -1324,9 +1171,9 @@ test_table_recovery_of_a_record_that_expired_while_down_reclaims_it_at_once(
 static void
 test_table_restore_of_an_onclose_record_releases_it(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record rec = record(5, 77, 3000, 3000, true);
-	const struct got *g;
+	const struct table_fixture_reply *g;
 
 	core_table_restore_hwm(&f->table, 5);
 	core_table_restore(&f->table, "a", 1, &rec, 1000);
@@ -1347,7 +1194,7 @@ static void
 test_table_restore_of_an_onclose_record_binds_it_to_a_given_session(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record rec = record(5, 77, 3000, 3000, true);
 
 	rec.owner = &f->s[2];
@@ -1365,7 +1212,7 @@ test_table_restore_of_an_onclose_record_binds_it_to_a_given_session(
 static void
 test_table_restore_forgets_what_the_caller_noted_on_the_entry(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record rec = record(1, 77, 3000, 3000, false);
 	struct core_entry *e;
 
@@ -1381,7 +1228,7 @@ test_table_restore_forgets_what_the_caller_noted_on_the_entry(void **state)
 static void
 test_table_rollback_after_a_grant_reverts_the_grant(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	/* The grant is drained for commit, and the commit fails. */
 	acquire(f, 0, "a", LEASE, -1, true, 1, 0);
@@ -1408,7 +1255,7 @@ test_table_rollback_after_a_grant_reverts_the_grant(void **state)
 static void
 test_table_rollback_of_a_hand_off_restores_the_old_holder(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record old;
 	struct core_handle a;
 
@@ -1437,7 +1284,7 @@ static void
 test_table_rollback_of_a_renewal_keeps_the_holder_and_its_binding(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record old;
 	struct core_handle a;
 
@@ -1462,8 +1309,8 @@ test_table_rollback_of_a_renewal_keeps_the_holder_and_its_binding(
 static void
 test_table_fence_overflow_answers_overflow_and_grants_nothing(void **state)
 {
-	struct fixture *f = *state;
-	const struct got *g;
+	struct table_fixture *f = *state;
+	const struct table_fixture_reply *g;
 
 	core_table_restore_hwm(&f->table, CORE_FENCE_MAX - 1);
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
@@ -1495,7 +1342,7 @@ test_table_fence_overflow_answers_overflow_and_grants_nothing(void **state)
 static void
 test_table_status_reports_the_holder_ttl_and_queue(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_lock_status st;
 
 	core_status(&f->table, "a", 1, 0, &st);
@@ -1521,7 +1368,7 @@ test_table_status_reports_the_holder_ttl_and_queue(void **state)
 static void
 test_table_many_names_grow_the_buckets_and_stay_found(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	char name[32];
 	size_t i;
 	const size_t names = 1000;
@@ -1557,7 +1404,7 @@ static void
 test_table_reserve_makes_room_so_that_recovery_never_grows_the_table(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_entry **buckets;
 	struct core_timer **heap;
 	size_t i, count, cap;
@@ -1599,7 +1446,7 @@ test_table_reserve_makes_room_so_that_recovery_never_grows_the_table(
 static void
 test_table_reserve_keeps_entries_already_in_and_never_shrinks(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	char name[32];
 	size_t i, count;
 
@@ -1625,16 +1472,16 @@ static void
 test_table_reserve_failure_answers_nomem_and_keeps_the_table_whole(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_entry **buckets = f->table.buckets;
 	size_t count = f->table.bucket_count;
 
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
-	alloc_budget = 0;
+	table_fixture_alloc_budget = 0;
 	assert_int_equal(core_table_reserve(&f->table, 100000),
 	    CORE_ERR_NOMEM);
-	assert_true(alloc_failures > 0);
-	alloc_budget = -1;
+	assert_true(table_fixture_alloc_failures > 0);
+	table_fixture_alloc_budget = -1;
 	assert_ptr_equal(f->table.buckets, buckets);
 	assert_int_equal(f->table.bucket_count, count);
 	assert_non_null(find(f, "a"));
@@ -1642,10 +1489,10 @@ test_table_reserve_failure_answers_nomem_and_keeps_the_table_whole(
 	expect(f, 1, CORE_REPLY_GRANTED, 1, 2, "b");
 	assert_books_balance(f);
 	/* Buckets made, heap slots refused: still NOMEM, still whole. */
-	alloc_budget = 1;
+	table_fixture_alloc_budget = 1;
 	assert_int_equal(core_table_reserve(&f->table, 100000),
 	    CORE_ERR_NOMEM);
-	alloc_budget = -1;
+	table_fixture_alloc_budget = -1;
 	assert_true(f->table.bucket_count >= 100000);
 	assert_non_null(find(f, "a"));
 	assert_non_null(find(f, "b"));
@@ -1659,18 +1506,18 @@ test_table_reserve_failure_answers_nomem_and_keeps_the_table_whole(
 static void
 test_table_expected_locks_makes_the_room_at_init(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	f->config.expected_locks = 3000;
-	fixture_restart(f);
+	table_fixture_restart(f);
 	assert_true(f->table.bucket_count >= 3000);
 	assert_true(f->table.heap_cap >= 3000);
 	/* Only a hint: when the room cannot be had, init still succeeds
 	 * with the small table. */
-	fixture_stop(f);
-	alloc_budget = 1;
-	fixture_start(f);
-	alloc_budget = -1;
+	table_fixture_stop(f);
+	table_fixture_alloc_budget = 1;
+	table_fixture_start(f);
+	table_fixture_alloc_budget = -1;
 	assert_true(f->table.bucket_count < 3000);
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a");
@@ -1688,7 +1535,7 @@ test_table_expected_locks_makes_the_room_at_init(void **state)
  * Leaves every reply and the drained changes in the fixture.
  */
 static enum core_status
-restore_workload(struct fixture *f, bool batch, size_t *done)
+restore_workload(struct table_fixture *f, bool batch, size_t *done)
 {
 	static struct core_restore items[BATCH_ITEMS];
 	static char names[BATCH_ITEMS][32];
@@ -1738,9 +1585,9 @@ restore_workload(struct fixture *f, bool batch, size_t *done)
 static void
 test_table_restore_batch_is_the_same_as_restoring_one_by_one(void **state)
 {
-	struct fixture *f = *state;
-	struct got *one;
-	struct change *changes;
+	struct table_fixture *f = *state;
+	struct table_fixture_reply *one;
+	struct table_fixture_change *changes;
 	size_t ngot, nchanges, i, done;
 	uint64_t hwm, held, locks;
 	core_time next;
@@ -1762,7 +1609,7 @@ test_table_restore_batch_is_the_same_as_restoring_one_by_one(void **state)
 	/* The workload makes every kind of outcome. */
 	assert_true(nchanges > 0 && ngot > 0 && held > 0);
 
-	fixture_restart(f);
+	table_fixture_restart(f);
 	f->secrets = 0;   /* the same secrets for the same grants */
 	assert_int_equal(restore_workload(f, true, &done), CORE_OK);
 	assert_int_equal(done, BATCH_ITEMS);
@@ -1794,7 +1641,7 @@ static void
 test_table_restore_batch_stops_at_the_first_error_and_says_where(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_restore items[40];
 	char names[40][16];
 	size_t i, done = 99;
@@ -1817,17 +1664,17 @@ test_table_restore_batch_stops_at_the_first_error_and_says_where(
 
 	/* Out of memory on the third new entry. */
 	items[35].name_len = strlen(names[35]);
-	fixture_restart(f);
-	alloc_budget = 2;
+	table_fixture_restart(f);
+	table_fixture_alloc_budget = 2;
 	assert_int_equal(core_table_restore_batch(&f->table, items, 40, 0,
 	    &done), CORE_ERR_NOMEM);
-	alloc_budget = -1;
+	table_fixture_alloc_budget = -1;
 	assert_true(done < 3);
 	assert_int_equal(f->table.stats.held, done);
 	assert_books_balance(f);
 
 	/* Nothing to do is done at once. */
-	fixture_restart(f);
+	table_fixture_restart(f);
 	assert_int_equal(core_table_restore_batch(&f->table, items, 0, 0,
 	    &done), CORE_OK);
 	assert_int_equal(done, 0);
@@ -1967,7 +1814,7 @@ test_table_heap_keeps_the_earliest_deadline_first(void **state)
 /* ---- rid= ------------------------------------------------------------- */
 
 static enum core_status
-acquire_rid(struct fixture *f, int s, const char *name, const char *rid,
+acquire_rid(struct table_fixture *f, int s, const char *name, const char *rid,
     int64_t wait, bool onclose, uint64_t tag, core_time now)
 {
 	struct core_acquire_args args = { .lease_ms = LEASE, .wait_ms = wait,
@@ -1979,7 +1826,7 @@ acquire_rid(struct fixture *f, int s, const char *name, const char *rid,
 }
 
 static enum core_status
-try_rid(struct fixture *f, int s, const char *name, const char *rid,
+try_rid(struct table_fixture *f, int s, const char *name, const char *rid,
     uint64_t tag, core_time now)
 {
 	struct core_acquire_args args = { .lease_ms = LEASE, .rid = rid,
@@ -1993,9 +1840,9 @@ static void
 test_table_rid_repeat_returns_the_live_grant_and_changes_nothing(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle h;
-	const struct got *g;
+	const struct table_fixture_reply *g;
 
 	acquire_rid(f, 0, "a", "r-1", CORE_WAIT_FOREVER, false, 1, 0);
 	h = handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
@@ -2032,7 +1879,7 @@ test_table_rid_repeat_returns_the_live_grant_and_changes_nothing(
 static void
 test_table_rid_is_forgotten_when_the_hold_ends(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle h;
 
 	acquire_rid(f, 0, "a", "r", CORE_WAIT_FOREVER, false, 1, 0);
@@ -2060,7 +1907,7 @@ test_table_rid_is_forgotten_when_the_hold_ends(void **state)
 static void
 test_table_rid_repeat_of_a_waiter_takes_its_place(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_handle h;
 
 	acquire(f, 0, "a", LEASE, CORE_WAIT_FOREVER, false, 1, 0);
@@ -2094,7 +1941,7 @@ test_table_rid_repeat_of_a_waiter_takes_its_place(void **state)
 static void
 test_table_rid_try_leaves_a_waiter_with_its_rid(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire(f, 0, "a", LEASE, CORE_WAIT_FOREVER, false, 1, 0);
 	acquire_rid(f, 1, "a", "w", CORE_WAIT_FOREVER, false, 2, 10);
@@ -2109,7 +1956,7 @@ test_table_rid_try_leaves_a_waiter_with_its_rid(void **state)
 static void
 test_table_rid_repeat_moves_an_onclose_binding(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 
 	acquire_rid(f, 0, "a", "r", CORE_WAIT_FOREVER, true, 1, 0);
 	handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
@@ -2131,17 +1978,17 @@ test_table_rid_repeat_moves_an_onclose_binding(void **state)
 static void
 test_table_rid_survives_a_restore(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record rec;
 	struct core_handle h;
-	const struct got *g;
+	const struct table_fixture_reply *g;
 
 	acquire_rid(f, 0, "a", "client-7/req-42", CORE_WAIT_FOREVER, false, 1,
 	    0);
 	h = handle_of(expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a"));
 	drain(f);
 	rec = change_of(f, "a")->rec;
-	fixture_restart(f);
+	table_fixture_restart(f);
 	core_table_restore_hwm(&f->table, 1);
 	assert_int_equal(core_table_restore(&f->table, "a", 1, &rec, 200),
 	    CORE_OK);
@@ -2163,7 +2010,7 @@ static void
 test_table_tags_are_made_only_when_given_and_follow_the_hand_off(
     void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_acquire_args args = { .lease_ms = LEASE,
 	    .wait_ms = CORE_WAIT_FOREVER, .label = "web-1", .label_len = 5,
 	    .rid = "r9", .rid_len = 2 };
@@ -2189,9 +2036,9 @@ test_table_tags_are_made_only_when_given_and_follow_the_hand_off(
 	assert_int_equal(change_of(f, "a")->rec.rid_len, 2);
 	/* No memory for the tags of an immediate grant (the entry is
 	 * made, its tags are not): NOMEM, no grant. */
-	alloc_budget = 1;
+	table_fixture_alloc_budget = 1;
 	core_try(&f->table, &f->s[2], "b", 1, &args, 4, 40);
-	alloc_budget = -1;
+	table_fixture_alloc_budget = -1;
 	expect(f, 3, CORE_REPLY_NOMEM, 2, 4, "b");
 	assert_null(find(f, "b")->lock.tags);
 	assert_int_equal(f->table.stats.held, 1);
@@ -2202,7 +2049,7 @@ test_table_tags_are_made_only_when_given_and_follow_the_hand_off(
 static void
 test_table_rid_longer_than_64_bytes_is_badarg(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	char rid[CORE_RID_MAX + 2];
 
 	memset(rid, 'x', sizeof(rid) - 1);
@@ -2217,7 +2064,8 @@ test_table_rid_longer_than_64_bytes_is_badarg(void **state)
 int
 main(void)
 {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) cmocka_unit_test_setup_teardown(name, table_fixture_setup, \
+	table_fixture_teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_table_acquire_of_a_free_lock_is_granted_at_once),
 		T(test_table_bad_arguments_are_badarg_and_make_no_entry),
