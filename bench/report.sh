@@ -36,6 +36,29 @@ function ratio(a, b) {
 	return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b)
 }
 function verdict(ok) { return ok ? "met" : "NOT met" }
+# One target line: what it asks, the value measured, met or not.
+function target(what, value, ok) {
+	printf "- %s: %s (%s)\n", what, value, verdict(ok)
+}
+# The title and the head of a Markdown table.  cols: the column names, "|" between
+# them; a name ending in ">" is a column of figures, aligned right.
+function table_head(title, cols,    n, c, i, head, rule) {
+	n = split(cols, c, "|")
+	head = "|"
+	rule = "|"
+	for (i = 1; i <= n; i++)
+		if (c[i] ~ />$/) {
+			head = head " " substr(c[i], 1, length(c[i]) - 1) " |"
+			rule = rule "---:|"
+		} else {
+			head = head " " c[i] " |"
+			rule = rule "---|"
+		}
+	print title
+	print ""
+	print head
+	print rule
+}
 function ms(us) { return us == "" ? "-" : fmt(us / 1000) }
 /^# disk:/ {
 	for (i = 1; i <= NF; i++) {
@@ -141,13 +164,18 @@ function ms(us) { return us == "" ? "-" : fmt(us / 1000) }
 	rounds[key]++
 }
 END {
+	# The workloads and connection counts lockd ran, in order, for the
+	# tables that set lockd against the others.
+	for (k = 1; k <= nkeys; k++) {
+		split(order[k], part, SUBSEP)
+		if (part[3] == "lockd")
+			lockd_rows[++nlockd] = part[1] SUBSEP part[2]
+	}
 	# The generic tables: absent with BENCH_ONLY=kinds.
 	if (nkeys > 0) {
 		print ""
-		print "Medians over the rounds (rate: cycles/s; cycle = lock + unlock; handoff: hand-offs/s; try: refused tries/s)"
-		print ""
-		print "| workload | conns | peer | rate/s | p50 us | p99 us | p99.9 us | server CPU us/cycle | errors | rounds |"
-		print "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"
+		table_head("Medians over the rounds (rate: cycles/s; cycle = lock + unlock; handoff: hand-offs/s; try: refused tries/s)",
+		    "workload|conns>|peer|rate/s>|p50 us>|p99 us>|p99.9 us>|server CPU us/cycle>|errors>|rounds>")
 		for (k = 1; k <= nkeys; k++) {
 			key = order[k]
 			split(key, part, SUBSEP)
@@ -164,10 +192,8 @@ END {
 			    failed[key] ? " (" failed[key] " failed)" : "", rounds[key]
 		}
 		print ""
-		print "Hand-off: release-to-next-grant, from the holder sending its unlock to the next holder receiving its grant (medians)"
-		print ""
-		print "| conns | peer | hand-offs/s | gap p50 us | gap p99 us |"
-		print "|---:|---|---:|---:|---:|"
+		table_head("Hand-off: release-to-next-grant, from the holder sending its unlock to the next holder receiving its grant (medians)",
+		    "conns>|peer|hand-offs/s>|gap p50 us>|gap p99 us>")
 		for (k = 1; k <= nkeys; k++) {
 			key = order[k]
 			split(key, part, SUBSEP)
@@ -178,15 +204,10 @@ END {
 			    fmt(med[key, "gap99"])
 		}
 		print ""
-		print "Ratios of median rates (lockd / peer)"
-		print ""
-		print "| workload | conns | lockd/redis | lockd/etcd | lockd/noop |"
-		print "|---|---:|---:|---:|---:|"
-		for (k = 1; k <= nkeys; k++) {
-			key = order[k]
-			split(key, part, SUBSEP)
-			if (part[3] != "lockd")
-				continue
+		table_head("Ratios of median rates (lockd / peer)",
+		    "workload|conns>|lockd/redis>|lockd/etcd>|lockd/noop>")
+		for (k = 1; k <= nlockd; k++) {
+			split(lockd_rows[k], part, SUBSEP)
 			w = part[1]; c = part[2]
 			printf "| %s | %s | %s | %s | %s |\n", w, c,
 			    ratio(med[w, c, "lockd", "rate"], med[w, c, "redis", "rate"]),
@@ -196,10 +217,8 @@ END {
 	}
 	if (nkkeys > 0 || nguards > 0) {
 		print ""
-		print "Lock kinds on one name against Redis Lua scripts (medians over the rounds; cycle = acquire + release; hand-offs: samples summed over the rounds; Redis retries a refused acquire at once)"
-		print ""
-		print "| workload | conns | peer | cycles/s | readers/s | writers/s | p50 us | p99 us | readers p99 us | writers p99 us | hand-offs | hand-off p50 us | hand-off p99 us | retries/cycle | most holders seen | overlaps | errors | rounds |"
-		print "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		table_head("Lock kinds on one name against Redis Lua scripts (medians over the rounds; cycle = acquire + release; hand-offs: samples summed over the rounds; Redis retries a refused acquire at once)",
+		    "workload|conns>|peer|cycles/s>|readers/s>|writers/s>|p50 us>|p99 us>|readers p99 us>|writers p99 us>|hand-offs>|hand-off p50 us>|hand-off p99 us>|retries/cycle>|most holders seen>|overlaps>|errors>|rounds>")
 		for (k = 1; k <= nkkeys; k++) {
 			key = korder[k]
 			split(key, part, SUBSEP)
@@ -240,10 +259,8 @@ END {
 		if (measured > 0) {
 			if (kinds_unsupported)
 				print ""
-			print "Ratios lockd / redis (rates: above 1 means lockd does more; latencies: below 1 means lockd is quicker)"
-			print ""
-			print "| workload | cycles/s | readers/s | writers/s | p99 | hand-off p50 | hand-off p99 |"
-			print "|---|---:|---:|---:|---:|---:|---:|"
+			table_head("Ratios lockd / redis (rates: above 1 means lockd does more; latencies: below 1 means lockd is quicker)",
+			    "workload|cycles/s>|readers/s>|writers/s>|p99>|hand-off p50>|hand-off p99>")
 			for (k = 1; k <= nkkeys; k++) {
 				key = korder[k]
 				split(key, part, SUBSEP)
@@ -266,10 +283,8 @@ END {
 			}
 		}
 		print ""
-		print "The longest wait for a grant (medians over the rounds of the longest of each run, in ms; a request still waiting at the end counts with its wait so far)"
-		print ""
-		print "| workload | peer | longest wait | longest of a reader | longest of a writer |"
-		print "|---|---|---:|---:|---:|"
+		table_head("The longest wait for a grant (medians over the rounds of the longest of each run, in ms; a request still waiting at the end counts with its wait so far)",
+		    "workload|peer|longest wait>|longest of a reader>|longest of a writer>")
 		for (k = 1; k <= nkkeys; k++) {
 			key = korder[k]
 			split(key, part, SUBSEP)
@@ -309,15 +324,10 @@ END {
 		printf "- FAILED scale runs:%s (see the raw lines)\n", scale_failed
 	print ""
 	if (med["cycle", 64, "nometasync", "rate"] != "" || med["cycle", 1, "nometasync", "rate"] != "") {
-		print "The journal against MDB_NOMETASYNC (nometasync: lockd-faulty, LMDB alone, replies a batch late)"
-		print ""
-		print "| workload | conns | nometasync/lockd rate | lockd p99 us | nometasync p99 us | lockd CPU us/cycle | nometasync CPU us/cycle |"
-		print "|---|---:|---:|---:|---:|---:|---:|"
-		for (k = 1; k <= nkeys; k++) {
-			key = order[k]
-			split(key, part, SUBSEP)
-			if (part[3] != "lockd")
-				continue
+		table_head("The journal against MDB_NOMETASYNC (nometasync: lockd-faulty, LMDB alone, replies a batch late)",
+		    "workload|conns>|nometasync/lockd rate>|lockd p99 us>|nometasync p99 us>|lockd CPU us/cycle>|nometasync CPU us/cycle>")
+		for (k = 1; k <= nlockd; k++) {
+			split(lockd_rows[k], part, SUBSEP)
 			w = part[1]; c = part[2]
 			printf "| %s | %s | %s | %s | %s | %s | %s |\n", w, c,
 			    ratio(med[w, c, "nometasync", "rate"], med[w, c, "lockd", "rate"]),
@@ -335,32 +345,36 @@ END {
 	print ""
 	e64 = errors["cycle", 64, tp] + failed["cycle", 64, tp]
 	if (r64 != "") {
-		printf "- 64 conns, >= 2x redis: %s (%s)\n", ratio(r64, med["cycle", 64, "redis", "rate"]),
-		    verdict(ratio(r64, med["cycle", 64, "redis", "rate"]) + 0 >= 2)
-		printf "- 64 conns, >= 20x etcd: %s (%s)\n", ratio(r64, med["cycle", 64, "etcd", "rate"]),
-		    verdict(ratio(r64, med["cycle", 64, "etcd", "rate"]) + 0 >= 20)
-		printf "- 64 conns, >= 0.75 of no-op: %s (%s)\n", ratio(r64, med["cycle", 64, "noop", "rate"]),
-		    verdict(ratio(r64, med["cycle", 64, "noop", "rate"]) + 0 >= 0.75)
-		printf "- 64 conns, zero errors: %d (%s)\n", e64, verdict(e64 == 0)
-		printf "- 64 conns, server CPU <= 20 us/cycle: %s (%s)\n", fmt(med["cycle", 64, tp, "cpu"]),
-		    verdict(med["cycle", 64, tp, "cpu"] + 0 <= 20)
-		printf "- 64 conns, p99 <= redis p99: %s vs %s us (%s)\n", fmt(med["cycle", 64, tp, "p99"]),
-		    fmt(med["cycle", 64, "redis", "p99"]),
-		    verdict(med["cycle", 64, tp, "p99"] + 0 <= med["cycle", 64, "redis", "p99"] + 0)
+		x = ratio(r64, med["cycle", 64, "redis", "rate"])
+		target("64 conns, >= 2x redis", x, x + 0 >= 2)
+		x = ratio(r64, med["cycle", 64, "etcd", "rate"])
+		target("64 conns, >= 20x etcd", x, x + 0 >= 20)
+		x = ratio(r64, med["cycle", 64, "noop", "rate"])
+		target("64 conns, >= 0.75 of no-op", x, x + 0 >= 0.75)
+		target("64 conns, zero errors", sprintf("%d", e64), e64 == 0)
+		x = med["cycle", 64, tp, "cpu"]
+		target("64 conns, server CPU <= 20 us/cycle", fmt(x), x + 0 <= 20)
+		x = med["cycle", 64, tp, "p99"]; y = med["cycle", 64, "redis", "p99"]
+		target("64 conns, p99 <= redis p99", fmt(x) " vs " fmt(y) " us",
+		    x + 0 <= y + 0)
 	}
-	if (r1 != "")
-		printf "- 1 conn, >= 1.2x redis: %s (%s)\n", ratio(r1, med["cycle", 1, "redis", "rate"]),
-		    verdict(ratio(r1, med["cycle", 1, "redis", "rate"]) + 0 >= 1.2)
+	if (r1 != "") {
+		x = ratio(r1, med["cycle", 1, "redis", "rate"])
+		target("1 conn, >= 1.2x redis", x, x + 0 >= 1.2)
+	}
 	if (ti == 2) {
 		print ""
 		continue
 	}
 	if (held_bpl != "")
-		printf "- <= 256 bytes per held lock: %s (%s)\n", fmt(held_bpl), verdict(held_bpl + 0 <= 256)
+		target("<= 256 bytes per held lock", fmt(held_bpl),
+		    held_bpl + 0 <= 256)
 	if (idle["lockd"] != "")
-		printf "- <= 16 KiB per idle connection: %s bytes (%s)\n", fmt(idle["lockd"]), verdict(idle["lockd"] + 0 <= 16384)
+		target("<= 16 KiB per idle connection", fmt(idle["lockd"]) " bytes",
+		    idle["lockd"] + 0 <= 16384)
 	if (rec_ms != "")
-		printf "- recovery of %s held locks < 2 s: %s ms (%s)\n", rec_locks, rec_ms, verdict(rec_ms + 0 < 2000)
+		target("recovery of " rec_locks " held locks < 2 s", rec_ms " ms",
+		    rec_ms + 0 < 2000)
 	print ""
 	}
 	if (disk["lmdb_commit_us"] != "" && disk["append_sync_us"] != "") {
