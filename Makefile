@@ -544,6 +544,7 @@ test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
 	    "tests/packaging/check-deb.sh" \
+	    "tests/bench/check-report.sh" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
 	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
 	    "tests/docs/cron-tls.sh $(B)"
