@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "client/lockd.h"
+#include "tests/lib/certs.h"
 #include "tests/lib/cluster_harness.h"
 #include "tests/lib/harness.h"
 
@@ -184,7 +185,7 @@ test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 
 	(void)state;
 	for (i = 0; i < 2; i++)
-		assert_true((lfd[i] = cluster_harness_listen(&port[i])) >= 0);
+		assert_true((lfd[i] = harness_listen_loopback(&port[i])) >= 0);
 	for (i = 0; i < 2; i++) {
 		snprintf(counter[i], sizeof(counter[i]), "%s/n%d", dir, i);
 		pid[i] = notleader_start(lfd[i], port[1 - i], counter[i]);
@@ -572,32 +573,42 @@ test_failover_acquire_in_flight_is_answered_once(void **state)
 	lockd_free(holder);
 }
 
+/*
+ * A context to lockd s through a proxy that loses the first GRANTED it
+ * sees (cluster_harness_lossy_proxy): list, its one endpoint, is the
+ * caller's, and *proxy the proxy's PID.  One endpoint: fail-over is on
+ * when asked for, and it is.
+ */
+static lockd_context *
+connect_lossy(struct harness_server *s, char *list, size_t size,
+    pid_t *proxy)
+{
+	lockd_context *c;
+	int lfd, port;
+
+	assert_true((lfd = harness_listen_loopback(&port)) >= 0);
+	*proxy = cluster_harness_lossy_proxy(lfd, s->port);
+	snprintf(list, size, "127.0.0.1:%d", port);
+	c = connect_list(list);
+	assert_int_equal(lockd_set_failover_timeout(c, 3000), LOCKD_OK);
+	return c;
+}
+
 static void
 test_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 {
 	struct harness_server *s;
 	struct harness_conn *direct;
-	lockd_options o;
 	lockd_context *c;
 	lockd_lease lease;
 	char list[32];
 	const char *line;
-	int lfd, port, rc;
+	int rc;
 	pid_t pid;
 
 	(void)state;
 	s = harness_start(NULL);
-	assert_true((lfd = cluster_harness_listen(&port)) >= 0);
-	pid = cluster_harness_lossy_proxy(lfd, s->port);
-	memset(&o, 0, sizeof(o));
-	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
-	o.host = list;
-	o.connect_timeout_ms = CONNECT_MS;
-	o.command_timeout_ms = 5000;
-	c = lockd_connect(&o);
-	assert_int_equal(c->err, 0);
-	/* One endpoint: fail-over is on when asked for. */
-	assert_int_equal(lockd_set_failover_timeout(c, 3000), LOCKD_OK);
+	c = connect_lossy(s, list, sizeof(list), &pid);
 	rc = lockd_acquire(c, "lost", 20000, 2000, LOCKD_ONCLOSE_KEEP, &lease);
 	printf("# ACQUIRE whose GRANTED was lost: %s %s\n", lockd_strerror(rc),
 	    rc == LOCKD_OK ? lease.handle : c->errstr);
@@ -628,26 +639,16 @@ test_failover_semaphore_acquire_whose_reply_was_lost_finds_its_grant(
 	struct harness_conn *direct;
 	lockd_acquire_options ao;
 	lockd_kind kind;
-	lockd_options o;
 	lockd_context *c;
 	lockd_lease lease;
 	char list[32];
 	const char *line;
-	int lfd, port, rc;
+	int rc;
 	pid_t pid;
 
 	(void)state;
 	s = harness_start(NULL);
-	assert_true((lfd = cluster_harness_listen(&port)) >= 0);
-	pid = cluster_harness_lossy_proxy(lfd, s->port);
-	memset(&o, 0, sizeof(o));
-	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
-	o.host = list;
-	o.connect_timeout_ms = CONNECT_MS;
-	o.command_timeout_ms = 5000;
-	c = lockd_connect(&o);
-	assert_int_equal(c->err, 0);
-	assert_int_equal(lockd_set_failover_timeout(c, 3000), LOCKD_OK);
+	c = connect_lossy(s, list, sizeof(list), &pid);
 	memset(&ao, 0, sizeof(ao));
 	ao.lease_ms = 20000;
 	ao.wait_ms = 2000;
@@ -718,32 +719,19 @@ test_failover_lockctl_acquire_with_a_rid_repeats_its_grant(void **state)
 static void
 test_failover_tls_endpoints_each_verify_their_own_name(void **state)
 {
-	const char *dir = harness_tempdir();
-	char script[2048], cert[256], key[256], ca[256], list[256];
-	char *argv[] = { "/bin/sh", "-ec", script, NULL };
-	char err[1024];
+	struct harness_certs certs;
+	char ca[HARNESS_PATH_MAX], list[256];
 	struct harness_server *s;
 	lockd_options o;
 	lockd_context *c;
 	lockd_lease lease;
 
 	(void)state;
-	snprintf(script, sizeof(script), "cd %s\no=/usr/bin/openssl\n"
-	    "$o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-	    "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=ca "
-	    "2>/dev/null\n"
-	    "$o req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-	    "-keyout server.key -out server.csr -subj /CN=server 2>/dev/null\n"
-	    "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > s.ext\n"
-	    "$o x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
-	    "-CAcreateserial -out server.pem -days 2 -extfile s.ext "
-	    "2>/dev/null\n", dir);
-	if (harness_run(argv, 60000, NULL, 0, err, sizeof(err)) != 0)
-		fail_msg("openssl: %s", err);
-	snprintf(cert, sizeof(cert), "%s/server.pem", dir);
-	snprintf(key, sizeof(key), "%s/server.key", dir);
-	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-	s = harness_start("--tls-cert", cert, "--tls-key", key, NULL);
+	harness_certs_make_server(&certs);
+	snprintf(ca, sizeof(ca), "%s", harness_certs_path(&certs, "ca.pem"));
+	s = harness_start("--tls-cert", harness_certs_path(&certs,
+	    "server.pem"), "--tls-key", harness_certs_path(&certs,
+	    "server.key"), NULL);
 	snprintf(list, sizeof(list), "lockds://127.0.0.1:%d,lockds://"
 	    "localhost:%d", harness_closed_port(), s->port);
 	memset(&o, 0, sizeof(o));

@@ -39,6 +39,7 @@
 
 #include "client/lockd.h"
 #include "client/lockd_uv.h"
+#include "tests/lib/certs.h"
 #include "tests/lib/cluster_harness.h"
 #include "tests/lib/harness.h"
 
@@ -364,9 +365,9 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
 
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
-	assert_true((trap_fd = cluster_harness_listen(&trap_port)) >= 0);
+	assert_true((trap_fd = harness_listen_loopback(&trap_port)) >= 0);
 	for (i = 0; i < 2; i++) {
-		assert_true((lfd[i] = cluster_harness_listen(&port[i])) >= 0);
+		assert_true((lfd[i] = harness_listen_loopback(&port[i])) >= 0);
 		snprintf(counter[i], sizeof(counter[i]), "%s/n%d", dir, i);
 	}
 	pid[0] = fork_serving(notleader_serve, lfd[0], trap_port, counter[0]);
@@ -480,7 +481,7 @@ test_uv_failover_stalled_endpoints_end_within_the_failover_time(void **state)
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
 	for (i = 0; i < 2; i++)
-		assert_true((lfd[i] = cluster_harness_listen(&port[i])) >= 0);
+		assert_true((lfd[i] = harness_listen_loopback(&port[i])) >= 0);
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port[0],
 	    port[1]);
 	o = list_options(list);
@@ -538,7 +539,7 @@ test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end(
 
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
-	assert_true((lfd = cluster_harness_listen(&port)) >= 0);
+	assert_true((lfd = harness_listen_loopback(&port)) >= 0);
 	snprintf(counter, sizeof(counter), "%s/n", dir);
 	pid = fork_serving(notleader_serve, lfd, harness_closed_port(),
 	    counter);
@@ -591,7 +592,7 @@ test_uv_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
 	s = harness_start(NULL);
-	assert_true((lfd = cluster_harness_listen(&port)) >= 0);
+	assert_true((lfd = harness_listen_loopback(&port)) >= 0);
 	pid = cluster_harness_lossy_proxy(lfd, s->port);
 	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
 	o = list_options(list);
@@ -645,10 +646,8 @@ test_uv_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 static void
 test_uv_failover_tls_endpoints_each_verify_their_own_name(void **state)
 {
-	const char *dir = harness_tempdir();
-	char script[2048], cert[256], key[256], ca[256], list[256];
-	char *argv[] = { "/bin/sh", "-ec", script, NULL };
-	char err[1024];
+	struct harness_certs certs;
+	char ca[HARNESS_PATH_MAX], list[256];
 	struct result conn, r, renew, rel;
 	struct harness_server *s;
 	lockd_uv_client *c;
@@ -656,22 +655,11 @@ test_uv_failover_tls_endpoints_each_verify_their_own_name(void **state)
 
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
-	snprintf(script, sizeof(script), "cd %s\no=/usr/bin/openssl\n"
-	    "$o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
-	    "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=ca "
-	    "2>/dev/null\n"
-	    "$o req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-	    "-keyout server.key -out server.csr -subj /CN=server 2>/dev/null\n"
-	    "printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > s.ext\n"
-	    "$o x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
-	    "-CAcreateserial -out server.pem -days 2 -extfile s.ext "
-	    "2>/dev/null\n", dir);
-	if (harness_run(argv, 60000, NULL, 0, err, sizeof(err)) != 0)
-		fail_msg("openssl: %s", err);
-	snprintf(cert, sizeof(cert), "%s/server.pem", dir);
-	snprintf(key, sizeof(key), "%s/server.key", dir);
-	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
-	s = harness_start("--tls-cert", cert, "--tls-key", key, NULL);
+	harness_certs_make_server(&certs);
+	snprintf(ca, sizeof(ca), "%s", harness_certs_path(&certs, "ca.pem"));
+	s = harness_start("--tls-cert", harness_certs_path(&certs,
+	    "server.pem"), "--tls-key", harness_certs_path(&certs,
+	    "server.key"), NULL);
 	snprintf(list, sizeof(list), "lockds://127.0.0.1:%d,lockds://"
 	    "localhost:%d", harness_closed_port(), s->port);
 	memset(&o, 0, sizeof(o));

@@ -83,6 +83,15 @@ harness_certs_make(struct harness_certs *c)
 	    HARNESS_CERTS_CLIENT_EXT, 2);
 }
 
+void
+harness_certs_make_server(struct harness_certs *c)
+{
+	snprintf(c->dir, sizeof(c->dir), "%s", harness_tempdir());
+	harness_certs_make_ca(c, "ca");
+	harness_certs_make_cert(c, "server", "server", "ca",
+	    HARNESS_CERTS_SERVER_EXT, 2);
+}
+
 const char *
 harness_certs_path(const struct harness_certs *c, const char *file)
 {

@@ -24,6 +24,9 @@ struct harness_certs {
  * alice by ca, ended yesterday) and mallory (CN alice by otherca).
  */
 void harness_certs_make(struct harness_certs *c);
+/* In a new temporary directory: ca.pem/.key and server.pem/.key (by ca,
+ * CN server) alone. */
+void harness_certs_make_server(struct harness_certs *c);
 /* A self-signed CA NAME.pem and NAME.key. */
 void harness_certs_make_ca(const struct harness_certs *c, const char *name);
 /* NAME.pem and NAME.key for cn, signed by ca, valid for days (-1:

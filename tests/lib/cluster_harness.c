@@ -179,24 +179,6 @@ cluster_harness_ask(struct cluster_harness *c, int i, const char *name,
 	return buf;
 }
 
-int
-cluster_harness_listen(int *port)
-{
-	struct sockaddr_in sin;
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(fd, 8) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
-		return -1;
-	*port = ntohs(sin.sin_port);
-	return fd;
-}
-
 static void
 lossy_proxy_serve(int lfd, int upstream_port)
 {

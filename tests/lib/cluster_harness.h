@@ -62,10 +62,9 @@ void cluster_harness_await_hint(struct cluster_harness *c, int follower,
 const char *cluster_harness_ask(struct cluster_harness *c, int i,
     const char *name, char *buf, size_t size);
 
-/* A listening loopback TCP socket on a free port (*port); -1 on failure. */
-int cluster_harness_listen(int *port);
 /*
- * Forks a proxy on the listening socket lfd (closed here) in front of
+ * Forks a proxy on the listening socket lfd (harness_listen_loopback;
+ * closed here) in front of
  * lockd at 127.0.0.1:upstream_port that loses the reply to the first
  * GRANTED it sees: it closes both sides instead of passing it on.  Later
  * connections pass everything.  Its PID, for the test to kill and reap.

@@ -917,8 +917,7 @@ fake_serve(int listener, const char *received, const char *const *replies,
 }
 
 int
-harness_fake_start(struct harness_fake *f, const char *const *replies,
-    size_t count)
+harness_listen_loopback(int *port)
 {
 	struct sockaddr_in sin;
 	socklen_t len = sizeof(sin);
@@ -928,10 +927,24 @@ harness_fake_start(struct harness_fake *f, const char *const *replies,
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 ||
-	    listen(fd, 4) != 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0)
+	    listen(fd, 8) != 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) != 0) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
-	f->port = ntohs(sin.sin_port);
+	}
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+int
+harness_fake_start(struct harness_fake *f, const char *const *replies,
+    size_t count)
+{
+	int fd = harness_listen_loopback(&f->port);
+
+	if (fd < 0)
+		return -1;
 	snprintf(f->received, sizeof(f->received), "%.200s/received",
 	    harness_tempdir());
 	fflush(stdout);

@@ -272,6 +272,9 @@ struct harness_fake {
 int harness_fake_start(struct harness_fake *f, const char *const *replies,
     size_t count);
 void harness_fake_stop(struct harness_fake *f);
+/* A listening loopback TCP socket on a free port (*port), for a fake of
+ * the test's own; -1 on failure. */
+int harness_listen_loopback(int *port);
 
 /* ---- connections -------------------------------------------------------- */
 
