@@ -1420,29 +1420,24 @@ run_op(struct sys *s, int c)
 		delay_due(s, op->name);
 	switch (op->kind) {
 	case MODEL_ACQUIRE:
-		memset(&args, 0, sizeof(args));
-		args.lease_ms = op->lease_ms;
-		args.wait_ms = op->wait_ms;
-		args.onclose_release = op->onclose;
-		args.delay_ms = op->delay_ms;
-		args.rid = op->rid;
-		args.rid_len = op->rid != NULL ? strlen(op->rid) : 0;
-		args.limit = op->limit;
-		args.shared = op->shared;
-		core_acquire(&s->table, &s->sess[c], name, len, &args, tag,
-		    s->now);
-		break;
 	case MODEL_TRY:
+		/* The same arguments; a TRY never waits. */
 		memset(&args, 0, sizeof(args));
 		args.lease_ms = op->lease_ms;
+		if (op->kind == MODEL_ACQUIRE)
+			args.wait_ms = op->wait_ms;
 		args.onclose_release = op->onclose;
 		args.delay_ms = op->delay_ms;
 		args.rid = op->rid;
 		args.rid_len = op->rid != NULL ? strlen(op->rid) : 0;
 		args.limit = op->limit;
 		args.shared = op->shared;
-		core_try(&s->table, &s->sess[c], name, len, &args, tag,
-		    s->now);
+		if (op->kind == MODEL_ACQUIRE)
+			core_acquire(&s->table, &s->sess[c], name, len, &args,
+			    tag, s->now);
+		else
+			core_try(&s->table, &s->sess[c], name, len, &args,
+			    tag, s->now);
 		break;
 	case MODEL_FORCE:
 		core_force(&s->table, &s->sess[c], name, len, op->fence, tag,
@@ -1455,22 +1450,21 @@ run_op(struct sys *s, int c)
 		break;
 	case MODEL_RENEW:
 	case MODEL_RELEASE:
-		m->req_handle = m->know[op->name].handle;
-		if (op->kind == MODEL_RENEW)
-			core_renew(&s->table, &s->sess[c], name, len,
-			    m->req_handle, op->lease_ms, tag, s->now);
-		else
-			core_release(&s->table, &s->sess[c], name, len,
-			    m->req_handle, tag, s->now);
-		break;
 	case MODEL_FORGE_RENEW:
 	case MODEL_FORGE_RELEASE:
-		/* STATUS shows anyone the fence; the secret is a guess. */
-		m->req_handle.fence = sh->nheld > 0 ? shadow_current(sh) :
-		    sh->max_delivered ? sh->max_delivered : 1;
-		m->req_handle.secret = (sh->nheld > 0 ?
-		    shold_newest(sh)->secret : 0) ^ 0xf0f0f0f0f0f0f0f0ULL;
-		if (op->kind == MODEL_FORGE_RENEW)
+		if (op->kind == MODEL_RENEW || op->kind == MODEL_RELEASE) {
+			m->req_handle = m->know[op->name].handle;
+		} else {
+			/* STATUS shows anyone the fence; the secret is a
+			 * guess. */
+			m->req_handle.fence = sh->nheld > 0 ?
+			    shadow_current(sh) : sh->max_delivered ?
+			    sh->max_delivered : 1;
+			m->req_handle.secret = (sh->nheld > 0 ?
+			    shold_newest(sh)->secret : 0) ^
+			    0xf0f0f0f0f0f0f0f0ULL;
+		}
+		if (op->kind == MODEL_RENEW || op->kind == MODEL_FORGE_RENEW)
 			core_renew(&s->table, &s->sess[c], name, len,
 			    m->req_handle, op->lease_ms, tag, s->now);
 		else
