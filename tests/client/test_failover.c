@@ -31,7 +31,6 @@
 #include <cmocka.h>
 
 #include "client/lockd.h"
-#include "tests/lib/certs.h"
 #include "tests/lib/cluster_harness.h"
 #include "tests/lib/harness.h"
 
@@ -719,7 +718,6 @@ test_failover_lockctl_acquire_with_a_rid_repeats_its_grant(void **state)
 static void
 test_failover_tls_endpoints_each_verify_their_own_name(void **state)
 {
-	struct harness_certs certs;
 	char ca[HARNESS_PATH_MAX], list[256];
 	struct harness_server *s;
 	lockd_options o;
@@ -727,13 +725,7 @@ test_failover_tls_endpoints_each_verify_their_own_name(void **state)
 	lockd_lease lease;
 
 	(void)state;
-	harness_certs_make_server(&certs);
-	snprintf(ca, sizeof(ca), "%s", harness_certs_path(&certs, "ca.pem"));
-	s = harness_start("--tls-cert", harness_certs_path(&certs,
-	    "server.pem"), "--tls-key", harness_certs_path(&certs,
-	    "server.key"), NULL);
-	snprintf(list, sizeof(list), "lockds://127.0.0.1:%d,lockds://"
-	    "localhost:%d", harness_closed_port(), s->port);
+	s = cluster_harness_tls_node(list, sizeof(list), ca, sizeof(ca));
 	memset(&o, 0, sizeof(o));
 	o.url = list;
 	o.tls_ca_file = ca;

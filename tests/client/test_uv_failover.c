@@ -39,7 +39,6 @@
 
 #include "client/lockd.h"
 #include "client/lockd_uv.h"
-#include "tests/lib/certs.h"
 #include "tests/lib/cluster_harness.h"
 #include "tests/lib/harness.h"
 
@@ -646,7 +645,6 @@ test_uv_failover_acquire_whose_reply_was_lost_finds_its_grant(void **state)
 static void
 test_uv_failover_tls_endpoints_each_verify_their_own_name(void **state)
 {
-	struct harness_certs certs;
 	char ca[HARNESS_PATH_MAX], list[256];
 	struct result conn, r, renew, rel;
 	struct harness_server *s;
@@ -655,13 +653,7 @@ test_uv_failover_tls_endpoints_each_verify_their_own_name(void **state)
 
 	(void)state;
 	assert_int_equal(uv_loop_init(&loop), 0);
-	harness_certs_make_server(&certs);
-	snprintf(ca, sizeof(ca), "%s", harness_certs_path(&certs, "ca.pem"));
-	s = harness_start("--tls-cert", harness_certs_path(&certs,
-	    "server.pem"), "--tls-key", harness_certs_path(&certs,
-	    "server.key"), NULL);
-	snprintf(list, sizeof(list), "lockds://127.0.0.1:%d,lockds://"
-	    "localhost:%d", harness_closed_port(), s->port);
+	s = cluster_harness_tls_node(list, sizeof(list), ca, sizeof(ca));
 	memset(&o, 0, sizeof(o));
 	o.url = list;
 	o.tls_ca_file = ca;

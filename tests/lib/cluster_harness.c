@@ -179,6 +179,23 @@ cluster_harness_ask(struct cluster_harness *c, int i, const char *name,
 	return buf;
 }
 
+struct harness_server *
+cluster_harness_tls_node(char *list, size_t list_size, char *ca,
+    size_t ca_size)
+{
+	struct harness_certs certs;
+	struct harness_server *s;
+
+	harness_certs_make_server(&certs);
+	snprintf(ca, ca_size, "%s", harness_certs_path(&certs, "ca.pem"));
+	s = harness_start("--tls-cert", harness_certs_path(&certs,
+	    "server.pem"), "--tls-key", harness_certs_path(&certs,
+	    "server.key"), NULL);
+	snprintf(list, list_size, "lockds://127.0.0.1:%d,lockds://"
+	    "localhost:%d", harness_closed_port(), s->port);
+	return s;
+}
+
 static void
 lossy_proxy_serve(int lfd, int upstream_port)
 {

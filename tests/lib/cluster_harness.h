@@ -4,8 +4,8 @@
  * (etcd_harness.h) and up to CLUSTER_HARNESS_NODES lockd nodes
  * (harness.h), all on free loopback ports, each killed by its own PID;
  * the raw-protocol questions those tests ask the nodes (who leads, a
- * NOTLEADER hint, STATUS, STATS), bounded in time; and a proxy that loses
- * the first GRANTED it sees.  The client under test is the tests' own:
+ * NOTLEADER hint, STATUS, STATS), bounded in time; a lockd with TLS; and
+ * a proxy that loses the first GRANTED it sees.  The client under test is the tests' own:
  * nothing here uses liblockd.
  */
 #ifndef LOCKD_TESTS_CLUSTER_HARNESS_H
@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tests/lib/certs.h"
 #include "tests/lib/etcd_harness.h"
 #include "tests/lib/harness.h"
 
@@ -62,6 +63,14 @@ void cluster_harness_await_hint(struct cluster_harness *c, int follower,
 const char *cluster_harness_ask(struct cluster_harness *c, int i,
     const char *name, char *buf, size_t size);
 
+/*
+ * A lockd with TLS: a server certificate for 127.0.0.1 and localhost by a
+ * fresh CA (harness_certs_make_server), whose path goes to ca.  In list,
+ * the endpoints of the TLS fail-over tests: lockds:// to a closed port
+ * under the address, then to that lockd under the name localhost.
+ */
+struct harness_server *cluster_harness_tls_node(char *list, size_t list_size,
+    char *ca, size_t ca_size);
 /*
  * Forks a proxy on the listening socket lfd (harness_listen_loopback;
  * closed here) in front of
