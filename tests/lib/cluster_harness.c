@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "tests/lib/certs.h"
 #include "tests/lib/cluster_harness.h"
 
 void

@@ -5,8 +5,8 @@
  * (harness.h), all on free loopback ports, each killed by its own PID;
  * the raw-protocol questions those tests ask the nodes (who leads, a
  * NOTLEADER hint, STATUS, STATS), bounded in time; a lockd with TLS; and
- * a proxy that loses the first GRANTED it sees.  The client under test is the tests' own:
- * nothing here uses liblockd.
+ * a proxy that loses the first GRANTED it sees.  The client under test
+ * is the tests' own: nothing here uses liblockd.
  */
 #ifndef LOCKD_TESTS_CLUSTER_HARNESS_H
 #define LOCKD_TESTS_CLUSTER_HARNESS_H
@@ -15,7 +15,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tests/lib/certs.h"
 #include "tests/lib/etcd_harness.h"
 #include "tests/lib/harness.h"
 
