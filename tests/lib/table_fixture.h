@@ -1,6 +1,6 @@
 /*
  * table_fixture.h - a lock table (core/table.c) for the unit tests that
- * drive it by hand (tests/unit/test_table.c, test_holders.c): SESSIONS
+ * drive it by hand (tests/unit/test_table.c, test_holders.c): its
  * sessions, seams for allocation and secrets, a sink that keeps every
  * reply in order, and the changed records drained on demand.  Everything
  * here is plain memory and explicit time: no clock, no I/O.
@@ -16,7 +16,8 @@
 
 #define TABLE_FIXTURE_SESSIONS 8
 #define TABLE_FIXTURE_CHANGES 1024
-/* The secret of the n-th grant since the fixture (re)started counting. */
+/* The secret of the n-th grant f->secrets counts (from setup, or from
+ * where a test set it back to 0). */
 #define TABLE_FIXTURE_SECRET(n) (0x5ec0000000000000ULL + (uint64_t)(n))
 
 /* One reply as the sink saw it, with its own copies of the name and the
