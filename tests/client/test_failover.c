@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -126,57 +125,15 @@ test_failover_endpoint_lists_parse_and_skip_a_dead_endpoint(void **state)
 }
 
 /*
- * Fake nodes that never lead: each answers every line with a NOTLEADER
- * naming the other, forever, connection after connection.
+ * Two fake nodes that never lead (cluster_harness_notleader_fake): each
+ * answers every line with a NOTLEADER naming the other, forever,
+ * connection after connection.
  */
-static void
-notleader_serve(int lfd, int other, const char *counter)
-{
-	char buf[1024], reply[128];
-	int fd, len, count = 0;
-	ssize_t n, i;
-	FILE *f;
-
-	len = snprintf(reply, sizeof(reply), "ERR NOTLEADER leader="
-	    "127.0.0.1:%d not me\r\n", other);
-	for (;;) {
-		if ((fd = accept(lfd, NULL, NULL)) < 0)
-			_exit(1);
-		while ((n = read(fd, buf, sizeof(buf))) > 0)
-			for (i = 0; i < n; i++)
-				if (buf[i] == '\n') {
-					if (write(fd, reply, (size_t)len) !=
-					    len)
-						break;
-					count++;
-					if ((f = fopen(counter, "w")) != NULL) {
-						fprintf(f, "%d\n", count);
-						fclose(f);
-					}
-				}
-		close(fd);
-	}
-}
-
-static pid_t
-notleader_start(int lfd, int other, const char *counter)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		notleader_serve(lfd, other, counter);
-	}
-	return pid;
-}
-
 static void
 test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 {
 	const char *dir = harness_tempdir();
-	char list[64], counter[2][256], text[32];
+	char list[64], counter[2][256];
 	int lfd[2], port[2], i, answered = 0, rc;
 	pid_t pid[2];
 	lockd_context *c;
@@ -187,9 +144,8 @@ test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 		assert_true((lfd[i] = harness_listen_loopback(&port[i])) >= 0);
 	for (i = 0; i < 2; i++) {
 		snprintf(counter[i], sizeof(counter[i]), "%s/n%d", dir, i);
-		pid[i] = notleader_start(lfd[i], port[1 - i], counter[i]);
-		assert_true(pid[i] > 0);
-		close(lfd[i]);
+		pid[i] = cluster_harness_notleader_fake(lfd[i], port[1 - i],
+		    counter[i]);
 	}
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port[0],
 	    port[1]);
@@ -207,8 +163,7 @@ test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 	/* The fakes write their counts just after answering. */
 	harness_sleep_ms(200);
 	for (i = 0; i < 2; i++)
-		if (harness_read_file(counter[i], text, sizeof(text)))
-			answered += atoi(text);
+		answered += cluster_harness_count_lines(counter[i]);
 	/* Both hints were followed, and the attempts were bounded. */
 	printf("# %d NOTLEADER answers\n", answered);
 	assert_true(answered >= 3);

@@ -31,7 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -201,79 +200,6 @@ teardown(void **state)
 	return harness_teardown(state);
 }
 
-/* ---- fakes: NOTLEADER loops (the lossy proxy: cluster_harness.c) ------- */
-
-/* Answers every line with NOTLEADER leader=127.0.0.1:<leader>, a line
- * in the file counter for each answer; a process per connection, so that
- * an idle one holds none back. */
-static void
-notleader_serve(int lfd, int leader, const char *counter)
-{
-	char buf[1024], reply[128];
-	int fd, len;
-	ssize_t n, i;
-	FILE *f;
-
-	len = snprintf(reply, sizeof(reply), "ERR NOTLEADER leader="
-	    "127.0.0.1:%d not me\r\n", leader);
-	for (;;) {
-		if ((fd = accept(lfd, NULL, NULL)) < 0)
-			_exit(1);
-		if (fork() != 0) {
-			close(fd);
-			continue;
-		}
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(lfd);
-		while ((n = read(fd, buf, sizeof(buf))) > 0)
-			for (i = 0; i < n; i++)
-				if (buf[i] == '\n') {
-					if (write(fd, reply, (size_t)len) !=
-					    len)
-						break;
-					if ((f = fopen(counter, "a")) != NULL) {
-						fputs("x\n", f);
-						fclose(f);
-					}
-				}
-		_exit(0);
-	}
-}
-
-/* The lines in the file at path (0: none, or no file). */
-static int
-count_lines(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	int ch, n = 0;
-
-	if (f == NULL)
-		return 0;
-	while ((ch = fgetc(f)) != EOF)
-		if (ch == '\n')
-			n++;
-	fclose(f);
-	return n;
-}
-
-static pid_t
-fork_serving(void (*serve)(int, int, const char *), int lfd, int arg,
-    const char *counter)
-{
-	pid_t pid;
-
-	fflush(stdout);
-	pid = fork();
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		serve(lfd, arg, counter);
-		_exit(0);
-	}
-	assert_true(pid > 0);
-	close(lfd);
-	return pid;
-}
-
 /* ---- endpoint lists, no cluster ---------------------------------------- */
 
 static void
@@ -369,8 +295,8 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
 		assert_true((lfd[i] = harness_listen_loopback(&port[i])) >= 0);
 		snprintf(counter[i], sizeof(counter[i]), "%s/n%d", dir, i);
 	}
-	pid[0] = fork_serving(notleader_serve, lfd[0], trap_port, counter[0]);
-	pid[1] = fork_serving(notleader_serve, lfd[1], port[0], counter[1]);
+	pid[0] = cluster_harness_notleader_fake(lfd[0], trap_port, counter[0]);
+	pid[1] = cluster_harness_notleader_fake(lfd[1], port[0], counter[1]);
 	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port[0],
 	    port[1]);
 	c = connect_list(list);
@@ -390,7 +316,7 @@ test_uv_failover_notleader_to_an_unconfigured_address_is_not_followed(
 	assert_int_equal(lockd_uv_err(c), LOCKD_ERR_NOTLEADER);
 	harness_sleep_ms(200);   /* the fakes count just after answering */
 	for (i = 0; i < 2; i++)
-		answered[i] = count_lines(counter[i]);
+		answered[i] = cluster_harness_count_lines(counter[i]);
 	printf("# NOTLEADER answers: %d and %d\n", answered[0], answered[1]);
 	/* Both were asked, the configured hint followed, and bounded. */
 	assert_true(answered[0] >= 2 && answered[1] >= 1);
@@ -540,7 +466,7 @@ test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end(
 	assert_int_equal(uv_loop_init(&loop), 0);
 	assert_true((lfd = harness_listen_loopback(&port)) >= 0);
 	snprintf(counter, sizeof(counter), "%s/n", dir);
-	pid = fork_serving(notleader_serve, lfd, harness_closed_port(),
+	pid = cluster_harness_notleader_fake(lfd, harness_closed_port(),
 	    counter);
 	snprintf(list, sizeof(list), "127.0.0.1:%d", port);
 	o = list_options(list);
@@ -554,7 +480,7 @@ test_uv_failover_keepalive_retries_notleader_until_the_lease_could_end(
 	assert_non_null(k = lockd_uv_keepalive_start(c, &lease, on_lost,
 	    &lost));
 	assert_true(run_until(&lost.done, 5000));
-	answers = count_lines(counter);
+	answers = cluster_harness_count_lines(counter);
 	printf("# lost %lld ms in, after %d NOTLEADER answers: %s\n",
 	    (long long)(lost.at - began), answers, lost.errstr);
 	assert_int_equal(lost.result, LOCKD_ERR_NOTLEADER);

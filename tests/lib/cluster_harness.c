@@ -180,6 +180,72 @@ cluster_harness_ask(struct cluster_harness *c, int i, const char *name,
 	return buf;
 }
 
+static void
+notleader_serve(int lfd, int leader, const char *counter)
+{
+	char buf[1024], reply[128];
+	int fd, len;
+	ssize_t n, i;
+	FILE *f;
+
+	len = snprintf(reply, sizeof(reply), "ERR NOTLEADER leader="
+	    "127.0.0.1:%d not me\r\n", leader);
+	for (;;) {
+		if ((fd = accept(lfd, NULL, NULL)) < 0)
+			_exit(1);
+		if (fork() != 0) {
+			close(fd);
+			continue;
+		}
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(lfd);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			for (i = 0; i < n; i++)
+				if (buf[i] == '\n') {
+					if (write(fd, reply, (size_t)len) !=
+					    len)
+						break;
+					if ((f = fopen(counter, "a")) != NULL) {
+						fputs("x\n", f);
+						fclose(f);
+					}
+				}
+		_exit(0);
+	}
+}
+
+pid_t
+cluster_harness_notleader_fake(int lfd, int leader, const char *counter)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		notleader_serve(lfd, leader, counter);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	close(lfd);
+	return pid;
+}
+
+int
+cluster_harness_count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int ch, n = 0;
+
+	if (f == NULL)
+		return 0;
+	while ((ch = fgetc(f)) != EOF)
+		if (ch == '\n')
+			n++;
+	fclose(f);
+	return n;
+}
+
 struct harness_server *
 cluster_harness_tls_node(char *list, size_t list_size, char *ca,
     size_t ca_size)

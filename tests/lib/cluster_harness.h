@@ -4,8 +4,9 @@
  * (etcd_harness.h) and up to CLUSTER_HARNESS_NODES lockd nodes
  * (harness.h), all on free loopback ports, each killed by its own PID;
  * the raw-protocol questions those tests ask the nodes (who leads, a
- * NOTLEADER hint, STATUS, STATS), bounded in time; a lockd with TLS; and
- * a proxy that loses the first GRANTED it sees.  The client under test
+ * NOTLEADER hint, STATUS, STATS), bounded in time; a lockd with TLS; a
+ * fake node that never leads; and a proxy that loses the first GRANTED it
+ * sees.  The client under test
  * is the tests' own: nothing here uses liblockd.
  */
 #ifndef LOCKD_TESTS_CLUSTER_HARNESS_H
@@ -62,6 +63,18 @@ void cluster_harness_await_hint(struct cluster_harness *c, int follower,
 const char *cluster_harness_ask(struct cluster_harness *c, int i,
     const char *name, char *buf, size_t size);
 
+/*
+ * Forks a fake node on the listening socket lfd (harness_listen_loopback;
+ * closed here) that never leads: it answers every line with "ERR
+ * NOTLEADER leader=127.0.0.1:<leader> not me", in a process per
+ * connection (an idle one holds none back), and appends a line to the
+ * file counter for each answer.  Its PID, for the test to kill and reap
+ * (its children die with it).
+ */
+pid_t cluster_harness_notleader_fake(int lfd, int leader,
+    const char *counter);
+/* The lines in the file at path, a fake's answers (0: none, no file). */
+int cluster_harness_count_lines(const char *path);
 /*
  * A lockd with TLS: a server certificate for 127.0.0.1 and localhost by a
  * fresh CA (harness_certs_make_server), whose path goes to ca.  In list,
