@@ -1,6 +1,6 @@
 /*
  * test_failover.c - liblockd and lockctl run against a real cluster: a
- * 3-member etcd (tests/lib/etcd_harness.c) and lockd nodes, all on free
+ * 3-member etcd and lockd nodes (tests/lib/cluster_harness.c), all on free
  * loopback ports, each killed by its own PID.  A client given every
  * endpoint and starting at a follower is sent to the leader; after kill -9
  * of the leader its next calls work on the new leader, a granted handle

@@ -1,17 +1,17 @@
 /*
  * test_uv_failover.c - the libuv client's fail-over (lockd_uv.h) against a
- * real cluster: a 3-member etcd (tests/lib/etcd_harness.c) and 3 lockd
- * nodes, all on free loopback ports, each killed by its own PID.  Lists of
- * endpoints are parsed as liblockd's blocking context parses them and a
- * dead endpoint is skipped; a client starting at a follower is sent on to
- * the leader (AUTH again there); a NOTLEADER that names an address the
- * caller did not configure is never followed, and a NOTLEADER loop ends
- * within the fail-over time; kill -9 of the leader while an ACQUIRE waits
- * and a RENEW is in flight: both are answered once by the new leader (the
- * ACQUIRE with its own rid: one grant, nothing left queued) and a
- * kept-alive lease lives on; with no leader left, the keep-alive reports
- * the loss before the lease could end; an ACQUIRE whose GRANTED was lost
- * is sent again with its rid and finds its grant; nodes that hang end a
+ * real cluster: a 3-member etcd and 3 lockd nodes
+ * (tests/lib/cluster_harness.c), all on free loopback ports, each killed by
+ * its own PID.  Lists of endpoints are parsed as liblockd's blocking context
+ * parses them and a dead endpoint is skipped; a client starting at a
+ * follower is sent on to the leader (AUTH again there); a NOTLEADER that
+ * names an address the caller did not configure is never followed, and a
+ * NOTLEADER loop ends within the fail-over time; kill -9 of the leader while
+ * an ACQUIRE waits and a RENEW is in flight: both are answered once by the
+ * new leader (the ACQUIRE with its own rid: one grant, nothing left queued)
+ * and a kept-alive lease lives on; with no leader left, the keep-alive
+ * reports the loss before the lease could end; an ACQUIRE whose GRANTED was
+ * lost is sent again with its rid and finds its grant; nodes that hang end a
  * call within the fail-over time (the blocking context's too); a list of
  * lockds:// URLs verifies each node under its own name, and a restart of
  * lockd is a new connection with a new handshake.
