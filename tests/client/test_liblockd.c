@@ -1492,12 +1492,138 @@ test_liblockd_bad_kinds_are_refused_before_sending(void **state)
 	lockd_free(c);
 }
 
+/* ---- the holders STATUS and LIST tell ---------------------------------- */
+
+struct kinds_seen {
+	char names[4][LOCKD_NAME_MAX + 1];
+	lockd_lock_holders holders[4];
+	int n;
+};
+
+static int
+collect_holders(void *arg, const lockd_lock_info *info,
+    const lockd_lock_holders *holders)
+{
+	struct kinds_seen *s = arg;
+
+	assert_true(holders->size >= sizeof(lockd_lock_holders));
+	if (s->n < 4) {
+		snprintf(s->names[s->n], sizeof(s->names[0]), "%s", info->name);
+		s->holders[s->n] = *holders;
+	}
+	s->n++;
+	return 0;
+}
+
+/* A lockd_lock_holders filled with a marker, its size set. */
+static lockd_lock_holders
+holders_blank(void)
+{
+	lockd_lock_holders h;
+
+	memset(&h, 0x5a, sizeof(h));
+	h.size = sizeof(h);
+	return h;
+}
+
+/* lockd_status_holders and lockd_list_holders: a semaphore's holders and
+ * limit, a shared lock's readers, a plain lock's one holder. */
+static void
+test_liblockd_status_and_list_tell_holders_limit_and_mode(void **state)
+{
+	lockd_context *c = connect_shared();
+	lockd_kind three = kind_of(3, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_acquire_options now = wait_for(0);
+	lockd_lock_holders h;
+	lockd_lock_info info;
+	struct kinds_seen seen;
+	char next[LOCKD_NAME_MAX + 1];
+	lockd_lease l[6];
+
+	(void)state;
+	assert_int_equal(lockd_try_kind(c, "holders/a-sem", &now, &three,
+	    NULL, &l[0]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/a-sem", &now, &three,
+	    NULL, &l[1]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/b-rw", &now, &shared,
+	    NULL, &l[2]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/b-rw", &now, &shared,
+	    NULL, &l[3]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/b-rw", &now, &shared,
+	    NULL, &l[4]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/c-plain", &now, NULL,
+	    NULL, &l[5]), LOCKD_OK);
+
+	h = holders_blank();
+	assert_int_equal(lockd_status_holders(c, "holders/a-sem", &info, &h),
+	    LOCKD_OK);
+	assert_int_equal(info.held, 1);
+	assert_int_equal(info.fence, l[1].fence);  /* the newest holder's */
+	assert_int_equal(h.holders, 2);
+	assert_int_equal(h.limit, 3);
+	assert_int_equal(h.mode, LOCKD_MODE_EXCLUSIVE);
+	h = holders_blank();
+	assert_int_equal(lockd_status_holders(c, "holders/b-rw", &info, &h),
+	    LOCKD_OK);
+	assert_int_equal(info.fence, l[4].fence);
+	assert_int_equal(h.holders, 3);
+	assert_int_equal(h.limit, 1);
+	assert_int_equal(h.mode, LOCKD_MODE_SHARED);
+	h = holders_blank();
+	assert_int_equal(lockd_status_holders(c, "holders/c-plain", &info,
+	    &h), LOCKD_OK);
+	assert_int_equal(h.holders, 1);
+	assert_int_equal(h.limit, 1);
+	assert_int_equal(h.mode, LOCKD_MODE_EXCLUSIVE);
+	h = holders_blank();
+	assert_int_equal(lockd_status_holders(c, "holders/free", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 0);
+	assert_int_equal(h.limit, 1);
+	assert_int_equal(h.mode, LOCKD_MODE_EXCLUSIVE);
+
+	/* LIST says the same, line by line. */
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(lockd_list_holders(c, "holders/", NULL, 0,
+	    collect_holders, &seen, next), LOCKD_OK);
+	assert_int_equal(seen.n, 3);
+	assert_string_equal(seen.names[0], "holders/a-sem");
+	assert_int_equal(seen.holders[0].holders, 2);
+	assert_int_equal(seen.holders[0].limit, 3);
+	assert_int_equal(seen.holders[0].mode, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(seen.holders[1].holders, 3);
+	assert_int_equal(seen.holders[1].limit, 1);
+	assert_int_equal(seen.holders[1].mode, LOCKD_MODE_SHARED);
+	assert_int_equal(seen.holders[2].holders, 1);
+	assert_int_equal(seen.holders[2].mode, LOCKD_MODE_EXCLUSIVE);
+	assert_string_equal(next, "");
+
+	/* An older caller's shorter struct: holders written, no further. */
+	h = holders_blank();
+	h.size = offsetof(lockd_lock_holders, limit);
+	assert_int_equal(lockd_status_holders(c, "holders/a-sem", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 2);
+	assert_int_equal(h.limit, 0x5a5a5a5au);
+	/* A size that covers not even holders is refused unsent. */
+	h.size = 0;
+	assert_int_equal(lockd_status_holders(c, "holders/a-sem", &info, &h),
+	    LOCKD_ERR_INVALID);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(lockd_release(c, &l[i]), LOCKD_OK);
+	lockd_free(c);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_liblockd_ping_answers),
 		cmocka_unit_test(test_liblockd_v2_calls),
+		cmocka_unit_test(
+		    test_liblockd_status_and_list_tell_holders_limit_and_mode),
 		cmocka_unit_test(test_liblockd_connect_over_a_unix_socket),
 		cmocka_unit_test(
 		    test_liblockd_connect_to_a_closed_port_fails_with_io),

@@ -918,6 +918,48 @@ test_lockctl_list_shows_a_table_and_json(void **state)
 	assert_int_equal(lockctl("list", "a", "b", NULL), EXIT_USAGE);
 }
 
+/* status and list show a semaphore's holders and limit, a shared lock's
+ * readers, as STATUS's reply orders them. */
+static void
+test_lockctl_status_and_list_show_holders_limit_and_mode(void **state)
+{
+	const char *sem, *rw, *plain;
+
+	(void)state;
+	assert_int_equal(lockctl("try", "-N", "3", "ctl/kinds/sem", NULL), 0);
+	assert_int_equal(lockctl("try", "-N", "3", "ctl/kinds/sem", NULL), 0);
+	assert_int_equal(lockctl("try", "-s", "ctl/kinds/rw", NULL), 0);
+	assert_int_equal(lockctl("try", "-s", "ctl/kinds/rw", NULL), 0);
+	assert_int_equal(lockctl("try", "ctl/kinds/x", NULL), 0);
+	assert_int_equal(lockctl("status", "ctl/kinds/sem", NULL), 0);
+	assert_non_null(strstr(out, " holders=2 limit=3\n"));
+	assert_int_equal(lockctl("status", "ctl/kinds/rw", NULL), 0);
+	assert_non_null(strstr(out, " holders=2 mode=shared\n"));
+	assert_int_equal(lockctl("status", "ctl/kinds/x", NULL), 0);
+	assert_null(strstr(out, "holders="));
+	assert_null(strstr(out, "mode="));
+
+	assert_int_equal(lockctl("list", "ctl/kinds/", NULL), 0);
+	assert_non_null(strstr(out, " HOLDERS\n"));
+	sem = strstr(out, "\nctl/kinds/sem ");
+	rw = strstr(out, "\nctl/kinds/rw ");
+	plain = strstr(out, "\nctl/kinds/x ");
+	assert_non_null(sem);
+	assert_non_null(rw);
+	assert_non_null(plain);
+	assert_memory_equal(strchr(sem + 1, '\n') - 4, " 2/3", 4);
+	assert_memory_equal(strchr(rw + 1, '\n') - 9, " 2 shared", 9);
+	assert_memory_equal(strchr(plain + 1, '\n') - 2, " 1", 2);
+
+	assert_int_equal(lockctl("list", "--json", "ctl/kinds/", NULL), 0);
+	assert_non_null(strstr(out, "\"holders\": 2, \"limit\": 3, "
+	    "\"mode\": \"exclusive\"}"));
+	assert_non_null(strstr(out, "\"holders\": 2, \"limit\": 1, "
+	    "\"mode\": \"shared\"}"));
+	assert_non_null(strstr(out, "\"holders\": 1, \"limit\": 1, "
+	    "\"mode\": \"exclusive\"}"));
+}
+
 /* force NAME FENCE frees only the holder with that fence. */
 static void
 test_lockctl_force_frees_only_that_fence(void **state)
@@ -1415,6 +1457,8 @@ main(void)
 		cmocka_unit_test(
 		    test_lockctl_owner_and_delay_on_acquire_and_try),
 		cmocka_unit_test(test_lockctl_list_shows_a_table_and_json),
+		cmocka_unit_test(
+		    test_lockctl_status_and_list_show_holders_limit_and_mode),
 		cmocka_unit_test(test_lockctl_force_frees_only_that_fence),
 		cmocka_unit_test(test_lockctl_watch_prints_each_change),
 		cmocka_unit_test(test_lockctl_run_with_owner_elects_a_leader),
