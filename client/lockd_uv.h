@@ -127,6 +127,22 @@ int lockd_uv_acquire_ex(lockd_uv_client *client, const char *name,
 int lockd_uv_try_ex(lockd_uv_client *client, const char *name,
     const lockd_acquire_options *options, const char *rid,
     lockd_uv_reply_cb *cb, void *arg);
+/*
+ * lockd_uv_acquire_ex and lockd_uv_try_ex with the kind of lock too (kind
+ * NULL: a plain lock), as lockd_acquire_kind takes it: a sized lockd_kind
+ * (set its size; only the fields it covers are read) whose limit makes a
+ * counting semaphore and whose mode LOCKD_MODE_SHARED a shared (read)
+ * lock.  A kind the wire cannot carry is LOCKD_ERR_INVALID, unsent; a
+ * limit or mode the name's holders and waiters disagree with is the
+ * server's LOCKD_ERR_BADARG.  Sent again after a fail-over, the request
+ * keeps its rid, limit and mode.
+ */
+int lockd_uv_acquire_kind(lockd_uv_client *client, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg);
+int lockd_uv_try_kind(lockd_uv_client *client, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg);
 
 /*
  * Fail-over (cluster mode), as lockd.h's blocking calls do it, on the

@@ -1310,14 +1310,16 @@ lockd__uv_check(lockd_uv_client *c, bool has_cb)
 }
 
 /*
- * ACQUIRE or TRY with every option.  With fail-over on, one without a rid
- * gets one of its own, so that sending it again after a broken connection
- * finds the grant the first one may have had instead of queueing behind it.
+ * ACQUIRE or TRY with every option and kind (NULL: a plain lock).  With
+ * fail-over on, one without a rid gets one of its own, so that sending it
+ * again after a broken connection finds the grant the first one may have
+ * had instead of queueing behind it; the line sent again is this one, so
+ * its rid, limit= and mode= go with it.
  */
 static int
 lockd__uv_acquire(lockd_uv_client *c, bool try_only, const char *name,
-    const lockd_acquire_options *options, const char *rid,
-    lockd_uv_reply_cb *cb, void *arg)
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg)
 {
 	char own[LOCKD__RID_MAX + 1];
 	struct lockd__request r;
@@ -1327,8 +1329,8 @@ lockd__uv_acquire(lockd_uv_client *c, bool try_only, const char *name,
 		return rc;
 	if (rid == NULL && c->failover_ms > 0 && lockd__rid_new(own))
 		rid = own;
-	return lockd__uv_issue(c, &r, lockd__request_acquire_rid(&r, try_only,
-	    name, options, rid, c->errstr), cb, arg);
+	return lockd__uv_issue(c, &r, lockd__request_acquire_kind(&r,
+	    try_only, name, options, kind, rid, c->errstr), cb, arg);
 }
 
 int
@@ -1340,7 +1342,8 @@ lockd_uv_acquire(lockd_uv_client *c, const char *name, int64_t lease_ms,
 	int rc;
 
 	if (c != NULL && c->failover_ms > 0)
-		return lockd__uv_acquire(c, false, name, &o, NULL, cb, arg);
+		return lockd__uv_acquire(c, false, name, &o, NULL, NULL, cb,
+		    arg);
 	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_acquire(&r, name,
@@ -1356,7 +1359,8 @@ lockd_uv_try(lockd_uv_client *c, const char *name, int64_t lease_ms,
 	int rc;
 
 	if (c != NULL && c->failover_ms > 0)
-		return lockd__uv_acquire(c, true, name, &o, NULL, cb, arg);
+		return lockd__uv_acquire(c, true, name, &o, NULL, NULL, cb,
+		    arg);
 	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_try(&r, name, lease_ms,
@@ -1368,7 +1372,7 @@ lockd_uv_acquire_ex(lockd_uv_client *c, const char *name,
     const lockd_acquire_options *options, const char *rid,
     lockd_uv_reply_cb *cb, void *arg)
 {
-	return lockd__uv_acquire(c, false, name, options, rid, cb, arg);
+	return lockd__uv_acquire(c, false, name, options, NULL, rid, cb, arg);
 }
 
 int
@@ -1376,7 +1380,23 @@ lockd_uv_try_ex(lockd_uv_client *c, const char *name,
     const lockd_acquire_options *options, const char *rid,
     lockd_uv_reply_cb *cb, void *arg)
 {
-	return lockd__uv_acquire(c, true, name, options, rid, cb, arg);
+	return lockd__uv_acquire(c, true, name, options, NULL, rid, cb, arg);
+}
+
+int
+lockd_uv_acquire_kind(lockd_uv_client *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg)
+{
+	return lockd__uv_acquire(c, false, name, options, kind, rid, cb, arg);
+}
+
+int
+lockd_uv_try_kind(lockd_uv_client *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg)
+{
+	return lockd__uv_acquire(c, true, name, options, kind, rid, cb, arg);
 }
 
 int

@@ -1,0 +1,406 @@
+/*
+ * test_uv_kinds.c - issue 17's kinds of lock through the libuv client
+ * (lockd_uv_acquire_kind, lockd_uv_try_kind) against a real lockd: a
+ * semaphore of 2 with three clients, readers together, a writer waiting
+ * behind readers and a later reader waiting behind the writer, BADARG for
+ * a request whose limit disagrees with the name's, kinds the wire cannot
+ * carry refused unsent, and a request sent again after a fail-over with
+ * the same rid, limit and mode.
+ *
+ * The loop and the recording callbacks are tests/lib/uv_loop.c's; every
+ * wait is bounded by harness_uv_run_until().
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "client/lockd.h"
+#include "client/lockd_uv.h"
+#include "tests/lib/harness.h"
+#include "tests/lib/uv_loop.h"
+
+#define TIMEOUT_MS 5000
+
+static lockd_options
+options_for(const char *host, int port)
+{
+	lockd_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.host = host;
+	o.port = port;
+	o.connect_timeout_ms = TIMEOUT_MS;
+	o.command_timeout_ms = TIMEOUT_MS;
+	return o;
+}
+
+static lockd_uv_client *
+connect_uv(void)
+{
+	lockd_options o = options_for("127.0.0.1", harness_shared->port);
+	struct harness_uv_result r = { 0 };
+	lockd_uv_client *c = lockd_uv_connect(&harness_uv_loop, &o,
+	    harness_uv_on_connect, &r);
+
+	assert_non_null(c);
+	assert_true(harness_uv_run_until(&r.done, TIMEOUT_MS));
+	if (r.result != LOCKD_OK)
+		fail_msg("connect: %s", lockd_uv_errstr(c));
+	return c;
+}
+
+/* A blocking context on the shared lockd, to look at what it holds. */
+static lockd_context *
+connect_blocking(void)
+{
+	lockd_options o = options_for("127.0.0.1", harness_shared->port);
+	lockd_context *c = lockd_connect(&o);
+
+	assert_non_null(c);
+	if (c->err != 0)
+		fail_msg("connect: %s", c->errstr);
+	return c;
+}
+
+static lockd_kind
+kind_of(unsigned int limit, int mode)
+{
+	lockd_kind k;
+
+	memset(&k, 0, sizeof(k));
+	k.size = sizeof(k);
+	k.limit = limit;
+	k.mode = mode;
+	return k;
+}
+
+static lockd_acquire_options
+wait_for(int64_t wait_ms)
+{
+	lockd_acquire_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.lease_ms = 10000;
+	o.wait_ms = wait_ms;
+	o.onclose = LOCKD_ONCLOSE_RELEASE;
+	return o;
+}
+
+/* Issues call (which must be accepted) and runs the loop to its reply. */
+#define RUN(r, call) do {                                               \
+	memset(&(r), 0, sizeof(r));                                     \
+	assert_int_equal((call), LOCKD_OK);                             \
+	assert_true(harness_uv_run_until(&(r).done, TIMEOUT_MS));       \
+} while (0)
+
+/* Runs the loop until name has `queue` waiters, as STATUS says. */
+static void
+wait_for_queue(lockd_context *check, const char *name, uint64_t queue)
+{
+	lockd_lock_status st;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		assert_int_equal(lockd_status(check, name, &st), LOCKD_OK);
+		if (st.queue == queue)
+			return;
+		harness_uv_run_for(10);
+	}
+	fail_msg("%s never had %llu waiters", name,
+	    (unsigned long long)queue);
+}
+
+static int
+setup(void **state)
+{
+	assert_int_equal(uv_loop_init(&harness_uv_loop), 0);
+	return harness_shared_setup(state);
+}
+
+static int
+teardown(void **state)
+{
+	uv_run(&harness_uv_loop, UV_RUN_NOWAIT);
+	assert_int_equal(uv_loop_close(&harness_uv_loop), 0);
+	return harness_shared_teardown(state);
+}
+
+/* A semaphore of 2 and three clients: two hold, the third waits for a
+ * permit and has it, with a fence of its own, when one is given back. */
+static void
+test_uv_kinds_a_semaphore_of_two_lets_two_of_three_hold(void **state)
+{
+	lockd_uv_client *c[3] = { connect_uv(), connect_uv(), connect_uv() };
+	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_acquire_options now = wait_for(0), forever =
+	    wait_for(LOCKD_WAIT_FOREVER);
+	struct harness_uv_result r[3], busy, rel;
+	lockd_context *check = connect_blocking();
+	lockd_lock_holders h = { .size = sizeof(h) };
+	int i;
+
+	(void)state;
+	RUN(r[0], lockd_uv_try_kind(c[0], "uvk/sem", &now, &two, NULL,
+	    harness_uv_on_reply, &r[0]));
+	RUN(r[1], lockd_uv_acquire_kind(c[1], "uvk/sem", &forever, &two, NULL,
+	    harness_uv_on_reply, &r[1]));
+	assert_int_equal(r[0].result, LOCKD_OK);
+	assert_int_equal(r[1].result, LOCKD_OK);
+	assert_true(r[1].reply.lease.fence > r[0].reply.lease.fence);
+	assert_int_equal(lockd_status_holders(check, "uvk/sem", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 2);
+	assert_int_equal(h.limit, 2);
+
+	/* The third: busy to a TRY, queued by an ACQUIRE. */
+	RUN(busy, lockd_uv_try_kind(c[2], "uvk/sem", &now, &two, NULL,
+	    harness_uv_on_reply, &busy));
+	assert_int_equal(busy.result, LOCKD_HELD);
+	memset(&r[2], 0, sizeof(r[2]));
+	assert_int_equal(lockd_uv_acquire_kind(c[2], "uvk/sem", &forever,
+	    &two, NULL, harness_uv_on_reply, &r[2]), LOCKD_OK);
+	wait_for_queue(check, "uvk/sem", 1);
+	assert_false(r[2].done);
+	RUN(rel, lockd_uv_release(c[0], &r[0].reply.lease,
+	    harness_uv_on_reply, &rel));
+	assert_int_equal(rel.result, LOCKD_OK);
+	assert_true(harness_uv_run_until(&r[2].done, TIMEOUT_MS));
+	assert_int_equal(r[2].result, LOCKD_OK);
+	assert_true(r[2].reply.lease.fence > r[1].reply.lease.fence);
+	for (i = 0; i < 3; i++)
+		harness_uv_close(c[i]);
+	lockd_free(check);
+}
+
+/*
+ * Readers hold together; a writer waits behind them, and a reader that
+ * comes after the writer waits behind it (no reader overtakes a waiting
+ * writer); each gets its turn, in that order, as the others leave.
+ */
+static void
+test_uv_kinds_readers_share_and_a_writer_waits_its_turn(void **state)
+{
+	lockd_uv_client *r1 = connect_uv(), *r2 = connect_uv(),
+	    *w = connect_uv(), *late = connect_uv();
+	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_acquire_options now = wait_for(0), forever =
+	    wait_for(LOCKD_WAIT_FOREVER);
+	struct harness_uv_result a, b, wr, lr, rel;
+	lockd_context *check = connect_blocking();
+	lockd_lock_holders h = { .size = sizeof(h) };
+
+	(void)state;
+	RUN(a, lockd_uv_try_kind(r1, "uvk/rw", &now, &shared, NULL,
+	    harness_uv_on_reply, &a));
+	RUN(b, lockd_uv_acquire_kind(r2, "uvk/rw", &forever, &shared, NULL,
+	    harness_uv_on_reply, &b));
+	assert_int_equal(a.result, LOCKD_OK);
+	assert_int_equal(b.result, LOCKD_OK);
+	assert_int_equal(lockd_status_holders(check, "uvk/rw", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 2);
+	assert_int_equal(h.mode, LOCKD_MODE_SHARED);
+
+	memset(&wr, 0, sizeof(wr));
+	assert_int_equal(lockd_uv_acquire_kind(w, "uvk/rw", &forever, NULL,
+	    NULL, harness_uv_on_reply, &wr), LOCKD_OK);
+	wait_for_queue(check, "uvk/rw", 1);
+	memset(&lr, 0, sizeof(lr));
+	assert_int_equal(lockd_uv_acquire_kind(late, "uvk/rw", &forever,
+	    &shared, NULL, harness_uv_on_reply, &lr), LOCKD_OK);
+	wait_for_queue(check, "uvk/rw", 2);
+	assert_false(wr.done);
+	assert_false(lr.done);
+
+	/* One reader leaves: the writer still waits for the other. */
+	RUN(rel, lockd_uv_release(r1, &a.reply.lease, harness_uv_on_reply,
+	    &rel));
+	harness_uv_run_for(50);
+	assert_false(wr.done);
+	RUN(rel, lockd_uv_release(r2, &b.reply.lease, harness_uv_on_reply,
+	    &rel));
+	assert_true(harness_uv_run_until(&wr.done, TIMEOUT_MS));
+	assert_int_equal(wr.result, LOCKD_OK);
+	assert_true(wr.reply.lease.fence > b.reply.lease.fence);
+	harness_uv_run_for(50);
+	assert_false(lr.done);
+	RUN(rel, lockd_uv_release(w, &wr.reply.lease, harness_uv_on_reply,
+	    &rel));
+	assert_true(harness_uv_run_until(&lr.done, TIMEOUT_MS));
+	assert_int_equal(lr.result, LOCKD_OK);
+	assert_true(lr.reply.lease.fence > wr.reply.lease.fence);
+	harness_uv_close(r1);
+	harness_uv_close(r2);
+	harness_uv_close(w);
+	harness_uv_close(late);
+	lockd_free(check);
+}
+
+/* The server's BADARG for a limit the name's holders disagree with; the
+ * library's INVALID, unsent, for a kind the wire cannot carry. */
+static void
+test_uv_kinds_a_mismatch_is_badarg_and_a_bad_kind_invalid(void **state)
+{
+	lockd_uv_client *c = connect_uv();
+	lockd_kind three = kind_of(3, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_kind k;
+	lockd_acquire_options now = wait_for(0);
+	struct harness_uv_result held, r, unused;
+
+	(void)state;
+	RUN(held, lockd_uv_try_kind(c, "uvk/bad", &now, &three, NULL,
+	    harness_uv_on_reply, &held));
+	assert_int_equal(held.result, LOCKD_OK);
+	RUN(r, lockd_uv_try_kind(c, "uvk/bad", &now, &two, NULL,
+	    harness_uv_on_reply, &r));
+	assert_int_equal(r.result, LOCKD_ERR_BADARG);
+	assert_non_null(strstr(lockd_uv_errstr(c), "limit"));
+	RUN(r, lockd_uv_acquire_kind(c, "uvk/bad", &now, NULL, NULL,
+	    harness_uv_on_reply, &r));
+	assert_int_equal(r.result, LOCKD_ERR_BADARG);
+	RUN(r, lockd_uv_try_kind(c, "uvk/bad", &now, &shared, NULL,
+	    harness_uv_on_reply, &r));
+	assert_int_equal(r.result, LOCKD_ERR_BADARG);
+
+	memset(&unused, 0, sizeof(unused));
+	k = kind_of(2, LOCKD_MODE_SHARED);
+	assert_int_equal(lockd_uv_try_kind(c, "uvk/bad", &now, &k, NULL,
+	    harness_uv_on_reply, &unused), LOCKD_ERR_INVALID);
+	k = kind_of(LOCKD_LIMIT_MAX + 1, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_uv_acquire_kind(c, "uvk/bad", &now, &k, NULL,
+	    harness_uv_on_reply, &unused), LOCKD_ERR_INVALID);
+	k = kind_of(3, LOCKD_MODE_EXCLUSIVE);
+	k.size = 0;
+	assert_int_equal(lockd_uv_try_kind(c, "uvk/bad", &now, &k, NULL,
+	    harness_uv_on_reply, &unused), LOCKD_ERR_INVALID);
+	assert_int_equal(lockd_uv_pending(c), 0);
+	harness_uv_run_for(20);
+	assert_false(unused.done);
+	/* The client lives on: its permit is still there to release. */
+	RUN(r, lockd_uv_release(c, &held.reply.lease, harness_uv_on_reply,
+	    &r));
+	assert_int_equal(r.result, LOCKD_OK);
+	harness_uv_close(c);
+}
+
+/* The rid= of a request line ("" when none), into rid. */
+static void
+rid_of(const char *line, char *rid, size_t size)
+{
+	const char *p = strstr(line, " rid=");
+	size_t n = 0;
+
+	rid[0] = '\0';
+	if (p == NULL)
+		return;
+	p += 5;
+	while (p[n] != '\0' && p[n] != ' ' && p[n] != '\n' && n + 1 < size)
+		n++;
+	memcpy(rid, p, n);
+	rid[n] = '\0';
+}
+
+/*
+ * A connection that breaks after the requests went out: the client fails
+ * over to the next endpoint and sends them again, each with the rid the
+ * library made for it and its limit or mode.  The first endpoint is a fake
+ * that records what it got and hangs up; the second is the real lockd,
+ * whose grants then carry that limit and mode, and whose answer to the
+ * same rid is the same grant.
+ */
+static void
+test_uv_kinds_fail_over_sends_again_with_rid_limit_and_mode(void **state)
+{
+	static const char *const replies[] = { NULL };
+	struct harness_fake f;
+	char hosts[64], got[1024], rid[80];
+	lockd_options o;
+	lockd_uv_client *c, *again;
+	struct harness_uv_result r = { 0 }, sem, rw, rep;
+	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_acquire_options now = wait_for(0);
+	lockd_context *check = connect_blocking();
+	lockd_lock_holders h = { .size = sizeof(h) };
+
+	(void)state;
+	assert_int_equal(harness_fake_start(&f, replies, 1), 0);
+	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", f.port,
+	    harness_shared->port);
+	o = options_for(hosts, 0);
+	c = lockd_uv_connect(&harness_uv_loop, &o, harness_uv_on_connect, &r);
+	assert_non_null(c);
+	assert_true(harness_uv_run_until(&r.done, TIMEOUT_MS));
+	assert_int_equal(r.result, LOCKD_OK);
+
+	memset(&sem, 0, sizeof(sem));
+	memset(&rw, 0, sizeof(rw));
+	assert_int_equal(lockd_uv_acquire_kind(c, "uvk/fo/sem", &now, &two,
+	    NULL, harness_uv_on_reply, &sem), LOCKD_OK);
+	assert_int_equal(lockd_uv_try_kind(c, "uvk/fo/rw", &now, &shared,
+	    NULL, harness_uv_on_reply, &rw), LOCKD_OK);
+	assert_true(harness_uv_run_until(&rw.done, TIMEOUT_MS));
+	assert_int_equal(sem.calls, 1);
+	assert_int_equal(sem.result, LOCKD_OK);
+	assert_int_equal(rw.calls, 1);
+	assert_int_equal(rw.result, LOCKD_OK);
+
+	/* What the fake got before it hung up: the first request. */
+	assert_true(harness_read_file(f.received, got, sizeof(got)));
+	assert_memory_equal(got, "ACQUIRE uvk/fo/sem ", 19);
+	assert_non_null(strstr(got, " limit=2"));
+	rid_of(got, rid, sizeof(rid));
+	assert_int_equal(strlen(rid), 32);
+
+	/* lockd has them with their kinds. */
+	assert_int_equal(lockd_status_holders(check, "uvk/fo/sem", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 1);
+	assert_int_equal(h.limit, 2);
+	assert_int_equal(lockd_status_holders(check, "uvk/fo/rw", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 1);
+	assert_int_equal(h.mode, LOCKD_MODE_SHARED);
+	/* And the rid the fake saw is the grant's: a repeat finds it. */
+	again = connect_uv();
+	RUN(rep, lockd_uv_acquire_kind(again, "uvk/fo/sem", &now, &two, rid,
+	    harness_uv_on_reply, &rep));
+	assert_int_equal(rep.result, LOCKD_OK);
+	assert_int_equal(rep.reply.lease.fence, sem.reply.lease.fence);
+	assert_string_equal(rep.reply.lease.handle, sem.reply.lease.handle);
+	assert_int_equal(lockd_status_holders(check, "uvk/fo/sem", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 1);
+
+	harness_uv_close(again);
+	harness_uv_close(c);
+	harness_fake_stop(&f);
+	lockd_free(check);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(
+		    test_uv_kinds_a_semaphore_of_two_lets_two_of_three_hold),
+		cmocka_unit_test(
+		    test_uv_kinds_readers_share_and_a_writer_waits_its_turn),
+		cmocka_unit_test(
+		    test_uv_kinds_a_mismatch_is_badarg_and_a_bad_kind_invalid),
+		cmocka_unit_test(
+		    test_uv_kinds_fail_over_sends_again_with_rid_limit_and_mode),
+	};
+
+	harness_begin();
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
