@@ -29,6 +29,7 @@
 
 #include "client/lockd.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/kinds.h"
 
 #define TIMEOUT_MS 5000
 
@@ -1034,19 +1035,6 @@ test_liblockd_requests_on_the_wire_are_canonical(void **state)
 	harness_fake_stop(&f);
 }
 
-/* A lockd_kind of this limit and mode, its size set. */
-static lockd_kind
-kind_of(unsigned int limit, int mode)
-{
-	lockd_kind k;
-
-	memset(&k, 0, sizeof(k));
-	k.size = sizeof(k);
-	k.limit = limit;
-	k.mode = mode;
-	return k;
-}
-
 /* limit= and mode= on the wire: only when they say something. */
 static void
 test_liblockd_kinds_on_the_wire(void **state)
@@ -1070,19 +1058,19 @@ test_liblockd_kinds_on_the_wire(void **state)
 
 	(void)state;
 	memset(&now, 0, sizeof(now));
-	k = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
 	    LOCKD_HELD);
-	k = kind_of(0, LOCKD_MODE_SHARED);
+	k = harness_kind(0, LOCKD_MODE_SHARED);
 	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
 	    LOCKD_HELD);
-	k = kind_of(1, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(1, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
 	    LOCKD_HELD);
-	k = kind_of(LOCKD_LIMIT_MAX, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(LOCKD_LIMIT_MAX, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_acquire_kind(c, "a", &now, &k, "r-1", &lease),
 	    LOCKD_ERR_WAIT_TIMEOUT);
-	k = kind_of(1, LOCKD_MODE_SHARED);
+	k = harness_kind(1, LOCKD_MODE_SHARED);
 	assert_int_equal(lockd_try_kind(c, "a", &now, &k, "r-2", &lease),
 	    LOCKD_HELD);
 	lockd_free(c);
@@ -1313,13 +1301,7 @@ test_liblockd_codes_have_names_and_classes(void **state)
 static lockd_acquire_options
 wait_for(int64_t wait_ms)
 {
-	lockd_acquire_options o;
-
-	memset(&o, 0, sizeof(o));
-	o.lease_ms = 10000;
-	o.wait_ms = wait_ms;
-	o.onclose = LOCKD_ONCLOSE_KEEP;
-	return o;
+	return harness_wait_options(wait_ms, LOCKD_ONCLOSE_KEEP);
 }
 
 /* A semaphore of 2 and three callers, each on its own connection. */
@@ -1328,7 +1310,7 @@ test_liblockd_a_semaphore_of_two_lets_two_of_three_hold(void **state)
 {
 	lockd_context *c[3] = { connect_shared(), connect_shared(),
 	    connect_shared() };
-	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind two = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
 	lockd_acquire_options now = wait_for(0), soon = wait_for(200);
 	lockd_lease l[3];
 	lockd_lock_status st;
@@ -1368,8 +1350,8 @@ static void
 test_liblockd_kind_with_a_rid_is_granted_once(void **state)
 {
 	lockd_context *c = connect_shared();
-	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
-	lockd_kind three = kind_of(3, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind two = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind three = harness_kind(3, LOCKD_MODE_EXCLUSIVE);
 	lockd_acquire_options now = wait_for(0);
 	lockd_lease a, b;
 
@@ -1403,7 +1385,7 @@ write_lock(void *arg)
 {
 	struct writer *w = arg;
 	lockd_acquire_options o = wait_for(5000);
-	lockd_kind excl = kind_of(1, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind excl = harness_kind(1, LOCKD_MODE_EXCLUSIVE);
 
 	w->rc = lockd_acquire_kind(w->c, "kind/rw", &o, &excl, NULL,
 	    &w->lease);
@@ -1415,7 +1397,7 @@ static void
 test_liblockd_shared_readers_queue_behind_a_waiting_writer(void **state)
 {
 	lockd_context *r1 = connect_shared(), *r2 = connect_shared();
-	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_kind shared = harness_kind(0, LOCKD_MODE_SHARED);
 	lockd_acquire_options now = wait_for(0), soon = wait_for(200);
 	struct writer w = { .c = connect_shared(), .rc = 1 };
 	lockd_lease a, b;
@@ -1469,21 +1451,21 @@ test_liblockd_bad_kinds_are_refused_before_sending(void **state)
 	lockd_lease l;
 
 	(void)state;
-	k = kind_of(LOCKD_LIMIT_MAX + 1, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(LOCKD_LIMIT_MAX + 1, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
 	    LOCKD_ERR_INVALID);
-	k = kind_of(2, LOCKD_MODE_SHARED);
+	k = harness_kind(2, LOCKD_MODE_SHARED);
 	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
 	    LOCKD_ERR_INVALID);
-	k = kind_of(1, 7);
+	k = harness_kind(1, 7);
 	assert_int_equal(lockd_acquire_kind(c, "kind/bad", &now, &k, NULL,
 	    &l), LOCKD_ERR_INVALID);
-	k = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
 	k.size = 0;
 	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
 	    LOCKD_ERR_INVALID);
 	/* An older caller's shorter struct: limit read, mode not. */
-	k = kind_of(LOCKD_LIMIT_MAX, LOCKD_MODE_SHARED);
+	k = harness_kind(LOCKD_LIMIT_MAX, LOCKD_MODE_SHARED);
 	k.size = offsetof(lockd_kind, mode);
 	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
 	    LOCKD_OK);
@@ -1532,8 +1514,8 @@ static void
 test_liblockd_status_and_list_tell_holders_limit_and_mode(void **state)
 {
 	lockd_context *c = connect_shared();
-	lockd_kind three = kind_of(3, LOCKD_MODE_EXCLUSIVE);
-	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_kind three = harness_kind(3, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind shared = harness_kind(0, LOCKD_MODE_SHARED);
 	lockd_acquire_options now = wait_for(0);
 	lockd_lock_holders h;
 	lockd_lock_info info;

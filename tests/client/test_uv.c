@@ -45,15 +45,8 @@ static lockd_uv_client *
 connect_uv(int port, int64_t command_timeout_ms)
 {
 	lockd_options o = options_for(port, command_timeout_ms);
-	struct harness_uv_result r = { 0 };
-	lockd_uv_client *c = lockd_uv_connect(&harness_uv_loop, &o,
-	    harness_uv_on_connect, &r);
 
-	assert_non_null(c);
-	assert_true(harness_uv_run_until(&r.done, TIMEOUT_MS));
-	if (r.result != LOCKD_OK)
-		fail_msg("connect: %s", lockd_uv_errstr(c));
-	return c;
+	return harness_uv_connect(&o, TIMEOUT_MS);
 }
 
 static bool
@@ -77,22 +70,6 @@ wait_all(struct harness_uv_result *r, size_t n)
 	while (!(done = all_done(r, n)) && harness_now_ms() < end)
 		harness_uv_run_for(10);
 	assert_true(done);
-}
-
-static int
-setup(void **state)
-{
-	assert_int_equal(uv_loop_init(&harness_uv_loop), 0);
-	return harness_shared_setup(state);
-}
-
-static int
-teardown(void **state)
-{
-	uv_run(&harness_uv_loop, UV_RUN_NOWAIT);
-	/* Every handle of every client was closed and freed. */
-	assert_int_equal(uv_loop_close(&harness_uv_loop), 0);
-	return harness_shared_teardown(state);
 }
 
 /* ---- every call ------------------------------------------------------- */
@@ -667,5 +644,6 @@ main(void)
 	};
 
 	harness_begin();
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, harness_uv_shared_setup,
+	    harness_uv_shared_teardown);
 }

@@ -24,6 +24,7 @@
 #include "client/lockd.h"
 #include "client/lockd_uv.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/kinds.h"
 #include "tests/lib/uv_loop.h"
 
 #define TIMEOUT_MS 5000
@@ -45,15 +46,8 @@ static lockd_uv_client *
 connect_uv(void)
 {
 	lockd_options o = options_for("127.0.0.1", harness_shared->port);
-	struct harness_uv_result r = { 0 };
-	lockd_uv_client *c = lockd_uv_connect(&harness_uv_loop, &o,
-	    harness_uv_on_connect, &r);
 
-	assert_non_null(c);
-	assert_true(harness_uv_run_until(&r.done, TIMEOUT_MS));
-	if (r.result != LOCKD_OK)
-		fail_msg("connect: %s", lockd_uv_errstr(c));
-	return c;
+	return harness_uv_connect(&o, TIMEOUT_MS);
 }
 
 /* A blocking context on the shared lockd, to look at what it holds. */
@@ -69,28 +63,10 @@ connect_blocking(void)
 	return c;
 }
 
-static lockd_kind
-kind_of(unsigned int limit, int mode)
-{
-	lockd_kind k;
-
-	memset(&k, 0, sizeof(k));
-	k.size = sizeof(k);
-	k.limit = limit;
-	k.mode = mode;
-	return k;
-}
-
 static lockd_acquire_options
 wait_for(int64_t wait_ms)
 {
-	lockd_acquire_options o;
-
-	memset(&o, 0, sizeof(o));
-	o.lease_ms = 10000;
-	o.wait_ms = wait_ms;
-	o.onclose = LOCKD_ONCLOSE_RELEASE;
-	return o;
+	return harness_wait_options(wait_ms, LOCKD_ONCLOSE_RELEASE);
 }
 
 /* Issues call (which must be accepted) and runs the loop to its reply. */
@@ -99,6 +75,17 @@ wait_for(int64_t wait_ms)
 	assert_int_equal((call), LOCKD_OK);                             \
 	assert_true(harness_uv_run_until(&(r).done, TIMEOUT_MS));       \
 } while (0)
+
+/* Releases what r was granted, on c, and runs the loop until it is. */
+static void
+release_grant(lockd_uv_client *c, const struct harness_uv_result *r)
+{
+	struct harness_uv_result rel;
+
+	RUN(rel, lockd_uv_release(c, &r->reply.lease, harness_uv_on_reply,
+	    &rel));
+	assert_int_equal(rel.result, LOCKD_OK);
+}
 
 /* Runs the loop until name has `queue` waiters, as STATUS says. */
 static void
@@ -117,31 +104,16 @@ wait_for_queue(lockd_context *check, const char *name, uint64_t queue)
 	    (unsigned long long)queue);
 }
 
-static int
-setup(void **state)
-{
-	assert_int_equal(uv_loop_init(&harness_uv_loop), 0);
-	return harness_shared_setup(state);
-}
-
-static int
-teardown(void **state)
-{
-	uv_run(&harness_uv_loop, UV_RUN_NOWAIT);
-	assert_int_equal(uv_loop_close(&harness_uv_loop), 0);
-	return harness_shared_teardown(state);
-}
-
 /* A semaphore of 2 and three clients: two hold, the third waits for a
  * permit and has it, with a fence of its own, when one is given back. */
 static void
 test_uv_kinds_a_semaphore_of_two_lets_two_of_three_hold(void **state)
 {
 	lockd_uv_client *c[3] = { connect_uv(), connect_uv(), connect_uv() };
-	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind two = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
 	lockd_acquire_options now = wait_for(0), forever =
 	    wait_for(LOCKD_WAIT_FOREVER);
-	struct harness_uv_result r[3], busy, rel;
+	struct harness_uv_result r[3], busy;
 	lockd_context *check = connect_blocking();
 	lockd_lock_holders h = { .size = sizeof(h) };
 	int i;
@@ -168,9 +140,7 @@ test_uv_kinds_a_semaphore_of_two_lets_two_of_three_hold(void **state)
 	    &two, NULL, harness_uv_on_reply, &r[2]), LOCKD_OK);
 	wait_for_queue(check, "uvk/sem", 1);
 	assert_false(r[2].done);
-	RUN(rel, lockd_uv_release(c[0], &r[0].reply.lease,
-	    harness_uv_on_reply, &rel));
-	assert_int_equal(rel.result, LOCKD_OK);
+	release_grant(c[0], &r[0]);
 	assert_true(harness_uv_run_until(&r[2].done, TIMEOUT_MS));
 	assert_int_equal(r[2].result, LOCKD_OK);
 	assert_true(r[2].reply.lease.fence > r[1].reply.lease.fence);
@@ -189,10 +159,10 @@ test_uv_kinds_readers_share_and_a_writer_waits_its_turn(void **state)
 {
 	lockd_uv_client *r1 = connect_uv(), *r2 = connect_uv(),
 	    *w = connect_uv(), *late = connect_uv();
-	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_kind shared = harness_kind(0, LOCKD_MODE_SHARED);
 	lockd_acquire_options now = wait_for(0), forever =
 	    wait_for(LOCKD_WAIT_FOREVER);
-	struct harness_uv_result a, b, wr, lr, rel;
+	struct harness_uv_result a, b, wr, lr;
 	lockd_context *check = connect_blocking();
 	lockd_lock_holders h = { .size = sizeof(h) };
 
@@ -220,19 +190,16 @@ test_uv_kinds_readers_share_and_a_writer_waits_its_turn(void **state)
 	assert_false(lr.done);
 
 	/* One reader leaves: the writer still waits for the other. */
-	RUN(rel, lockd_uv_release(r1, &a.reply.lease, harness_uv_on_reply,
-	    &rel));
+	release_grant(r1, &a);
 	harness_uv_run_for(50);
 	assert_false(wr.done);
-	RUN(rel, lockd_uv_release(r2, &b.reply.lease, harness_uv_on_reply,
-	    &rel));
+	release_grant(r2, &b);
 	assert_true(harness_uv_run_until(&wr.done, TIMEOUT_MS));
 	assert_int_equal(wr.result, LOCKD_OK);
 	assert_true(wr.reply.lease.fence > b.reply.lease.fence);
 	harness_uv_run_for(50);
 	assert_false(lr.done);
-	RUN(rel, lockd_uv_release(w, &wr.reply.lease, harness_uv_on_reply,
-	    &rel));
+	release_grant(w, &wr);
 	assert_true(harness_uv_run_until(&lr.done, TIMEOUT_MS));
 	assert_int_equal(lr.result, LOCKD_OK);
 	assert_true(lr.reply.lease.fence > wr.reply.lease.fence);
@@ -249,9 +216,9 @@ static void
 test_uv_kinds_a_mismatch_is_badarg_and_a_bad_kind_invalid(void **state)
 {
 	lockd_uv_client *c = connect_uv();
-	lockd_kind three = kind_of(3, LOCKD_MODE_EXCLUSIVE);
-	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
-	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_kind three = harness_kind(3, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind two = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind shared = harness_kind(0, LOCKD_MODE_SHARED);
 	lockd_kind k;
 	lockd_acquire_options now = wait_for(0);
 	struct harness_uv_result held, r, unused;
@@ -272,13 +239,13 @@ test_uv_kinds_a_mismatch_is_badarg_and_a_bad_kind_invalid(void **state)
 	assert_int_equal(r.result, LOCKD_ERR_BADARG);
 
 	memset(&unused, 0, sizeof(unused));
-	k = kind_of(2, LOCKD_MODE_SHARED);
+	k = harness_kind(2, LOCKD_MODE_SHARED);
 	assert_int_equal(lockd_uv_try_kind(c, "uvk/bad", &now, &k, NULL,
 	    harness_uv_on_reply, &unused), LOCKD_ERR_INVALID);
-	k = kind_of(LOCKD_LIMIT_MAX + 1, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(LOCKD_LIMIT_MAX + 1, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_uv_acquire_kind(c, "uvk/bad", &now, &k, NULL,
 	    harness_uv_on_reply, &unused), LOCKD_ERR_INVALID);
-	k = kind_of(3, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(3, LOCKD_MODE_EXCLUSIVE);
 	k.size = 0;
 	assert_int_equal(lockd_uv_try_kind(c, "uvk/bad", &now, &k, NULL,
 	    harness_uv_on_reply, &unused), LOCKD_ERR_INVALID);
@@ -286,9 +253,7 @@ test_uv_kinds_a_mismatch_is_badarg_and_a_bad_kind_invalid(void **state)
 	harness_uv_run_for(20);
 	assert_false(unused.done);
 	/* The client lives on: its permit is still there to release. */
-	RUN(r, lockd_uv_release(c, &held.reply.lease, harness_uv_on_reply,
-	    &r));
-	assert_int_equal(r.result, LOCKD_OK);
+	release_grant(c, &held);
 	harness_uv_close(c);
 }
 
@@ -325,9 +290,9 @@ test_uv_kinds_fail_over_sends_again_with_rid_limit_and_mode(void **state)
 	char hosts[64], got[1024], rid[80];
 	lockd_options o;
 	lockd_uv_client *c, *again;
-	struct harness_uv_result r = { 0 }, sem, rw, rep;
-	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
-	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	struct harness_uv_result sem, rw, rep;
+	lockd_kind two = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind shared = harness_kind(0, LOCKD_MODE_SHARED);
 	lockd_acquire_options now = wait_for(0);
 	lockd_context *check = connect_blocking();
 	lockd_lock_holders h = { .size = sizeof(h) };
@@ -337,10 +302,7 @@ test_uv_kinds_fail_over_sends_again_with_rid_limit_and_mode(void **state)
 	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", f.port,
 	    harness_shared->port);
 	o = options_for(hosts, 0);
-	c = lockd_uv_connect(&harness_uv_loop, &o, harness_uv_on_connect, &r);
-	assert_non_null(c);
-	assert_true(harness_uv_run_until(&r.done, TIMEOUT_MS));
-	assert_int_equal(r.result, LOCKD_OK);
+	c = harness_uv_connect(&o, TIMEOUT_MS);
 
 	memset(&sem, 0, sizeof(sem));
 	memset(&rw, 0, sizeof(rw));
@@ -402,5 +364,6 @@ main(void)
 	};
 
 	harness_begin();
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, harness_uv_shared_setup,
+	    harness_uv_shared_teardown);
 }

@@ -47,6 +47,22 @@ harness_uv_on_closed(lockd_uv_client *client, void *arg)
 	*(bool *)arg = true;
 }
 
+int
+harness_uv_shared_setup(void **state)
+{
+	assert_int_equal(uv_loop_init(&harness_uv_loop), 0);
+	return harness_shared_setup(state);
+}
+
+int
+harness_uv_shared_teardown(void **state)
+{
+	uv_run(&harness_uv_loop, UV_RUN_NOWAIT);
+	/* Every handle of every client was closed and freed. */
+	assert_int_equal(uv_loop_close(&harness_uv_loop), 0);
+	return harness_shared_teardown(state);
+}
+
 static void
 harness_uv_guard_tick(uv_timer_t *t)
 {
@@ -74,6 +90,20 @@ harness_uv_run_for(int64_t ms)
 	bool never = false;
 
 	harness_uv_run_until(&never, ms);
+}
+
+lockd_uv_client *
+harness_uv_connect(const lockd_options *o, int64_t timeout_ms)
+{
+	struct harness_uv_result r = { 0 };
+	lockd_uv_client *c = lockd_uv_connect(&harness_uv_loop, o,
+	    harness_uv_on_connect, &r);
+
+	assert_non_null(c);
+	assert_true(harness_uv_run_until(&r.done, timeout_ms));
+	if (r.result != LOCKD_OK)
+		fail_msg("connect: %s", lockd_uv_errstr(c));
+	return c;
 }
 
 void

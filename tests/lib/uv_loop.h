@@ -41,6 +41,19 @@ void harness_uv_on_connect(lockd_uv_client *client, int result, void *arg);
 /* lockd_uv_close_cb: sets the bool at arg. */
 void harness_uv_on_closed(lockd_uv_client *client, void *arg);
 
+/*
+ * cmocka group setup and teardown for a program whose tests share one
+ * lockd (harness_shared_setup): the loop is initialised first, and at the
+ * end every handle of every client must have been closed and freed.
+ */
+int harness_uv_shared_setup(void **state);
+int harness_uv_shared_teardown(void **state);
+
+/* A client connected on the loop with options o, once its connect callback
+ * has come (the test fails if it does not in timeout_ms, or fails). */
+lockd_uv_client *harness_uv_connect(const lockd_options *o,
+    int64_t timeout_ms);
+
 /* Runs the loop until *flag is true or ms pass; the flag's value. */
 bool harness_uv_run_until(const bool *flag, int64_t ms);
 /* Runs the loop for ms, whatever happens. */
