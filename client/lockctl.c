@@ -489,9 +489,8 @@ cmd_release(lockd_context *c, const struct words *w)
 }
 
 /*
- * STATUS's fields, then owner=, holders=, limit=, mode=shared and delay=
- * when they apply, in the reply's order (holders NULL: WATCH's line, whose
- * holders are not asked for).
+ * STATUS's fields, then owner=, holders=, limit=, mode=shared, delay= and
+ * (WATCH's) cause= when they apply, in the reply's order.
  */
 static void
 print_info(const lockd_lock_info *info, const lockd_lock_holders *holders)
@@ -500,12 +499,11 @@ print_info(const lockd_lock_info *info, const lockd_lock_holders *holders)
 	    info->held, info->fence, info->ttl_ms, info->queue);
 	if (info->owner[0] != '\0')
 		printf(" owner=%s", info->owner);
-	if (holders != NULL && (holders->limit > 1 ||
-	    holders->mode == LOCKD_MODE_SHARED))
+	if (holders->limit > 1 || holders->mode == LOCKD_MODE_SHARED)
 		printf(" holders=%" PRIu64, holders->holders);
-	if (holders != NULL && holders->limit > 1)
+	if (holders->limit > 1)
 		printf(" limit=%u", holders->limit);
-	if (holders != NULL && holders->mode == LOCKD_MODE_SHARED)
+	if (holders->mode == LOCKD_MODE_SHARED)
 		fputs(" mode=shared", stdout);
 	if (info->delay_ms > 0)
 		printf(" delay=%" PRId64, info->delay_ms);
@@ -587,19 +585,21 @@ static int
 cmd_watch(lockd_context *c, const struct words *w)
 {
 	lockd_lock_info info;
+	lockd_lock_holders holders = { .size = sizeof(holders) };
 	int rc;
 
-	if ((rc = lockd_status_info(c, w->name, &info)) != LOCKD_OK)
+	if ((rc = lockd_status_holders(c, w->name, &info, &holders)) !=
+	    LOCKD_OK)
 		return fail("watch", w->name, c, rc);
-	print_info(&info, NULL);
+	print_info(&info, &holders);
 	fflush(stdout);
 	for (;;) {
 		int64_t fence = (int64_t)info.fence;
 
-		if ((rc = lockd_watch(c, w->name, fence, LOCKD_WAIT_FOREVER,
-		    &info)) != LOCKD_OK)
+		if ((rc = lockd_watch_holders(c, w->name, fence,
+		    LOCKD_WAIT_FOREVER, &info, &holders)) != LOCKD_OK)
 			return fail("watch", w->name, c, rc);
-		print_info(&info, NULL);
+		print_info(&info, &holders);
 		if (fflush(stdout) != 0)
 			return EXIT_FAILED;
 	}

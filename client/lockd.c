@@ -1468,13 +1468,12 @@ lockd__status(lockd_context *c, const char *name, lockd_lock_info *info,
 	struct lockd__request r;
 	lockd_reply reply;
 	struct lockd__info got;
-	lockd_lock_holders none = { sizeof(none), 0, 0, 0 };
 	int rc;
 
 	if (lockd__check_idle(c) != LOCKD_OK)
 		return c->err;
-	if (holders != NULL && lockd__holders_copy(holders, &none,
-	    c->errstr) != LOCKD_OK)
+	if (holders != NULL && lockd__holders_check(holders, c->errstr) !=
+	    LOCKD_OK)
 		return lockd__record(c, LOCKD_ERR_INVALID);
 	rc = lockd__call(c, &r, lockd__request_status(&r, name, c->errstr),
 	    &reply, &got);
@@ -1483,7 +1482,7 @@ lockd__status(lockd_context *c, const char *name, lockd_lock_info *info,
 	if (info != NULL)
 		*info = got.lock;
 	if (holders != NULL)
-		(void)lockd__holders_copy(holders, &got.holders, c->errstr);
+		lockd__holders_copy(holders, &got.holders);
 	return rc;
 }
 
@@ -1530,9 +1529,10 @@ lockd_check(lockd_context *c, const char *name, uint64_t fence,
 	return rc;
 }
 
-int
-lockd_watch(lockd_context *c, const char *name, int64_t fence,
-    int64_t wait_ms, lockd_lock_info *info)
+/* WATCH into *info and, when wanted, *holders (its size checked first). */
+static int
+lockd__watch(lockd_context *c, const char *name, int64_t fence,
+    int64_t wait_ms, lockd_lock_info *info, lockd_lock_holders *holders)
 {
 	struct lockd__request r;
 	lockd_reply reply;
@@ -1541,11 +1541,32 @@ lockd_watch(lockd_context *c, const char *name, int64_t fence,
 
 	if (lockd__check_idle(c) != LOCKD_OK)
 		return c->err;
+	if (holders != NULL && lockd__holders_check(holders, c->errstr) !=
+	    LOCKD_OK)
+		return lockd__record(c, LOCKD_ERR_INVALID);
 	rc = lockd__call(c, &r, lockd__request_watch(&r, name, fence,
 	    wait_ms, c->errstr), &reply, &got);
-	if (rc == LOCKD_OK && info != NULL)
+	if (rc != LOCKD_OK)
+		return rc;
+	if (info != NULL)
 		*info = got.lock;
+	if (holders != NULL)
+		lockd__holders_copy(holders, &got.holders);
 	return rc;
+}
+
+int
+lockd_watch(lockd_context *c, const char *name, int64_t fence,
+    int64_t wait_ms, lockd_lock_info *info)
+{
+	return lockd__watch(c, name, fence, wait_ms, info, NULL);
+}
+
+int
+lockd_watch_holders(lockd_context *c, const char *name, int64_t fence,
+    int64_t wait_ms, lockd_lock_info *info, lockd_lock_holders *holders)
+{
+	return lockd__watch(c, name, fence, wait_ms, info, holders);
 }
 
 /* LIST, calling fn or holders_fn (whichever is not NULL) per lock. */

@@ -407,13 +407,15 @@ typedef int lockd_list_fn(void *arg, const lockd_lock_info *info);
 int lockd_list(lockd_context *c, const char *prefix, const char *after,
     int limit, lockd_list_fn *fn, void *arg, char *next);
 /*
- * lockd_status_info and lockd_list with the holders too (see
+ * lockd_status_info, lockd_watch and lockd_list with the holders too (see
  * lockd_lock_holders): a semaphore's holders and limit, a shared lock's
  * readers.  holders may be NULL; its size must be set, else
  * LOCKD_ERR_INVALID and nothing is sent.
  */
 int lockd_status_holders(lockd_context *c, const char *name,
     lockd_lock_info *info, lockd_lock_holders *holders);
+int lockd_watch_holders(lockd_context *c, const char *name, int64_t fence,
+    int64_t wait_ms, lockd_lock_info *info, lockd_lock_holders *holders);
 typedef int lockd_list_holders_fn(void *arg, const lockd_lock_info *info,
     const lockd_lock_holders *holders);
 int lockd_list_holders(lockd_context *c, const char *prefix,

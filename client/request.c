@@ -477,21 +477,25 @@ lockd__fill_info(const struct proto_reply *pr, struct lockd__info *info)
 }
 
 int
-lockd__holders_copy(lockd_lock_holders *dst, const lockd_lock_holders *src,
-    char *errstr)
+lockd__holders_check(const lockd_lock_holders *h, char *errstr)
+{
+	if (h->size < offsetof(lockd_lock_holders, holders) +
+	    sizeof(h->holders))
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "lockd_lock_holders: set size to its sizeof");
+	return LOCKD_OK;
+}
+
+void
+lockd__holders_copy(lockd_lock_holders *dst, const lockd_lock_holders *src)
 {
 	size_t size = dst->size;
 
-	if (size < offsetof(lockd_lock_holders, holders) +
-	    sizeof(dst->holders))
-		return lockd__error(errstr, LOCKD_ERR_INVALID,
-		    "lockd_lock_holders: set size to its sizeof");
 	dst->holders = src->holders;
 	if (size >= offsetof(lockd_lock_holders, limit) + sizeof(dst->limit))
 		dst->limit = src->limit;
 	if (size >= offsetof(lockd_lock_holders, mode) + sizeof(dst->mode))
 		dst->mode = src->mode;
-	return LOCKD_OK;
 }
 
 /*

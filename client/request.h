@@ -105,12 +105,14 @@ struct lockd__info {
 };
 
 /*
- * Copies the fields of *src that dst->size covers into *dst.  LOCKD_OK, or
- * LOCKD_ERR_INVALID with errstr saying why when dst->size does not cover
- * holders, the first field after it.
+ * A caller's lockd_lock_holders must have a size that covers holders, the
+ * first field after it: LOCKD_OK, or LOCKD_ERR_INVALID with errstr saying
+ * why.  lockd__holders_copy then copies the fields of *src that dst->size
+ * covers into *dst.
  */
-int lockd__holders_copy(lockd_lock_holders *dst,
-    const lockd_lock_holders *src, char *errstr);
+int lockd__holders_check(const lockd_lock_holders *h, char *errstr);
+void lockd__holders_copy(lockd_lock_holders *dst,
+    const lockd_lock_holders *src);
 
 /* A LIST reply line that is not its last: lockd__reply_take returns it
  * (consumed, with *info filled) and the request stays due. */

@@ -1580,6 +1580,16 @@ test_liblockd_status_and_list_tell_holders_limit_and_mode(void **state)
 	assert_int_equal(seen.holders[2].holders, 1);
 	assert_int_equal(seen.holders[2].mode, LOCKD_MODE_EXCLUSIVE);
 	assert_string_equal(next, "");
+	/* WATCH says it too: the newest fence is not the first permit's. */
+	h = holders_blank();
+	assert_int_equal(lockd_watch_holders(c, "holders/a-sem",
+	    (int64_t)l[0].fence, 0, &info, &h), LOCKD_OK);
+	assert_int_equal(info.fence, l[1].fence);
+	assert_int_equal(h.holders, 2);
+	assert_int_equal(h.limit, 3);
+	h.size = 0;
+	assert_int_equal(lockd_watch_holders(c, "holders/a-sem",
+	    (int64_t)l[0].fence, 0, &info, &h), LOCKD_ERR_INVALID);
 
 	/* An older caller's shorter struct: holders written, no further. */
 	h = holders_blank();

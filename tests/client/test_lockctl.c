@@ -960,6 +960,39 @@ test_lockctl_status_and_list_show_holders_limit_and_mode(void **state)
 	    "\"mode\": \"exclusive\"}"));
 }
 
+/* watch shows a shared lock's readers as they come. */
+static void
+test_lockctl_watch_shows_holders_of_a_shared_lock(void **state)
+{
+	const char *watch_out = path_of("watch-kinds.out");
+	char text[OUT_SIZE];
+	int64_t deadline;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(lockctl("try", "-s", "ctl/kinds/watched", NULL), 0);
+	pid = spawn_lockctl(watch_out, NULL, "watch", "ctl/kinds/watched",
+	    NULL);
+	assert_true(pid > 0);
+	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
+	do {
+		harness_sleep_ms(20);
+		text[0] = '\0';
+		harness_read_file(watch_out, text, sizeof(text));
+	} while (strchr(text, '\n') == NULL && harness_now_ms() < deadline);
+	assert_non_null(strstr(text, " holders=1 mode=shared\n"));
+	assert_int_equal(lockctl("try", "-s", "ctl/kinds/watched", NULL), 0);
+	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
+	do {
+		harness_sleep_ms(20);
+		harness_read_file(watch_out, text, sizeof(text));
+	} while (strstr(text, "cause=granted") == NULL &&
+	    harness_now_ms() < deadline);
+	kill(pid, SIGTERM);
+	harness_wait(pid, HARNESS_STOP_TIMEOUT_MS);
+	assert_non_null(strstr(text, " holders=2 mode=shared cause=granted\n"));
+}
+
 /* force NAME FENCE frees only the holder with that fence. */
 static void
 test_lockctl_force_frees_only_that_fence(void **state)
@@ -1459,6 +1492,8 @@ main(void)
 		cmocka_unit_test(test_lockctl_list_shows_a_table_and_json),
 		cmocka_unit_test(
 		    test_lockctl_status_and_list_show_holders_limit_and_mode),
+		cmocka_unit_test(
+		    test_lockctl_watch_shows_holders_of_a_shared_lock),
 		cmocka_unit_test(test_lockctl_force_frees_only_that_fence),
 		cmocka_unit_test(test_lockctl_watch_prints_each_change),
 		cmocka_unit_test(test_lockctl_run_with_owner_elects_a_leader),
