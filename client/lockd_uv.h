@@ -58,6 +58,14 @@ typedef void lockd_uv_connect_cb(lockd_uv_client *client, int result,
  */
 typedef void lockd_uv_reply_cb(lockd_uv_client *client, int result,
     const lockd_reply *reply, void *arg);
+/*
+ * lockd_uv_status_holders's callback: info and holders (never NULL, valid
+ * during the callback only) say what STATUS said, as lockd_status_holders
+ * fills them; zero (holders->limit 1) when result is an error.
+ */
+typedef void lockd_uv_status_cb(lockd_uv_client *client, int result,
+    const lockd_lock_info *info, const lockd_lock_holders *holders,
+    void *arg);
 typedef void lockd_uv_close_cb(lockd_uv_client *client, void *arg);
 /* Called once when a kept-alive lease is lost; see below. */
 typedef void lockd_uv_lost_cb(lockd_uv_keepalive *keepalive, int err,
@@ -114,6 +122,13 @@ int lockd_uv_release(lockd_uv_client *client, const lockd_lease *lease,
 int lockd_uv_status(lockd_uv_client *client, const char *name,
     lockd_uv_reply_cb *cb, void *arg);
 int lockd_uv_ping(lockd_uv_client *client, lockd_uv_reply_cb *cb, void *arg);
+/*
+ * STATUS with everything lockd_status_holders tells (the owner, the
+ * lock-delay, a semaphore's or shared lock's holders, limit and mode),
+ * to a callback of its own; in request order with the others.
+ */
+int lockd_uv_status_holders(lockd_uv_client *client, const char *name,
+    lockd_uv_status_cb *cb, void *arg);
 /*
  * ACQUIRE and TRY with every option (lockd_acquire_ex's; NULL: defaults,
  * an ACQUIRE waiting forever) and rid=<rid> (protocol v2; 1 to 64 bytes a

@@ -76,6 +76,43 @@ wait_for(int64_t wait_ms)
 	assert_true(harness_uv_run_until(&(r).done, TIMEOUT_MS));       \
 } while (0)
 
+/* What a lockd_uv_status_holders callback got. */
+struct status_seen {
+	bool done;
+	int result;
+	lockd_lock_info info;
+	lockd_lock_holders holders;
+};
+
+static void
+on_status(lockd_uv_client *client, int result, const lockd_lock_info *info,
+    const lockd_lock_holders *holders, void *arg)
+{
+	struct status_seen *s = arg;
+
+	(void)client;
+	assert_non_null(info);
+	assert_non_null(holders);
+	assert_true(holders->size >= sizeof(lockd_lock_holders));
+	s->done = true;
+	s->result = result;
+	s->info = *info;
+	s->holders = *holders;
+}
+
+/* lockd_uv_status_holders on c for name, run to its answer. */
+static struct status_seen
+status_of(lockd_uv_client *c, const char *name)
+{
+	struct status_seen s;
+
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(lockd_uv_status_holders(c, name, on_status, &s),
+	    LOCKD_OK);
+	assert_true(harness_uv_run_until(&s.done, TIMEOUT_MS));
+	return s;
+}
+
 /* Releases what r was granted, on c, and runs the loop until it is. */
 static void
 release_grant(lockd_uv_client *c, const struct harness_uv_result *r)
@@ -114,8 +151,8 @@ test_uv_kinds_a_semaphore_of_two_lets_two_of_three_hold(void **state)
 	lockd_acquire_options now = wait_for(0), forever =
 	    wait_for(LOCKD_WAIT_FOREVER);
 	struct harness_uv_result r[3], busy;
+	struct status_seen seen;
 	lockd_context *check = connect_blocking();
-	lockd_lock_holders h = { .size = sizeof(h) };
 	int i;
 
 	(void)state;
@@ -126,10 +163,13 @@ test_uv_kinds_a_semaphore_of_two_lets_two_of_three_hold(void **state)
 	assert_int_equal(r[0].result, LOCKD_OK);
 	assert_int_equal(r[1].result, LOCKD_OK);
 	assert_true(r[1].reply.lease.fence > r[0].reply.lease.fence);
-	assert_int_equal(lockd_status_holders(check, "uvk/sem", NULL, &h),
-	    LOCKD_OK);
-	assert_int_equal(h.holders, 2);
-	assert_int_equal(h.limit, 2);
+	seen = status_of(c[2], "uvk/sem");
+	assert_int_equal(seen.result, LOCKD_OK);
+	assert_int_equal(seen.info.held, 1);
+	assert_int_equal(seen.info.fence, r[1].reply.lease.fence);
+	assert_int_equal(seen.holders.holders, 2);
+	assert_int_equal(seen.holders.limit, 2);
+	assert_int_equal(seen.holders.mode, LOCKD_MODE_EXCLUSIVE);
 
 	/* The third: busy to a TRY, queued by an ACQUIRE. */
 	RUN(busy, lockd_uv_try_kind(c[2], "uvk/sem", &now, &two, NULL,
@@ -163,8 +203,8 @@ test_uv_kinds_readers_share_and_a_writer_waits_its_turn(void **state)
 	lockd_acquire_options now = wait_for(0), forever =
 	    wait_for(LOCKD_WAIT_FOREVER);
 	struct harness_uv_result a, b, wr, lr;
+	struct status_seen seen;
 	lockd_context *check = connect_blocking();
-	lockd_lock_holders h = { .size = sizeof(h) };
 
 	(void)state;
 	RUN(a, lockd_uv_try_kind(r1, "uvk/rw", &now, &shared, NULL,
@@ -173,10 +213,10 @@ test_uv_kinds_readers_share_and_a_writer_waits_its_turn(void **state)
 	    harness_uv_on_reply, &b));
 	assert_int_equal(a.result, LOCKD_OK);
 	assert_int_equal(b.result, LOCKD_OK);
-	assert_int_equal(lockd_status_holders(check, "uvk/rw", NULL, &h),
-	    LOCKD_OK);
-	assert_int_equal(h.holders, 2);
-	assert_int_equal(h.mode, LOCKD_MODE_SHARED);
+	seen = status_of(w, "uvk/rw");
+	assert_int_equal(seen.holders.holders, 2);
+	assert_int_equal(seen.holders.limit, 1);
+	assert_int_equal(seen.holders.mode, LOCKD_MODE_SHARED);
 
 	memset(&wr, 0, sizeof(wr));
 	assert_int_equal(lockd_uv_acquire_kind(w, "uvk/rw", &forever, NULL,
@@ -222,6 +262,7 @@ test_uv_kinds_a_mismatch_is_badarg_and_a_bad_kind_invalid(void **state)
 	lockd_kind k;
 	lockd_acquire_options now = wait_for(0);
 	struct harness_uv_result held, r, unused;
+	struct status_seen late;
 
 	(void)state;
 	RUN(held, lockd_uv_try_kind(c, "uvk/bad", &now, &three, NULL,
@@ -252,9 +293,21 @@ test_uv_kinds_a_mismatch_is_badarg_and_a_bad_kind_invalid(void **state)
 	assert_int_equal(lockd_uv_pending(c), 0);
 	harness_uv_run_for(20);
 	assert_false(unused.done);
+	assert_int_equal(lockd_uv_status_holders(c, "has space", on_status,
+	    &late), LOCKD_ERR_INVALID);
+	assert_int_equal(lockd_uv_status_holders(c, "uvk/bad", NULL, NULL),
+	    LOCKD_ERR_INVALID);
 	/* The client lives on: its permit is still there to release. */
 	release_grant(c, &held);
+	/* A status still due when the client closes: CLOSED, and zeroes. */
+	memset(&late, 0, sizeof(late));
+	assert_int_equal(lockd_uv_status_holders(c, "uvk/bad", on_status,
+	    &late), LOCKD_OK);
 	harness_uv_close(c);
+	assert_true(late.done);
+	assert_int_equal(late.result, LOCKD_ERR_CLOSED);
+	assert_int_equal(late.holders.holders, 0);
+	assert_int_equal(late.holders.limit, 1);
 }
 
 /* The rid= of a request line ("" when none), into rid. */
