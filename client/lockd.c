@@ -1460,24 +1460,23 @@ lockd_try_kind(lockd_context *c, const char *name,
 	return lockd__acquire_ex(c, true, name, options, kind, rid, lease);
 }
 
-/* STATUS into *info and, when wanted, *holders (its size checked first). */
+/*
+ * Sends r (rc: how formatting it went) and gives what its STATUS-like
+ * answer says to *info and *holders (either may be NULL), holders' size
+ * checked before anything is sent.  CHECK's STALE is an answer too.
+ */
 static int
-lockd__status(lockd_context *c, const char *name, lockd_lock_info *info,
-    lockd_lock_holders *holders)
+lockd__info_call(lockd_context *c, struct lockd__request *r, int rc,
+    lockd_lock_info *info, lockd_lock_holders *holders)
 {
-	struct lockd__request r;
 	lockd_reply reply;
 	struct lockd__info got;
-	int rc;
 
-	if (lockd__check_idle(c) != LOCKD_OK)
-		return c->err;
 	if (holders != NULL && lockd__holders_check(holders, c->errstr) !=
 	    LOCKD_OK)
 		return lockd__record(c, LOCKD_ERR_INVALID);
-	rc = lockd__call(c, &r, lockd__request_status(&r, name, c->errstr),
-	    &reply, &got);
-	if (rc != LOCKD_OK)
+	rc = lockd__call(c, r, rc, &reply, &got);
+	if (rc != LOCKD_OK && rc != LOCKD_STALE)
 		return rc;
 	if (info != NULL)
 		*info = got.lock;
@@ -1489,14 +1488,19 @@ lockd__status(lockd_context *c, const char *name, lockd_lock_info *info,
 int
 lockd_status_info(lockd_context *c, const char *name, lockd_lock_info *info)
 {
-	return lockd__status(c, name, info, NULL);
+	return lockd_status_holders(c, name, info, NULL);
 }
 
 int
 lockd_status_holders(lockd_context *c, const char *name,
     lockd_lock_info *info, lockd_lock_holders *holders)
 {
-	return lockd__status(c, name, info, holders);
+	struct lockd__request r;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__info_call(c, &r, lockd__request_status(&r, name,
+	    c->errstr), info, holders);
 }
 
 int
@@ -1516,57 +1520,30 @@ lockd_check(lockd_context *c, const char *name, uint64_t fence,
     lockd_lock_info *info)
 {
 	struct lockd__request r;
-	lockd_reply reply;
-	struct lockd__info got;
-	int rc;
 
 	if (lockd__check_idle(c) != LOCKD_OK)
 		return c->err;
-	rc = lockd__call(c, &r, lockd__request_check(&r, name, fence,
-	    c->errstr), &reply, &got);
-	if ((rc == LOCKD_OK || rc == LOCKD_STALE) && info != NULL)
-		*info = got.lock;
-	return rc;
-}
-
-/* WATCH into *info and, when wanted, *holders (its size checked first). */
-static int
-lockd__watch(lockd_context *c, const char *name, int64_t fence,
-    int64_t wait_ms, lockd_lock_info *info, lockd_lock_holders *holders)
-{
-	struct lockd__request r;
-	lockd_reply reply;
-	struct lockd__info got;
-	int rc;
-
-	if (lockd__check_idle(c) != LOCKD_OK)
-		return c->err;
-	if (holders != NULL && lockd__holders_check(holders, c->errstr) !=
-	    LOCKD_OK)
-		return lockd__record(c, LOCKD_ERR_INVALID);
-	rc = lockd__call(c, &r, lockd__request_watch(&r, name, fence,
-	    wait_ms, c->errstr), &reply, &got);
-	if (rc != LOCKD_OK)
-		return rc;
-	if (info != NULL)
-		*info = got.lock;
-	if (holders != NULL)
-		lockd__holders_copy(holders, &got.holders);
-	return rc;
+	return lockd__info_call(c, &r, lockd__request_check(&r, name, fence,
+	    c->errstr), info, NULL);
 }
 
 int
 lockd_watch(lockd_context *c, const char *name, int64_t fence,
     int64_t wait_ms, lockd_lock_info *info)
 {
-	return lockd__watch(c, name, fence, wait_ms, info, NULL);
+	return lockd_watch_holders(c, name, fence, wait_ms, info, NULL);
 }
 
 int
 lockd_watch_holders(lockd_context *c, const char *name, int64_t fence,
     int64_t wait_ms, lockd_lock_info *info, lockd_lock_holders *holders)
 {
-	return lockd__watch(c, name, fence, wait_ms, info, holders);
+	struct lockd__request r;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__info_call(c, &r, lockd__request_watch(&r, name, fence,
+	    wait_ms, c->errstr), info, holders);
 }
 
 /* LIST, calling fn or holders_fn (whichever is not NULL) per lock. */

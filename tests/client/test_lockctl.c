@@ -960,13 +960,27 @@ test_lockctl_status_and_list_show_holders_limit_and_mode(void **state)
 	    "\"mode\": \"exclusive\"}"));
 }
 
+/* Reads path into text (size bytes) until it holds needle (NULL: a whole
+ * line), for at most HARNESS_REPLY_TIMEOUT_MS; a watch's output grows. */
+static void
+read_until(const char *path, char *text, size_t size, const char *needle)
+{
+	int64_t deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
+
+	do {
+		harness_sleep_ms(20);
+		text[0] = '\0';
+		harness_read_file(path, text, size);
+	} while ((needle != NULL ? strstr(text, needle) :
+	    strchr(text, '\n')) == NULL && harness_now_ms() < deadline);
+}
+
 /* watch shows a shared lock's readers as they come. */
 static void
 test_lockctl_watch_shows_holders_of_a_shared_lock(void **state)
 {
 	const char *watch_out = path_of("watch-kinds.out");
 	char text[OUT_SIZE];
-	int64_t deadline;
 	pid_t pid;
 
 	(void)state;
@@ -974,20 +988,10 @@ test_lockctl_watch_shows_holders_of_a_shared_lock(void **state)
 	pid = spawn_lockctl(watch_out, NULL, "watch", "ctl/kinds/watched",
 	    NULL);
 	assert_true(pid > 0);
-	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
-	do {
-		harness_sleep_ms(20);
-		text[0] = '\0';
-		harness_read_file(watch_out, text, sizeof(text));
-	} while (strchr(text, '\n') == NULL && harness_now_ms() < deadline);
+	read_until(watch_out, text, sizeof(text), NULL);
 	assert_non_null(strstr(text, " holders=1 mode=shared\n"));
 	assert_int_equal(lockctl("try", "-s", "ctl/kinds/watched", NULL), 0);
-	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
-	do {
-		harness_sleep_ms(20);
-		harness_read_file(watch_out, text, sizeof(text));
-	} while (strstr(text, "cause=granted") == NULL &&
-	    harness_now_ms() < deadline);
+	read_until(watch_out, text, sizeof(text), "cause=granted");
 	kill(pid, SIGTERM);
 	harness_wait(pid, HARNESS_STOP_TIMEOUT_MS);
 	assert_non_null(strstr(text, " holders=2 mode=shared cause=granted\n"));
@@ -1027,30 +1031,19 @@ test_lockctl_watch_prints_each_change(void **state)
 	const char *watch_out = path_of("watch.out");
 	char text[OUT_SIZE];
 	struct grant g;
-	int64_t deadline;
 	pid_t pid;
 
 	(void)state;
 	pid = spawn_lockctl(watch_out, NULL, "watch", "ctl/watched", NULL);
 	assert_true(pid > 0);
-	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
-	do {
-		harness_sleep_ms(20);
-		text[0] = '\0';
-		harness_read_file(watch_out, text, sizeof(text));
-	} while (strchr(text, '\n') == NULL && harness_now_ms() < deadline);
+	read_until(watch_out, text, sizeof(text), NULL);
 	assert_string_equal(text, "held=0 fence=0 ttl=0 queue=0\n");
 	assert_int_equal(lockctl("try", "--owner", "w", "ctl/watched", NULL),
 	    0);
 	parse_grant(out, &g);
 	assert_int_equal(lockctl("release", "ctl/watched", g.handle, NULL),
 	    0);
-	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
-	do {
-		harness_sleep_ms(20);
-		harness_read_file(watch_out, text, sizeof(text));
-	} while (strstr(text, "cause=released") == NULL &&
-	    harness_now_ms() < deadline);
+	read_until(watch_out, text, sizeof(text), "cause=released");
 	kill(pid, SIGTERM);
 	harness_wait(pid, HARNESS_STOP_TIMEOUT_MS);
 	assert_non_null(strstr(text, " owner=w cause=granted\n"));
