@@ -81,10 +81,11 @@ static const char usage_text[] =
 "  release NAME HANDLE                 give a lease back\n"
 "  status NAME                         whether NAME is held, its fence, the\n"
 "                                      lease left, the waiters, the holder's\n"
-"                                      owner label and any lock-delay left\n"
+"                                      owner label, a semaphore's or shared\n"
+"                                      lock's holders and any lock-delay left\n"
 "                                      (diagnostics; never the holder)\n"
 "  list [--json] [PREFIX]              the locks that exist, by name: owner,\n"
-"                                      fence, ttl, queue\n"
+"                                      fence, ttl, queue, holders\n"
 "  force NAME FENCE                    free a stuck holder with exactly FENCE\n"
 "  watch NAME                          print each change of NAME's holder\n"
 "                                      until interrupted\n"
@@ -487,14 +488,23 @@ cmd_release(lockd_context *c, const struct words *w)
 	return 0;
 }
 
-/* STATUS's fields, then owner= and delay= when they apply. */
+/*
+ * STATUS's fields, then owner=, holders=, limit=, mode=shared, delay= and
+ * (WATCH's) cause= when they apply, in the reply's order.
+ */
 static void
-print_info(const lockd_lock_info *info)
+print_info(const lockd_lock_info *info, const lockd_lock_holders *holders)
 {
 	printf("held=%d fence=%" PRIu64 " ttl=%" PRId64 " queue=%" PRIu64,
 	    info->held, info->fence, info->ttl_ms, info->queue);
 	if (info->owner[0] != '\0')
 		printf(" owner=%s", info->owner);
+	if (holders->limit > 1 || holders->mode == LOCKD_MODE_SHARED)
+		printf(" holders=%" PRIu64, holders->holders);
+	if (holders->limit > 1)
+		printf(" limit=%u", holders->limit);
+	if (holders->mode == LOCKD_MODE_SHARED)
+		fputs(" mode=shared", stdout);
 	if (info->delay_ms > 0)
 		printf(" delay=%" PRId64, info->delay_ms);
 	if (info->cause[0] != '\0')
@@ -506,11 +516,13 @@ static int
 cmd_status(lockd_context *c, const struct words *w)
 {
 	lockd_lock_info info;
+	lockd_lock_holders holders = { .size = sizeof(holders) };
 	int rc;
 
-	if ((rc = lockd_status_info(c, w->name, &info)) != LOCKD_OK)
+	if ((rc = lockd_status_holders(c, w->name, &info, &holders)) !=
+	    LOCKD_OK)
 		return fail("status", w->name, c, rc);
-	print_info(&info);
+	print_info(&info, &holders);
 	return 0;
 }
 
@@ -573,19 +585,21 @@ static int
 cmd_watch(lockd_context *c, const struct words *w)
 {
 	lockd_lock_info info;
+	lockd_lock_holders holders = { .size = sizeof(holders) };
 	int rc;
 
-	if ((rc = lockd_status_info(c, w->name, &info)) != LOCKD_OK)
+	if ((rc = lockd_status_holders(c, w->name, &info, &holders)) !=
+	    LOCKD_OK)
 		return fail("watch", w->name, c, rc);
-	print_info(&info);
+	print_info(&info, &holders);
 	fflush(stdout);
 	for (;;) {
 		int64_t fence = (int64_t)info.fence;
 
-		if ((rc = lockd_watch(c, w->name, fence, LOCKD_WAIT_FOREVER,
-		    &info)) != LOCKD_OK)
+		if ((rc = lockd_watch_holders(c, w->name, fence,
+		    LOCKD_WAIT_FOREVER, &info, &holders)) != LOCKD_OK)
 			return fail("watch", w->name, c, rc);
-		print_info(&info);
+		print_info(&info, &holders);
 		if (fflush(stdout) != 0)
 			return EXIT_FAILED;
 	}
@@ -614,10 +628,24 @@ json_string(const char *s)
 	putchar('"');
 }
 
+/* The HOLDERS column: "1", "2/3" for a semaphore, "2 shared". */
+static void
+format_holders(char *out, size_t size, const lockd_lock_holders *holders)
+{
+	if (holders->limit > 1)
+		snprintf(out, size, "%" PRIu64 "/%u", holders->holders,
+		    holders->limit);
+	else
+		snprintf(out, size, "%" PRIu64 "%s", holders->holders,
+		    holders->mode == LOCKD_MODE_SHARED ? " shared" : "");
+}
+
 static int
-list_one(void *arg, const lockd_lock_info *info)
+list_one(void *arg, const lockd_lock_info *info,
+    const lockd_lock_holders *holders)
 {
 	struct list_out *o = arg;
+	char column[40];
 
 	if (o->json) {
 		fputs(o->count == 0 ? "[\n  " : ",\n  ", stdout);
@@ -630,16 +658,21 @@ list_one(void *arg, const lockd_lock_info *info)
 			fputs("null", stdout);
 		printf(", \"held\": %s, \"fence\": %" PRIu64 ", \"ttl_ms\": "
 		    "%" PRId64 ", \"queue\": %" PRIu64 ", \"delay_ms\": %"
-		    PRId64 "}", info->held ? "true" : "false", info->fence,
-		    info->ttl_ms, info->queue, info->delay_ms);
+		    PRId64 ", \"holders\": %" PRIu64 ", \"limit\": %u, "
+		    "\"mode\": \"%s\"}", info->held ? "true" : "false",
+		    info->fence, info->ttl_ms, info->queue, info->delay_ms,
+		    holders->holders, holders->limit,
+		    holders->mode == LOCKD_MODE_SHARED ? "shared" :
+		    "exclusive");
 	} else {
 		if (o->count == 0)
-			printf("%-32s %-24s %8s %8s %6s\n", "NAME", "OWNER",
-			    "FENCE", "TTL", "QUEUE");
-		printf("%-32s %-24s %8" PRIu64 " %8" PRId64 " %6" PRIu64 "%s\n",
-		    info->name, info->owner[0] != '\0' ? info->owner : "-",
-		    info->fence, info->ttl_ms, info->queue,
-		    info->delay_ms > 0 ? "  (lock-delay)" : "");
+			printf("%-32s %-24s %8s %8s %6s %s\n", "NAME",
+			    "OWNER", "FENCE", "TTL", "QUEUE", "HOLDERS");
+		format_holders(column, sizeof(column), holders);
+		printf("%-32s %-24s %8" PRIu64 " %8" PRId64 " %6" PRIu64
+		    " %s%s\n", info->name, info->owner[0] != '\0' ?
+		    info->owner : "-", info->fence, info->ttl_ms, info->queue,
+		    column, info->delay_ms > 0 ? "  (lock-delay)" : "");
 	}
 	o->count++;
 	return 0;
@@ -656,7 +689,8 @@ cmd_list(lockd_context *c, const struct words *w)
 	/* Each page is at most 1000 names; a table of a million is a
 	 * thousand pages, each bounded by lockd's output cap. */
 	for (;;) {
-		rc = lockd_list(c, w->name, after, 1000, list_one, &o, next);
+		rc = lockd_list_holders(c, w->name, after, 1000, list_one,
+		    &o, next);
 		if (rc != LOCKD_OK)
 			return fail("list", w->name, c, rc);
 		if (next[0] == '\0')

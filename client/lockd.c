@@ -1006,7 +1006,7 @@ lockd__follow_hint(lockd_context *c)
  * the request it answers.  Returns LOCKD_AGAIN when more input is needed.
  */
 static int
-lockd__take_reply(lockd_context *c, lockd_reply *r, lockd_lock_info *info)
+lockd__take_reply(lockd_context *c, lockd_reply *r, struct lockd__info *info)
 {
 	struct lockd__state *s = c->state;
 	size_t consumed = 0;
@@ -1035,7 +1035,7 @@ lockd__take_reply(lockd_context *c, lockd_reply *r, lockd_lock_info *info)
 }
 
 static int lockd__get_reply_info(lockd_context *c, lockd_reply *reply,
-    lockd_lock_info *info, bool probe);
+    struct lockd__info *info, bool probe);
 
 /*
  * Whether the node this context is connected to still answers: a fresh
@@ -1095,7 +1095,7 @@ lockd__begin_reply(lockd_context *c)
  */
 static int
 lockd__get_reply_info(lockd_context *c, lockd_reply *reply,
-    lockd_lock_info *info, bool probe)
+    struct lockd__info *info, bool probe)
 {
 	struct lockd__state *s = c->state;
 	int64_t deadline, wake, heard;
@@ -1222,7 +1222,7 @@ lockd__sleep_ms(int64_t ms)
  */
 static int
 lockd__call(lockd_context *c, struct lockd__request *r, int rc,
-    lockd_reply *reply, lockd_lock_info *info)
+    lockd_reply *reply, struct lockd__info *info)
 {
 	struct lockd__state *s = c->state;
 	int64_t start = lockd_now_ms(), began = start,
@@ -1460,16 +1460,47 @@ lockd_try_kind(lockd_context *c, const char *name,
 	return lockd__acquire_ex(c, true, name, options, kind, rid, lease);
 }
 
+/*
+ * Sends r (rc: how formatting it went) and gives what its STATUS-like
+ * answer says to *info and *holders (either may be NULL), holders' size
+ * checked before anything is sent.  CHECK's STALE is an answer too.
+ */
+static int
+lockd__info_call(lockd_context *c, struct lockd__request *r, int rc,
+    lockd_lock_info *info, lockd_lock_holders *holders)
+{
+	lockd_reply reply;
+	struct lockd__info got;
+
+	if (holders != NULL && lockd__holders_check(holders, c->errstr) !=
+	    LOCKD_OK)
+		return lockd__record(c, LOCKD_ERR_INVALID);
+	rc = lockd__call(c, r, rc, &reply, &got);
+	if (rc != LOCKD_OK && rc != LOCKD_STALE)
+		return rc;
+	if (info != NULL)
+		*info = got.lock;
+	if (holders != NULL)
+		lockd__holders_copy(holders, &got.holders);
+	return rc;
+}
+
 int
 lockd_status_info(lockd_context *c, const char *name, lockd_lock_info *info)
 {
+	return lockd_status_holders(c, name, info, NULL);
+}
+
+int
+lockd_status_holders(lockd_context *c, const char *name,
+    lockd_lock_info *info, lockd_lock_holders *holders)
+{
 	struct lockd__request r;
-	lockd_reply reply;
 
 	if (lockd__check_idle(c) != LOCKD_OK)
 		return c->err;
-	return lockd__call(c, &r, lockd__request_status(&r, name, c->errstr),
-	    &reply, info);
+	return lockd__info_call(c, &r, lockd__request_status(&r, name,
+	    c->errstr), info, holders);
 }
 
 int
@@ -1489,36 +1520,43 @@ lockd_check(lockd_context *c, const char *name, uint64_t fence,
     lockd_lock_info *info)
 {
 	struct lockd__request r;
-	lockd_reply reply;
 
 	if (lockd__check_idle(c) != LOCKD_OK)
 		return c->err;
-	return lockd__call(c, &r, lockd__request_check(&r, name, fence,
-	    c->errstr), &reply, info);
+	return lockd__info_call(c, &r, lockd__request_check(&r, name, fence,
+	    c->errstr), info, NULL);
 }
 
 int
 lockd_watch(lockd_context *c, const char *name, int64_t fence,
     int64_t wait_ms, lockd_lock_info *info)
 {
-	struct lockd__request r;
-	lockd_reply reply;
-
-	if (lockd__check_idle(c) != LOCKD_OK)
-		return c->err;
-	return lockd__call(c, &r, lockd__request_watch(&r, name, fence,
-	    wait_ms, c->errstr), &reply, info);
+	return lockd_watch_holders(c, name, fence, wait_ms, info, NULL);
 }
 
 int
-lockd_list(lockd_context *c, const char *prefix, const char *after,
-    int limit, lockd_list_fn *fn, void *arg, char *next)
+lockd_watch_holders(lockd_context *c, const char *name, int64_t fence,
+    int64_t wait_ms, lockd_lock_info *info, lockd_lock_holders *holders)
+{
+	struct lockd__request r;
+
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	return lockd__info_call(c, &r, lockd__request_watch(&r, name, fence,
+	    wait_ms, c->errstr), info, holders);
+}
+
+/* LIST, calling fn or holders_fn (whichever is not NULL) per lock. */
+static int
+lockd__list(lockd_context *c, const char *prefix, const char *after,
+    int limit, lockd_list_fn *fn, lockd_list_holders_fn *holders_fn,
+    void *arg, char *next)
 {
 	struct lockd__request r;
 	lockd_reply reply;
-	lockd_lock_info info;
+	struct lockd__info info;
 	bool stopped = false;
-	int rc;
+	int rc, stop;
 
 	/* The request is formatted before next is touched: a caller may
 	 * pass the last call's next as both. */
@@ -1531,11 +1569,32 @@ lockd_list(lockd_context *c, const char *prefix, const char *after,
 	/* Each LOCK line; the END line ends the reply (at most 1000 lines,
 	 * the server's bound on one LIST). */
 	while (rc == LOCKD__MORE) {
-		if (fn != NULL && !stopped && fn(arg, &info) != 0)
-			stopped = true;
+		if (!stopped) {
+			stop = 0;
+			if (fn != NULL)
+				stop = fn(arg, &info.lock);
+			else if (holders_fn != NULL)
+				stop = holders_fn(arg, &info.lock,
+				    &info.holders);
+			stopped = stop != 0;
+		}
 		rc = lockd__get_reply_info(c, &reply, &info, false);
 	}
 	if (rc == LOCKD_OK && next != NULL)
-		snprintf(next, LOCKD_NAME_MAX + 1, "%s", info.name);
+		snprintf(next, LOCKD_NAME_MAX + 1, "%s", info.lock.name);
 	return rc;
+}
+
+int
+lockd_list(lockd_context *c, const char *prefix, const char *after,
+    int limit, lockd_list_fn *fn, void *arg, char *next)
+{
+	return lockd__list(c, prefix, after, limit, fn, NULL, arg, next);
+}
+
+int
+lockd_list_holders(lockd_context *c, const char *prefix, const char *after,
+    int limit, lockd_list_holders_fn *fn, void *arg, char *next)
+{
+	return lockd__list(c, prefix, after, limit, NULL, fn, arg, next);
 }

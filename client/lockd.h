@@ -216,6 +216,28 @@ typedef struct lockd_kind {
 	int mode;              /* LOCKD_MODE_EXCLUSIVE or LOCKD_MODE_SHARED */
 } lockd_kind;
 
+/*
+ * What STATUS and LIST tell of a lock's holders (protocol v2), for
+ * lockd_status_holders and lockd_list_holders.  Set size to
+ * sizeof(lockd_lock_holders) before a call: the library writes only the
+ * fields that size covers.  One that the library fills itself (the one
+ * lockd_list_holders_fn gets) has the library's size: read a field only
+ * when size covers it.
+ *
+ * holders counts the live holders: 0 when free, 1 for a held plain lock,
+ * up to limit for a semaphore, any number for a shared lock.  limit is 1
+ * unless the name is a semaphore (2 to LOCKD_LIMIT_MAX).  mode is
+ * LOCKD_MODE_SHARED while the lock is held shared, LOCKD_MODE_EXCLUSIVE
+ * otherwise (free, or held exclusively).  lockd_lock_info's fence and
+ * ttl_ms are the newest holder's.
+ */
+typedef struct lockd_lock_holders {
+	size_t size;           /* sizeof(lockd_lock_holders) */
+	uint64_t holders;
+	unsigned int limit;
+	int mode;
+} lockd_lock_holders;
+
 /* One reply read with lockd_get_reply() or lockd_poll_reply(). */
 typedef struct lockd_reply {
 	lockd_command command;      /* the request it answers */
@@ -384,6 +406,21 @@ int lockd_watch(lockd_context *c, const char *name, int64_t fence,
 typedef int lockd_list_fn(void *arg, const lockd_lock_info *info);
 int lockd_list(lockd_context *c, const char *prefix, const char *after,
     int limit, lockd_list_fn *fn, void *arg, char *next);
+/*
+ * lockd_status_info, lockd_watch and lockd_list with the holders too (see
+ * lockd_lock_holders): a semaphore's holders and limit, a shared lock's
+ * readers.  holders may be NULL; its size must be set, else
+ * LOCKD_ERR_INVALID and nothing is sent.
+ */
+int lockd_status_holders(lockd_context *c, const char *name,
+    lockd_lock_info *info, lockd_lock_holders *holders);
+int lockd_watch_holders(lockd_context *c, const char *name, int64_t fence,
+    int64_t wait_ms, lockd_lock_info *info, lockd_lock_holders *holders);
+typedef int lockd_list_holders_fn(void *arg, const lockd_lock_info *info,
+    const lockd_lock_holders *holders);
+int lockd_list_holders(lockd_context *c, const char *prefix,
+    const char *after, int limit, lockd_list_holders_fn *fn, void *arg,
+    char *next);
 
 /*
  * Pipelining.  lockd_append_*() check their arguments and buffer a request

@@ -58,6 +58,14 @@ typedef void lockd_uv_connect_cb(lockd_uv_client *client, int result,
  */
 typedef void lockd_uv_reply_cb(lockd_uv_client *client, int result,
     const lockd_reply *reply, void *arg);
+/*
+ * lockd_uv_status_holders's callback: info and holders (never NULL, valid
+ * during the callback only) say what STATUS said, as lockd_status_holders
+ * fills them; zero (holders->limit 1) when result is an error.
+ */
+typedef void lockd_uv_status_cb(lockd_uv_client *client, int result,
+    const lockd_lock_info *info, const lockd_lock_holders *holders,
+    void *arg);
 typedef void lockd_uv_close_cb(lockd_uv_client *client, void *arg);
 /* Called once when a kept-alive lease is lost; see below. */
 typedef void lockd_uv_lost_cb(lockd_uv_keepalive *keepalive, int err,
@@ -115,6 +123,13 @@ int lockd_uv_status(lockd_uv_client *client, const char *name,
     lockd_uv_reply_cb *cb, void *arg);
 int lockd_uv_ping(lockd_uv_client *client, lockd_uv_reply_cb *cb, void *arg);
 /*
+ * STATUS with everything lockd_status_holders tells (the owner, the
+ * lock-delay, a semaphore's or shared lock's holders, limit and mode),
+ * to a callback of its own; in request order with the others.
+ */
+int lockd_uv_status_holders(lockd_uv_client *client, const char *name,
+    lockd_uv_status_cb *cb, void *arg);
+/*
  * ACQUIRE and TRY with every option (lockd_acquire_ex's; NULL: defaults,
  * an ACQUIRE waiting forever) and rid=<rid> (protocol v2; 1 to 64 bytes a
  * name may hold): a repeat of a rid the lock's live holder was granted
@@ -127,6 +142,22 @@ int lockd_uv_acquire_ex(lockd_uv_client *client, const char *name,
 int lockd_uv_try_ex(lockd_uv_client *client, const char *name,
     const lockd_acquire_options *options, const char *rid,
     lockd_uv_reply_cb *cb, void *arg);
+/*
+ * lockd_uv_acquire_ex and lockd_uv_try_ex with the kind of lock too (kind
+ * NULL: a plain lock), as lockd_acquire_kind takes it: a sized lockd_kind
+ * (set its size; only the fields it covers are read) whose limit makes a
+ * counting semaphore and whose mode LOCKD_MODE_SHARED a shared (read)
+ * lock.  A kind the wire cannot carry is LOCKD_ERR_INVALID, unsent; a
+ * limit or mode the name's holders and waiters disagree with is the
+ * server's LOCKD_ERR_BADARG.  Sent again after a fail-over, the request
+ * keeps its rid, limit and mode.
+ */
+int lockd_uv_acquire_kind(lockd_uv_client *client, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg);
+int lockd_uv_try_kind(lockd_uv_client *client, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg);
 
 /*
  * Fail-over (cluster mode), as lockd.h's blocking calls do it, on the

@@ -449,34 +449,65 @@ lockd__copy_name(char *dst, const char *src, size_t len)
 	dst[len] = '\0';
 }
 
+/* What a STATUS-like reply line tells of its lock, into *info.  The
+ * holders fields are implied when absent: a plain lock's. */
+static void
+lockd__fill_info(const struct proto_reply *pr, struct lockd__info *info)
+{
+	lockd_lock_info *lock = &info->lock;
+
+	memset(info, 0, sizeof(*info));
+	if (pr->name != NULL)
+		lockd__copy_name(lock->name, pr->name, pr->name_len);
+	lock->held = pr->held ? 1 : 0;
+	lock->fence = pr->fence;
+	lock->ttl_ms = pr->ttl_ms;
+	lock->queue = pr->queue;
+	if (pr->owner != NULL && pr->owner_len <= LOCKD_OWNER_MAX)
+		lockd__copy_name(lock->owner, pr->owner, pr->owner_len);
+	lock->delay_ms = pr->delay_ms;
+	if (pr->cause != NULL && pr->cause_len < sizeof(lock->cause))
+		lockd__copy_name(lock->cause, pr->cause, pr->cause_len);
+	info->holders.size = sizeof(info->holders);
+	info->holders.holders = pr->holders != 0 ? pr->holders :
+	    (pr->held ? 1 : 0);
+	info->holders.limit = pr->limit != 0 ? pr->limit : 1;
+	info->holders.mode = pr->shared ? LOCKD_MODE_SHARED :
+	    LOCKD_MODE_EXCLUSIVE;
+}
+
+int
+lockd__holders_check(const lockd_lock_holders *h, char *errstr)
+{
+	if (h->size < offsetof(lockd_lock_holders, holders) +
+	    sizeof(h->holders))
+		return lockd__error(errstr, LOCKD_ERR_INVALID,
+		    "lockd_lock_holders: set size to its sizeof");
+	return LOCKD_OK;
+}
+
+void
+lockd__holders_copy(lockd_lock_holders *dst, const lockd_lock_holders *src)
+{
+	size_t size = dst->size;
+
+	dst->holders = src->holders;
+	if (size >= offsetof(lockd_lock_holders, limit) + sizeof(dst->limit))
+		dst->limit = src->limit;
+	if (size >= offsetof(lockd_lock_holders, mode) + sizeof(dst->mode))
+		dst->mode = src->mode;
+}
+
 /*
  * Turns the parsed reply into the result for p; a reply that is not one of
  * the answers p can get is a protocol error (the stream is out of step).
  */
-/* What a STATUS-like reply line tells of its lock, into *info. */
-static void
-lockd__fill_info(const struct proto_reply *pr, lockd_lock_info *info)
-{
-	memset(info, 0, sizeof(*info));
-	if (pr->name != NULL)
-		lockd__copy_name(info->name, pr->name, pr->name_len);
-	info->held = pr->held ? 1 : 0;
-	info->fence = pr->fence;
-	info->ttl_ms = pr->ttl_ms;
-	info->queue = pr->queue;
-	if (pr->owner != NULL && pr->owner_len <= LOCKD_OWNER_MAX)
-		lockd__copy_name(info->owner, pr->owner, pr->owner_len);
-	info->delay_ms = pr->delay_ms;
-	if (pr->cause != NULL && pr->cause_len < sizeof(info->cause))
-		lockd__copy_name(info->cause, pr->cause, pr->cause_len);
-}
-
 static int
 lockd__interpret(const struct lockd__pending *p,
-    const struct proto_reply *pr, lockd_reply *r, lockd_lock_info *info,
+    const struct proto_reply *pr, lockd_reply *r, struct lockd__info *info,
     char *errstr)
 {
-	lockd_lock_info scratch;
+	struct lockd__info scratch;
 
 	if (info == NULL)
 		info = &scratch;
@@ -494,8 +525,9 @@ lockd__interpret(const struct lockd__pending *p,
 			    "reply does not answer the request");
 		memset(info, 0, sizeof(*info));
 		if (pr->next != NULL)
-			lockd__copy_name(info->name, pr->next, pr->next_len);
-		info->queue = pr->count;
+			lockd__copy_name(info->lock.name, pr->next,
+			    pr->next_len);
+		info->lock.queue = pr->count;
 		return LOCKD_OK;
 	}
 	if (p->command != LOCKD_CMD_PING && (pr->name_len != p->name_len ||
@@ -557,7 +589,8 @@ lockd__interpret(const struct lockd__pending *p,
 		    pr->kind != PROTO_REPLY_STALE)
 			break;
 		lockd__fill_info(pr, info);
-		info->held = pr->kind == PROTO_REPLY_CURRENT || pr->fence != 0;
+		info->lock.held = pr->kind == PROTO_REPLY_CURRENT ||
+		    pr->fence != 0;
 		return pr->kind == PROTO_REPLY_CURRENT ? LOCKD_OK : LOCKD_STALE;
 	case LOCKD_CMD_WATCH:
 		if (pr->kind != PROTO_REPLY_CHANGED)
@@ -585,7 +618,7 @@ lockd__reply_take(const char *buf, size_t len,
 
 int
 lockd__reply_take_info(const char *buf, size_t len,
-    const struct lockd__pending *p, lockd_reply *r, lockd_lock_info *info,
+    const struct lockd__pending *p, lockd_reply *r, struct lockd__info *info,
     size_t *consumed, char *errstr)
 {
 	struct proto_reply pr;

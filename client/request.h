@@ -97,6 +97,23 @@ bool lockd__rid_new(char *rid);
 /* Whether r carries a rid= (an ACQUIRE or TRY safe to repeat). */
 bool lockd__request_has_rid(const struct lockd__request *r);
 
+/* What a STATUS-like reply line tells: the public info and its holders
+ * (holders.size is sizeof(lockd_lock_holders)). */
+struct lockd__info {
+	lockd_lock_info lock;
+	lockd_lock_holders holders;
+};
+
+/*
+ * A caller's lockd_lock_holders must have a size that covers holders, the
+ * first field after it: LOCKD_OK, or LOCKD_ERR_INVALID with errstr saying
+ * why.  lockd__holders_copy then copies the fields of *src that dst->size
+ * covers into *dst.
+ */
+int lockd__holders_check(const lockd_lock_holders *h, char *errstr);
+void lockd__holders_copy(lockd_lock_holders *dst,
+    const lockd_lock_holders *src);
+
 /* A LIST reply line that is not its last: lockd__reply_take returns it
  * (consumed, with *info filled) and the request stays due. */
 #define LOCKD__MORE 100
@@ -113,9 +130,9 @@ int lockd__reply_take(const char *buf, size_t len,
     char *errstr);
 /* The same, also filling *info (NULL: not wanted) with what the v2
  * replies (STATUS's new fields, LOCK, CHANGED, CURRENT, STALE, END's
- * next= in info->name) carry. */
+ * next= in info->lock.name) carry. */
 int lockd__reply_take_info(const char *buf, size_t len,
-    const struct lockd__pending *p, lockd_reply *r, lockd_lock_info *info,
+    const struct lockd__pending *p, lockd_reply *r, struct lockd__info *info,
     size_t *consumed, char *errstr);
 
 /*

@@ -75,6 +75,7 @@ struct lockd__uv_conn {
 struct lockd__uv_request {
 	struct lockd__pending p;
 	lockd_uv_reply_cb *cb;
+	lockd_uv_status_cb *status_cb;  /* lockd_uv_status_holders: instead */
 	void *arg;
 	char *line;            /* fail-over on: the request, to send again */
 	size_t len;
@@ -249,6 +250,29 @@ lockd__uv_timer_closed(uv_handle_t *h)
  * connection (or a NOTLEADER) sends the requests on to another node
  * instead (lockd__uv_failover); errstr says why either way.
  */
+/*
+ * Calls r's callback with its result: the reply callback, or the status
+ * callback with what info says (NULL: nothing, as for an error).
+ */
+static void
+lockd__uv_answer(lockd_uv_client *c, const struct lockd__uv_request *r,
+    int rc, const lockd_reply *reply, const struct lockd__info *info)
+{
+	struct lockd__info none;
+
+	if (r->status_cb == NULL) {
+		r->cb(c, rc, reply, r->arg);
+		return;
+	}
+	if (info == NULL || rc != LOCKD_OK) {
+		memset(&none, 0, sizeof(none));
+		none.holders.size = sizeof(none.holders);
+		none.holders.limit = 1;
+		info = &none;
+	}
+	r->status_cb(c, rc, &info->lock, &info->holders, r->arg);
+}
+
 static void
 lockd__uv_die(lockd_uv_client *c, int code)
 {
@@ -279,7 +303,7 @@ lockd__uv_die(lockd_uv_client *c, int code)
 		memset(&reply, 0, sizeof(reply));
 		reply.command = r->p.command;
 		reply.result = code;
-		r->cb(c, code, &reply, r->arg);
+		lockd__uv_answer(c, r, code, &reply, NULL);
 	}
 	lockd__queue_free(&due);
 }
@@ -367,12 +391,11 @@ lockd__uv_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void
 lockd__uv_deliver(lockd_uv_client *c)
 {
-	struct lockd__uv_request *head;
-	lockd_uv_reply_cb *cb;
+	struct lockd__uv_request *head, done;
 	lockd_reply reply;
+	struct lockd__info info;
 	char why[LOCKD_ERRSTR_SIZE];
 	size_t pos = 0, consumed;
-	void *arg;
 	int rc;
 
 	while (c->state == LOCKD__UV_READY && !c->closing &&
@@ -383,8 +406,9 @@ lockd__uv_deliver(lockd_uv_client *c)
 			return;
 		}
 		head = lockd__queue_at(&c->queue, 0);
-		rc = lockd__reply_take(c->in + pos, c->in_len - pos, &head->p,
-		    &reply, &consumed, c->errstr);
+		rc = lockd__reply_take_info(c->in + pos, c->in_len - pos,
+		    &head->p, &reply, head->status_cb != NULL ? &info : NULL,
+		    &consumed, c->errstr);
 		if (rc == LOCKD_AGAIN)
 			break;
 		if (lockd_error_is_fatal(rc) || (rc == LOCKD_ERR_NOTLEADER &&
@@ -400,13 +424,12 @@ lockd__uv_deliver(lockd_uv_client *c)
 		c->attempts = 0;
 		c->backoff = LOCKD__UV_BACKOFF_MS;
 		pos += consumed;
-		cb = head->cb;
-		arg = head->arg;
+		done = *head;
 		free(head->line);
 		lockd__queue_pop(&c->queue);
 		c->sent--;
 		c->head_timed = false;
-		cb(c, rc, &reply, arg);
+		lockd__uv_answer(c, &done, rc, &reply, &info);
 	}
 	if (c->state != LOCKD__UV_READY)
 		return;
@@ -1208,8 +1231,8 @@ lockd__uv_flush(lockd_uv_client *c)
  * out with the next write.
  */
 static int
-lockd__uv_issue(lockd_uv_client *c, const struct lockd__request *r, int rc,
-    lockd_uv_reply_cb *cb, void *arg)
+lockd__uv_issue_to(lockd_uv_client *c, const struct lockd__request *r,
+    int rc, lockd_uv_reply_cb *cb, lockd_uv_status_cb *status_cb, void *arg)
 {
 	struct lockd__uv_request *q;
 	char *out, *line = NULL;
@@ -1247,12 +1270,20 @@ lockd__uv_issue(lockd_uv_client *c, const struct lockd__request *r, int rc,
 	q->p = r->pending;
 	q->p.end = c->appended;
 	q->cb = cb;
+	q->status_cb = status_cb;
 	q->arg = arg;
 	lockd__uv_flush(c);
 	return LOCKD_OK;
 oom:
 	snprintf(c->errstr, sizeof(c->errstr), "out of memory");
 	return LOCKD_ERR_OOM;
+}
+
+static int
+lockd__uv_issue(lockd_uv_client *c, const struct lockd__request *r, int rc,
+    lockd_uv_reply_cb *cb, void *arg)
+{
+	return lockd__uv_issue_to(c, r, rc, cb, NULL, arg);
 }
 
 /*
@@ -1310,14 +1341,16 @@ lockd__uv_check(lockd_uv_client *c, bool has_cb)
 }
 
 /*
- * ACQUIRE or TRY with every option.  With fail-over on, one without a rid
- * gets one of its own, so that sending it again after a broken connection
- * finds the grant the first one may have had instead of queueing behind it.
+ * ACQUIRE or TRY with every option and kind (NULL: a plain lock).  With
+ * fail-over on, one without a rid gets one of its own, so that sending it
+ * again after a broken connection finds the grant the first one may have
+ * had instead of queueing behind it; the line sent again is this one, so
+ * its rid, limit= and mode= go with it.
  */
 static int
 lockd__uv_acquire(lockd_uv_client *c, bool try_only, const char *name,
-    const lockd_acquire_options *options, const char *rid,
-    lockd_uv_reply_cb *cb, void *arg)
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg)
 {
 	char own[LOCKD__RID_MAX + 1];
 	struct lockd__request r;
@@ -1327,8 +1360,8 @@ lockd__uv_acquire(lockd_uv_client *c, bool try_only, const char *name,
 		return rc;
 	if (rid == NULL && c->failover_ms > 0 && lockd__rid_new(own))
 		rid = own;
-	return lockd__uv_issue(c, &r, lockd__request_acquire_rid(&r, try_only,
-	    name, options, rid, c->errstr), cb, arg);
+	return lockd__uv_issue(c, &r, lockd__request_acquire_kind(&r,
+	    try_only, name, options, kind, rid, c->errstr), cb, arg);
 }
 
 int
@@ -1340,7 +1373,8 @@ lockd_uv_acquire(lockd_uv_client *c, const char *name, int64_t lease_ms,
 	int rc;
 
 	if (c != NULL && c->failover_ms > 0)
-		return lockd__uv_acquire(c, false, name, &o, NULL, cb, arg);
+		return lockd__uv_acquire(c, false, name, &o, NULL, NULL, cb,
+		    arg);
 	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_acquire(&r, name,
@@ -1356,7 +1390,8 @@ lockd_uv_try(lockd_uv_client *c, const char *name, int64_t lease_ms,
 	int rc;
 
 	if (c != NULL && c->failover_ms > 0)
-		return lockd__uv_acquire(c, true, name, &o, NULL, cb, arg);
+		return lockd__uv_acquire(c, true, name, &o, NULL, NULL, cb,
+		    arg);
 	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_try(&r, name, lease_ms,
@@ -1368,7 +1403,7 @@ lockd_uv_acquire_ex(lockd_uv_client *c, const char *name,
     const lockd_acquire_options *options, const char *rid,
     lockd_uv_reply_cb *cb, void *arg)
 {
-	return lockd__uv_acquire(c, false, name, options, rid, cb, arg);
+	return lockd__uv_acquire(c, false, name, options, NULL, rid, cb, arg);
 }
 
 int
@@ -1376,7 +1411,23 @@ lockd_uv_try_ex(lockd_uv_client *c, const char *name,
     const lockd_acquire_options *options, const char *rid,
     lockd_uv_reply_cb *cb, void *arg)
 {
-	return lockd__uv_acquire(c, true, name, options, rid, cb, arg);
+	return lockd__uv_acquire(c, true, name, options, NULL, rid, cb, arg);
+}
+
+int
+lockd_uv_acquire_kind(lockd_uv_client *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg)
+{
+	return lockd__uv_acquire(c, false, name, options, kind, rid, cb, arg);
+}
+
+int
+lockd_uv_try_kind(lockd_uv_client *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid, lockd_uv_reply_cb *cb, void *arg)
+{
+	return lockd__uv_acquire(c, true, name, options, kind, rid, cb, arg);
 }
 
 int
@@ -1416,6 +1467,19 @@ lockd_uv_status(lockd_uv_client *c, const char *name, lockd_uv_reply_cb *cb,
 		return rc;
 	return lockd__uv_issue(c, &r, lockd__request_status(&r, name,
 	    c->errstr), cb, arg);
+}
+
+int
+lockd_uv_status_holders(lockd_uv_client *c, const char *name,
+    lockd_uv_status_cb *cb, void *arg)
+{
+	struct lockd__request r;
+	int rc;
+
+	if ((rc = lockd__uv_check(c, cb != NULL)) != LOCKD_OK)
+		return rc;
+	return lockd__uv_issue_to(c, &r, lockd__request_status(&r, name,
+	    c->errstr), NULL, cb, arg);
 }
 
 int

@@ -29,6 +29,7 @@
 
 #include "client/lockd.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/kinds.h"
 
 #define TIMEOUT_MS 5000
 
@@ -1034,19 +1035,6 @@ test_liblockd_requests_on_the_wire_are_canonical(void **state)
 	harness_fake_stop(&f);
 }
 
-/* A lockd_kind of this limit and mode, its size set. */
-static lockd_kind
-kind_of(unsigned int limit, int mode)
-{
-	lockd_kind k;
-
-	memset(&k, 0, sizeof(k));
-	k.size = sizeof(k);
-	k.limit = limit;
-	k.mode = mode;
-	return k;
-}
-
 /* limit= and mode= on the wire: only when they say something. */
 static void
 test_liblockd_kinds_on_the_wire(void **state)
@@ -1070,19 +1058,19 @@ test_liblockd_kinds_on_the_wire(void **state)
 
 	(void)state;
 	memset(&now, 0, sizeof(now));
-	k = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
 	    LOCKD_HELD);
-	k = kind_of(0, LOCKD_MODE_SHARED);
+	k = harness_kind(0, LOCKD_MODE_SHARED);
 	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
 	    LOCKD_HELD);
-	k = kind_of(1, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(1, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_try_kind(c, "a", &now, &k, NULL, &lease),
 	    LOCKD_HELD);
-	k = kind_of(LOCKD_LIMIT_MAX, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(LOCKD_LIMIT_MAX, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_acquire_kind(c, "a", &now, &k, "r-1", &lease),
 	    LOCKD_ERR_WAIT_TIMEOUT);
-	k = kind_of(1, LOCKD_MODE_SHARED);
+	k = harness_kind(1, LOCKD_MODE_SHARED);
 	assert_int_equal(lockd_try_kind(c, "a", &now, &k, "r-2", &lease),
 	    LOCKD_HELD);
 	lockd_free(c);
@@ -1313,13 +1301,7 @@ test_liblockd_codes_have_names_and_classes(void **state)
 static lockd_acquire_options
 wait_for(int64_t wait_ms)
 {
-	lockd_acquire_options o;
-
-	memset(&o, 0, sizeof(o));
-	o.lease_ms = 10000;
-	o.wait_ms = wait_ms;
-	o.onclose = LOCKD_ONCLOSE_KEEP;
-	return o;
+	return harness_wait_options(wait_ms, LOCKD_ONCLOSE_KEEP);
 }
 
 /* A semaphore of 2 and three callers, each on its own connection. */
@@ -1328,7 +1310,7 @@ test_liblockd_a_semaphore_of_two_lets_two_of_three_hold(void **state)
 {
 	lockd_context *c[3] = { connect_shared(), connect_shared(),
 	    connect_shared() };
-	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind two = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
 	lockd_acquire_options now = wait_for(0), soon = wait_for(200);
 	lockd_lease l[3];
 	lockd_lock_status st;
@@ -1368,8 +1350,8 @@ static void
 test_liblockd_kind_with_a_rid_is_granted_once(void **state)
 {
 	lockd_context *c = connect_shared();
-	lockd_kind two = kind_of(2, LOCKD_MODE_EXCLUSIVE);
-	lockd_kind three = kind_of(3, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind two = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind three = harness_kind(3, LOCKD_MODE_EXCLUSIVE);
 	lockd_acquire_options now = wait_for(0);
 	lockd_lease a, b;
 
@@ -1403,7 +1385,7 @@ write_lock(void *arg)
 {
 	struct writer *w = arg;
 	lockd_acquire_options o = wait_for(5000);
-	lockd_kind excl = kind_of(1, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind excl = harness_kind(1, LOCKD_MODE_EXCLUSIVE);
 
 	w->rc = lockd_acquire_kind(w->c, "kind/rw", &o, &excl, NULL,
 	    &w->lease);
@@ -1415,7 +1397,7 @@ static void
 test_liblockd_shared_readers_queue_behind_a_waiting_writer(void **state)
 {
 	lockd_context *r1 = connect_shared(), *r2 = connect_shared();
-	lockd_kind shared = kind_of(0, LOCKD_MODE_SHARED);
+	lockd_kind shared = harness_kind(0, LOCKD_MODE_SHARED);
 	lockd_acquire_options now = wait_for(0), soon = wait_for(200);
 	struct writer w = { .c = connect_shared(), .rc = 1 };
 	lockd_lease a, b;
@@ -1469,26 +1451,160 @@ test_liblockd_bad_kinds_are_refused_before_sending(void **state)
 	lockd_lease l;
 
 	(void)state;
-	k = kind_of(LOCKD_LIMIT_MAX + 1, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(LOCKD_LIMIT_MAX + 1, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
 	    LOCKD_ERR_INVALID);
-	k = kind_of(2, LOCKD_MODE_SHARED);
+	k = harness_kind(2, LOCKD_MODE_SHARED);
 	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
 	    LOCKD_ERR_INVALID);
-	k = kind_of(1, 7);
+	k = harness_kind(1, 7);
 	assert_int_equal(lockd_acquire_kind(c, "kind/bad", &now, &k, NULL,
 	    &l), LOCKD_ERR_INVALID);
-	k = kind_of(2, LOCKD_MODE_EXCLUSIVE);
+	k = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
 	k.size = 0;
 	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
 	    LOCKD_ERR_INVALID);
 	/* An older caller's shorter struct: limit read, mode not. */
-	k = kind_of(LOCKD_LIMIT_MAX, LOCKD_MODE_SHARED);
+	k = harness_kind(LOCKD_LIMIT_MAX, LOCKD_MODE_SHARED);
 	k.size = offsetof(lockd_kind, mode);
 	assert_int_equal(lockd_try_kind(c, "kind/bad", &now, &k, NULL, &l),
 	    LOCKD_OK);
 	assert_int_equal(lockd_release(c, &l), LOCKD_OK);
 	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	lockd_free(c);
+}
+
+/* ---- the holders STATUS and LIST tell ---------------------------------- */
+
+struct kinds_seen {
+	char names[4][LOCKD_NAME_MAX + 1];
+	lockd_lock_holders holders[4];
+	int n;
+};
+
+static int
+collect_holders(void *arg, const lockd_lock_info *info,
+    const lockd_lock_holders *holders)
+{
+	struct kinds_seen *s = arg;
+
+	assert_true(holders->size >= sizeof(lockd_lock_holders));
+	if (s->n < 4) {
+		snprintf(s->names[s->n], sizeof(s->names[0]), "%s", info->name);
+		s->holders[s->n] = *holders;
+	}
+	s->n++;
+	return 0;
+}
+
+/* A lockd_lock_holders filled with a marker, its size set. */
+static lockd_lock_holders
+holders_blank(void)
+{
+	lockd_lock_holders h;
+
+	memset(&h, 0x5a, sizeof(h));
+	h.size = sizeof(h);
+	return h;
+}
+
+/* lockd_status_holders and lockd_list_holders: a semaphore's holders and
+ * limit, a shared lock's readers, a plain lock's one holder. */
+static void
+test_liblockd_status_and_list_tell_holders_limit_and_mode(void **state)
+{
+	lockd_context *c = connect_shared();
+	lockd_kind three = harness_kind(3, LOCKD_MODE_EXCLUSIVE);
+	lockd_kind shared = harness_kind(0, LOCKD_MODE_SHARED);
+	lockd_acquire_options now = wait_for(0);
+	lockd_lock_holders h;
+	lockd_lock_info info;
+	struct kinds_seen seen;
+	char next[LOCKD_NAME_MAX + 1];
+	lockd_lease l[6];
+
+	(void)state;
+	assert_int_equal(lockd_try_kind(c, "holders/a-sem", &now, &three,
+	    NULL, &l[0]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/a-sem", &now, &three,
+	    NULL, &l[1]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/b-rw", &now, &shared,
+	    NULL, &l[2]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/b-rw", &now, &shared,
+	    NULL, &l[3]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/b-rw", &now, &shared,
+	    NULL, &l[4]), LOCKD_OK);
+	assert_int_equal(lockd_try_kind(c, "holders/c-plain", &now, NULL,
+	    NULL, &l[5]), LOCKD_OK);
+
+	h = holders_blank();
+	assert_int_equal(lockd_status_holders(c, "holders/a-sem", &info, &h),
+	    LOCKD_OK);
+	assert_int_equal(info.held, 1);
+	assert_int_equal(info.fence, l[1].fence);  /* the newest holder's */
+	assert_int_equal(h.holders, 2);
+	assert_int_equal(h.limit, 3);
+	assert_int_equal(h.mode, LOCKD_MODE_EXCLUSIVE);
+	h = holders_blank();
+	assert_int_equal(lockd_status_holders(c, "holders/b-rw", &info, &h),
+	    LOCKD_OK);
+	assert_int_equal(info.fence, l[4].fence);
+	assert_int_equal(h.holders, 3);
+	assert_int_equal(h.limit, 1);
+	assert_int_equal(h.mode, LOCKD_MODE_SHARED);
+	h = holders_blank();
+	assert_int_equal(lockd_status_holders(c, "holders/c-plain", &info,
+	    &h), LOCKD_OK);
+	assert_int_equal(h.holders, 1);
+	assert_int_equal(h.limit, 1);
+	assert_int_equal(h.mode, LOCKD_MODE_EXCLUSIVE);
+	h = holders_blank();
+	assert_int_equal(lockd_status_holders(c, "holders/free", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 0);
+	assert_int_equal(h.limit, 1);
+	assert_int_equal(h.mode, LOCKD_MODE_EXCLUSIVE);
+
+	/* LIST says the same, line by line. */
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(lockd_list_holders(c, "holders/", NULL, 0,
+	    collect_holders, &seen, next), LOCKD_OK);
+	assert_int_equal(seen.n, 3);
+	assert_string_equal(seen.names[0], "holders/a-sem");
+	assert_int_equal(seen.holders[0].holders, 2);
+	assert_int_equal(seen.holders[0].limit, 3);
+	assert_int_equal(seen.holders[0].mode, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(seen.holders[1].holders, 3);
+	assert_int_equal(seen.holders[1].limit, 1);
+	assert_int_equal(seen.holders[1].mode, LOCKD_MODE_SHARED);
+	assert_int_equal(seen.holders[2].holders, 1);
+	assert_int_equal(seen.holders[2].mode, LOCKD_MODE_EXCLUSIVE);
+	assert_string_equal(next, "");
+	/* WATCH says it too: the newest fence is not the first permit's. */
+	h = holders_blank();
+	assert_int_equal(lockd_watch_holders(c, "holders/a-sem",
+	    (int64_t)l[0].fence, 0, &info, &h), LOCKD_OK);
+	assert_int_equal(info.fence, l[1].fence);
+	assert_int_equal(h.holders, 2);
+	assert_int_equal(h.limit, 3);
+	h.size = 0;
+	assert_int_equal(lockd_watch_holders(c, "holders/a-sem",
+	    (int64_t)l[0].fence, 0, &info, &h), LOCKD_ERR_INVALID);
+
+	/* An older caller's shorter struct: holders written, no further. */
+	h = holders_blank();
+	h.size = offsetof(lockd_lock_holders, limit);
+	assert_int_equal(lockd_status_holders(c, "holders/a-sem", NULL, &h),
+	    LOCKD_OK);
+	assert_int_equal(h.holders, 2);
+	assert_int_equal(h.limit, 0x5a5a5a5au);
+	/* A size that covers not even holders is refused unsent. */
+	h.size = 0;
+	assert_int_equal(lockd_status_holders(c, "holders/a-sem", &info, &h),
+	    LOCKD_ERR_INVALID);
+	assert_int_equal(lockd_ping(c), LOCKD_OK);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(lockd_release(c, &l[i]), LOCKD_OK);
 	lockd_free(c);
 }
 
@@ -1498,6 +1614,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_liblockd_ping_answers),
 		cmocka_unit_test(test_liblockd_v2_calls),
+		cmocka_unit_test(
+		    test_liblockd_status_and_list_tell_holders_limit_and_mode),
 		cmocka_unit_test(test_liblockd_connect_over_a_unix_socket),
 		cmocka_unit_test(
 		    test_liblockd_connect_to_a_closed_port_fails_with_io),

@@ -918,6 +918,85 @@ test_lockctl_list_shows_a_table_and_json(void **state)
 	assert_int_equal(lockctl("list", "a", "b", NULL), EXIT_USAGE);
 }
 
+/* status and list show a semaphore's holders and limit, a shared lock's
+ * readers, as STATUS's reply orders them. */
+static void
+test_lockctl_status_and_list_show_holders_limit_and_mode(void **state)
+{
+	const char *sem, *rw, *plain;
+
+	(void)state;
+	assert_int_equal(lockctl("try", "-N", "3", "ctl/kinds/sem", NULL), 0);
+	assert_int_equal(lockctl("try", "-N", "3", "ctl/kinds/sem", NULL), 0);
+	assert_int_equal(lockctl("try", "-s", "ctl/kinds/rw", NULL), 0);
+	assert_int_equal(lockctl("try", "-s", "ctl/kinds/rw", NULL), 0);
+	assert_int_equal(lockctl("try", "ctl/kinds/x", NULL), 0);
+	assert_int_equal(lockctl("status", "ctl/kinds/sem", NULL), 0);
+	assert_non_null(strstr(out, " holders=2 limit=3\n"));
+	assert_int_equal(lockctl("status", "ctl/kinds/rw", NULL), 0);
+	assert_non_null(strstr(out, " holders=2 mode=shared\n"));
+	assert_int_equal(lockctl("status", "ctl/kinds/x", NULL), 0);
+	assert_null(strstr(out, "holders="));
+	assert_null(strstr(out, "mode="));
+
+	assert_int_equal(lockctl("list", "ctl/kinds/", NULL), 0);
+	assert_non_null(strstr(out, " HOLDERS\n"));
+	sem = strstr(out, "\nctl/kinds/sem ");
+	rw = strstr(out, "\nctl/kinds/rw ");
+	plain = strstr(out, "\nctl/kinds/x ");
+	assert_non_null(sem);
+	assert_non_null(rw);
+	assert_non_null(plain);
+	assert_memory_equal(strchr(sem + 1, '\n') - 4, " 2/3", 4);
+	assert_memory_equal(strchr(rw + 1, '\n') - 9, " 2 shared", 9);
+	assert_memory_equal(strchr(plain + 1, '\n') - 2, " 1", 2);
+
+	assert_int_equal(lockctl("list", "--json", "ctl/kinds/", NULL), 0);
+	assert_non_null(strstr(out, "\"holders\": 2, \"limit\": 3, "
+	    "\"mode\": \"exclusive\"}"));
+	assert_non_null(strstr(out, "\"holders\": 2, \"limit\": 1, "
+	    "\"mode\": \"shared\"}"));
+	assert_non_null(strstr(out, "\"holders\": 1, \"limit\": 1, "
+	    "\"mode\": \"exclusive\"}"));
+}
+
+/* Reads path into text (size bytes) until it holds needle (NULL: a whole
+ * line), for at most HARNESS_REPLY_TIMEOUT_MS; a watch's output grows. */
+static void
+read_until(const char *path, char *text, size_t size, const char *needle)
+{
+	int64_t deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
+
+	do {
+		harness_sleep_ms(20);
+		text[0] = '\0';
+		harness_read_file(path, text, size);
+	} while ((needle != NULL ? strstr(text, needle) :
+	    strchr(text, '\n')) == NULL && harness_now_ms() < deadline);
+}
+
+/* watch shows a shared lock's readers as they come. */
+static void
+test_lockctl_watch_shows_holders_of_a_shared_lock(void **state)
+{
+	const char *watch_out = path_of("watch-kinds.out");
+	char text[OUT_SIZE];
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(lockctl("try", "-s", "ctl/kinds/watched", NULL), 0);
+	pid = spawn_lockctl(watch_out, NULL, "watch", "ctl/kinds/watched",
+	    NULL);
+	assert_true(pid > 0);
+	read_until(watch_out, text, sizeof(text), NULL);
+	assert_non_null(strstr(text, " holders=1 mode=shared\n"));
+	assert_int_equal(lockctl("try", "-s", "ctl/kinds/watched", NULL), 0);
+	read_until(watch_out, text, sizeof(text), "cause=granted");
+	kill(pid, SIGTERM);
+	harness_wait(pid, HARNESS_STOP_TIMEOUT_MS);
+	assert_non_null(strstr(text, " holders=2 mode=shared cause=granted\n"));
+}
+
 /* force NAME FENCE frees only the holder with that fence. */
 static void
 test_lockctl_force_frees_only_that_fence(void **state)
@@ -952,30 +1031,19 @@ test_lockctl_watch_prints_each_change(void **state)
 	const char *watch_out = path_of("watch.out");
 	char text[OUT_SIZE];
 	struct grant g;
-	int64_t deadline;
 	pid_t pid;
 
 	(void)state;
 	pid = spawn_lockctl(watch_out, NULL, "watch", "ctl/watched", NULL);
 	assert_true(pid > 0);
-	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
-	do {
-		harness_sleep_ms(20);
-		text[0] = '\0';
-		harness_read_file(watch_out, text, sizeof(text));
-	} while (strchr(text, '\n') == NULL && harness_now_ms() < deadline);
+	read_until(watch_out, text, sizeof(text), NULL);
 	assert_string_equal(text, "held=0 fence=0 ttl=0 queue=0\n");
 	assert_int_equal(lockctl("try", "--owner", "w", "ctl/watched", NULL),
 	    0);
 	parse_grant(out, &g);
 	assert_int_equal(lockctl("release", "ctl/watched", g.handle, NULL),
 	    0);
-	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
-	do {
-		harness_sleep_ms(20);
-		harness_read_file(watch_out, text, sizeof(text));
-	} while (strstr(text, "cause=released") == NULL &&
-	    harness_now_ms() < deadline);
+	read_until(watch_out, text, sizeof(text), "cause=released");
 	kill(pid, SIGTERM);
 	harness_wait(pid, HARNESS_STOP_TIMEOUT_MS);
 	assert_non_null(strstr(text, " owner=w cause=granted\n"));
@@ -1415,6 +1483,10 @@ main(void)
 		cmocka_unit_test(
 		    test_lockctl_owner_and_delay_on_acquire_and_try),
 		cmocka_unit_test(test_lockctl_list_shows_a_table_and_json),
+		cmocka_unit_test(
+		    test_lockctl_status_and_list_show_holders_limit_and_mode),
+		cmocka_unit_test(
+		    test_lockctl_watch_shows_holders_of_a_shared_lock),
 		cmocka_unit_test(test_lockctl_force_frees_only_that_fence),
 		cmocka_unit_test(test_lockctl_watch_prints_each_change),
 		cmocka_unit_test(test_lockctl_run_with_owner_elects_a_leader),

@@ -5,8 +5,9 @@
  * keep-alive across a kill -9 and restart of lockd and its loss when lockd
  * stays down, and 1,000 locks in flight when lockd is killed and restarted.
  *
- * Every loop is bounded: run_until() runs the loop until a condition holds
- * or a time limit passes (a guard timer wakes it), and fails the test then.
+ * Every loop is bounded: harness_uv_run_until() (tests/lib/uv_loop.c) runs
+ * the loop until a condition holds or a time limit passes (a guard timer
+ * wakes it), and fails the test then.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,85 +23,10 @@
 #include "client/lockd.h"
 #include "client/lockd_uv.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/uv_loop.h"
 
 #define TIMEOUT_MS 5000
 #define MANY 1000
-
-/* One finished request, as its callback saw it. */
-struct result {
-	bool done;
-	int calls;
-	int result;
-	lockd_reply reply;
-	int order;            /* the how-many-th callback it was */
-};
-
-static uv_loop_t loop;
-static int callbacks;     /* request callbacks so far, for the order */
-
-static void
-on_reply(lockd_uv_client *client, int result, const lockd_reply *reply,
-    void *arg)
-{
-	struct result *r = arg;
-
-	(void)client;
-	assert_non_null(reply);
-	r->done = true;
-	r->calls++;
-	r->result = result;
-	r->reply = *reply;
-	r->order = callbacks++;
-}
-
-static void
-on_connect(lockd_uv_client *client, int result, void *arg)
-{
-	struct result *r = arg;
-
-	(void)client;
-	r->done = true;
-	r->calls++;
-	r->result = result;
-}
-
-static void
-on_closed(lockd_uv_client *client, void *arg)
-{
-	(void)client;
-	*(bool *)arg = true;
-}
-
-static void
-guard_tick(uv_timer_t *t)
-{
-	(void)t;
-}
-
-/* Runs the loop until *flag is true or ms pass; the flag's value. */
-static bool
-run_until(const bool *flag, int64_t ms)
-{
-	uv_timer_t guard;
-	int64_t end = harness_now_ms() + ms;
-
-	uv_timer_init(&loop, &guard);
-	uv_timer_start(&guard, guard_tick, 10, 10);
-	while (!*flag && harness_now_ms() < end)
-		uv_run(&loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&guard, NULL);
-	uv_run(&loop, UV_RUN_NOWAIT);
-	return *flag;
-}
-
-/* Runs the loop for ms, whatever happens. */
-static void
-run_for(int64_t ms)
-{
-	bool never = false;
-
-	run_until(&never, ms);
-}
 
 static lockd_options
 options_for(int port, int64_t command_timeout_ms)
@@ -119,28 +45,12 @@ static lockd_uv_client *
 connect_uv(int port, int64_t command_timeout_ms)
 {
 	lockd_options o = options_for(port, command_timeout_ms);
-	struct result r = { 0 };
-	lockd_uv_client *c = lockd_uv_connect(&loop, &o, on_connect, &r);
 
-	assert_non_null(c);
-	assert_true(run_until(&r.done, TIMEOUT_MS));
-	if (r.result != LOCKD_OK)
-		fail_msg("connect: %s", lockd_uv_errstr(c));
-	return c;
-}
-
-/* Closes c and runs the loop until its close callback has come. */
-static void
-close_uv(lockd_uv_client *c)
-{
-	bool closed = false;
-
-	lockd_uv_close(c, on_closed, &closed);
-	assert_true(run_until(&closed, TIMEOUT_MS));
+	return harness_uv_connect(&o, TIMEOUT_MS);
 }
 
 static bool
-all_done(const struct result *r, size_t n)
+all_done(const struct harness_uv_result *r, size_t n)
 {
 	size_t i;
 
@@ -152,30 +62,14 @@ all_done(const struct result *r, size_t n)
 
 /* Runs the loop until every result is in. */
 static void
-wait_all(struct result *r, size_t n)
+wait_all(struct harness_uv_result *r, size_t n)
 {
 	int64_t end = harness_now_ms() + TIMEOUT_MS;
 	bool done = false;
 
 	while (!(done = all_done(r, n)) && harness_now_ms() < end)
-		run_for(10);
+		harness_uv_run_for(10);
 	assert_true(done);
-}
-
-static int
-setup(void **state)
-{
-	assert_int_equal(uv_loop_init(&loop), 0);
-	return harness_shared_setup(state);
-}
-
-static int
-teardown(void **state)
-{
-	uv_run(&loop, UV_RUN_NOWAIT);
-	/* Every handle of every client was closed and freed. */
-	assert_int_equal(uv_loop_close(&loop), 0);
-	return harness_shared_teardown(state);
 }
 
 /* ---- every call ------------------------------------------------------- */
@@ -184,15 +78,15 @@ static void
 test_uv_every_call_answers_through_its_callback(void **state)
 {
 	lockd_uv_client *c = connect_uv(harness_shared->port, TIMEOUT_MS);
-	struct result acq = { 0 }, r[6];
+	struct harness_uv_result acq = { 0 }, r[6];
 	lockd_lease lease;
 
 	(void)state;
 	memset(r, 0, sizeof(r));
 	assert_int_equal(lockd_uv_acquire(c, "uv/every", 5000, 1000,
-	    LOCKD_ONCLOSE_KEEP, on_reply, &acq), LOCKD_OK);
+	    LOCKD_ONCLOSE_KEEP, harness_uv_on_reply, &acq), LOCKD_OK);
 	assert_int_equal(lockd_uv_pending(c), 1);
-	assert_true(run_until(&acq.done, TIMEOUT_MS));
+	assert_true(harness_uv_run_until(&acq.done, TIMEOUT_MS));
 	assert_int_equal(acq.result, LOCKD_OK);
 	assert_int_equal(acq.reply.command, LOCKD_CMD_ACQUIRE);
 	assert_string_equal(acq.reply.lease.name, "uv/every");
@@ -202,17 +96,18 @@ test_uv_every_call_answers_through_its_callback(void **state)
 	lease = acq.reply.lease;
 
 	/* The rest pipelined at once, answered in order. */
-	assert_int_equal(lockd_uv_try(c, "uv/every", 5000, 0, on_reply, &r[0]),
+	assert_int_equal(lockd_uv_try(c, "uv/every", 5000, 0,
+	    harness_uv_on_reply, &r[0]), LOCKD_OK);
+	assert_int_equal(lockd_uv_status(c, "uv/every", harness_uv_on_reply,
+	    &r[1]), LOCKD_OK);
+	assert_int_equal(lockd_uv_renew(c, &lease, 8000, harness_uv_on_reply,
+	    &r[2]), LOCKD_OK);
+	assert_int_equal(lockd_uv_release(c, &lease, harness_uv_on_reply,
+	    &r[3]), LOCKD_OK);
+	assert_int_equal(lockd_uv_release(c, &lease, harness_uv_on_reply,
+	    &r[4]), LOCKD_OK);
+	assert_int_equal(lockd_uv_ping(c, harness_uv_on_reply, &r[5]),
 	    LOCKD_OK);
-	assert_int_equal(lockd_uv_status(c, "uv/every", on_reply, &r[1]),
-	    LOCKD_OK);
-	assert_int_equal(lockd_uv_renew(c, &lease, 8000, on_reply, &r[2]),
-	    LOCKD_OK);
-	assert_int_equal(lockd_uv_release(c, &lease, on_reply, &r[3]),
-	    LOCKD_OK);
-	assert_int_equal(lockd_uv_release(c, &lease, on_reply, &r[4]),
-	    LOCKD_OK);
-	assert_int_equal(lockd_uv_ping(c, on_reply, &r[5]), LOCKD_OK);
 	assert_int_equal(lockd_uv_pending(c), 6);
 	wait_all(r, 6);
 	assert_int_equal(r[0].result, LOCKD_HELD);
@@ -233,73 +128,77 @@ test_uv_every_call_answers_through_its_callback(void **state)
 			assert_true(r[i].order == r[i - 1].order + 1);
 	}
 	assert_int_equal(lockd_uv_pending(c), 0);
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 static void
 test_uv_a_failed_call_never_calls_back(void **state)
 {
 	lockd_uv_client *c = connect_uv(harness_shared->port, TIMEOUT_MS);
-	struct result r = { 0 };
+	struct harness_uv_result r = { 0 };
 	lockd_lease bad;
 
 	(void)state;
 	memset(&bad, 0, sizeof(bad));
-	assert_int_equal(lockd_uv_acquire(c, "has space", 0, 0, 0, on_reply,
-	    &r), LOCKD_ERR_INVALID);
+	assert_int_equal(lockd_uv_acquire(c, "has space", 0, 0, 0,
+	    harness_uv_on_reply, &r), LOCKD_ERR_INVALID);
 	assert_non_null(strstr(lockd_uv_errstr(c), "name"));
-	assert_int_equal(lockd_uv_try(c, "uv/x", -5, 0, on_reply, &r),
+	assert_int_equal(lockd_uv_try(c, "uv/x", -5, 0, harness_uv_on_reply,
+	    &r), LOCKD_ERR_INVALID);
+	assert_int_equal(lockd_uv_renew(c, &bad, 0, harness_uv_on_reply, &r),
 	    LOCKD_ERR_INVALID);
-	assert_int_equal(lockd_uv_renew(c, &bad, 0, on_reply, &r),
-	    LOCKD_ERR_INVALID);
-	assert_int_equal(lockd_uv_release(c, NULL, on_reply, &r),
+	assert_int_equal(lockd_uv_release(c, NULL, harness_uv_on_reply, &r),
 	    LOCKD_ERR_INVALID);
 	assert_int_equal(lockd_uv_ping(c, NULL, NULL), LOCKD_ERR_INVALID);
 	assert_int_equal(lockd_uv_pending(c), 0);
-	run_for(50);
+	harness_uv_run_for(50);
 	assert_int_equal(r.calls, 0);
 	assert_int_equal(lockd_uv_err(c), 0);
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 static void
 test_uv_connect_over_a_unix_socket_and_to_a_closed_port(void **state)
 {
 	lockd_options o;
-	struct result r = { 0 }, ping = { 0 }, failed = { 0 };
+	struct harness_uv_result r = { 0 }, ping = { 0 }, failed = { 0 };
 	lockd_uv_client *c;
 
 	(void)state;
 	memset(&o, 0, sizeof(o));
 	o.unix_path = harness_shared->unix_path;
-	c = lockd_uv_connect(&loop, &o, on_connect, &r);
+	c = lockd_uv_connect(&harness_uv_loop, &o, harness_uv_on_connect, &r);
 	assert_non_null(c);
 	/* Issued before the connection is made: sent once it is. */
-	assert_int_equal(lockd_uv_ping(c, on_reply, &ping), LOCKD_OK);
+	assert_int_equal(lockd_uv_ping(c, harness_uv_on_reply, &ping),
+	    LOCKD_OK);
 	assert_false(r.done);   /* never called from lockd_uv_connect */
-	assert_true(run_until(&ping.done, TIMEOUT_MS));
+	assert_true(harness_uv_run_until(&ping.done, TIMEOUT_MS));
 	assert_int_equal(r.result, LOCKD_OK);
 	assert_int_equal(ping.result, LOCKD_OK);
-	close_uv(c);
+	harness_uv_close(c);
 
 	/* A port nobody listens on: IO to connect and to the request. */
 	memset(&r, 0, sizeof(r));
 	o = options_for(harness_closed_port(), TIMEOUT_MS);
 	o.host = "localhost";   /* resolved with uv_getaddrinfo */
-	c = lockd_uv_connect(&loop, &o, on_connect, &r);
+	c = lockd_uv_connect(&harness_uv_loop, &o, harness_uv_on_connect, &r);
 	assert_non_null(c);
-	assert_int_equal(lockd_uv_ping(c, on_reply, &failed), LOCKD_OK);
-	assert_true(run_until(&failed.done, TIMEOUT_MS));
+	assert_int_equal(lockd_uv_ping(c, harness_uv_on_reply, &failed),
+	    LOCKD_OK);
+	assert_true(harness_uv_run_until(&failed.done, TIMEOUT_MS));
 	assert_int_equal(r.result, LOCKD_ERR_IO);
 	assert_int_equal(failed.result, LOCKD_ERR_IO);
 	assert_int_equal(lockd_uv_err(c), LOCKD_ERR_IO);
 	assert_non_null(strstr(lockd_uv_errstr(c), "connect to localhost"));
 	/* Dead: later calls fail at once, without a callback. */
-	assert_int_equal(lockd_uv_ping(c, on_reply, &failed), LOCKD_ERR_IO);
+	assert_int_equal(lockd_uv_ping(c, harness_uv_on_reply, &failed),
+	    LOCKD_ERR_IO);
 	assert_int_equal(failed.calls, 1);
-	close_uv(c);
+	harness_uv_close(c);
 	o.port = 70000;
-	assert_null(lockd_uv_connect(&loop, &o, on_connect, &r));
+	assert_null(lockd_uv_connect(&harness_uv_loop, &o,
+	    harness_uv_on_connect, &r));
 }
 
 /* ---- pipelining ------------------------------------------------------- */
@@ -308,17 +207,17 @@ static void
 test_uv_a_long_pipeline_is_answered_in_order(void **state)
 {
 	lockd_uv_client *c = connect_uv(harness_shared->port, TIMEOUT_MS);
-	struct result *r = calloc(2 * MANY, sizeof(*r));
+	struct harness_uv_result *r = calloc(2 * MANY, sizeof(*r));
 	char name[64];
 	int i, first;
 
 	(void)state;
 	assert_non_null(r);
-	first = callbacks;
+	first = harness_uv_callbacks;
 	for (i = 0; i < MANY; i++) {
 		snprintf(name, sizeof(name), "uv/pipe/%d", i);
-		assert_int_equal(lockd_uv_try(c, name, 10000, 0, on_reply,
-		    &r[i]), LOCKD_OK);
+		assert_int_equal(lockd_uv_try(c, name, 10000, 0,
+		    harness_uv_on_reply, &r[i]), LOCKD_OK);
 	}
 	assert_int_equal(lockd_uv_pending(c), MANY);
 	wait_all(r, MANY);
@@ -329,13 +228,13 @@ test_uv_a_long_pipeline_is_answered_in_order(void **state)
 		assert_int_equal(r[i].order, first + i);
 		assert_string_equal(r[i].reply.lease.name, name);
 		assert_int_equal(lockd_uv_release(c, &r[i].reply.lease,
-		    on_reply, &r[MANY + i]), LOCKD_OK);
+		    harness_uv_on_reply, &r[MANY + i]), LOCKD_OK);
 	}
 	wait_all(r + MANY, MANY);
 	for (i = 0; i < MANY; i++)
 		assert_int_equal(r[MANY + i].result, LOCKD_OK);
 	free(r);
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 /* ---- busy, timeout, conflict ------------------------------------------ */
@@ -345,33 +244,33 @@ test_uv_busy_wait_timeout_and_conflict_results(void **state)
 {
 	lockd_uv_client *a = connect_uv(harness_shared->port, TIMEOUT_MS);
 	lockd_uv_client *b = connect_uv(harness_shared->port, 300);
-	struct result held = { 0 }, r[4];
+	struct harness_uv_result held = { 0 }, r[4];
 	lockd_lease forged;
 	char handle[LOCKD_HANDLE_SIZE];
 	int64_t t0;
 
 	(void)state;
 	memset(r, 0, sizeof(r));
-	assert_int_equal(lockd_uv_acquire(a, "uv/busy", 5000, 0, 0, on_reply,
-	    &held), LOCKD_OK);
-	assert_true(run_until(&held.done, TIMEOUT_MS));
+	assert_int_equal(lockd_uv_acquire(a, "uv/busy", 5000, 0, 0,
+	    harness_uv_on_reply, &held), LOCKD_OK);
+	assert_true(harness_uv_run_until(&held.done, TIMEOUT_MS));
 	assert_int_equal(held.result, LOCKD_OK);
 
 	t0 = harness_now_ms();
-	assert_int_equal(lockd_uv_try(b, "uv/busy", 0, 0, on_reply, &r[0]),
-	    LOCKD_OK);
+	assert_int_equal(lockd_uv_try(b, "uv/busy", 0, 0, harness_uv_on_reply,
+	    &r[0]), LOCKD_OK);
 	/* A wait longer than the command timeout is not cut short by it. */
-	assert_int_equal(lockd_uv_acquire(b, "uv/busy", 0, 500, 0, on_reply,
-	    &r[1]), LOCKD_OK);
+	assert_int_equal(lockd_uv_acquire(b, "uv/busy", 0, 500, 0,
+	    harness_uv_on_reply, &r[1]), LOCKD_OK);
 	snprintf(handle, sizeof(handle), "%llu-0123456789abcdef",
 	    (unsigned long long)held.reply.lease.fence);
 	assert_int_equal(lockd_lease_init(&forged, "uv/busy", handle),
 	    LOCKD_OK);
-	assert_int_equal(lockd_uv_renew(b, &forged, 1000, on_reply, &r[2]),
-	    LOCKD_OK);
+	assert_int_equal(lockd_uv_renew(b, &forged, 1000, harness_uv_on_reply,
+	    &r[2]), LOCKD_OK);
 	wait_all(r, 3);
-	assert_int_equal(lockd_uv_release(a, &held.reply.lease, on_reply,
-	    &r[3]), LOCKD_OK);
+	assert_int_equal(lockd_uv_release(a, &held.reply.lease,
+	    harness_uv_on_reply, &r[3]), LOCKD_OK);
 	wait_all(r, 4);
 	assert_int_equal(r[0].result, LOCKD_HELD);
 	assert_int_equal(r[1].result, LOCKD_ERR_WAIT_TIMEOUT);
@@ -381,8 +280,8 @@ test_uv_busy_wait_timeout_and_conflict_results(void **state)
 	assert_int_equal(r[3].result, LOCKD_OK);
 	/* Server errors leave the client usable. */
 	assert_int_equal(lockd_uv_err(b), 0);
-	close_uv(a);
-	close_uv(b);
+	harness_uv_close(a);
+	harness_uv_close(b);
 }
 
 static void
@@ -390,7 +289,7 @@ test_uv_command_timeout_kills_the_client(void **state)
 {
 	struct harness_server *s = harness_start(NULL);
 	lockd_uv_client *c = connect_uv(s->port, 200);
-	struct result r[3];
+	struct harness_uv_result r[3];
 	int64_t t0;
 
 	(void)state;
@@ -398,7 +297,8 @@ test_uv_command_timeout_kills_the_client(void **state)
 	harness_server_pause(s);
 	t0 = harness_now_ms();
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(lockd_uv_ping(c, on_reply, &r[i]), LOCKD_OK);
+		assert_int_equal(lockd_uv_ping(c, harness_uv_on_reply, &r[i]),
+		    LOCKD_OK);
 	wait_all(r, 3);
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(r[i].result, LOCKD_ERR_TIMEOUT);
@@ -406,7 +306,7 @@ test_uv_command_timeout_kills_the_client(void **state)
 	assert_true(harness_now_ms() - t0 < 2000);
 	assert_int_equal(lockd_uv_err(c), LOCKD_ERR_TIMEOUT);
 	harness_server_resume(s);
-	close_uv(c);
+	harness_uv_close(c);
 	harness_server_destroy(s);
 }
 
@@ -418,10 +318,10 @@ static void
 on_reply_closes(lockd_uv_client *client, int result, const lockd_reply *reply,
     void *arg)
 {
-	on_reply(client, result, reply, arg);
+	harness_uv_on_reply(client, result, reply, arg);
 	/* Closing again from a callback is harmless; requests fail at once. */
 	lockd_uv_close(client, NULL, NULL);
-	assert_int_equal(lockd_uv_ping(client, on_reply, arg),
+	assert_int_equal(lockd_uv_ping(client, harness_uv_on_reply, arg),
 	    LOCKD_ERR_CLOSED);
 	closed_order++;
 }
@@ -431,7 +331,7 @@ test_uv_close_with_requests_outstanding(void **state)
 {
 	struct harness_server *s = harness_start(NULL);
 	lockd_uv_client *c = connect_uv(s->port, 0);
-	struct result r[50];
+	struct harness_uv_result r[50];
 	bool closed = false;
 	int i;
 
@@ -440,11 +340,12 @@ test_uv_close_with_requests_outstanding(void **state)
 	harness_server_pause(s);     /* no reply can come */
 	for (i = 0; i < 50; i++)
 		assert_int_equal(lockd_uv_acquire(c, "uv/close", 1000,
-		    LOCKD_WAIT_FOREVER, 0, i == 0 ? on_reply_closes : on_reply,
-		    &r[i]), LOCKD_OK);
-	run_for(50);
+		    LOCKD_WAIT_FOREVER, 0,
+		    i == 0 ? on_reply_closes : harness_uv_on_reply, &r[i]),
+		    LOCKD_OK);
+	harness_uv_run_for(50);
 	closed_order = 0;
-	lockd_uv_close(c, on_closed, &closed);
+	lockd_uv_close(c, harness_uv_on_closed, &closed);
 	/* Every callback ran, in order, before lockd_uv_close returned. */
 	for (i = 0; i < 50; i++) {
 		assert_int_equal(r[i].calls, 1);
@@ -453,7 +354,7 @@ test_uv_close_with_requests_outstanding(void **state)
 	}
 	assert_int_equal(closed_order, 1);
 	assert_false(closed);        /* freed from the loop, later */
-	assert_true(run_until(&closed, TIMEOUT_MS));
+	assert_true(harness_uv_run_until(&closed, TIMEOUT_MS));
 	harness_server_resume(s);
 	harness_server_destroy(s);
 }
@@ -501,7 +402,7 @@ test_uv_keepalive_rides_out_a_lockd_restart(void **state)
 {
 	struct harness_server *s = harness_start(NULL);
 	lockd_uv_client *c = connect_uv(s->port, TIMEOUT_MS);
-	struct result acq = { 0 };
+	struct harness_uv_result acq = { 0 };
 	struct lost lost = { 0 };
 	lockd_uv_keepalive *k;
 	lockd_lease now;
@@ -510,20 +411,20 @@ test_uv_keepalive_rides_out_a_lockd_restart(void **state)
 
 	(void)state;
 	assert_int_equal(lockd_uv_acquire(c, "uv/keep", 3000, 0,
-	    LOCKD_ONCLOSE_KEEP, on_reply, &acq), LOCKD_OK);
-	assert_true(run_until(&acq.done, TIMEOUT_MS));
+	    LOCKD_ONCLOSE_KEEP, harness_uv_on_reply, &acq), LOCKD_OK);
+	assert_true(harness_uv_run_until(&acq.done, TIMEOUT_MS));
 	assert_int_equal(acq.result, LOCKD_OK);
 	k = lockd_uv_keepalive_start(c, &acq.reply.lease, on_lost, &lost);
 	assert_non_null(k);
-	run_for(1200);               /* one renewal at 1 s */
+	harness_uv_run_for(1200);               /* one renewal at 1 s */
 	lockd_uv_keepalive_lease(k, &now);
 	assert_true(now.deadline_ms > acq.reply.lease.deadline_ms);
 
 	harness_server_kill(s);      /* kill -9 */
-	run_for(300);                /* renewals fail meanwhile */
+	harness_uv_run_for(300);                /* renewals fail meanwhile */
 	harness_server_restart(s);
 	restarted = lockd_now_ms();
-	run_for(3500);               /* past the lease: renewed since */
+	harness_uv_run_for(3500);       /* past the lease: renewed since */
 	assert_int_equal(lost.calls, 0);
 	assert_int_equal(lockd_uv_keepalive_lost(k), 0);
 	lockd_uv_keepalive_lease(k, &now);
@@ -533,7 +434,7 @@ test_uv_keepalive_rides_out_a_lockd_restart(void **state)
 	assert_int_equal(st.held, 1);
 	assert_int_equal(st.fence, acq.reply.lease.fence);
 	lockd_uv_keepalive_stop(k);
-	close_uv(c);
+	harness_uv_close(c);
 	harness_server_destroy(s);
 }
 
@@ -542,20 +443,20 @@ test_uv_keepalive_reports_a_loss_when_lockd_stays_down(void **state)
 {
 	struct harness_server *s = harness_start(NULL);
 	lockd_uv_client *c = connect_uv(s->port, TIMEOUT_MS);
-	struct result acq = { 0 };
+	struct harness_uv_result acq = { 0 };
 	struct lost lost = { 0 };
 	lockd_uv_keepalive *k;
 	lockd_lease last;
 
 	(void)state;
-	assert_int_equal(lockd_uv_acquire(c, "uv/lose", 1000, 0, 0, on_reply,
-	    &acq), LOCKD_OK);
-	assert_true(run_until(&acq.done, TIMEOUT_MS));
+	assert_int_equal(lockd_uv_acquire(c, "uv/lose", 1000, 0, 0,
+	    harness_uv_on_reply, &acq), LOCKD_OK);
+	assert_true(harness_uv_run_until(&acq.done, TIMEOUT_MS));
 	k = lockd_uv_keepalive_start(c, &acq.reply.lease, on_lost, &lost);
 	assert_non_null(k);
-	run_for(400);
+	harness_uv_run_for(400);
 	harness_server_kill(s);
-	assert_true(run_until(&lost.done, 3000));
+	assert_true(harness_uv_run_until(&lost.done, 3000));
 	assert_int_equal(lost.calls, 1);
 	assert_true(lockd_error_is_fatal(lost.err));
 	assert_int_equal(lockd_uv_keepalive_lost(k), lost.err);
@@ -563,10 +464,10 @@ test_uv_keepalive_reports_a_loss_when_lockd_stays_down(void **state)
 	/* Reported before the lease could end, with a tenth to spare. */
 	lockd_uv_keepalive_lease(k, &last);
 	assert_true(lost.at <= last.deadline_ms - last.lease_ms / 10 + 20);
-	run_for(200);
+	harness_uv_run_for(200);
 	assert_int_equal(lost.calls, 1);
 	lockd_uv_keepalive_stop(k);
-	close_uv(c);
+	harness_uv_close(c);
 	harness_server_destroy(s);
 }
 
@@ -574,32 +475,32 @@ static void
 test_uv_keepalive_reports_a_refused_renewal(void **state)
 {
 	lockd_uv_client *c = connect_uv(harness_shared->port, TIMEOUT_MS);
-	struct result acq = { 0 }, rel = { 0 };
+	struct harness_uv_result acq = { 0 }, rel = { 0 };
 	struct lost lost = { 0 };
 	lockd_uv_keepalive *k;
 
 	(void)state;
 	assert_int_equal(lockd_uv_acquire(c, "uv/refused", 600, 0, 0,
-	    on_reply, &acq), LOCKD_OK);
-	assert_true(run_until(&acq.done, TIMEOUT_MS));
-	assert_int_equal(lockd_uv_release(c, &acq.reply.lease, on_reply, &rel),
-	    LOCKD_OK);
-	assert_true(run_until(&rel.done, TIMEOUT_MS));
+	    harness_uv_on_reply, &acq), LOCKD_OK);
+	assert_true(harness_uv_run_until(&acq.done, TIMEOUT_MS));
+	assert_int_equal(lockd_uv_release(c, &acq.reply.lease,
+	    harness_uv_on_reply, &rel), LOCKD_OK);
+	assert_true(harness_uv_run_until(&rel.done, TIMEOUT_MS));
 	k = lockd_uv_keepalive_start(c, &acq.reply.lease, on_lost, &lost);
 	assert_non_null(k);
-	assert_true(run_until(&lost.done, 2000));
+	assert_true(harness_uv_run_until(&lost.done, 2000));
 	assert_int_equal(lost.err, LOCKD_ERR_CONFLICT);
 	lockd_uv_keepalive_stop(k);
 	/* A keep-alive still running is stopped by closing its client. */
 	k = lockd_uv_keepalive_start(c, &acq.reply.lease, on_lost, &lost);
 	assert_non_null(k);
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 /* ---- 1,000 locks in flight through a kill -9 -------------------------- */
 
 struct flight {
-	struct result r;
+	struct harness_uv_result r;
 	lockd_uv_keepalive *k;
 	struct lost lost;
 };
@@ -614,7 +515,7 @@ on_flight(lockd_uv_client *client, int result, const lockd_reply *reply,
 {
 	struct flight *f = arg;
 
-	on_reply(client, result, reply, &f->r);
+	harness_uv_on_reply(client, result, reply, &f->r);
 	flight_answered++;
 	if (result == LOCKD_OK) {
 		flight_granted++;
@@ -661,7 +562,7 @@ test_uv_a_thousand_locks_in_flight_survive_a_lockd_kill(void **state)
 	/* Every request is answered: granted, or failed with the kill. */
 	for (int64_t end = harness_now_ms() + TIMEOUT_MS;
 	    flight_answered < MANY && harness_now_ms() < end;)
-		run_for(10);
+		harness_uv_run_for(10);
 	assert_int_equal(flight_answered, MANY);
 	assert_int_equal(flight_granted + flight_failed, MANY);
 	assert_true(flight_granted >= MANY / 2);
@@ -671,10 +572,10 @@ test_uv_a_thousand_locks_in_flight_survive_a_lockd_kill(void **state)
 			assert_true(lockd_error_is_fatal(
 			    flights[i].r.result));
 	}
-	run_for(200);                /* down for a while */
+	harness_uv_run_for(200);                /* down for a while */
 	harness_server_restart(flight_server);
 	restarted = lockd_now_ms();
-	run_for(3000);               /* beyond two renewals of every lease */
+	harness_uv_run_for(3000);       /* beyond two renewals of every lease */
 
 	o = options_for(flight_server->port, TIMEOUT_MS);
 	check = lockd_connect(&o);
@@ -715,7 +616,7 @@ test_uv_a_thousand_locks_in_flight_survive_a_lockd_kill(void **state)
 	for (i = 0; i < MANY; i++)
 		if (flights[i].k != NULL)
 			lockd_uv_keepalive_stop(flights[i].k);
-	close_uv(c);
+	harness_uv_close(c);
 	free(flights);
 	harness_server_destroy(flight_server);
 }
@@ -743,5 +644,6 @@ main(void)
 	};
 
 	harness_begin();
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, harness_uv_shared_setup,
+	    harness_uv_shared_teardown);
 }

@@ -8,8 +8,8 @@
  * fire.
  *
  * Certificates come from tests/lib/certs.c (the openssl command).  Every
- * loop is bounded: run_until() runs the loop until a flag is set or a time
- * limit passes.
+ * loop is bounded: harness_uv_run_until() (tests/lib/uv_loop.c) runs the
+ * loop until a flag is set or a time limit passes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +31,7 @@
 #include "client/lockd_uv.h"
 #include "tests/lib/certs.h"
 #include "tests/lib/harness.h"
+#include "tests/lib/uv_loop.h"
 
 #define TIMEOUT_MS 10000
 /* printf '%s' s3cret | sha256sum, and likewise t0ken. */
@@ -46,82 +47,13 @@
 #define STALL_TIMEOUT_MS 500
 #define STALL_TICKS 5
 
-struct result {
-	bool done;
-	int calls;
-	int result;
-	lockd_reply reply;
-};
-
-static uv_loop_t loop;
 static struct harness_certs certs;
-
-static void
-on_reply(lockd_uv_client *client, int result, const lockd_reply *reply,
-    void *arg)
-{
-	struct result *r = arg;
-
-	(void)client;
-	r->done = true;
-	r->calls++;
-	r->result = result;
-	r->reply = *reply;
-}
-
-static void
-on_connect(lockd_uv_client *client, int result, void *arg)
-{
-	struct result *r = arg;
-
-	(void)client;
-	r->done = true;
-	r->calls++;
-	r->result = result;
-}
-
-static void
-on_closed(lockd_uv_client *client, void *arg)
-{
-	(void)client;
-	*(bool *)arg = true;
-}
-
-static void
-guard_tick(uv_timer_t *t)
-{
-	(void)t;
-}
-
-static bool
-run_until(const bool *flag, int64_t ms)
-{
-	uv_timer_t guard;
-	int64_t end = harness_now_ms() + ms;
-
-	uv_timer_init(&loop, &guard);
-	uv_timer_start(&guard, guard_tick, 10, 10);
-	while (!*flag && harness_now_ms() < end)
-		uv_run(&loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&guard, NULL);
-	uv_run(&loop, UV_RUN_NOWAIT);
-	return *flag;
-}
-
-static void
-close_uv(lockd_uv_client *c)
-{
-	bool closed = false;
-
-	lockd_uv_close(c, on_closed, &closed);
-	assert_true(run_until(&closed, TIMEOUT_MS));
-}
 
 /* Issues one request through call's result and runs it to its reply. */
 #define RUN(r, call) do {                                               \
 	memset(&(r), 0, sizeof(r));                                     \
 	assert_int_equal((call), LOCKD_OK);                             \
-	assert_true(run_until(&(r).done, TIMEOUT_MS));                  \
+	assert_true(harness_uv_run_until(&(r).done, TIMEOUT_MS));       \
 } while (0)
 
 static struct harness_server *
@@ -161,11 +93,11 @@ tls_options(const char *url)
 static int
 connect_with(const lockd_options *o, lockd_uv_client **out)
 {
-	struct result r = { 0 };
+	struct harness_uv_result r = { 0 };
 
-	*out = lockd_uv_connect(&loop, o, on_connect, &r);
+	*out = lockd_uv_connect(&harness_uv_loop, o, harness_uv_on_connect, &r);
 	assert_non_null(*out);
-	assert_true(run_until(&r.done, TIMEOUT_MS));
+	assert_true(harness_uv_run_until(&r.done, TIMEOUT_MS));
 	assert_int_equal(r.calls, 1);
 	return r.result;
 }
@@ -174,7 +106,7 @@ static void
 test_uv_tls_takes_renews_and_releases_over_tls_with_a_token(void **state)
 {
 	struct harness_server *s;
-	struct result r, pipe[PIPELINED];
+	struct harness_uv_result r, pipe[PIPELINED];
 	lockd_uv_client *c;
 	lockd_options o;
 	lockd_lease lease;
@@ -188,60 +120,63 @@ test_uv_tls_takes_renews_and_releases_over_tls_with_a_token(void **state)
 	/* The client keeps no pointer into the options. */
 	snprintf(token, sizeof(token), "s3cret");
 	o.token = token;
-	c = lockd_uv_connect(&loop, &o, on_connect, &r);
+	c = lockd_uv_connect(&harness_uv_loop, &o, harness_uv_on_connect, &r);
 	memset(token, 'x', sizeof(token) - 1);
 	memset(&r, 0, sizeof(r));
 	assert_non_null(c);
 	/* Issued before the handshake: sent once AUTH is answered. */
 	memset(&pipe[0], 0, sizeof(pipe[0]));
 	assert_int_equal(lockd_uv_acquire(c, "ops/a", 2000, 0,
-	    LOCKD_ONCLOSE_KEEP, on_reply, &pipe[0]), LOCKD_OK);
-	assert_true(run_until(&pipe[0].done, TIMEOUT_MS));
+	    LOCKD_ONCLOSE_KEEP, harness_uv_on_reply, &pipe[0]), LOCKD_OK);
+	assert_true(harness_uv_run_until(&pipe[0].done, TIMEOUT_MS));
 	assert_int_equal(r.calls, 1);
 	assert_int_equal(r.result, LOCKD_OK);
 	assert_int_equal(pipe[0].result, LOCKD_OK);
 	lease = pipe[0].reply.lease;
-	RUN(r, lockd_uv_renew(c, &lease, 3000, on_reply, &r));
+	RUN(r, lockd_uv_renew(c, &lease, 3000, harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_OK);
 	assert_int_equal(r.reply.lease.lease_ms, 3000);
-	RUN(r, lockd_uv_status(c, "ops/a", on_reply, &r));
+	RUN(r, lockd_uv_status(c, "ops/a", harness_uv_on_reply, &r));
 	assert_int_equal(r.reply.status.held, 1);
 	assert_int_equal(r.reply.status.fence, lease.fence);
-	RUN(r, lockd_uv_release(c, &lease, on_reply, &r));
+	RUN(r, lockd_uv_release(c, &lease, harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_OK);
-	RUN(r, lockd_uv_status(c, "ops/a", on_reply, &r));
+	RUN(r, lockd_uv_status(c, "ops/a", harness_uv_on_reply, &r));
 	assert_int_equal(r.reply.status.held, 0);
 	/* A pipeline whose replies cross TLS records. */
 	memset(pipe, 0, sizeof(pipe));
 	for (i = 0; i < PIPELINED; i++) {
 		snprintf(name[i], sizeof(name[i]), "ops/%0200d", i);
 		assert_int_equal(lockd_uv_try(c, name[i], 0,
-		    LOCKD_ONCLOSE_RELEASE, on_reply, &pipe[i]), LOCKD_OK);
+		    LOCKD_ONCLOSE_RELEASE, harness_uv_on_reply, &pipe[i]),
+		    LOCKD_OK);
 	}
-	assert_true(run_until(&pipe[PIPELINED - 1].done, TIMEOUT_MS));
+	assert_true(harness_uv_run_until(&pipe[PIPELINED - 1].done,
+	    TIMEOUT_MS));
 	for (i = 0; i < PIPELINED; i++) {
 		assert_int_equal(pipe[i].result, LOCKD_OK);
 		assert_string_equal(pipe[i].reply.lease.name, name[i]);
 	}
 	/* Outside the token's prefix: refused, the client lives on. */
-	RUN(r, lockd_uv_try(c, "app/a", 0, LOCKD_ONCLOSE_KEEP, on_reply, &r));
+	RUN(r, lockd_uv_try(c, "app/a", 0, LOCKD_ONCLOSE_KEEP,
+	    harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_ERR_DENIED);
-	RUN(r, lockd_uv_ping(c, on_reply, &r));
+	RUN(r, lockd_uv_ping(c, harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_OK);
-	close_uv(c);
+	harness_uv_close(c);
 	/* 127.0.0.1 is in the certificate too, as an IP address. */
 	snprintf(url, sizeof(url), "lockds://127.0.0.1:%d", s->port);
 	o = tls_options(url);
 	o.token = "s3cret";
 	assert_int_equal(connect_with(&o, &c), LOCKD_OK);
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 static void
 test_uv_tls_refuses_a_server_it_cannot_verify(void **state)
 {
 	struct harness_server *s, *plain;
-	struct result r;
+	struct harness_uv_result r;
 	lockd_uv_client *c;
 	lockd_options o;
 	char url[128];
@@ -252,29 +187,30 @@ test_uv_tls_refuses_a_server_it_cannot_verify(void **state)
 	o = tls_options(url);
 	o.token = "s3cret";
 	o.tls_ca_file = harness_certs_path(&certs, "otherca.pem");
-	c = lockd_uv_connect(&loop, &o, NULL, NULL);
+	c = lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL);
 	assert_non_null(c);
 	/* A request issued meanwhile gets the same error. */
-	RUN(r, lockd_uv_ping(c, on_reply, &r));
+	RUN(r, lockd_uv_ping(c, harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_ERR_IO);
 	assert_int_equal(lockd_uv_err(c), LOCKD_ERR_IO);
 	assert_non_null(strstr(lockd_uv_errstr(c), "certificate"));
-	assert_int_equal(lockd_uv_ping(c, on_reply, &r), LOCKD_ERR_IO);
-	close_uv(c);
+	assert_int_equal(lockd_uv_ping(c, harness_uv_on_reply, &r),
+	    LOCKD_ERR_IO);
+	harness_uv_close(c);
 	/* The right CA, the wrong name. */
 	o = tls_options(url);
 	o.tls_server_name = "lockd.example.net";
 	assert_int_equal(connect_with(&o, &c), LOCKD_ERR_IO);
 	assert_non_null(strstr(lockd_uv_errstr(c), "hostname mismatch"));
-	close_uv(c);
+	harness_uv_close(c);
 	/* Plain lockd:// to the TLS port gets no answer but an end. */
 	snprintf(url, sizeof(url), "lockd://127.0.0.1:%d", s->port);
 	o = tls_options(url);
 	o.tls_ca_file = NULL;
 	assert_int_equal(connect_with(&o, &c), LOCKD_OK);
-	RUN(r, lockd_uv_ping(c, on_reply, &r));
+	RUN(r, lockd_uv_ping(c, harness_uv_on_reply, &r));
 	assert_true(lockd_error_is_fatal(r.result));
-	close_uv(c);
+	harness_uv_close(c);
 	/* lockds:// to a plain lockd: its answer to the ClientHello is no
 	 * TLS record. */
 	plain = harness_start(NULL);
@@ -282,23 +218,23 @@ test_uv_tls_refuses_a_server_it_cannot_verify(void **state)
 	o = tls_options(url);
 	assert_int_equal(connect_with(&o, &c), LOCKD_ERR_IO);
 	assert_non_null(strstr(lockd_uv_errstr(c), "TLS with"));
-	close_uv(c);
+	harness_uv_close(c);
 	/* What lockd_connect refuses, lockd_uv_connect refuses. */
 	o = tls_options("lockds:///tmp/lockd.sock");
-	assert_null(lockd_uv_connect(&loop, &o, NULL, NULL));
+	assert_null(lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL));
 	o = tls_options(url);
 	o.tls_ca_file = harness_certs_path(&certs, "no-such.pem");
-	assert_null(lockd_uv_connect(&loop, &o, NULL, NULL));
+	assert_null(lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL));
 	o = tls_options(url);
 	o.tls_key_file = harness_certs_path(&certs, "alice.key");
-	assert_null(lockd_uv_connect(&loop, &o, NULL, NULL));
+	assert_null(lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL));
 }
 
 static void
 test_uv_tls_a_wrong_token_gets_denied(void **state)
 {
 	struct harness_server *s;
-	struct result r, early;
+	struct harness_uv_result r, early;
 	lockd_uv_client *c;
 	lockd_options o;
 	char url[128];
@@ -310,38 +246,40 @@ test_uv_tls_a_wrong_token_gets_denied(void **state)
 	o.token = "s3creT";
 	memset(&r, 0, sizeof(r));
 	memset(&early, 0, sizeof(early));
-	c = lockd_uv_connect(&loop, &o, on_connect, &r);
+	c = lockd_uv_connect(&harness_uv_loop, &o, harness_uv_on_connect, &r);
 	assert_non_null(c);
 	assert_int_equal(lockd_uv_try(c, "ops/a", 0, LOCKD_ONCLOSE_KEEP,
-	    on_reply, &early), LOCKD_OK);
-	assert_true(run_until(&early.done, TIMEOUT_MS));
+	    harness_uv_on_reply, &early), LOCKD_OK);
+	assert_true(harness_uv_run_until(&early.done, TIMEOUT_MS));
 	assert_int_equal(r.result, LOCKD_ERR_DENIED);
 	assert_int_equal(early.result, LOCKD_ERR_DENIED);
 	assert_int_equal(lockd_uv_err(c), LOCKD_ERR_DENIED);
 	assert_non_null(strstr(lockd_uv_errstr(c), "AUTH refused"));
-	close_uv(c);
+	harness_uv_close(c);
 	/* A token from a file: app's, which may not touch ops/. */
 	harness_certs_write(&certs, "token", "t0ken\n");
 	o = tls_options(url);
 	o.token_file = harness_certs_path(&certs, "token");
 	assert_int_equal(connect_with(&o, &c), LOCKD_OK);
-	RUN(r, lockd_uv_try(c, "app/a", 0, LOCKD_ONCLOSE_KEEP, on_reply, &r));
+	RUN(r, lockd_uv_try(c, "app/a", 0, LOCKD_ONCLOSE_KEEP,
+	    harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_OK);
-	RUN(r, lockd_uv_try(c, "ops/a", 0, LOCKD_ONCLOSE_KEEP, on_reply, &r));
+	RUN(r, lockd_uv_try(c, "ops/a", 0, LOCKD_ONCLOSE_KEEP,
+	    harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_ERR_DENIED);
-	close_uv(c);
+	harness_uv_close(c);
 	/* A token file that cannot be read fails the connect. */
 	o.token_file = harness_certs_path(&certs, "no-such-token");
 	assert_int_equal(connect_with(&o, &c), LOCKD_ERR_INVALID);
 	assert_non_null(strstr(lockd_uv_errstr(c), "token file"));
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 static void
 test_uv_tls_plain_lockd_url_sends_auth_in_the_clear(void **state)
 {
 	struct harness_server *s;
-	struct result r;
+	struct harness_uv_result r;
 	lockd_uv_client *c;
 	lockd_options o;
 	char url[128];
@@ -358,19 +296,20 @@ test_uv_tls_plain_lockd_url_sends_auth_in_the_clear(void **state)
 	o.connect_timeout_ms = TIMEOUT_MS;
 	o.token = "t0ken";
 	assert_int_equal(connect_with(&o, &c), LOCKD_OK);
-	RUN(r, lockd_uv_try(c, "app/a", 0, LOCKD_ONCLOSE_KEEP, on_reply, &r));
+	RUN(r, lockd_uv_try(c, "app/a", 0, LOCKD_ONCLOSE_KEEP,
+	    harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_OK);
-	close_uv(c);
+	harness_uv_close(c);
 	o.token = "t0keN";
 	assert_int_equal(connect_with(&o, &c), LOCKD_ERR_DENIED);
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 static void
 test_uv_tls_a_client_certificate_is_the_principal(void **state)
 {
 	struct harness_server *s;
-	struct result r;
+	struct harness_uv_result r;
 	lockd_uv_client *c;
 	lockd_options o;
 	char url[128];
@@ -382,27 +321,28 @@ test_uv_tls_a_client_certificate_is_the_principal(void **state)
 	o.tls_cert_file = harness_certs_path(&certs, "alice.pem");
 	o.tls_key_file = harness_certs_path(&certs, "alice.key");
 	assert_int_equal(connect_with(&o, &c), LOCKD_OK);
-	RUN(r, lockd_uv_try(c, "alice/x", 0, LOCKD_ONCLOSE_KEEP, on_reply,
-	    &r));
+	RUN(r, lockd_uv_try(c, "alice/x", 0, LOCKD_ONCLOSE_KEEP,
+	    harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_OK);
-	RUN(r, lockd_uv_try(c, "ops/x", 0, LOCKD_ONCLOSE_KEEP, on_reply, &r));
+	RUN(r, lockd_uv_try(c, "ops/x", 0, LOCKD_ONCLOSE_KEEP,
+	    harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_ERR_DENIED);
-	close_uv(c);
+	harness_uv_close(c);
 	/* No certificate, or one from a CA lockd does not trust: the
 	 * server ends the handshake (in TLS 1.3 after the client's side
 	 * is done, so the first request sees it). */
 	o.tls_cert_file = NULL;
 	o.tls_key_file = NULL;
-	c = lockd_uv_connect(&loop, &o, NULL, NULL);
-	RUN(r, lockd_uv_ping(c, on_reply, &r));
+	c = lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL);
+	RUN(r, lockd_uv_ping(c, harness_uv_on_reply, &r));
 	assert_true(lockd_error_is_fatal(r.result));
-	close_uv(c);
+	harness_uv_close(c);
 	o.tls_cert_file = harness_certs_path(&certs, "mallory.pem");
 	o.tls_key_file = harness_certs_path(&certs, "mallory.key");
-	c = lockd_uv_connect(&loop, &o, NULL, NULL);
-	RUN(r, lockd_uv_ping(c, on_reply, &r));
+	c = lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL);
+	RUN(r, lockd_uv_ping(c, harness_uv_on_reply, &r));
 	assert_true(lockd_error_is_fatal(r.result));
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 static void
@@ -417,7 +357,7 @@ static void
 test_uv_tls_keepalive_renews_over_tls(void **state)
 {
 	struct harness_server *s;
-	struct result r;
+	struct harness_uv_result r;
 	lockd_uv_client *c;
 	lockd_uv_keepalive *k;
 	lockd_options o;
@@ -436,20 +376,20 @@ test_uv_tls_keepalive_renews_over_tls(void **state)
 	/* The keep-alive connects later, from the client's own copy. */
 	memset(token, 'x', sizeof(token) - 1);
 	RUN(r, lockd_uv_acquire(c, "ops/kept", 600, 0, LOCKD_ONCLOSE_KEEP,
-	    on_reply, &r));
+	    harness_uv_on_reply, &r));
 	assert_int_equal(r.result, LOCKD_OK);
 	lease = r.reply.lease;
 	k = lockd_uv_keepalive_start(c, &lease, on_lost, &lost);
 	assert_non_null(k);
 	/* Three lease lengths: the lease lives only if renewed. */
-	run_until(&never, 1800);
+	harness_uv_run_until(&never, 1800);
 	assert_int_equal(lost, 0);
 	assert_int_equal(lockd_uv_keepalive_lost(k), 0);
-	RUN(r, lockd_uv_status(c, "ops/kept", on_reply, &r));
+	RUN(r, lockd_uv_status(c, "ops/kept", harness_uv_on_reply, &r));
 	assert_int_equal(r.reply.status.held, 1);
 	assert_int_equal(r.reply.status.fence, lease.fence);
 	lockd_uv_keepalive_stop(k);
-	close_uv(c);
+	harness_uv_close(c);
 }
 
 /* ---- a server that stalls the handshake ---------------------------------- */
@@ -518,19 +458,20 @@ test_uv_tls_a_stalled_handshake_times_out_and_the_loop_runs_on(
 	    ntohs(a.sin_port));
 	o = tls_options(url);
 	o.connect_timeout_ms = STALL_TIMEOUT_MS;
-	uv_timer_init(&loop, &tick);
+	uv_timer_init(&harness_uv_loop, &tick);
 	tick.data = &st;
 	uv_timer_start(&tick, stall_tick, 10, 10);
-	st.client = lockd_uv_connect(&loop, &o, stall_connected, &st);
+	st.client = lockd_uv_connect(&harness_uv_loop, &o, stall_connected,
+	    &st);
 	assert_non_null(st.client);
-	assert_true(run_until(&st.connect_done, TIMEOUT_MS));
+	assert_true(harness_uv_run_until(&st.connect_done, TIMEOUT_MS));
 	uv_close((uv_handle_t *)&tick, NULL);
 	assert_int_equal(lockd_uv_err(st.client), LOCKD_ERR_TIMEOUT);
 	assert_non_null(strstr(lockd_uv_errstr(st.client), "TLS with"));
 	/* The ClientHello went out, and the loop kept running after. */
 	assert_int_equal(st.first, 0x16);
 	assert_true(st.ticks >= STALL_TICKS);
-	close_uv(st.client);
+	harness_uv_close(st.client);
 	if (st.conn >= 0)
 		close(st.conn);
 	/* Plain, with a token: AUTH goes out, no reply comes. */
@@ -543,16 +484,17 @@ test_uv_tls_a_stalled_handshake_times_out_and_the_loop_runs_on(
 	st.conn = -1;
 	st.first = 0;
 	st.connect_done = false;
-	uv_timer_init(&loop, &tick);
+	uv_timer_init(&harness_uv_loop, &tick);
 	tick.data = &st;
 	uv_timer_start(&tick, stall_tick, 10, 10);
-	st.client = lockd_uv_connect(&loop, &o, stall_connected, &st);
-	assert_true(run_until(&st.connect_done, TIMEOUT_MS));
+	st.client = lockd_uv_connect(&harness_uv_loop, &o, stall_connected,
+	    &st);
+	assert_true(harness_uv_run_until(&st.connect_done, TIMEOUT_MS));
 	uv_close((uv_handle_t *)&tick, NULL);
 	assert_int_equal(lockd_uv_err(st.client), LOCKD_ERR_TIMEOUT);
 	assert_non_null(strstr(lockd_uv_errstr(st.client), "AUTH with"));
 	assert_int_equal(st.first, 'A');
-	close_uv(st.client);
+	harness_uv_close(st.client);
 	if (st.conn >= 0)
 		close(st.conn);
 	close(st.listener);
@@ -562,15 +504,15 @@ static int
 setup(void **state)
 {
 	(void)state;
-	return uv_loop_init(&loop);
+	return uv_loop_init(&harness_uv_loop);
 }
 
 static int
 teardown(void **state)
 {
 	(void)state;
-	uv_run(&loop, UV_RUN_NOWAIT);
-	return uv_loop_close(&loop) == 0 ? 0 : -1;
+	uv_run(&harness_uv_loop, UV_RUN_NOWAIT);
+	return uv_loop_close(&harness_uv_loop) == 0 ? 0 : -1;
 }
 
 int

@@ -230,7 +230,13 @@ class Lease:
 class Status:
     """A STATUS reply: diagnostics only, never a basis for an acquire.
     ``fields`` holds every field, appended ones (owner=, holders=, ...)
-    included, as strings."""
+    included, as strings.
+
+    ``holders`` counts the live holders (0 when free, 1 for a held plain
+    lock, up to ``limit`` for a semaphore, any number of readers for a
+    shared lock); ``limit`` is 1 unless the name is a semaphore; ``mode``
+    is "shared" while it is held shared, else "exclusive".  ``fence`` and
+    ``ttl_ms`` are the newest holder's."""
 
     def __init__(self, name, fields):
         self.name = name
@@ -240,20 +246,30 @@ class Status:
             self.fence = int(fields["fence"])
             self.ttl_ms = int(fields["ttl"])
             self.queue = int(fields["queue"])
-        except (KeyError, ValueError) as e:
+            # Protocol v2's appended fields, when they apply.
+            self.holders = int(fields.get("holders", int(self.held)))
+            self.limit = int(fields.get("limit", 1))
+            self.delay_ms = int(fields.get("delay", 0))
+        except KeyError as e:
             raise ProtocolError(f"STATUS reply without {e}") from None
+        except ValueError as e:
+            raise ProtocolError(f"STATUS reply with a bad number: {e}") \
+                from None
         self.owner = fields.get("owner")
-        # Protocol v2's appended fields, when they apply.
-        self.holders = int(fields.get("holders", int(self.held)))
-        self.limit = int(fields.get("limit", 1))
         self.mode = fields.get("mode", "exclusive")
-        self.delay_ms = int(fields.get("delay", 0))
         self.cause = fields.get("cause")   # WATCH's CHANGED only
 
     def __repr__(self):
+        kind = ""
+        if self.limit > 1 or self.mode == "shared":
+            kind = f", holders={self.holders}"
+        if self.limit > 1:
+            kind += f", limit={self.limit}"
+        if self.mode == "shared":
+            kind += ", mode='shared'"
         return (f"Status(name={self.name!r}, held={self.held},"
                 f" fence={self.fence}, ttl_ms={self.ttl_ms},"
-                f" queue={self.queue})")
+                f" queue={self.queue}{kind})")
 
 
 class Check:
@@ -347,8 +363,30 @@ def _options(**kw):
     return out
 
 
+# A semaphore's largest limit=.
+LIMIT_MAX = 65535
+MODES = ("exclusive", "shared")
+
+
+def _kind(limit, mode):
+    """limit= and mode= as the wire says them: a semaphore's limit (2 to
+    65535; None or 1, a plain lock, is not sent) and mode=shared (None or
+    "exclusive" is not sent), as liblockd sends them."""
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError("limit is an int")
+        if not 1 <= limit <= LIMIT_MAX:
+            raise ValueError(f"limit is 1 to {LIMIT_MAX}, not {limit}")
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"mode is 'exclusive' or 'shared', not {mode!r}")
+    if mode == "shared" and limit is not None and limit > 1:
+        raise ValueError("a shared lock has no limit above 1")
+    return _options(limit=limit if limit is not None and limit > 1 else None,
+                    mode="shared" if mode == "shared" else None)
+
+
 def req_acquire(name, lease=None, wait=None, onclose="keep", owner=None,
-                rid=None, delay=None):
+                rid=None, delay=None, limit=None, mode=None):
     name = check_name(name)
     lease_ms = duration_ms(lease, "lease")
     wait_ms = duration_ms(wait, "wait")
@@ -359,12 +397,13 @@ def req_acquire(name, lease=None, wait=None, onclose="keep", owner=None,
         check_word(rid, "rid", 64)
     line = (f"ACQUIRE {name}" + _options(lease=lease_ms, wait=wait_ms)
             + _onclose(onclose)
-            + _options(owner=owner, rid=rid, delay=delay_ms) + "\n")
+            + _options(owner=owner, rid=rid, delay=delay_ms)
+            + _kind(limit, mode) + "\n")
     return Request("ACQUIRE", name, line, wait_ms)
 
 
 def req_try(name, lease=None, onclose="keep", owner=None, delay=None,
-            rid=None):
+            rid=None, limit=None, mode=None):
     name = check_name(name)
     lease_ms = duration_ms(lease, "lease")
     delay_ms = duration_ms(delay, "delay")
@@ -373,7 +412,8 @@ def req_try(name, lease=None, onclose="keep", owner=None, delay=None,
     if rid is not None:
         check_word(rid, "rid", 64)
     line = (f"TRY {name}" + _options(lease=lease_ms) + _onclose(onclose)
-            + _options(owner=owner, rid=rid, delay=delay_ms) + "\n")
+            + _options(owner=owner, rid=rid, delay=delay_ms)
+            + _kind(limit, mode) + "\n")
     return Request("TRY", name, line)
 
 

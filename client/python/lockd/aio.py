@@ -338,14 +338,20 @@ class AsyncClient:
 
     # ---- commands: as Client's ------------------------------------------
     async def acquire(self, name, lease=None, wait=None, onclose="keep", *,
-                      owner=None, rid=None, delay=None):
+                      owner=None, rid=None, delay=None, limit=None,
+                      mode=None):
+        """As Client.acquire, limit= and mode= included."""
         return await self._call(_proto.req_acquire(
-            name, lease, wait, onclose, owner, self._rid(rid), delay))
+            name, lease, wait, onclose, owner, self._rid(rid), delay, limit,
+            mode))
 
     async def try_acquire(self, name, lease=None, onclose="keep", *,
-                          owner=None, delay=None, rid=None):
+                          owner=None, delay=None, rid=None, limit=None,
+                          mode=None):
+        """As Client.try_acquire, limit= and mode= included."""
         return await self._call(_proto.req_try(name, lease, onclose, owner,
-                                               delay, self._rid(rid)))
+                                               delay, self._rid(rid), limit,
+                                               mode))
 
     def _rid(self, rid):
         if rid is None and self.options.failover_timeout:
@@ -387,9 +393,11 @@ class AsyncClient:
         return AsyncKeepAlive(self.options, lease, on_lost).start()
 
     def lock(self, name, lease=None, wait=None, onclose="keep", *,
-             on_lost=None, keepalive=True, owner=None, cancel_on_loss=True):
+             on_lost=None, keepalive=True, owner=None, cancel_on_loss=True,
+             limit=None, mode=None):
         return AsyncLockContext(self, name, lease, wait, onclose, on_lost,
-                                keepalive, owner, cancel_on_loss)
+                                keepalive, owner, cancel_on_loss, limit,
+                                mode)
 
 
 class AsyncKeepAlive:
@@ -476,10 +484,10 @@ class AsyncLockContext:
     """
 
     def __init__(self, client, name, lease, wait, onclose, on_lost,
-                 keepalive, owner, cancel_on_loss):
+                 keepalive, owner, cancel_on_loss, limit=None, mode=None):
         self._client = client
         self._args = (name, lease, wait, onclose)
-        self._owner = owner
+        self._kw = {"owner": owner, "limit": limit, "mode": mode}
         self._on_lost = on_lost
         self._keepalive = keepalive
         self._cancel_on_loss = cancel_on_loss
@@ -499,8 +507,7 @@ class AsyncLockContext:
 
     async def __aenter__(self):
         self._task = asyncio.current_task()
-        self.lease = await self._client.acquire(*self._args,
-                                                owner=self._owner)
+        self.lease = await self._client.acquire(*self._args, **self._kw)
         if self._keepalive:
             self._ka = AsyncKeepAlive(self._client.options, self.lease,
                                       self._lost).start()

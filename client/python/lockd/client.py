@@ -353,7 +353,7 @@ class Client:
 
     # ---- commands ------------------------------------------------------
     def acquire(self, name, lease=None, wait=None, onclose="keep", *,
-                owner=None, rid=None, delay=None):
+                owner=None, rid=None, delay=None, limit=None, mode=None):
         """Queues for the lock and returns its Lease when granted.
 
         ``lease``: None for the server's default (30 s; longer ones are
@@ -364,16 +364,28 @@ class Client:
         ``owner``: a public label (STATUS, LIST and WATCH show it).
         ``delay``: lock-delay, the time nobody gets the lock after this
         lease ends badly (expiry, onclose, FORCE; never RELEASE).
+        ``limit``: a counting semaphore, up to that many holders at once
+        (2 to 65535; None or 1: one holder), each with its own fence and
+        handle.  ``mode="shared"``: a shared (read) lock, held by any
+        number of shared holders together but by an exclusive one alone;
+        it takes no limit above 1.  Every request on a name must give
+        the same limit while it has holders or waiters (BadArgError
+        otherwise).  ``rid``: repeated with the same rid, the request
+        returns the grant it already had (with fail-over on, the client
+        makes one for every call and repeats it, limit and mode too).
         """
         return self._call(_proto.req_acquire(name, lease, wait, onclose,
-                                             owner, self._rid(rid), delay))
+                                             owner, self._rid(rid), delay,
+                                             limit, mode))
 
     def try_acquire(self, name, lease=None, onclose="keep", *, owner=None,
-                    delay=None, rid=None):
+                    delay=None, rid=None, limit=None, mode=None):
         """Never queues: the Lease, or None when the lock is taken (or in
-        its lock-delay)."""
+        its lock-delay, or its limit is reached, or a writer waits ahead
+        of a shared request).  Options as acquire()'s."""
         return self._call(_proto.req_try(name, lease, onclose, owner,
-                                         delay, self._rid(rid)))
+                                         delay, self._rid(rid), limit,
+                                         mode))
 
     def _rid(self, rid):
         # With fail-over, every ACQUIRE and TRY carries a rid, so that
@@ -450,11 +462,13 @@ class Client:
         return KeepAlive(self.options, lease, on_lost).start()
 
     def lock(self, name, lease=None, wait=None, onclose="keep", *,
-             on_lost=None, keepalive=True, owner=None):
+             on_lost=None, keepalive=True, owner=None, limit=None,
+             mode=None):
         """A context manager: acquires at entry (giving the Lease), keeps
-        it alive meanwhile, releases at exit; see LockContext."""
+        it alive meanwhile, releases at exit; see LockContext.  limit and
+        mode as acquire()'s: one permit of a semaphore, or a read lock."""
         return LockContext(self, name, lease, wait, onclose, on_lost,
-                           keepalive, owner)
+                           keepalive, owner, limit, mode)
 
 
 class Pipeline:
@@ -480,13 +494,14 @@ class Pipeline:
         return self
 
     def acquire(self, name, lease=None, wait=None, onclose="keep", *,
-                owner=None, rid=None, delay=None):
+                owner=None, rid=None, delay=None, limit=None, mode=None):
         return self._add(_proto.req_acquire(name, lease, wait, onclose,
-                                            owner, rid, delay))
+                                            owner, rid, delay, limit, mode))
 
     def try_acquire(self, name, lease=None, onclose="keep", *, owner=None,
-                    delay=None):
-        return self._add(_proto.req_try(name, lease, onclose, owner, delay))
+                    delay=None, rid=None, limit=None, mode=None):
+        return self._add(_proto.req_try(name, lease, onclose, owner, delay,
+                                        rid, limit, mode))
 
     def renew(self, lease, length=None):
         return self._add(_proto.req_renew(lease, length))
@@ -649,17 +664,17 @@ class LockContext:
     """
 
     def __init__(self, client, name, lease, wait, onclose, on_lost,
-                 keepalive, owner):
+                 keepalive, owner, limit=None, mode=None):
         self._client = client
         self._args = (name, lease, wait, onclose)
-        self._owner = owner
+        self._kw = {"owner": owner, "limit": limit, "mode": mode}
         self._on_lost = on_lost
         self._keepalive = keepalive
         self._ka = None
         self.lease = None
 
     def __enter__(self):
-        self.lease = self._client.acquire(*self._args, owner=self._owner)
+        self.lease = self._client.acquire(*self._args, **self._kw)
         if self._keepalive:
             self._ka = KeepAlive(self._client.options, self.lease,
                                  self._on_lost).start()
