@@ -240,6 +240,57 @@ test_crash_loop_catches_a_rid_not_stored(void **state)
 	chk_free(&chk);
 }
 
+/*
+ * A lockd that stores a semaphore's or shared lock's holders without
+ * their lock-delay: after a restart such a holder ends by expiry and the
+ * name is granted at once, inside the delay that holds back the whole
+ * name (the Delay check for several holders).
+ */
+static void
+test_crash_loop_catches_a_holder_delay_not_stored(void **state)
+{
+	static struct chk chk;
+	struct loop_result r;
+
+	(void)state;
+	alarm(60 + GUARD_CYCLES * 3);
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
+	chk.report_limit = 2;
+	crash_loop(GUARD_CYCLES, args.seed + 3, "holder_delay_unstored", false,
+	    true, &chk, &r);
+	print_result("crash loop guard (holder_delay_unstored)", args.seed + 3,
+	    &r, &chk);
+	if (chk.stats.violations[CHK_DELAY] == 0)
+		fail_msg("the checker did not catch a lockd that forgets the "
+		    "lock-delay of a holder beyond the first");
+	chk_free(&chk);
+}
+
+/*
+ * A lockd that stores each holder of a semaphore or shared lock with
+ * half its lease gone: only after a restart does it show, in what CHECK
+ * (and STATUS, for the newest) says of each holder's time left.
+ */
+static void
+test_crash_loop_catches_holders_coming_back_short(void **state)
+{
+	static struct chk chk;
+	struct loop_result r;
+
+	(void)state;
+	alarm(60 + GUARD_CYCLES * 3);
+	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
+	chk.report_limit = 2;
+	crash_loop(GUARD_CYCLES, args.seed + 4, "holder_lease_short", false,
+	    true, &chk, &r);
+	print_result("crash loop guard (holder_lease_short)", args.seed + 4,
+	    &r, &chk);
+	if (chk.stats.violations[CHK_FORGOTTEN] == 0)
+		fail_msg("the checker did not catch holders that come back "
+		    "after a restart with less time than they were told");
+	chk_free(&chk);
+}
+
 /* ---- the checker against made-up histories ----------------------------- */
 
 static const char *const one[1] = { "x" };
@@ -329,6 +380,108 @@ test_checker_catches_more_holders_than_the_limit(void **state)
 	chk_grant_multi(&c, a);
 	chk_finish(&c);
 	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
+/* Grants made together (all in flight at once) are ordered by their
+ * fences: the third of a semaphore of 2, told while the two lower
+ * fences are certainly held, is one too many, though no reply came
+ * before another's request. */
+static void
+test_checker_catches_more_holders_than_the_limit_by_fence(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_name_limit(&c, 0, 2);
+	a = chk_granted(&c, 0, 1, "1-0", 0, 50, 100, false, 0);
+	chk_grant_multi(&c, a);
+	a = chk_granted(&c, 0, 2, "2-0", 1, 50, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	a = chk_granted(&c, 0, 3, "3-0", 2, 50, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
+/* One holder of several with delay= ends by expiry: the whole name is
+ * held back from its latest end until its certain end plus the delay,
+ * while the other holders keep holding. */
+static void
+test_checker_catches_a_grant_inside_a_holders_lock_delay(void **state)
+{
+	struct chk c;
+	struct chk_ref r;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_name_limit(&c, 0, 4);
+	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_grant_options(&c, a, "", 0, 200);
+	a = chk_granted(&c, 0, 2, "2-0", 5, 6, 1000, false, 0);
+	chk_grant_multi(&c, a);
+	/* Beside fence 1 while it holds: fine. */
+	a = chk_granted(&c, 0, 3, "3-0", 50, 51, 1000, false, 0);
+	chk_grant_multi(&c, a);
+	/* Released, with a delay: none owed. */
+	a = chk_granted(&c, 0, 4, "4-0", 60, 61, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_grant_options(&c, a, "", 0, 900);
+	r = chk_begin(&c, a, CHK_EV_RELEASE, 70, 0);
+	chk_end(&c, r, CHK_OK, 71, 0);
+	a = chk_granted(&c, 0, 5, "5-0", 400, 401, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	/* Fence 1 ended by 101; its delay runs until 300 at least. */
+	a = chk_granted(&c, 0, 6, "6-0", 150, 160, 100, false, 0);
+	chk_grant_multi(&c, a);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_DELAY] >= 1);
+	assert_int_equal(c.stats.violations[CHK_OVERLAP], 0);
+	chk_free(&c);
+}
+
+/* After a restart, each holder of a semaphore or shared lock is asked
+ * for by CHECK: one certainly held must be CURRENT with its time left,
+ * never more than it can have; an onclose=release one must be gone.
+ * STATUS's newest holder is judged by its ttl the same way. */
+static void
+test_checker_catches_a_holder_check_that_forgot(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 1000, false, 0);
+	chk_grant_multi(&c, a);
+	a = chk_granted(&c, 0, 2, "2-0", 0, 1, 1000, true, 0);
+	chk_grant_multi(&c, a);
+	chk_closed(&c, a, 20);
+	c.cycle = 1;
+	chk_check(&c, 0, 1, 50, 51, true, 950, true);
+	chk_check(&c, 0, 2, 50, 51, false, 0, true);
+	chk_check(&c, 0, 9, 50, 51, false, 0, true);   /* not a told fence */
+	chk_status(&c, 0, 50, 51, true, 1, 950, true);
+	assert_int_equal(chk_violations(&c), 0);
+	chk_check(&c, 0, 1, 60, 61, false, 0, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 1);
+	chk_check(&c, 0, 1, 60, 61, true, 400, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 2);
+	chk_status(&c, 0, 60, 61, true, 1, 400, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 3);
+	chk_check(&c, 0, 1, 60, 61, true, 5000, true);
+	assert_int_equal(c.stats.violations[CHK_LENGTHENED], 1);
+	chk_check(&c, 0, 2, 60, 61, true, 900, true);
+	assert_int_equal(c.stats.violations[CHK_ONCLOSE], 1);
 	chk_free(&c);
 }
 
@@ -608,12 +761,22 @@ main(int argc, char **argv)
 		cmocka_unit_test(
 		    test_checker_catches_more_holders_than_the_limit),
 		cmocka_unit_test(
+		    test_checker_catches_more_holders_than_the_limit_by_fence),
+		cmocka_unit_test(
 		    test_checker_catches_a_status_that_forgot_a_holder),
+		cmocka_unit_test(
+		    test_checker_catches_a_grant_inside_a_holders_lock_delay),
+		cmocka_unit_test(
+		    test_checker_catches_a_holder_check_that_forgot),
 		cmocka_unit_test(
 		    test_checker_catches_a_grant_inside_a_lock_delay),
 		cmocka_unit_test(test_checker_catches_a_wrong_owner_label),
 		cmocka_unit_test(test_checker_catches_a_wrong_rid),
 		cmocka_unit_test(test_crash_loop_catches_a_rid_not_stored),
+		cmocka_unit_test(
+		    test_crash_loop_catches_a_holder_delay_not_stored),
+		cmocka_unit_test(
+		    test_crash_loop_catches_holders_coming_back_short),
 		cmocka_unit_test(
 		    test_checker_catches_a_forgotten_grant_after_a_restart),
 		cmocka_unit_test(test_checker_catches_a_forgotten_renewal),

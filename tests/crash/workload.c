@@ -681,6 +681,56 @@ check_rid(struct wl *w, int fd, char *buf, size_t cap, size_t *len,
 	return 0;
 }
 
+/* Holders of a name looked at one by one after a restart, at most: the
+ * newest told grants, which are all a short lease leaves alive. */
+#define HOLDER_LOOKBACK 48
+
+/*
+ * After a restart, every holder of a semaphore or shared lock that may
+ * still hold - not only the newest, which STATUS shows - is asked for by
+ * CHECK (it must be there with its time left), and the rid of each one
+ * certainly held is repeated (it must be told that grant again).
+ */
+static int
+check_holders(struct wl *w, int fd, char *buf, size_t cap, size_t *len,
+    int name, uint64_t shown)
+{
+	const struct chk_list *l = &w->chk->lists[name];
+	size_t idx[HOLDER_LOOKBACK], n = 0, k, i;
+
+	for (k = l->n; k > 0 && n < HOLDER_LOOKBACK; k--)
+		if (chk_maybe_held(w->chk, (int64_t)l->idx[k - 1],
+		    harness_now_ms()))
+			idx[n++] = l->idx[k - 1];
+	/* chk_granted (a rid repeat that turns out new) may move the
+	 * grants: the indexes are taken first. */
+	for (i = 0; i < n; i++) {
+		uint64_t fence = w->chk->grants[idx[i]].fence;
+		int64_t sent = harness_now_ms();
+		char line[320];
+		int m = snprintf(line, sizeof(line), "CHECK %s %llu\n",
+		    w->names[name], (unsigned long long)fence);
+		size_t used = ask(fd, line, (size_t)m, buf, cap, len,
+		    sent + STATUS_TIMEOUT_MS);
+		struct proto_reply r;
+		struct proto_error err;
+		size_t consumed;
+
+		if (used == 0 || proto_parse_reply(buf, used, cap, &r,
+		    &consumed, &err) != PROTO_DONE ||
+		    (r.kind != PROTO_REPLY_CURRENT &&
+		    r.kind != PROTO_REPLY_STALE))
+			return -1;
+		chk_check(w->chk, name, fence, sent, harness_now_ms(),
+		    r.kind == PROTO_REPLY_CURRENT, r.ttl_ms, true);
+		consume(buf, len, used);
+		if (fence != shown && check_rid(w, fd, buf, cap, len, name,
+		    fence) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 wl_check_status(struct wl *w, bool after_restart)
 {
@@ -717,6 +767,10 @@ wl_check_status(struct wl *w, bool after_restart)
 			if (after_restart && r.held)
 				rc = check_rid(w, fd, buf, sizeof(buf), &len,
 				    name, r.fence);
+			if (after_restart && rc == 0 &&
+			    kind_of(w, name)[0] != '\0')
+				rc = check_holders(w, fd, buf, sizeof(buf),
+				    &len, name, r.held ? r.fence : 0);
 		} else {
 			rc = -1;
 		}
