@@ -295,6 +295,21 @@ test_crash_loop_catches_holders_coming_back_short(void **state)
 
 static const char *const one[1] = { "x" };
 
+/* A told grant of a semaphore's or shared lock's holder on name 0, with
+ * the handle "<fence>-0"; its index. */
+static int64_t
+multi_granted(struct chk *c, uint64_t fence, int64_t sent, int64_t recv,
+    int64_t lease, bool onclose)
+{
+	char handle[32];
+	int64_t g;
+
+	snprintf(handle, sizeof(handle), "%llu-0", (unsigned long long)fence);
+	g = chk_granted(c, 0, fence, handle, sent, recv, lease, onclose, 0);
+	chk_grant_multi(c, g);
+	return g;
+}
+
 static void
 test_checker_catches_a_rewound_fence(void **state)
 {
@@ -357,27 +372,21 @@ static void
 test_checker_catches_more_holders_than_the_limit(void **state)
 {
 	struct chk c;
-	int64_t a;
 
 	(void)state;
 	chk_init(&c, 1, one, NULL, 0);
 	chk_name_limit(&c, 0, 2);
-	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
-	chk_grant_multi(&c, a);
-	a = chk_granted(&c, 0, 2, "2-0", 10, 11, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 1, 0, 1, 100, false);
+	multi_granted(&c, 2, 10, 11, 100, false);
 	/* After the first lease ends: fine. */
-	a = chk_granted(&c, 0, 3, "3-0", 150, 160, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 3, 150, 160, 100, false);
 	chk_finish(&c);
 	assert_int_equal(chk_violations(&c), 0);
 	/* Fence 5 told while fences 3 and 4 certainly hold. */
-	a = chk_granted(&c, 0, 4, "4-0", 170, 171, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 4, 170, 171, 100, false);
 	chk_finish(&c);
 	assert_int_equal(chk_violations(&c), 0);
-	a = chk_granted(&c, 0, 5, "5-0", 175, 176, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 5, 175, 176, 100, false);
 	chk_finish(&c);
 	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
 	chk_free(&c);
@@ -391,19 +400,15 @@ static void
 test_checker_catches_more_holders_than_the_limit_by_fence(void **state)
 {
 	struct chk c;
-	int64_t a;
 
 	(void)state;
 	chk_init(&c, 1, one, NULL, 0);
 	chk_name_limit(&c, 0, 2);
-	a = chk_granted(&c, 0, 1, "1-0", 0, 50, 100, false, 0);
-	chk_grant_multi(&c, a);
-	a = chk_granted(&c, 0, 2, "2-0", 1, 50, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 1, 0, 50, 100, false);
+	multi_granted(&c, 2, 1, 50, 100, false);
 	chk_finish(&c);
 	assert_int_equal(chk_violations(&c), 0);
-	a = chk_granted(&c, 0, 3, "3-0", 2, 50, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 3, 2, 50, 100, false);
 	chk_finish(&c);
 	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
 	chk_free(&c);
@@ -422,27 +427,21 @@ test_checker_catches_a_grant_inside_a_holders_lock_delay(void **state)
 	(void)state;
 	chk_init(&c, 1, one, NULL, 0);
 	chk_name_limit(&c, 0, 4);
-	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
-	chk_grant_multi(&c, a);
+	a = multi_granted(&c, 1, 0, 1, 100, false);
 	chk_grant_options(&c, a, "", 0, 200);
-	a = chk_granted(&c, 0, 2, "2-0", 5, 6, 1000, false, 0);
-	chk_grant_multi(&c, a);
+	a = multi_granted(&c, 2, 5, 6, 1000, false);
 	/* Beside fence 1 while it holds: fine. */
-	a = chk_granted(&c, 0, 3, "3-0", 50, 51, 1000, false, 0);
-	chk_grant_multi(&c, a);
+	a = multi_granted(&c, 3, 50, 51, 1000, false);
 	/* Released, with a delay: none owed. */
-	a = chk_granted(&c, 0, 4, "4-0", 60, 61, 100, false, 0);
-	chk_grant_multi(&c, a);
+	a = multi_granted(&c, 4, 60, 61, 100, false);
 	chk_grant_options(&c, a, "", 0, 900);
 	r = chk_begin(&c, a, CHK_EV_RELEASE, 70, 0);
 	chk_end(&c, r, CHK_OK, 71, 0);
-	a = chk_granted(&c, 0, 5, "5-0", 400, 401, 100, false, 0);
-	chk_grant_multi(&c, a);
+	a = multi_granted(&c, 5, 400, 401, 100, false);
 	chk_finish(&c);
 	assert_int_equal(chk_violations(&c), 0);
 	/* Fence 1 ended by 101; its delay runs until 300 at least. */
-	a = chk_granted(&c, 0, 6, "6-0", 150, 160, 100, false, 0);
-	chk_grant_multi(&c, a);
+	a = multi_granted(&c, 6, 150, 160, 100, false);
 	chk_finish(&c);
 	assert_true(c.stats.violations[CHK_DELAY] >= 1);
 	assert_int_equal(c.stats.violations[CHK_OVERLAP], 0);
@@ -461,10 +460,8 @@ test_checker_catches_a_holder_check_that_forgot(void **state)
 
 	(void)state;
 	chk_init(&c, 1, one, NULL, 0);
-	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 1000, false, 0);
-	chk_grant_multi(&c, a);
-	a = chk_granted(&c, 0, 2, "2-0", 0, 1, 1000, true, 0);
-	chk_grant_multi(&c, a);
+	a = multi_granted(&c, 1, 0, 1, 1000, false);
+	a = multi_granted(&c, 2, 0, 1, 1000, true);
 	chk_closed(&c, a, 20);
 	c.cycle = 1;
 	chk_check(&c, 0, 1, 50, 51, true, 950, true);
@@ -492,15 +489,12 @@ static void
 test_checker_catches_a_status_that_forgot_a_holder(void **state)
 {
 	struct chk c;
-	int64_t a;
 
 	(void)state;
 	chk_init(&c, 1, one, NULL, 0);
 	chk_name_limit(&c, 0, 3);
-	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
-	chk_grant_multi(&c, a);
-	a = chk_granted(&c, 0, 2, "2-0", 2, 3, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 1, 0, 1, 100, false);
+	multi_granted(&c, 2, 2, 3, 100, false);
 	chk_status(&c, 0, 10, 11, true, 2, 90, false);
 	chk_status(&c, 0, 200, 201, false, 0, 0, true);   /* both over */
 	assert_int_equal(chk_violations(&c), 0);

@@ -281,16 +281,38 @@ struct fencing_result {
 	uint64_t ops, acked, refused, late, grants, pauses, lost;
 };
 
+/* Acknowledged elements (acked_set) missing from the resource's set. */
 static uint64_t
-count_lost(const struct shared *sh, const struct resource *r)
+count_lost(const uint8_t *acked_set, const struct resource *r)
 {
 	uint64_t lost = 0;
 	size_t i;
 
 	for (i = 0; i < sizeof(r->set); i++)
-		lost += (uint64_t)__builtin_popcount(sh->acked_set[i] &
+		lost += (uint64_t)__builtin_popcount(acked_set[i] &
 		    (uint8_t)~r->set[i]);
 	return lost;
+}
+
+/* Waits for a client told to stop, STOP_TIMEOUT_MS at most (then kills
+ * it); fails the test unless it ended well. */
+static void
+reap_client(pid_t pid, int me)
+{
+	int64_t until = harness_now_ms() + STOP_TIMEOUT_MS;
+	int status = 0;
+
+	kill(pid, SIGCONT);
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (harness_now_ms() > until) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		harness_sleep_ms(2);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("client %d ended with status 0x%x", me, status);
 }
 
 /*
@@ -344,27 +366,14 @@ run_fencing(bool check, long seconds, uint64_t seed, bool stop_when_lost,
 		kill(pids[who], SIGCONT);
 		if (stop_when_lost) {
 			resource_load(path, &r);
-			if (count_lost(sh, &r) > 0)
+			if (count_lost(sh->acked_set, &r) > 0)
 				break;
 		}
 	}
 
 	sh->stop = 1;
 	for (i = 0; i < CLIENTS; i++) {
-		int64_t until = harness_now_ms() + STOP_TIMEOUT_MS;
-		int status = 0;
-
-		kill(pids[i], SIGCONT);
-		while (waitpid(pids[i], &status, WNOHANG) == 0) {
-			if (harness_now_ms() > until) {
-				kill(pids[i], SIGKILL);
-				waitpid(pids[i], &status, 0);
-				break;
-			}
-			harness_sleep_ms(2);
-		}
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			fail_msg("client %d ended with status 0x%x", i, status);
+		reap_client(pids[i], i);
 		res->ops += sh->ops[i];
 		res->acked += sh->acked[i];
 		res->refused += sh->refused[i];
@@ -372,7 +381,7 @@ run_fencing(bool check, long seconds, uint64_t seed, bool stop_when_lost,
 		res->grants += sh->grants[i];
 	}
 	resource_load(path, &r);
-	res->lost = count_lost(sh, &r);
+	res->lost = count_lost(sh->acked_set, &r);
 	munmap(sh, sizeof(*sh));
 	harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
 	printf("fencing (resource checks fences: %s): seed=%llu grants=%llu "
@@ -632,22 +641,8 @@ run_kinds(long seconds, uint64_t seed, const char *fault,
 	}
 
 	sh->stop = 1;
-	for (k = 0; k < KINDS_CLIENTS; k++) {
-		int64_t until = harness_now_ms() + STOP_TIMEOUT_MS;
-		int status = 0;
-
-		while (waitpid(pids[k], &status, WNOHANG) == 0) {
-			if (harness_now_ms() > until) {
-				kill(pids[k], SIGKILL);
-				waitpid(pids[k], &status, 0);
-				break;
-			}
-			harness_sleep_ms(2);
-		}
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			fail_msg("kinds client %d ended with status 0x%x", k,
-			    status);
-	}
+	for (k = 0; k < KINDS_CLIENTS; k++)
+		reap_client(pids[k], k);
 	n = sh->count < KINDS_GRANTS ? sh->count : KINDS_GRANTS;
 	for (i = 0; i < n; i++)
 		res->grants[sh->grants[i].name]++;
@@ -655,9 +650,7 @@ run_kinds(long seconds, uint64_t seed, const char *fault,
 	res->acked = sh->acked;
 	res->refused = sh->refused;
 	resource_load(path, &r);
-	for (i = 0; i < sizeof(r.set); i++)
-		res->lost += (uint64_t)__builtin_popcount(sh->acked_set[i] &
-		    (uint8_t)~r.set[i]);
+	res->lost = count_lost(sh->acked_set, &r);
 	munmap(sh, sizeof(*sh));
 	harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
 	crash_use_lockd();
