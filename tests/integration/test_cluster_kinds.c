@@ -36,6 +36,10 @@
 #define LEASE_MS 60000         /* outlives the test and its fail-over */
 #define HOLDERS 3
 #define BATCH 10             /* requests in the refused batch */
+#define DELAY_HOLDERS 5        /* beside the holder with a delay */
+#define DELAYED_LEASE_MS 1000
+#define DELAY_MS 4000
+#define CLOCK_SLACK_MS 5       /* lockd and the test round to whole ms */
 
 static struct etcd_cluster etcd;
 static struct harness_server *nodes[NODES];
@@ -83,6 +87,26 @@ find_leader(void)
 		harness_sleep_ms(100);
 	}
 	return -1;
+}
+
+/* One etcd member that refuses a transaction over REQUEST_BYTES, and
+ * NODES lockd nodes; the index of the one that leads. */
+static int
+start_cluster(void)
+{
+	struct etcd_cluster_options opt = {
+		.max_request_bytes = REQUEST_BYTES,
+	};
+	int leader, i;
+
+	assert_int_equal(etcd_cluster_start_secure(&etcd, 1, &opt), 0);
+	for (i = 0; i < NODES; i++) {
+		nodes[i] = harness_server_new();
+		harness_server_start(nodes[i], "--etcd", etcd.urls,
+		    "--cluster", "k", "--leader-lease", LEADER_LEASE, NULL);
+	}
+	assert_true((leader = find_leader()) >= 0);
+	return leader;
 }
 
 /* SIGSTOP to s, and its taking effect (state T in /proc), awaited: a
@@ -192,22 +216,13 @@ expect_as_committed(struct harness_conn *c, const struct harness_grant *g,
 static void
 test_cluster_kinds_refused_commit_puts_back_every_holder(void **state)
 {
-	struct etcd_cluster_options opt = {
-		.max_request_bytes = REQUEST_BYTES,
-	};
 	struct harness_grant g[HOLDERS], r[HOLDERS], extra;
 	struct harness_conn *c, *b[BATCH];
 	char label[64], batch[BATCH][256];
 	int leader, other, i;
 
 	(void)state;
-	assert_int_equal(etcd_cluster_start_secure(&etcd, 1, &opt), 0);
-	for (i = 0; i < NODES; i++) {
-		nodes[i] = harness_server_new();
-		harness_server_start(nodes[i], "--etcd", etcd.urls,
-		    "--cluster", "k", "--leader-lease", LEADER_LEASE, NULL);
-	}
-	assert_true((leader = find_leader()) >= 0);
+	leader = start_cluster();
 	other = 1 - leader;
 	c = harness_connect(nodes[leader]);
 	for (i = 0; i < HOLDERS; i++) {
@@ -283,12 +298,105 @@ test_cluster_kinds_refused_commit_puts_back_every_holder(void **state)
 	harness_close(c);
 }
 
+/*
+ * A holder with delay= ends by expiry beside five others whose records,
+ * with 64-byte owners and rids, all carry the name's delay: the batch
+ * that starts the delay rewrites them all, and etcd refuses it, again at
+ * each retry, for as long as the delay runs.  The name must stay held
+ * back all that time - every TRY HELD (or UNAVAILABLE, when its reply
+ * rested on a refused batch), however the table falls back -
+ * while the others keep holding; once the delay is over the name is
+ * granted again.
+ */
+static void
+test_cluster_kinds_refused_commit_keeps_a_holders_lock_delay(void **state)
+{
+	struct harness_grant delayed, g[DELAY_HOLDERS], fresh;
+	struct harness_conn *c;
+	char label[64];
+	int64_t sent, until, deadline;
+	uint64_t tries = 0, held = 0, unavailable = 0, failures;
+	const char *line;
+	int leader, i;
+
+	(void)state;
+	leader = start_cluster();
+	c = harness_connect(nodes[leader]);
+	memset(label, 'y', 63);
+	label[63] = '\0';
+	sent = harness_now_ms();
+	harness_send(c, "ACQUIRE pool limit=8 lease=%d delay=%d owner=d\n",
+	    DELAYED_LEASE_MS, DELAY_MS);
+	harness_expect_granted(c, "pool", &delayed);
+	for (i = 0; i < DELAY_HOLDERS; i++) {
+		harness_send(c, "ACQUIRE pool limit=8 lease=%d owner=%d%s "
+		    "rid=%d%s\n", LEASE_MS, i, label, i, label);
+		harness_expect_granted(c, "pool", &g[i]);
+	}
+	/* Certainly held back from the latest end of the delayed holder's
+	 * lease until its earliest end plus its delay. */
+	until = sent + DELAYED_LEASE_MS + DELAY_MS;
+	harness_sleep_ms(delayed.lease_ms + 200);
+	while (harness_now_ms() + CLOCK_SLACK_MS < until) {
+		harness_send(c, "TRY pool limit=8\n");
+		line = harness_read_line(c, 5000);
+		assert_non_null(line);
+		/* HELD; or UNAVAILABLE, when the reply rested on the batch
+		 * in flight that etcd refused: never GRANTED. */
+		if (strncmp(line, "HELD pool", 9) == 0)
+			held++;
+		else if (strncmp(line, "ERR UNAVAILABLE", 15) == 0)
+			unavailable++;
+		else if (harness_now_ms() + CLOCK_SLACK_MS < until)
+			fail_msg("inside the lock-delay (until %lld ms from "
+			    "now): %s", (long long)(until - harness_now_ms()),
+			    line);
+		tries++;
+		harness_sleep_ms(100);
+	}
+	assert_true(tries > 0);
+	assert_true(harness_log_contains(nodes[leader], "request is too "
+	    "large"));
+	failures = harness_stat(c, "commit_failures");
+	printf("lock-delay held through %llu refused commits: %llu TRYs, "
+	    "%llu HELD, %llu UNAVAILABLE\n", (unsigned long long)failures,
+	    (unsigned long long)tries, (unsigned long long)held,
+	    (unsigned long long)unavailable);
+	assert_true(failures > 0 && held > 0);
+	for (i = 0; i < DELAY_HOLDERS; i++)
+		expect_current(c, "pool", g[i].fence, LEASE_MS);
+	/* Over: the name is granted again (the refused batch went small
+	 * once no delay rewrites the other holders). */
+	deadline = harness_now_ms() + 10000;
+	for (;;) {
+		harness_send(c, "TRY pool limit=8 lease=%d\n", LEASE_MS);
+		line = harness_read_line(c, 5000);
+		assert_non_null(line);
+		if (harness_parse_granted(line, &fresh))
+			break;
+		if (harness_now_ms() > deadline)
+			fail_msg("the name was never granted after its delay: "
+			    "%s", line);
+		harness_sleep_ms(100);
+	}
+	assert_true(fresh.fence > g[DELAY_HOLDERS - 1].fence);
+	harness_send(c, "CHECK pool %llu\n",
+	    (unsigned long long)delayed.fence);
+	harness_expect_prefix(c, "STALE pool ");
+	for (i = 0; i < DELAY_HOLDERS; i++)
+		expect_current(c, "pool", g[i].fence, LEASE_MS);
+	harness_close(c);
+}
+
 int
 main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_kinds_refused_commit_puts_back_every_holder,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_kinds_refused_commit_keeps_a_holders_lock_delay,
 		    harness_setup, teardown),
 	};
 
