@@ -618,22 +618,8 @@ chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
 		if (!held || fence > top->fence)
 			explain(c, top);
 	}
-	if (!held || fence != top->fence)
-		return;
-	if (latest != CHK_NEVER && ttl > latest - sent + CHK_SLACK_MS)
-		violation(c, CHK_LENGTHENED, "%s: STATUS at %lld shows ttl=%lld "
-		    "for fence %llu, whose lease ends by %lld at the latest",
-		    name_of(c, name), rel(c, recv), (long long)ttl,
-		    (unsigned long long)fence, rel(c, latest));
-	if (latest != CHK_NEVER && ttl > latest - sent + CHK_SLACK_MS)
-		explain(c, top);
-	if (alive && ttl < end - recv - CHK_SLACK_MS) {
-		violation(c, CHK_FORGOTTEN, "%s: STATUS at %lld shows ttl=%lld "
-		    "for fence %llu, whose lease certainly runs until %lld: "
-		    "a told renewal was lost", name_of(c, name), rel(c, recv),
-		    (long long)ttl, (unsigned long long)fence, rel(c, end));
-		explain(c, top);
-	}
+	if (held && fence == top->fence)
+		judge_ttl(c, top, sent, recv, ttl, "STATUS");
 }
 
 void

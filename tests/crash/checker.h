@@ -19,10 +19,11 @@
  *               certain time left) or in a crash image
  *   Refused     lockd never answers CONFLICT or NOTHELD to a holder whose
  *               lease is certainly not over
- *   Lengthened  after a restart STATUS never shows a lease running past the
- *               latest expiry it could have been given (nor, as Forgotten,
- *               ending before the earliest)
+ *   Lengthened  after a restart STATUS (or CHECK of a holder) never shows a
+ *               lease running past the latest expiry it could have been
+ *               given (nor, as Forgotten, ending before the earliest)
  *   Onclose     an onclose=release lease does not survive a restart
+ *               (STATUS, or CHECK of a holder)
  *   Owner       the owner label STATUS (or a crash image) shows with a told
  *               fence is the one that grant asked for
  *   Rid         a grant's rid= is durable with it: a repeat of the rid
