@@ -643,6 +643,7 @@ chk_check(struct chk *c, int name, uint64_t fence, int64_t sent,
 		return;
 	}
 	if (current) {
+		c->stats.holders_back += after_restart;
 		judge_ttl(c, g, sent, recv, ttl, "CHECK");
 		return;
 	}
@@ -1063,8 +1064,8 @@ chk_print_stats(const struct chk *c, FILE *out, const char *prefix)
 
 	fprintf(out, "%sgrants checked=%llu renewals=%llu releases=%llu "
 	    "status checks=%llu durability checks=%llu delay checks=%llu "
-	    "rid checks=%llu holder checks=%llu images=%llu "
-	    "violations=%llu", prefix,
+	    "rid checks=%llu holder checks=%llu (back after a restart: "
+	    "%llu) images=%llu violations=%llu", prefix,
 	    (unsigned long long)c->stats.grants,
 	    (unsigned long long)c->stats.renewals,
 	    (unsigned long long)c->stats.releases,
@@ -1073,6 +1074,7 @@ chk_print_stats(const struct chk *c, FILE *out, const char *prefix)
 	    (unsigned long long)c->stats.delay_checks,
 	    (unsigned long long)c->stats.rid_checks,
 	    (unsigned long long)c->stats.holder_checks,
+	    (unsigned long long)c->stats.holders_back,
 	    (unsigned long long)c->stats.image_checks,
 	    (unsigned long long)chk_violations(c));
 	for (v = 0; v < CHK_VIOLATION_COUNT; v++)

@@ -137,6 +137,7 @@ struct chk_stats {
 	uint64_t delay_checks;    /* grants judged against a running delay */
 	uint64_t rid_checks;      /* rid repeats and image rids judged */
 	uint64_t holder_checks;   /* CHECK replies judged (chk_check) */
+	uint64_t holders_back;    /* ... of them CURRENT after a restart */
 	uint64_t image_checks;    /* crash images judged */
 	uint64_t violations[CHK_VIOLATION_COUNT];
 };
