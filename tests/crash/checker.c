@@ -889,6 +889,36 @@ over_limit_by_fence(struct chk *c, const struct chk_list *l,
 }
 
 /*
+ * A read lock's grants: readers (chk_grant_multi) share, a writer
+ * excludes every other holder.  A grant told while a conflicting one -
+ * either of the two a writer - is certainly held, that one told before
+ * this was asked or holding a lower fence (so granted first), is an
+ * overlap.  end: each grant's certain end, in the list's order.
+ */
+static void
+rw_overlap(struct chk *c, const struct chk_list *l, const int64_t *end)
+{
+	size_t i, j;
+
+	for (i = 0; i < l->n; i++) {
+		const struct chk_grant *h = &c->grants[l->idx[i]];
+
+		for (j = 0; j < l->n; j++) {
+			const struct chk_grant *g = &c->grants[l->idx[j]];
+
+			if (j == i || (g->multi && h->multi) ||
+			    (g->recv >= h->sent && g->fence >= h->fence) ||
+			    end[j] <= h->recv + CHK_SLACK_MS)
+				continue;
+			overlap(c, g, end[j], h, h->multi ?
+			    "a reader beside a writer" :
+			    "a writer beside another holder");
+			break;
+		}
+	}
+}
+
+/*
  * Lock-delay on a name of several holders: one that could only end by
  * expiry, with delay=, holds back the whole name from the latest instant
  * it can end until its certain end plus its delay.  The other holders
@@ -965,6 +995,8 @@ chk_finish(struct chk *c)
 					pmax[i] = sure_end(&c->grants[keys[i]],
 					    NULL);
 				over_limit_by_fence(c, l, keys, pmax);
+			} else {
+				rw_overlap(c, l, end);
 			}
 			multi_delay(c, l);
 			free(end);

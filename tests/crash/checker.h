@@ -12,7 +12,8 @@
  *               still held (see "certainly held" below); on a semaphore,
  *               no grant while `limit` others are, told before it was
  *               asked or holding lower fences (the fence counter orders
- *               grants, across restarts too)
+ *               grants, across restarts too); on a read lock, no writer
+ *               beside any other holder, nor a reader beside a writer
  *   Forgotten   a told grant or renewal whose lease is certainly not over
  *               is still there after a restart (STATUS; CHECK of each
  *               holder of a semaphore or shared lock, with at least its
@@ -241,7 +242,9 @@ bool chk_maybe_held(const struct chk *c, int64_t g, int64_t at);
 
 /* Grant g holds a semaphore's permit or a shared lock (limit > 1 or
  * mode=shared): a crash image keeps it under its own holder key,
- * "<name> NUL <fence>" (daemon/format.h), beside the name's others. */
+ * "<name> NUL <fence>" (daemon/format.h), beside the name's others.  On a
+ * name of no limit (chk_name_limit) that has such grants, a read lock,
+ * the grants not marked so are its writers. */
 void chk_grant_multi(struct chk *c, int64_t g);
 
 /* The name is a semaphore of `limit` holders: chk_finish reports a grant
