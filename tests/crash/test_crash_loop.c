@@ -203,24 +203,38 @@ test_crash_loop_kill_9_keeps_every_promise(void **state)
 	chk_free(&chk);
 }
 
-static void
-test_crash_loop_catches_replies_sent_before_their_commit(void **state)
+/*
+ * A guard: the crash loop against lockd-faulty with `fault`, stopped at
+ * its first catch.  Returns the violations of kind v it found (v ==
+ * CHK_VIOLATION_COUNT: of any kind).
+ */
+static uint64_t
+run_guard(const char *fault, uint64_t seed, enum chk_violation v)
 {
 	static struct chk chk;
 	struct loop_result r;
+	char label[64];
+	uint64_t found;
 
-	(void)state;
 	alarm(60 + GUARD_CYCLES * 3);
 	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
 	chk.report_limit = 2;   /* what it caught, in short */
-	crash_loop(GUARD_CYCLES, args.seed + 1, "early_reply", false, true,
-	    &chk, &r);
-	print_result("crash loop guard (early_reply)", args.seed + 1, &r,
-	    &chk);
-	if (chk_violations(&chk) == 0)
+	crash_loop(GUARD_CYCLES, seed, fault, false, true, &chk, &r);
+	snprintf(label, sizeof(label), "crash loop guard (%s)", fault);
+	print_result(label, seed, &r, &chk);
+	found = v == CHK_VIOLATION_COUNT ? chk_violations(&chk) :
+	    chk.stats.violations[v];
+	chk_free(&chk);
+	return found;
+}
+
+static void
+test_crash_loop_catches_replies_sent_before_their_commit(void **state)
+{
+	(void)state;
+	if (run_guard("early_reply", args.seed + 1, CHK_VIOLATION_COUNT) == 0)
 		fail_msg("the checker did not catch a lockd that replies "
 		    "before its commit");
-	chk_free(&chk);
 }
 
 /* A lockd whose records lose their rid: after a restart, a repeat of a
@@ -228,21 +242,10 @@ test_crash_loop_catches_replies_sent_before_their_commit(void **state)
 static void
 test_crash_loop_catches_a_rid_not_stored(void **state)
 {
-	static struct chk chk;
-	struct loop_result r;
-
 	(void)state;
-	alarm(60 + GUARD_CYCLES * 3);
-	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
-	chk.report_limit = 2;
-	crash_loop(GUARD_CYCLES, args.seed + 2, "rid_unstored", false, true,
-	    &chk, &r);
-	print_result("crash loop guard (rid_unstored)", args.seed + 2, &r,
-	    &chk);
-	if (chk.stats.violations[CHK_RID] == 0)
+	if (run_guard("rid_unstored", args.seed + 2, CHK_RID) == 0)
 		fail_msg("the checker did not catch a lockd that stores no "
 		    "rid");
-	chk_free(&chk);
 }
 
 /*
@@ -254,21 +257,10 @@ test_crash_loop_catches_a_rid_not_stored(void **state)
 static void
 test_crash_loop_catches_a_holder_delay_not_stored(void **state)
 {
-	static struct chk chk;
-	struct loop_result r;
-
 	(void)state;
-	alarm(60 + GUARD_CYCLES * 3);
-	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
-	chk.report_limit = 2;
-	crash_loop(GUARD_CYCLES, args.seed + 3, "holder_delay_unstored", false,
-	    true, &chk, &r);
-	print_result("crash loop guard (holder_delay_unstored)", args.seed + 3,
-	    &r, &chk);
-	if (chk.stats.violations[CHK_DELAY] == 0)
+	if (run_guard("holder_delay_unstored", args.seed + 3, CHK_DELAY) == 0)
 		fail_msg("the checker did not catch a lockd that forgets the "
 		    "lock-delay of a holder beyond the first");
-	chk_free(&chk);
 }
 
 /*
@@ -279,21 +271,10 @@ test_crash_loop_catches_a_holder_delay_not_stored(void **state)
 static void
 test_crash_loop_catches_holders_coming_back_short(void **state)
 {
-	static struct chk chk;
-	struct loop_result r;
-
 	(void)state;
-	alarm(60 + GUARD_CYCLES * 3);
-	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
-	chk.report_limit = 2;
-	crash_loop(GUARD_CYCLES, args.seed + 4, "holder_lease_short", false,
-	    true, &chk, &r);
-	print_result("crash loop guard (holder_lease_short)", args.seed + 4,
-	    &r, &chk);
-	if (chk.stats.violations[CHK_FORGOTTEN] == 0)
+	if (run_guard("holder_lease_short", args.seed + 4, CHK_FORGOTTEN) == 0)
 		fail_msg("the checker did not catch holders that come back "
 		    "after a restart with less time than they were told");
-	chk_free(&chk);
 }
 
 /* ---- the checker against made-up histories ----------------------------- */
