@@ -37,7 +37,7 @@
 #define HOLDERS 3
 #define BATCH 10             /* requests in the refused batch */
 #define DELAY_HOLDERS 5        /* beside the holder with a delay */
-#define DELAYED_LEASE_MS 1000
+#define DELAYED_LEASE_MS 2000   /* outlives the five grants beside it */
 #define DELAY_MS 4000
 #define CLOCK_SLACK_MS 5       /* lockd and the test round to whole ms */
 
