@@ -131,19 +131,6 @@ pause_for_sure(struct harness_server *s)
 	fail_msg("lockd %d did not stop", (int)s->pid);
 }
 
-/* A line that must start with `head` and then hold every field. */
-static const char *
-expect_fields(struct harness_conn *c, const char *head,
-    const char *const *fields)
-{
-	const char *line = harness_expect_prefix(c, head);
-
-	for (; *fields != NULL; fields++)
-		if (strstr(line, *fields) == NULL)
-			fail_msg("no \"%s\" in: %s", *fields, line);
-	return line;
-}
-
 /* CHECK name fence: CURRENT, with a ttl at most `most` ms. */
 static void
 expect_current(struct harness_conn *c, const char *name, uint64_t fence,
@@ -178,12 +165,12 @@ expect_as_committed(struct harness_conn *c, const struct harness_grant *g,
 	snprintf(fence, sizeof(fence), " fence=%llu ",
 	    (unsigned long long)g[HOLDERS - 1].fence);
 	harness_send(c, "STATUS pool\n");
-	expect_fields(c, "STATUS pool held=1 ", (const char *const[]){
+	harness_expect_fields(c, "STATUS pool held=1 ", (const char *const[]){
 	    fence, " holders=3 limit=4", NULL });
 	snprintf(fence, sizeof(fence), " fence=%llu ",
 	    (unsigned long long)r[HOLDERS - 1].fence);
 	harness_send(c, "STATUS rw\n");
-	expect_fields(c, "STATUS rw held=1 ", (const char *const[]){
+	harness_expect_fields(c, "STATUS rw held=1 ", (const char *const[]){
 	    fence, " holders=3 mode=shared", NULL });
 	harness_send(c, "STATUS fresh\n");
 	harness_expect_prefix(c, "STATUS fresh held=0 fence=0 ");
@@ -197,9 +184,9 @@ expect_as_committed(struct harness_conn *c, const struct harness_grant *g,
 	    (unsigned long long)g[HOLDERS - 1].fence + 1);
 	harness_expect_prefix(c, "STALE pool ");
 	harness_send(c, "LIST\n");
-	expect_fields(c, "LOCK pool held=1 ", (const char *const[]){
+	harness_expect_fields(c, "LOCK pool held=1 ", (const char *const[]){
 	    " holders=3 limit=4", NULL });
-	expect_fields(c, "LOCK rw held=1 ", (const char *const[]){
+	harness_expect_fields(c, "LOCK rw held=1 ", (const char *const[]){
 	    " holders=3 mode=shared", NULL });
 	harness_expect_line(c, "END count=2");
 }
