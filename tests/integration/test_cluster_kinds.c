@@ -375,6 +375,70 @@ test_cluster_kinds_refused_commit_keeps_a_holders_lock_delay(void **state)
 	harness_close(c);
 }
 
+/*
+ * A read lock with two readers, a writer waiting, and a reader waiting
+ * behind the writer (writers do not starve).  Both readers release in
+ * one batch with three large grants of another name: the writer is
+ * granted in that batch, which etcd refuses.  The writer is told
+ * UNAVAILABLE (it waits no more), the readers are back as etcd has them,
+ * and the reader that waited now stands at the head of the queue beside
+ * shared holders: it must be granted, not left waiting for them to end.
+ */
+static void
+test_cluster_kinds_refused_commit_serves_the_queue_it_leaves(void **state)
+{
+	struct harness_grant r[2], late;
+	struct harness_conn *c, *writer, *reader, *b[BATCH];
+	char label[64];
+	int leader, i, n = 0;
+
+	(void)state;
+	leader = start_cluster();
+	c = harness_connect(nodes[leader]);
+	memset(label, 'z', 63);
+	label[63] = '\0';
+	for (i = 0; i < 2; i++) {
+		harness_send(c, "ACQUIRE rw mode=shared lease=%d\n", LEASE_MS);
+		harness_expect_granted(c, "rw", &r[i]);
+	}
+	writer = harness_connect(nodes[leader]);
+	harness_send(writer, "ACQUIRE rw lease=%d wait=30000 owner=w%s\n",
+	    LEASE_MS, label);
+	harness_await_queue(c, "rw", 1);
+	reader = harness_connect(nodes[leader]);
+	harness_send(reader, "ACQUIRE rw mode=shared lease=%d wait=30000\n",
+	    LEASE_MS);
+	harness_await_queue(c, "rw", 2);
+
+	for (i = 0; i < 5; i++) {
+		b[i] = harness_connect(nodes[leader]);
+		harness_send(b[i], "STATUS rw\n");
+		harness_expect_prefix(b[i], "STATUS rw held=1 ");
+	}
+	pause_for_sure(nodes[leader]);
+	harness_send(b[n++], "RELEASE rw %s\n", r[0].handle);
+	harness_send(b[n++], "RELEASE rw %s\n", r[1].handle);
+	for (i = 0; i < 3; i++)
+		harness_send(b[n++], "ACQUIRE filler limit=8 wait=0 owner=%d%s "
+		    "rid=%d%s\n", i, label, i, label);
+	harness_server_resume(nodes[leader]);
+	harness_expect_line(b[0], "RELEASED rw");
+	harness_expect_line(b[1], "RELEASED rw");
+	for (i = 2; i < n; i++)
+		harness_expect_error(b[i], "UNAVAILABLE");
+	harness_expect_error(writer, "UNAVAILABLE");
+	assert_true(harness_log_contains(nodes[leader], "request is too "
+	    "large"));
+
+	harness_expect_granted_within(reader, "rw", 5000, &late);
+	assert_true(late.fence > r[1].fence);
+	harness_send(c, "STATUS rw\n");
+	harness_expect_fields(c, "STATUS rw held=1 ", (const char *const[]){
+	    " queue=0 ", " holders=3 mode=shared", NULL });
+	harness_send(c, "STATUS filler\n");
+	harness_expect_prefix(c, "STATUS filler held=0 ");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -384,6 +448,9 @@ main(int argc, char **argv)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_kinds_refused_commit_keeps_a_holders_lock_delay,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_kinds_refused_commit_serves_the_queue_it_leaves,
 		    harness_setup, teardown),
 	};
 
