@@ -481,14 +481,59 @@ chk_closed(struct chk *c, int64_t g, int64_t t)
 
 /* ---- observations ------------------------------------------------------ */
 
+/*
+ * The ttl an observation made between sent and recv shows for told grant
+ * g, which it shows held: never past the latest expiry g can have
+ * (Lengthened), never short of its certain end (Forgotten: a told grant
+ * or renewal lost).  `what` names the observation in the reports.
+ */
+static void
+judge_ttl(struct chk *c, const struct chk_grant *g, int64_t sent,
+    int64_t recv, int64_t ttl, const char *what)
+{
+	int64_t end, latest;
+
+	bounds(g, sent, recv, NULL, &end, &latest);
+	if (latest != CHK_NEVER && ttl > latest - sent + CHK_SLACK_MS) {
+		violation(c, CHK_LENGTHENED, "%s: %s at %lld shows ttl=%lld "
+		    "for fence %llu, whose lease ends by %lld at the latest",
+		    name_of(c, g->name), what, rel(c, recv), (long long)ttl,
+		    (unsigned long long)g->fence, rel(c, latest));
+		explain(c, g);
+	}
+	if (end > recv + CHK_SLACK_MS && ttl < end - recv - CHK_SLACK_MS) {
+		violation(c, CHK_FORGOTTEN, "%s: %s at %lld shows ttl=%lld "
+		    "for fence %llu, whose lease certainly runs until %lld: "
+		    "a told grant or renewal was lost", name_of(c, g->name),
+		    what, rel(c, recv), (long long)ttl,
+		    (unsigned long long)g->fence, rel(c, end));
+		explain(c, g);
+	}
+}
+
 /* chk_status of a semaphore's or read lock's name (see there). */
 static void
 multi_status(struct chk *c, const struct chk_list *l, int name,
-    int64_t sent, int64_t recv, bool held, uint64_t fence,
+    int64_t sent, int64_t recv, bool held, uint64_t fence, int64_t ttl,
     bool after_restart)
 {
-	int64_t end, latest;
+	int64_t end, latest, shown;
 	size_t i;
+
+	/* The newest holder STATUS shows, when it is a told grant: its
+	 * lease as any holder's (its fence and ttl are that holder's). */
+	if (held && (shown = told_grant(c, name, fence)) >= 0) {
+		const struct chk_grant *g = &c->grants[shown];
+
+		if (g->onclose && after_restart) {
+			violation(c, CHK_ONCLOSE, "%s: the onclose=release "
+			    "holder of fence %llu is still held after a "
+			    "restart", name_of(c, name),
+			    (unsigned long long)fence);
+			return;
+		}
+		judge_ttl(c, g, sent, recv, ttl, "STATUS");
+	}
 
 	for (i = 0; i < l->n; i++) {
 		const struct chk_grant *g = &c->grants[l->idx[i]];
@@ -530,7 +575,7 @@ chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
 	 * not be the last told: each told holder still certainly held
 	 * needs held=1 and a newest fence at least its own. */
 	if (l->multi > 0) {
-		multi_status(c, l, name, sent, recv, held, fence,
+		multi_status(c, l, name, sent, recv, held, fence, ttl,
 		    after_restart);
 		return;
 	}
@@ -573,22 +618,55 @@ chk_status(struct chk *c, int name, int64_t sent, int64_t recv, bool held,
 		if (!held || fence > top->fence)
 			explain(c, top);
 	}
-	if (!held || fence != top->fence)
+	if (held && fence == top->fence)
+		judge_ttl(c, top, sent, recv, ttl, "STATUS");
+}
+
+void
+chk_check(struct chk *c, int name, uint64_t fence, int64_t sent,
+    int64_t recv, bool current, int64_t ttl, bool after_restart)
+{
+	int64_t k = fence != 0 ? told_grant(c, name, fence) : -1;
+	const struct chk_grant *g;
+	int64_t end, latest;
+
+	if (k < 0)
 		return;
-	if (latest != CHK_NEVER && ttl > latest - sent + CHK_SLACK_MS)
-		violation(c, CHK_LENGTHENED, "%s: STATUS at %lld shows ttl=%lld "
-		    "for fence %llu, whose lease ends by %lld at the latest",
-		    name_of(c, name), rel(c, recv), (long long)ttl,
-		    (unsigned long long)fence, rel(c, latest));
-	if (latest != CHK_NEVER && ttl > latest - sent + CHK_SLACK_MS)
-		explain(c, top);
-	if (alive && ttl < end - recv - CHK_SLACK_MS) {
-		violation(c, CHK_FORGOTTEN, "%s: STATUS at %lld shows ttl=%lld "
-		    "for fence %llu, whose lease certainly runs until %lld: "
-		    "a told renewal was lost", name_of(c, name), rel(c, recv),
-		    (long long)ttl, (unsigned long long)fence, rel(c, end));
-		explain(c, top);
+	g = &c->grants[k];
+	c->stats.holder_checks++;
+	if (g->onclose && after_restart) {
+		if (current)
+			violation(c, CHK_ONCLOSE, "%s: CHECK at %lld finds the "
+			    "onclose=release holder of fence %llu after a "
+			    "restart", name_of(c, name), rel(c, recv),
+			    (unsigned long long)fence);
+		return;
 	}
+	if (current) {
+		c->stats.holders_back += after_restart;
+		judge_ttl(c, g, sent, recv, ttl, "CHECK");
+		return;
+	}
+	bounds(g, sent, recv, NULL, &end, &latest);
+	if (end > recv + CHK_SLACK_MS) {
+		violation(c, CHK_FORGOTTEN, "%s: CHECK at %lld says fence %llu "
+		    "(told at %lld) is stale, but it certainly runs until "
+		    "%lld%s", name_of(c, name), rel(c, recv),
+		    (unsigned long long)fence, rel(c, g->recv), rel(c, end),
+		    after_restart ? " (after a restart)" : "");
+		explain(c, g);
+	}
+}
+
+bool
+chk_maybe_held(const struct chk *c, int64_t g, int64_t at)
+{
+	int64_t sure, latest;
+
+	if (g < 0 || (size_t)g >= c->count)
+		return false;
+	bounds(&c->grants[g], at, at, NULL, &sure, &latest);
+	return latest == CHK_NEVER || latest + CHK_SLACK_MS > at;
 }
 
 /*
@@ -781,6 +859,108 @@ over_limit(struct chk *c, const struct chk_list *l, const int64_t *end)
 	}
 }
 
+/*
+ * A semaphore's grants in fence order: the counter orders the grants, so
+ * when one was made every lower fence certainly held after it was told
+ * was held with it - fewer than `limit` of them.  This catches what the
+ * order of the replies cannot: grants made in one pass, or across a
+ * restart, whose requests were all in flight together.  keys: the
+ * name's grants by fence; end: each one's certain end, in that order.
+ */
+static void
+over_limit_by_fence(struct chk *c, const struct chk_list *l,
+    const size_t *keys, const int64_t *end)
+{
+	size_t i, j;
+
+	for (i = 0; i < l->n; i++) {
+		const struct chk_grant *h = &c->grants[keys[i]];
+		size_t held = 0, last = 0;
+
+		for (j = 0; j < i; j++)
+			if (end[j] > h->recv + CHK_SLACK_MS) {
+				held++;
+				last = j;
+			}
+		if (held >= l->limit)
+			overlap(c, &c->grants[keys[last]], end[last], h,
+			    "lower fences past the semaphore's limit");
+	}
+}
+
+/*
+ * A read lock's grants: readers (chk_grant_multi) share, a writer
+ * excludes every other holder.  A grant told while a conflicting one -
+ * either of the two a writer - is certainly held, that one told before
+ * this was asked or holding a lower fence (so granted first), is an
+ * overlap.  end: each grant's certain end, in the list's order.
+ */
+static void
+rw_overlap(struct chk *c, const struct chk_list *l, const int64_t *end)
+{
+	size_t i, j;
+
+	for (i = 0; i < l->n; i++) {
+		const struct chk_grant *h = &c->grants[l->idx[i]];
+
+		for (j = 0; j < l->n; j++) {
+			const struct chk_grant *g = &c->grants[l->idx[j]];
+
+			if (j == i || (g->multi && h->multi) ||
+			    (g->recv >= h->sent && g->fence >= h->fence) ||
+			    end[j] <= h->recv + CHK_SLACK_MS)
+				continue;
+			overlap(c, g, end[j], h, h->multi ?
+			    "a reader beside a writer" :
+			    "a writer beside another holder");
+			break;
+		}
+	}
+}
+
+/*
+ * Lock-delay on a name of several holders: one that could only end by
+ * expiry, with delay=, holds back the whole name from the latest instant
+ * it can end until its certain end plus its delay.  The other holders
+ * keep holding, so only time tells a grant made in the delay: one asked
+ * after that latest end and told before the delay certainly ran out.
+ */
+static void
+multi_delay(struct chk *c, const struct chk_list *l)
+{
+	size_t i, j;
+
+	for (i = 0; i < l->n; i++) {
+		const struct chk_grant *g = &c->grants[l->idx[i]];
+		int64_t sure, latest, until;
+
+		if (blocked_end(g) == 0)
+			continue;
+		bounds(g, CHK_NEVER, CHK_NEVER, NULL, &sure, &latest);
+		if (latest == CHK_NEVER)
+			continue;
+		until = sure + g->delay;
+		for (j = 0; j < l->n; j++) {
+			const struct chk_grant *h = &c->grants[l->idx[j]];
+
+			if (j == i || h->sent < latest + CHK_SLACK_MS)
+				continue;
+			c->stats.delay_checks++;
+			if (h->recv + CHK_SLACK_MS >= until)
+				continue;
+			violation(c, CHK_DELAY, "%s: fence %llu told at %lld "
+			    "(requested %lld) inside the lock-delay of holder "
+			    "fence %llu (delay=%lld), which ended by %lld and "
+			    "holds the name back until %lld at least",
+			    name_of(c, h->name), (unsigned long long)h->fence,
+			    rel(c, h->recv), rel(c, h->sent),
+			    (unsigned long long)g->fence, (long long)g->delay,
+			    rel(c, latest), rel(c, until));
+			explain(c, g);
+		}
+	}
+}
+
 void
 chk_finish(struct chk *c)
 {
@@ -791,7 +971,7 @@ chk_finish(struct chk *c)
 		int64_t *end, *pmax, max_end = 0;
 		size_t *arg, *keys, i, best;
 
-		if (l->n < 2 || (l->multi > 0 && l->limit == 0))
+		if (l->n < 2)
 			continue;
 		end = calloc(l->n, sizeof(*end));
 		pmax = calloc(l->n, sizeof(*pmax));
@@ -801,10 +981,24 @@ chk_finish(struct chk *c)
 			abort();
 		for (i = 0; i < l->n; i++)
 			end[i] = sure_end(&c->grants[l->idx[i]], NULL);
-		/* A semaphore's holders overlap up to its limit; the mutex
-		 * and lock-delay reasoning below is a single holder's. */
+		/* A semaphore's holders overlap up to its limit, a shared
+		 * lock's without one; the mutex and lock-delay reasoning
+		 * below is a single holder's. */
 		if (l->multi > 0) {
-			over_limit(c, l, end);
+			if (l->limit > 0) {
+				over_limit(c, l, end);
+				for (i = 0; i < l->n; i++)
+					keys[i] = l->idx[i];
+				sort_ctx = c;
+				qsort(keys, l->n, sizeof(*keys), by_fence);
+				for (i = 0; i < l->n; i++)
+					pmax[i] = sure_end(&c->grants[keys[i]],
+					    NULL);
+				over_limit_by_fence(c, l, keys, pmax);
+			} else {
+				rw_overlap(c, l, end);
+			}
+			multi_delay(c, l);
 			free(end);
 			free(pmax);
 			free(arg);
@@ -902,7 +1096,8 @@ chk_print_stats(const struct chk *c, FILE *out, const char *prefix)
 
 	fprintf(out, "%sgrants checked=%llu renewals=%llu releases=%llu "
 	    "status checks=%llu durability checks=%llu delay checks=%llu "
-	    "rid checks=%llu images=%llu violations=%llu", prefix,
+	    "rid checks=%llu holder checks=%llu (back after a restart: "
+	    "%llu) images=%llu violations=%llu", prefix,
 	    (unsigned long long)c->stats.grants,
 	    (unsigned long long)c->stats.renewals,
 	    (unsigned long long)c->stats.releases,
@@ -910,6 +1105,8 @@ chk_print_stats(const struct chk *c, FILE *out, const char *prefix)
 	    (unsigned long long)c->stats.durable_checks,
 	    (unsigned long long)c->stats.delay_checks,
 	    (unsigned long long)c->stats.rid_checks,
+	    (unsigned long long)c->stats.holder_checks,
+	    (unsigned long long)c->stats.holders_back,
 	    (unsigned long long)c->stats.image_checks,
 	    (unsigned long long)chk_violations(c));
 	for (v = 0; v < CHK_VIOLATION_COUNT; v++)

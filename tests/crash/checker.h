@@ -9,26 +9,37 @@
  *               below one already told
  *   Reissue     no fence is told twice for a name
  *   Overlap     no grant while another told lease on the name is certainly
- *               still held (see "certainly held" below)
+ *               still held (see "certainly held" below); on a semaphore,
+ *               no grant while `limit` others are, told before it was
+ *               asked or holding lower fences (the fence counter orders
+ *               grants, across restarts too); on a read lock, no writer
+ *               beside any other holder, nor a reader beside a writer
  *   Forgotten   a told grant or renewal whose lease is certainly not over
- *               is still there after a restart (STATUS) or in a crash image
+ *               is still there after a restart (STATUS; CHECK of each
+ *               holder of a semaphore or shared lock, with at least its
+ *               certain time left) or in a crash image
  *   Refused     lockd never answers CONFLICT or NOTHELD to a holder whose
  *               lease is certainly not over
- *   Lengthened  after a restart STATUS never shows a lease running past the
- *               latest expiry it could have been given (nor, as Forgotten,
- *               ending before the earliest)
+ *   Lengthened  after a restart STATUS (or CHECK of a holder) never shows a
+ *               lease running past the latest expiry it could have been
+ *               given (nor, as Forgotten, ending before the earliest)
  *   Onclose     an onclose=release lease does not survive a restart
+ *               (STATUS, or CHECK of a holder)
  *   Owner       the owner label STATUS (or a crash image) shows with a told
  *               fence is the one that grant asked for
  *   Rid         a grant's rid= is durable with it: a repeat of the rid
  *               after a restart, while the lease is certainly held, is
- *               told that same grant (fence and handle), and a crash
+ *               told that same grant (fence and handle) - every holder of
+ *               a semaphore or shared lock, not only the newest - and a crash
  *               image's record of a told fence has that grant's rid
  *   Delay       no grant while a told lease's lock-delay certainly runs: a
  *               lease no RELEASE was sent for, and not onclose=release,
  *               ends by expiry, so its delay runs at least until its
  *               certain end plus the delay (kill -9 and power loss
- *               included: the delay is durable)
+ *               included: the delay is durable); on a name of several
+ *               holders, one such holder holds back the whole name from
+ *               the latest instant it can end, while the others keep
+ *               holding
  *
  * "Certainly held until" (sure_end) is the lockd-side conservative interval
  * of a told grant: lockd granted it at some instant between the request's
@@ -126,6 +137,8 @@ struct chk_stats {
 	uint64_t durable_checks;  /* a lease that had to be there, was looked for */
 	uint64_t delay_checks;    /* grants judged against a running delay */
 	uint64_t rid_checks;      /* rid repeats and image rids judged */
+	uint64_t holder_checks;   /* CHECK replies judged (chk_check) */
+	uint64_t holders_back;    /* ... of them CURRENT after a restart */
 	uint64_t image_checks;    /* crash images judged */
 	uint64_t violations[CHK_VIOLATION_COUNT];
 };
@@ -212,9 +225,26 @@ void chk_closed(struct chk *c, int64_t g, int64_t t);
 void chk_status(struct chk *c, int name, int64_t sent, int64_t recv,
     bool held, uint64_t fence, int64_t ttl, bool after_restart);
 
+/*
+ * A CHECK of told fence `fence` on `name`, sent at sent and read at recv:
+ * CURRENT with ttl (current true) or STALE.  Judged for that holder
+ * alone, whatever the others do: certainly held, it must be CURRENT
+ * with at least its certain time left (Forgotten); CURRENT, never with
+ * more than its latest expiry allows (Lengthened); after a restart an
+ * onclose=release holder must be STALE (Onclose).
+ */
+void chk_check(struct chk *c, int name, uint64_t fence, int64_t sent,
+    int64_t recv, bool current, int64_t ttl, bool after_restart);
+
+/* Whether grant g may still be held at `at` (its lease is not certainly
+ * over): a holder worth a CHECK. */
+bool chk_maybe_held(const struct chk *c, int64_t g, int64_t at);
+
 /* Grant g holds a semaphore's permit or a shared lock (limit > 1 or
  * mode=shared): a crash image keeps it under its own holder key,
- * "<name> NUL <fence>" (daemon/format.h), beside the name's others. */
+ * "<name> NUL <fence>" (daemon/format.h), beside the name's others.  On a
+ * name of no limit (chk_name_limit) that has such grants, a read lock,
+ * the grants not marked so are its writers. */
 void chk_grant_multi(struct chk *c, int64_t g);
 
 /* The name is a semaphore of `limit` holders: chk_finish reports a grant

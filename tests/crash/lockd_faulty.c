@@ -24,6 +24,16 @@
  *                     length byte zeroed): lockd runs on, but after a
  *                     restart a grant no longer knows its rid (guard of
  *                     the crash loop's Rid check)
+ *   holder_delay_unstored  every record under a holder key (a
+ *                     semaphore's or shared lock's holder) is stored
+ *                     without its lock-delay and the name's: after a
+ *                     restart such a holder ends with no delay (guard of
+ *                     the crash loop's Delay check for several holders)
+ *   holder_lease_short  every record under a holder key is stored with
+ *                     half its lease taken off its expiry: after a
+ *                     restart each such holder has less time left than it
+ *                     was told (guard of the per-holder CHECK after a
+ *                     restart)
  *   lmdb_nometasync   the experiment of docs/performance.md ("The journal
  *                     against MDB_NOMETASYNC"): no journal, LMDB alone
  *                     opened with MDB_NOMETASYNC, and batch N's replies
@@ -45,6 +55,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "core/bytes.h"
 #include "daemon/daemon.h"
 #include "daemon/format.h"
 #include "daemon/store.h"
@@ -64,6 +75,8 @@ struct faults {
 	int early_reply;
 	int nometasync;          /* 1: with the lag; 2: without (guard) */
 	int rid_unstored;
+	int holder_delay_unstored;
+	int holder_lease_short;
 	long commits, committed, partial_passes;
 };
 
@@ -214,7 +227,29 @@ after_commit(void *ctx)
 		    EARLY_REPLY_DELAY_MS, 0);
 }
 
-/* ---- rid_unstored: records written without their rid ------------------ */
+/* ---- rid_unstored, holder_*: records written wrong --------------------- */
+
+/* The holder_* faults on one record of version 3 (format.h) under the
+ * holder key `key`; a record under a name is left alone. */
+static void
+mangle_holder(const char *key, size_t key_len, unsigned char *val,
+    size_t len)
+{
+	size_t name_len;
+	uint64_t key_fence, lease;
+
+	if (len < FORMAT_RECORD_FIXED || val[0] != 3 ||
+	    format_key_split(key, key_len, &name_len, &key_fence) !=
+	    FORMAT_KEY_HOLDER)
+		return;
+	if (faults.holder_delay_unstored)
+		memset(val + 64, 0, 24);   /* its delay, the name's end */
+	if (faults.holder_lease_short) {
+		lease = bytes_get_le64(val + 24);
+		bytes_put_le64(val + 32, bytes_get_le64(val + 32) - lease / 2);
+		bytes_put_le64(val + 40, bytes_get_le64(val + 40) - lease / 2);
+	}
+}
 
 static struct {
 	struct store base;
@@ -238,8 +273,11 @@ norid_commit(struct store *base, const struct store_batch *batch)
 		size_t len = op.val_len;
 
 		memcpy(val, op.val, len);
+		if (op.op == STORE_PUT)
+			mangle_holder(op.name, op.name_len, val, len);
 		/* Version 3 (format.h): the rid ends the record. */
-		if (len >= FORMAT_RECORD_FIXED && val[0] == 3) {
+		if (faults.rid_unstored && len >= FORMAT_RECORD_FIXED &&
+		    val[0] == 3) {
 			len -= val[89];
 			val[89] = 0;
 		}
@@ -292,7 +330,8 @@ static void
 started(struct server *srv, void *ctx)
 {
 	(void)ctx;
-	if (faults.rid_unstored) {
+	if (faults.rid_unstored || faults.holder_delay_unstored ||
+	    faults.holder_lease_short) {
 		norid.base.ops = &norid_ops;
 		norid.real = srv->svc.store;
 		store_batch_init(&norid.copy);
@@ -362,6 +401,10 @@ parse_faults(const char *spec)
 			faults.early_reply = 1;
 		else if (strcmp(item, "rid_unstored") == 0)
 			faults.rid_unstored = 1;
+		else if (strcmp(item, "holder_delay_unstored") == 0)
+			faults.holder_delay_unstored = 1;
+		else if (strcmp(item, "holder_lease_short") == 0)
+			faults.holder_lease_short = 1;
 		else if (strcmp(item, "lmdb_nometasync") == 0)
 			faults.nometasync = 1;
 		else if (strcmp(item, "lmdb_nometasync_nolag") == 0)

@@ -134,6 +134,10 @@ crash_loop(long cycles, uint64_t seed, const char *always_fault,
 		died = alive && t_kill > w.alive ? t_kill : w.alive;
 		wl_crash(&w, died);
 		res->cycles++;
+		/* A guard stops at its first catch, the whole-history checks
+		 * (Overlap, Delay) included: they are run after each cycle. */
+		if (stop_on_violation && chk_violations(chk) == 0)
+			chk_finish(chk);
 		if (stop_on_violation && chk_violations(chk) > 0)
 			break;
 	}
@@ -159,7 +163,7 @@ print_result(const char *label, uint64_t seed, const struct loop_result *r,
 	    "requests=%llu replies=%llu "
 	    "granted=%llu renewed=%llu released=%llu conflicts=%llu "
 	    "notheld=%llu timeouts=%llu held=%llu unknown=%llu "
-	    "unexpected=%llu\n", label, (unsigned long long)seed, r->cycles,
+	    "unexpected=%llu writers=%llu\n", label, (unsigned long long)seed, r->cycles,
 	    r->faulty, r->kills, r->injected, r->unexpected_deaths,
 	    (unsigned long long)r->wl.requests,
 	    (unsigned long long)r->wl.replies,
@@ -171,7 +175,8 @@ print_result(const char *label, uint64_t seed, const struct loop_result *r,
 	    (unsigned long long)r->wl.timeouts,
 	    (unsigned long long)r->wl.held,
 	    (unsigned long long)r->wl.unknown,
-	    (unsigned long long)r->wl.unexpected);
+	    (unsigned long long)r->wl.unexpected,
+	    (unsigned long long)r->wl.writers);
 	chk_print_stats(chk, stdout, "  ");
 }
 
@@ -198,24 +203,38 @@ test_crash_loop_kill_9_keeps_every_promise(void **state)
 	chk_free(&chk);
 }
 
-static void
-test_crash_loop_catches_replies_sent_before_their_commit(void **state)
+/*
+ * A guard: the crash loop against lockd-faulty with `fault`, stopped at
+ * its first catch.  Returns the violations of kind v it found (v ==
+ * CHK_VIOLATION_COUNT: of any kind).
+ */
+static uint64_t
+run_guard(const char *fault, uint64_t seed, enum chk_violation v)
 {
 	static struct chk chk;
 	struct loop_result r;
+	char label[64];
+	uint64_t found;
 
-	(void)state;
 	alarm(60 + GUARD_CYCLES * 3);
 	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
 	chk.report_limit = 2;   /* what it caught, in short */
-	crash_loop(GUARD_CYCLES, args.seed + 1, "early_reply", false, true,
-	    &chk, &r);
-	print_result("crash loop guard (early_reply)", args.seed + 1, &r,
-	    &chk);
-	if (chk_violations(&chk) == 0)
+	crash_loop(GUARD_CYCLES, seed, fault, false, true, &chk, &r);
+	snprintf(label, sizeof(label), "crash loop guard (%s)", fault);
+	print_result(label, seed, &r, &chk);
+	found = v == CHK_VIOLATION_COUNT ? chk_violations(&chk) :
+	    chk.stats.violations[v];
+	chk_free(&chk);
+	return found;
+}
+
+static void
+test_crash_loop_catches_replies_sent_before_their_commit(void **state)
+{
+	(void)state;
+	if (run_guard("early_reply", args.seed + 1, CHK_VIOLATION_COUNT) == 0)
 		fail_msg("the checker did not catch a lockd that replies "
 		    "before its commit");
-	chk_free(&chk);
 }
 
 /* A lockd whose records lose their rid: after a restart, a repeat of a
@@ -223,26 +242,59 @@ test_crash_loop_catches_replies_sent_before_their_commit(void **state)
 static void
 test_crash_loop_catches_a_rid_not_stored(void **state)
 {
-	static struct chk chk;
-	struct loop_result r;
-
 	(void)state;
-	alarm(60 + GUARD_CYCLES * 3);
-	chk_init(&chk, NAMES, names, stdout, harness_now_ms());
-	chk.report_limit = 2;
-	crash_loop(GUARD_CYCLES, args.seed + 2, "rid_unstored", false, true,
-	    &chk, &r);
-	print_result("crash loop guard (rid_unstored)", args.seed + 2, &r,
-	    &chk);
-	if (chk.stats.violations[CHK_RID] == 0)
+	if (run_guard("rid_unstored", args.seed + 2, CHK_RID) == 0)
 		fail_msg("the checker did not catch a lockd that stores no "
 		    "rid");
-	chk_free(&chk);
+}
+
+/*
+ * A lockd that stores a semaphore's or shared lock's holders without
+ * their lock-delay: after a restart such a holder ends by expiry and the
+ * name is granted at once, inside the delay that holds back the whole
+ * name (the Delay check for several holders).
+ */
+static void
+test_crash_loop_catches_a_holder_delay_not_stored(void **state)
+{
+	(void)state;
+	if (run_guard("holder_delay_unstored", args.seed + 3, CHK_DELAY) == 0)
+		fail_msg("the checker did not catch a lockd that forgets the "
+		    "lock-delay of a holder beyond the first");
+}
+
+/*
+ * A lockd that stores each holder of a semaphore or shared lock with
+ * half its lease gone: only after a restart does it show, in what CHECK
+ * (and STATUS, for the newest) says of each holder's time left.
+ */
+static void
+test_crash_loop_catches_holders_coming_back_short(void **state)
+{
+	(void)state;
+	if (run_guard("holder_lease_short", args.seed + 4, CHK_FORGOTTEN) == 0)
+		fail_msg("the checker did not catch holders that come back "
+		    "after a restart with less time than they were told");
 }
 
 /* ---- the checker against made-up histories ----------------------------- */
 
 static const char *const one[1] = { "x" };
+
+/* A told grant of a semaphore's or shared lock's holder on name 0, with
+ * the handle "<fence>-0"; its index. */
+static int64_t
+multi_granted(struct chk *c, uint64_t fence, int64_t sent, int64_t recv,
+    int64_t lease, bool onclose)
+{
+	char handle[32];
+	int64_t g;
+
+	snprintf(handle, sizeof(handle), "%llu-0", (unsigned long long)fence);
+	g = chk_granted(c, 0, fence, handle, sent, recv, lease, onclose, 0);
+	chk_grant_multi(c, g);
+	return g;
+}
 
 static void
 test_checker_catches_a_rewound_fence(void **state)
@@ -306,29 +358,135 @@ static void
 test_checker_catches_more_holders_than_the_limit(void **state)
 {
 	struct chk c;
-	int64_t a;
 
 	(void)state;
 	chk_init(&c, 1, one, NULL, 0);
 	chk_name_limit(&c, 0, 2);
-	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
-	chk_grant_multi(&c, a);
-	a = chk_granted(&c, 0, 2, "2-0", 10, 11, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 1, 0, 1, 100, false);
+	multi_granted(&c, 2, 10, 11, 100, false);
 	/* After the first lease ends: fine. */
-	a = chk_granted(&c, 0, 3, "3-0", 150, 160, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 3, 150, 160, 100, false);
 	chk_finish(&c);
 	assert_int_equal(chk_violations(&c), 0);
 	/* Fence 5 told while fences 3 and 4 certainly hold. */
-	a = chk_granted(&c, 0, 4, "4-0", 170, 171, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 4, 170, 171, 100, false);
 	chk_finish(&c);
 	assert_int_equal(chk_violations(&c), 0);
-	a = chk_granted(&c, 0, 5, "5-0", 175, 176, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 5, 175, 176, 100, false);
 	chk_finish(&c);
 	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
+/* Grants made together (all in flight at once) are ordered by their
+ * fences: the third of a semaphore of 2, told while the two lower
+ * fences are certainly held, is one too many, though no reply came
+ * before another's request. */
+static void
+test_checker_catches_more_holders_than_the_limit_by_fence(void **state)
+{
+	struct chk c;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_name_limit(&c, 0, 2);
+	multi_granted(&c, 1, 0, 50, 100, false);
+	multi_granted(&c, 2, 1, 50, 100, false);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	multi_granted(&c, 3, 2, 50, 100, false);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
+/* A read lock: readers share, but a writer (not marked multi) excludes
+ * every other holder - a reader told while it certainly holds, by time
+ * or with a higher fence, overlaps it. */
+static void
+test_checker_catches_a_reader_beside_a_writer(void **state)
+{
+	struct chk c;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	multi_granted(&c, 1, 0, 1, 100, false);
+	multi_granted(&c, 2, 2, 3, 100, false);   /* beside a reader */
+	chk_granted(&c, 0, 3, "3-0", 200, 205, 100, false, 0);   /* writer */
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	/* In flight with the writer's request, but a higher fence. */
+	multi_granted(&c, 4, 201, 206, 100, false);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_OVERLAP] >= 1);
+	chk_free(&c);
+}
+
+/* One holder of several with delay= ends by expiry: the whole name is
+ * held back from its latest end until its certain end plus the delay,
+ * while the other holders keep holding. */
+static void
+test_checker_catches_a_grant_inside_a_holders_lock_delay(void **state)
+{
+	struct chk c;
+	struct chk_ref r;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	chk_name_limit(&c, 0, 4);
+	a = multi_granted(&c, 1, 0, 1, 100, false);
+	chk_grant_options(&c, a, "", 0, 200);
+	a = multi_granted(&c, 2, 5, 6, 1000, false);
+	/* Beside fence 1 while it holds: fine. */
+	a = multi_granted(&c, 3, 50, 51, 1000, false);
+	/* Released, with a delay: none owed. */
+	a = multi_granted(&c, 4, 60, 61, 100, false);
+	chk_grant_options(&c, a, "", 0, 900);
+	r = chk_begin(&c, a, CHK_EV_RELEASE, 70, 0);
+	chk_end(&c, r, CHK_OK, 71, 0);
+	a = multi_granted(&c, 5, 400, 401, 100, false);
+	chk_finish(&c);
+	assert_int_equal(chk_violations(&c), 0);
+	/* Fence 1 ended by 101; its delay runs until 300 at least. */
+	a = multi_granted(&c, 6, 150, 160, 100, false);
+	chk_finish(&c);
+	assert_true(c.stats.violations[CHK_DELAY] >= 1);
+	assert_int_equal(c.stats.violations[CHK_OVERLAP], 0);
+	chk_free(&c);
+}
+
+/* After a restart, each holder of a semaphore or shared lock is asked
+ * for by CHECK: one certainly held must be CURRENT with its time left,
+ * never more than it can have; an onclose=release one must be gone.
+ * STATUS's newest holder is judged by its ttl the same way. */
+static void
+test_checker_catches_a_holder_check_that_forgot(void **state)
+{
+	struct chk c;
+	int64_t a;
+
+	(void)state;
+	chk_init(&c, 1, one, NULL, 0);
+	a = multi_granted(&c, 1, 0, 1, 1000, false);
+	a = multi_granted(&c, 2, 0, 1, 1000, true);
+	chk_closed(&c, a, 20);
+	c.cycle = 1;
+	chk_check(&c, 0, 1, 50, 51, true, 950, true);
+	chk_check(&c, 0, 2, 50, 51, false, 0, true);
+	chk_check(&c, 0, 9, 50, 51, false, 0, true);   /* not a told fence */
+	chk_status(&c, 0, 50, 51, true, 1, 950, true);
+	assert_int_equal(chk_violations(&c), 0);
+	chk_check(&c, 0, 1, 60, 61, false, 0, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 1);
+	chk_check(&c, 0, 1, 60, 61, true, 400, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 2);
+	chk_status(&c, 0, 60, 61, true, 1, 400, true);
+	assert_int_equal(c.stats.violations[CHK_FORGOTTEN], 3);
+	chk_check(&c, 0, 1, 60, 61, true, 5000, true);
+	assert_int_equal(c.stats.violations[CHK_LENGTHENED], 1);
+	chk_check(&c, 0, 2, 60, 61, true, 900, true);
+	assert_int_equal(c.stats.violations[CHK_ONCLOSE], 1);
 	chk_free(&c);
 }
 
@@ -339,15 +497,12 @@ static void
 test_checker_catches_a_status_that_forgot_a_holder(void **state)
 {
 	struct chk c;
-	int64_t a;
 
 	(void)state;
 	chk_init(&c, 1, one, NULL, 0);
 	chk_name_limit(&c, 0, 3);
-	a = chk_granted(&c, 0, 1, "1-0", 0, 1, 100, false, 0);
-	chk_grant_multi(&c, a);
-	a = chk_granted(&c, 0, 2, "2-0", 2, 3, 100, false, 0);
-	chk_grant_multi(&c, a);
+	multi_granted(&c, 1, 0, 1, 100, false);
+	multi_granted(&c, 2, 2, 3, 100, false);
 	chk_status(&c, 0, 10, 11, true, 2, 90, false);
 	chk_status(&c, 0, 200, 201, false, 0, 0, true);   /* both over */
 	assert_int_equal(chk_violations(&c), 0);
@@ -608,12 +763,23 @@ main(int argc, char **argv)
 		cmocka_unit_test(
 		    test_checker_catches_more_holders_than_the_limit),
 		cmocka_unit_test(
+		    test_checker_catches_more_holders_than_the_limit_by_fence),
+		cmocka_unit_test(
 		    test_checker_catches_a_status_that_forgot_a_holder),
+		cmocka_unit_test(test_checker_catches_a_reader_beside_a_writer),
+		cmocka_unit_test(
+		    test_checker_catches_a_grant_inside_a_holders_lock_delay),
+		cmocka_unit_test(
+		    test_checker_catches_a_holder_check_that_forgot),
 		cmocka_unit_test(
 		    test_checker_catches_a_grant_inside_a_lock_delay),
 		cmocka_unit_test(test_checker_catches_a_wrong_owner_label),
 		cmocka_unit_test(test_checker_catches_a_wrong_rid),
 		cmocka_unit_test(test_crash_loop_catches_a_rid_not_stored),
+		cmocka_unit_test(
+		    test_crash_loop_catches_a_holder_delay_not_stored),
+		cmocka_unit_test(
+		    test_crash_loop_catches_holders_coming_back_short),
 		cmocka_unit_test(
 		    test_checker_catches_a_forgotten_grant_after_a_restart),
 		cmocka_unit_test(test_checker_catches_a_forgotten_renewal),

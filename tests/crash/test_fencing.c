@@ -16,6 +16,14 @@
  * lost update.  With the check on there must be none; with it off there
  * must be some - the proof that this test can fail.
  *
+ * The same across kill -9, with every kind of holder (issue 17): clients
+ * share a semaphore (limit=2) and a shared lock whose readers read the
+ * resource and whose writer updates it, while lockd is killed and
+ * restarted on its data again and again.  Every grant's fence must be
+ * above every fence of its name told before it was asked, in any earlier
+ * run too, and no acknowledged update may be lost.  Against a lockd that
+ * replies before its commit, fences must be seen going back.
+ *
  *   crash_fencing [--seconds N] [--seed S] [cmocka filter]
  */
 #include <errno.h>
@@ -191,6 +199,25 @@ send_all(struct line_conn *c, const char *text)
 		_exit(92);
 }
 
+/* A connection to lockd on loopback, or -1 (nobody listens). */
+static int
+dial(int port)
+{
+	struct sockaddr_in addr;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&addr, 0, sizeof(addr));
+	addr.sin_family = AF_INET;
+	addr.sin_port = htons((uint16_t)port);
+	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&addr,
+	    sizeof(addr)) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* The life of client `me`: lock, read, think, write, unlock, until told
  * to stop.  Never returns. */
 static void __attribute__((noreturn))
@@ -198,7 +225,6 @@ client(int me, int port, const char *path, bool check, struct shared *sh,
     uint64_t seed)
 {
 	static uint8_t set[ELEMENTS / 8];
-	struct sockaddr_in addr;
 	struct line_conn c = { -1, "", 0 };
 	struct rng rng;
 	uint32_t element = (uint32_t)me;
@@ -207,13 +233,7 @@ client(int me, int port, const char *path, bool check, struct shared *sh,
 	rng_seed(&rng, seed);
 	signal(SIGALRM, SIG_DFL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	c.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	memset(&addr, 0, sizeof(addr));
-	addr.sin_family = AF_INET;
-	addr.sin_port = htons((uint16_t)port);
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (c.fd < 0 || connect(c.fd, (struct sockaddr *)&addr,
-	    sizeof(addr)) != 0)
+	if ((c.fd = dial(port)) < 0)
 		_exit(93);
 	while (!sh->stop && element < ELEMENTS) {
 		struct harness_grant g;
@@ -261,16 +281,38 @@ struct fencing_result {
 	uint64_t ops, acked, refused, late, grants, pauses, lost;
 };
 
+/* Acknowledged elements (acked_set) missing from the resource's set. */
 static uint64_t
-count_lost(const struct shared *sh, const struct resource *r)
+count_lost(const uint8_t *acked_set, const struct resource *r)
 {
 	uint64_t lost = 0;
 	size_t i;
 
 	for (i = 0; i < sizeof(r->set); i++)
-		lost += (uint64_t)__builtin_popcount(sh->acked_set[i] &
+		lost += (uint64_t)__builtin_popcount(acked_set[i] &
 		    (uint8_t)~r->set[i]);
 	return lost;
+}
+
+/* Waits for a client told to stop, STOP_TIMEOUT_MS at most (then kills
+ * it); fails the test unless it ended well. */
+static void
+reap_client(pid_t pid, int me)
+{
+	int64_t until = harness_now_ms() + STOP_TIMEOUT_MS;
+	int status = 0;
+
+	kill(pid, SIGCONT);
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (harness_now_ms() > until) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		harness_sleep_ms(2);
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("client %d ended with status 0x%x", me, status);
 }
 
 /*
@@ -324,27 +366,14 @@ run_fencing(bool check, long seconds, uint64_t seed, bool stop_when_lost,
 		kill(pids[who], SIGCONT);
 		if (stop_when_lost) {
 			resource_load(path, &r);
-			if (count_lost(sh, &r) > 0)
+			if (count_lost(sh->acked_set, &r) > 0)
 				break;
 		}
 	}
 
 	sh->stop = 1;
 	for (i = 0; i < CLIENTS; i++) {
-		int64_t until = harness_now_ms() + STOP_TIMEOUT_MS;
-		int status = 0;
-
-		kill(pids[i], SIGCONT);
-		while (waitpid(pids[i], &status, WNOHANG) == 0) {
-			if (harness_now_ms() > until) {
-				kill(pids[i], SIGKILL);
-				waitpid(pids[i], &status, 0);
-				break;
-			}
-			harness_sleep_ms(2);
-		}
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-			fail_msg("client %d ended with status 0x%x", i, status);
+		reap_client(pids[i], i);
 		res->ops += sh->ops[i];
 		res->acked += sh->acked[i];
 		res->refused += sh->refused[i];
@@ -352,7 +381,7 @@ run_fencing(bool check, long seconds, uint64_t seed, bool stop_when_lost,
 		res->grants += sh->grants[i];
 	}
 	resource_load(path, &r);
-	res->lost = count_lost(sh, &r);
+	res->lost = count_lost(sh->acked_set, &r);
 	munmap(sh, sizeof(*sh));
 	harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
 	printf("fencing (resource checks fences: %s): seed=%llu grants=%llu "
@@ -396,6 +425,276 @@ test_fencing_resource_ignoring_fences_loses_updates(void **state)
 		    "test cannot tell fencing from none");
 }
 
+/* ---- every kind of holder across kill -9 ------------------------------ */
+
+#define KINDS_CLIENTS 6
+#define KINDS_LEASE_MS 300
+#define KINDS_GRANTS 65536      /* the log's room */
+#define KILL_MIN_MS 100
+#define KILL_MAX_MS 400
+#define SHOWN_MAX 5             /* backward fences printed */
+
+enum { KIND_SEMAPHORE, KIND_SHARED, KIND_NAMES };
+
+static const char *const kind_names[KIND_NAMES] = {
+	"fenced/sem", "fenced/rw",
+};
+
+/* Client `me`'s name, what its requests add, and whether it writes. */
+static void
+kind_role(int me, int *name, const char **extra, bool *writer)
+{
+	*name = me < 3 ? KIND_SEMAPHORE : KIND_SHARED;
+	*extra = me < 3 ? " limit=2" : me < 5 ? " mode=shared" : "";
+	*writer = me == 5;
+}
+
+struct kinds_grant {
+	int name;
+	uint64_t fence;
+	int64_t sent, recv;   /* the ACQUIRE's sending, its reply's reading */
+};
+
+/* What the clients share with the test (MAP_SHARED). */
+struct kinds_shared {
+	volatile int stop;
+	uint64_t count;                  /* grants logged (atomic) */
+	struct kinds_grant grants[KINDS_GRANTS];
+	uint64_t acked, refused;         /* the writer's */
+	uint8_t acked_set[ELEMENTS / 8];
+};
+
+static bool
+send_line(struct line_conn *c, const char *text)
+{
+	size_t len = strlen(text);
+
+	return send(c->fd, text, len, MSG_NOSIGNAL) == (ssize_t)len;
+}
+
+/*
+ * The life of kinds client `me`: acquire its name (with a rid, as a
+ * client that may lose its reply does), log the grant, use the resource
+ * under its fence - the writer adds an element, a reader reads - and
+ * release; a connection lost with lockd is dialled again.  Never returns.
+ */
+static void __attribute__((noreturn))
+kinds_client(int me, int port, const char *path, struct kinds_shared *sh,
+    uint64_t seed)
+{
+	static uint8_t set[ELEMENTS / 8];
+	struct line_conn c = { -1, "", 0 };
+	uint32_t element = (uint32_t)me;
+	const char *extra;
+	unsigned rid = 0;
+	struct rng rng;
+	char line[512];
+	bool writer;
+	int name;
+
+	rng_seed(&rng, seed);
+	signal(SIGALRM, SIG_DFL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	kind_role(me, &name, &extra, &writer);
+	while (!sh->stop && element < ELEMENTS) {
+		struct harness_grant g;
+		int64_t sent;
+		uint64_t at;
+
+		if (c.fd < 0 && (c.fd = dial(port)) < 0) {
+			harness_sleep_ms(10);
+			continue;
+		}
+		c.len = 0;
+		snprintf(line, sizeof(line), "ACQUIRE %s lease=%d wait=1000%s "
+		    "rid=k%d.%u\n", kind_names[name], KINDS_LEASE_MS, extra, me,
+		    ++rid);
+		sent = harness_now_ms();
+		if (!send_line(&c, line) ||
+		    read_line(&c, 3000, line, sizeof(line)) == NULL) {
+			close(c.fd);   /* lockd died: dial the next one */
+			c.fd = -1;
+			continue;
+		}
+		if (!harness_parse_granted(line, &g))
+			continue;   /* ERR TIMEOUT or UNAVAILABLE: again */
+		at = __atomic_fetch_add(&sh->count, 1, __ATOMIC_SEQ_CST);
+		if (at < KINDS_GRANTS)
+			sh->grants[at] = (struct kinds_grant){ name, g.fence,
+			    sent, harness_now_ms() };
+		if (writer && resource_op(path, RES_READ, g.fence, true,
+		    set) == 0) {
+			set[element / 8] |= (uint8_t)(1u << (element % 8));
+			if (resource_op(path, RES_WRITE, g.fence, true,
+			    set) == 0) {
+				sh->acked++;
+				sh->acked_set[element / 8] |=
+				    (uint8_t)(1u << (element % 8));
+				element += KINDS_CLIENTS;
+			} else {
+				sh->refused++;
+			}
+		} else if (name == KIND_SHARED && !writer) {
+			resource_op(path, RES_READ, g.fence, true, set);
+		}
+		harness_sleep_ms(rng_range(&rng, 1, WORK_MAX_MS));
+		snprintf(line, sizeof(line), "RELEASE %s %s\n",
+		    kind_names[name], g.handle);
+		if (!send_line(&c, line) ||
+		    read_line(&c, 3000, line, sizeof(line)) == NULL) {
+			close(c.fd);
+			c.fd = -1;
+		}
+	}
+	if (c.fd >= 0)
+		close(c.fd);
+	_exit(0);
+}
+
+/*
+ * Fences that went back: a grant whose fence is not above that of every
+ * grant of its name told before it was asked (in any run of lockd).
+ * Printed, up to SHOWN_MAX; returns how many.
+ */
+static uint64_t
+kinds_backward(const struct kinds_shared *sh, uint64_t n, bool show)
+{
+	uint64_t bad = 0, i, j;
+
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++) {
+			const struct kinds_grant *a = &sh->grants[j];
+			const struct kinds_grant *b = &sh->grants[i];
+
+			if (a->name != b->name || a->recv >= b->sent ||
+			    a->fence < b->fence)
+				continue;
+			if (show && bad < SHOWN_MAX)
+				printf("fence went back on %s: %llu told at "
+				    "%lld, then %llu asked at %lld\n",
+				    kind_names[a->name],
+				    (unsigned long long)a->fence,
+				    (long long)a->recv,
+				    (unsigned long long)b->fence,
+				    (long long)b->sent);
+			bad++;
+		}
+	return bad;
+}
+
+struct kinds_result {
+	uint64_t grants[KIND_NAMES], kills, acked, refused, lost, backward;
+};
+
+/*
+ * The kinds clients against lockd (fault: lockd-faulty with it, NULL:
+ * the real one), killed with SIGKILL every KILL_MIN_MS to KILL_MAX_MS
+ * and restarted on its data, for `seconds`; stop_when_backward ends it
+ * at the first fence that went back.
+ */
+static void
+run_kinds(long seconds, uint64_t seed, const char *fault,
+    bool stop_when_backward, struct kinds_result *res)
+{
+	struct harness_server *s = harness_server_new();
+	const char *dir = harness_tempdir();
+	struct kinds_shared *sh;
+	static struct resource r;
+	pid_t pids[KINDS_CLIENTS];
+	char path[256];
+	struct rng rng;
+	int64_t deadline;
+	uint64_t n, i;
+	int k;
+
+	rng_seed(&rng, seed);
+	memset(res, 0, sizeof(*res));
+	snprintf(path, sizeof(path), "%s/resource", dir);
+	resource_create(path);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	if (fault != NULL)
+		crash_use_faulty(fault);
+	else
+		crash_use_lockd();
+	harness_server_start(s, NULL);
+	fflush(stdout);
+	fflush(stderr);
+	for (k = 0; k < KINDS_CLIENTS; k++) {
+		if ((pids[k] = fork()) == 0)
+			kinds_client(k, s->port, path, sh, seed + 7 * (k + 1));
+		assert_true(pids[k] > 0);
+	}
+
+	deadline = harness_now_ms() + seconds * 1000;
+	while (harness_now_ms() < deadline) {
+		harness_sleep_ms(rng_range(&rng, KILL_MIN_MS, KILL_MAX_MS));
+		harness_server_kill(s);
+		res->kills++;
+		harness_server_restart(s);
+		n = __atomic_load_n(&sh->count, __ATOMIC_SEQ_CST);
+		if (stop_when_backward && kinds_backward(sh, n < KINDS_GRANTS ?
+		    n : KINDS_GRANTS, false) > 0)
+			break;
+	}
+
+	sh->stop = 1;
+	for (k = 0; k < KINDS_CLIENTS; k++)
+		reap_client(pids[k], k);
+	n = sh->count < KINDS_GRANTS ? sh->count : KINDS_GRANTS;
+	for (i = 0; i < n; i++)
+		res->grants[sh->grants[i].name]++;
+	res->backward = kinds_backward(sh, n, true);
+	res->acked = sh->acked;
+	res->refused = sh->refused;
+	resource_load(path, &r);
+	res->lost = count_lost(sh->acked_set, &r);
+	munmap(sh, sizeof(*sh));
+	harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);
+	crash_use_lockd();
+	printf("fencing, every kind across kill -9 (%s): seed=%llu kills=%llu "
+	    "semaphore grants=%llu shared-lock grants=%llu writes "
+	    "acknowledged=%llu refused=%llu lost updates=%llu fences gone "
+	    "back=%llu\n", fault != NULL ? fault : "lockd",
+	    (unsigned long long)seed, (unsigned long long)res->kills,
+	    (unsigned long long)res->grants[KIND_SEMAPHORE],
+	    (unsigned long long)res->grants[KIND_SHARED],
+	    (unsigned long long)res->acked, (unsigned long long)res->refused,
+	    (unsigned long long)res->lost, (unsigned long long)res->backward);
+}
+
+static void
+test_fencing_every_holder_fence_rises_across_kill_9(void **state)
+{
+	struct kinds_result r;
+
+	(void)state;
+	alarm((unsigned)(30 + 2 * args.seconds));
+	run_kinds(args.seconds, args.seed + 2, NULL, false, &r);
+	assert_true(r.kills > 0);
+	assert_true(r.grants[KIND_SEMAPHORE] > 0 && r.grants[KIND_SHARED] > 0);
+	assert_true(r.acked > 0);
+	assert_int_equal(r.backward, 0);
+	assert_int_equal(r.lost, 0);
+}
+
+/* A lockd whose replies leave before their commit: a grant told just
+ * before a kill is lost, and its fence is told again after the restart. */
+static void
+test_fencing_catches_fences_going_back_with_early_replies(void **state)
+{
+	struct kinds_result r;
+
+	(void)state;
+	alarm((unsigned)(30 + 6 * args.seconds));
+	run_kinds(3 * args.seconds, args.seed + 3, "early_reply", true, &r);
+	if (r.backward == 0)
+		fail_msg("no fence went back against a lockd that replies "
+		    "before its commit: the test cannot tell");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -404,6 +703,10 @@ main(int argc, char **argv)
 		    test_fencing_resource_checking_fences_loses_no_update),
 		HARNESS_TEST(
 		    test_fencing_resource_ignoring_fences_loses_updates),
+		HARNESS_TEST(
+		    test_fencing_every_holder_fence_rises_across_kill_9),
+		HARNESS_TEST(
+		    test_fencing_catches_fences_going_back_with_early_replies),
 	};
 
 	crash_init(argv[0]);

@@ -164,6 +164,14 @@ kind_of(const struct wl *w, int name)
 	return name >= multi - w->opt.shared_names ? " mode=shared" : "";
 }
 
+/* What grant g's requests say of its kind: its name's, but nothing for a
+ * writer (an exclusive holder) of a read lock's name. */
+static const char *
+kind_of_grant(const struct wl *w, const struct chk_grant *g)
+{
+	return g->multi ? kind_of(w, g->name) : "";
+}
+
 static void
 issue(struct wl *w, struct wl_client *c, int64_t now)
 {
@@ -172,6 +180,7 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 	uint64_t r = rng_below(&w->rng, 100);
 	int name = (int)rng_below(&w->rng, (uint64_t)w->opt.names);
 	int64_t lease = pick_lease(w);
+	const char *kind;
 	char extra[96];
 
 	c->req_repeats = -1;
@@ -202,9 +211,10 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 		if (g->delay > 0)
 			snprintf(extra + strlen(extra), sizeof(extra) -
 			    strlen(extra), " delay=%lld", (long long)g->delay);
+		c->req_exclusive = !g->multi;
 		send_line(w, c, "ACQUIRE %s lease=%lld wait=0 rid=%s%s%s\n",
 		    w->names[g->name], (long long)g->lease, c->req_rid, extra,
-		    kind_of(w, g->name));
+		    kind_of_grant(w, g));
 		return;
 	}
 	if (g != NULL) {
@@ -252,6 +262,15 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 	}
 	c->req_name = name;
 	c->req_lease = lease;
+	kind = kind_of(w, name);
+	c->req_exclusive = kind[0] == '\0';
+	if (strcmp(kind, " mode=shared") == 0 &&
+	    rng_below(&w->rid_rng, 4) == 0) {
+		/* A writer of the read lock: no mode, and it excludes every
+		 * other holder (one request in four of the name). */
+		c->req_exclusive = true;
+		kind = "";
+	}
 	c->req_onclose = rng_below(&w->rng, 100) <
 	    (uint64_t)w->opt.onclose_percent;
 	/* owner= on half the grants, delay= on a quarter: both must
@@ -283,13 +302,12 @@ issue(struct wl *w, struct wl_client *c, int64_t now)
 		c->req = WL_ACQUIRE;
 		c->req_sent = harness_now_ms();
 		send_line(w, c, "ACQUIRE %s lease=%lld%s%s%s\n",
-		    w->names[name], (long long)lease, wait, extra,
-		    kind_of(w, name));
+		    w->names[name], (long long)lease, wait, extra, kind);
 	} else if (r < 80 || (r >= 90 && c->last_grant < 0)) {
 		c->req = WL_TRY;
 		c->req_sent = harness_now_ms();
 		send_line(w, c, "TRY %s lease=%lld%s%s\n", w->names[name],
-		    (long long)lease, extra, kind_of(w, name));
+		    (long long)lease, extra, kind);
 	} else if (r < 90) {
 		c->req = WL_STATUS;
 		c->req_sent = harness_now_ms();
@@ -391,8 +409,10 @@ handle_reply(struct wl *w, struct wl_client *c, const char *line,
 			c->holding = chk_granted(w->chk, c->req_name, r.fence,
 			    handle, c->req_sent, now, r.lease_ms,
 			    c->req_onclose, jpos);
-			if (kind_of(w, c->req_name)[0] != '\0')
+			if (!c->req_exclusive)
 				chk_grant_multi(w->chk, c->holding);
+			else if (kind_of(w, c->req_name)[0] != '\0')
+				w->stats.writers++;
 			if (c->req_owner) {
 				char owner[16];
 				int owner_len = snprintf(owner, sizeof(owner),
@@ -645,7 +665,7 @@ check_rid(struct wl *w, int fd, char *buf, size_t cap, size_t *len,
 	g = &w->chk->grants[k];
 	n = snprintf(line, sizeof(line), "ACQUIRE %s lease=%lld wait=0 "
 	    "rid=%.*s%s\n", w->names[name], (long long)g->lease,
-	    (int)g->rid_len, g->rid, kind_of(w, name));
+	    (int)g->rid_len, g->rid, kind_of_grant(w, g));
 	if ((used = ask(fd, line, (size_t)n, buf, cap, len,
 	    sent + STATUS_TIMEOUT_MS)) == 0)
 		return -1;
@@ -668,16 +688,67 @@ check_rid(struct wl *w, int fd, char *buf, size_t cap, size_t *len,
 		 * use it; its keep lease runs out on its own. */
 		char rid[64];
 		size_t rid_len = g->rid_len;
+		bool multi = g->multi;
 		int64_t fresh;
 
 		memcpy(rid, g->rid, rid_len);   /* chk_granted may move g */
 		fresh = chk_granted(w->chk, name, r.fence, handle, sent,
 		    harness_now_ms(), r.lease_ms, false, 0);
-		if (kind_of(w, name)[0] != '\0')
+		if (multi)
 			chk_grant_multi(w->chk, fresh);
 		chk_grant_rid(w->chk, fresh, rid, rid_len);
 	}
 	consume(buf, len, used);
+	return 0;
+}
+
+/* Holders of a name looked at one by one after a restart, at most: the
+ * newest told grants, which are all a short lease leaves alive. */
+#define HOLDER_LOOKBACK 48
+
+/*
+ * After a restart, every holder of a semaphore or shared lock that may
+ * still hold - not only the newest, which STATUS shows - is asked for by
+ * CHECK (it must be there with its time left), and the rid of each one
+ * certainly held is repeated (it must be told that grant again).
+ */
+static int
+check_holders(struct wl *w, int fd, char *buf, size_t cap, size_t *len,
+    int name, uint64_t shown)
+{
+	const struct chk_list *l = &w->chk->lists[name];
+	size_t idx[HOLDER_LOOKBACK], n = 0, k, i;
+
+	for (k = l->n; k > 0 && n < HOLDER_LOOKBACK; k--)
+		if (chk_maybe_held(w->chk, (int64_t)l->idx[k - 1],
+		    harness_now_ms()))
+			idx[n++] = l->idx[k - 1];
+	/* chk_granted (a rid repeat that turns out new) may move the
+	 * grants: the indexes are taken first. */
+	for (i = 0; i < n; i++) {
+		uint64_t fence = w->chk->grants[idx[i]].fence;
+		int64_t sent = harness_now_ms();
+		char line[320];
+		int m = snprintf(line, sizeof(line), "CHECK %s %llu\n",
+		    w->names[name], (unsigned long long)fence);
+		size_t used = ask(fd, line, (size_t)m, buf, cap, len,
+		    sent + STATUS_TIMEOUT_MS);
+		struct proto_reply r;
+		struct proto_error err;
+		size_t consumed;
+
+		if (used == 0 || proto_parse_reply(buf, used, cap, &r,
+		    &consumed, &err) != PROTO_DONE ||
+		    (r.kind != PROTO_REPLY_CURRENT &&
+		    r.kind != PROTO_REPLY_STALE))
+			return -1;
+		chk_check(w->chk, name, fence, sent, harness_now_ms(),
+		    r.kind == PROTO_REPLY_CURRENT, r.ttl_ms, true);
+		consume(buf, len, used);
+		if (fence != shown && check_rid(w, fd, buf, cap, len, name,
+		    fence) != 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -717,6 +788,10 @@ wl_check_status(struct wl *w, bool after_restart)
 			if (after_restart && r.held)
 				rc = check_rid(w, fd, buf, sizeof(buf), &len,
 				    name, r.fence);
+			if (after_restart && rc == 0 &&
+			    kind_of(w, name)[0] != '\0')
+				rc = check_holders(w, fd, buf, sizeof(buf),
+				    &len, name, r.held ? r.fence : 0);
 		} else {
 			rc = -1;
 		}

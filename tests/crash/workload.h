@@ -36,8 +36,9 @@ struct wl_options {
 	 * holders (issue 17): every ACQUIRE and TRY of them says limit=,
 	 * and each holder is judged under its own key (chk_grant_multi). */
 	int multi_names;
-	/* And the shared_names names before those are read locks: every
-	 * request of them says mode=shared, each holder under its key. */
+	/* And the shared_names names before those are read locks: three
+	 * requests in four of them say mode=shared (each such holder under
+	 * its key), the rest are a writer's (exclusive, under the name). */
 	int shared_names;
 };
 
@@ -67,6 +68,8 @@ struct wl_client {
 	int64_t req_repeats;     /* ACQUIRE: the held grant whose rid it
 	                          * repeats; -1: none */
 	bool req_repeat_sure;    /* ... certainly held when it was sent */
+	bool req_exclusive;      /* ACQUIRE, TRY: no limit= or mode=shared
+	                          * (a plain name's, or a read lock's writer) */
 	unsigned rids;           /* rids made, for the next one's name */
 	struct chk_ref req_ref;  /* RENEW, RELEASE */
 	int64_t holding;         /* the grant this client holds; -1: none */
@@ -80,6 +83,7 @@ struct wl_stats {
 	    notheld, unavailable, statuses, closes, unknown;
 	uint64_t unexpected;     /* a reply no request of ours should get */
 	uint64_t rid_repeats;    /* repeats told their own grant */
+	uint64_t writers;        /* grants to a read lock's writers */
 };
 
 struct wl {

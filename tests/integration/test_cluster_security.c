@@ -58,7 +58,7 @@ group_setup(void **state)
 {
 	static const char *const users[] = { "node-a", "node-b", "node-c" };
 	const struct etcd_cluster_options options = { true, true,
-	    TOKEN_TTL_S };
+	    TOKEN_TTL_S, 0 };
 	char secret[64], prefix[32];
 	int i;
 
@@ -360,7 +360,7 @@ test_cluster_security_etcd_member_loss_renews_the_token_elsewhere(
     void **state)
 {
 	const struct etcd_cluster_options options = { true, true,
-	    TOKEN_TTL_S };
+	    TOKEN_TTL_S, 0 };
 	struct harness_server *n[1] = { harness_server_new() };
 	struct harness_conn *c;
 	char pw[128];

@@ -19,18 +19,6 @@
 
 #include "tests/lib/harness.h"
 
-/* A line that must start with `head` and then hold every field. */
-static void
-expect_fields(struct harness_conn *c, const char *head,
-    const char *const *fields)
-{
-	const char *line = harness_expect_prefix(c, head);
-
-	for (; *fields != NULL; fields++)
-		if (strstr(line, *fields) == NULL)
-			fail_msg("no \"%s\" in: %s", *fields, line);
-}
-
 /*
  * A semaphore of 2 shared by four connections: two hold at once with
  * distinct fences, the third waits and takes the first permit freed (FIFO),
@@ -58,7 +46,7 @@ test_kinds_semaphore_and_readers_over_sockets(void **state)
 	harness_expect_line(c[3], "HELD pool");
 	harness_expect_prefix(c[3], "ERR BADARG limit ");
 	harness_send(c[4], "STATUS pool\n");
-	expect_fields(c[4], "STATUS pool held=1 ", (const char *const[]){
+	harness_expect_fields(c[4], "STATUS pool held=1 ", (const char *const[]){
 	    " queue=1 owner=w1 holders=2 limit=2", NULL });
 	harness_send(c[4], "CHECK pool %llu\n",
 	    (unsigned long long)g[0].fence);
@@ -117,9 +105,9 @@ test_kinds_every_holder_survives_kill_9(void **state)
 	harness_server_restart(s);
 	c = harness_connect(s);
 	harness_send(c, "LIST\n");
-	expect_fields(c, "LOCK rd held=1 ", (const char *const[]){
+	harness_expect_fields(c, "LOCK rd held=1 ", (const char *const[]){
 	    " queue=0 holders=2 mode=shared", NULL });
-	expect_fields(c, "LOCK sem held=1 ", (const char *const[]){
+	harness_expect_fields(c, "LOCK sem held=1 ", (const char *const[]){
 	    " queue=0 owner=o2 holders=3 limit=3", NULL });
 	harness_expect_line(c, "END count=2");
 	for (int i = 0; i < 5; i++) {

@@ -407,7 +407,7 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 	const char *bin = getenv("ETCD_BIN");
 	struct etcd_member *m = &c->members[i];
 	char name[16], data[128], client[96], peer[96], initial[1024], log[128];
-	char crt[96], key[96], ttl[16];
+	char crt[96], key[96], ttl[16], request_bytes[24];
 	size_t used = 0;
 	pid_t parent = getpid();
 	int j;
@@ -419,6 +419,8 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 	snprintf(crt, sizeof(crt), "%s/server.crt", c->dir);
 	snprintf(key, sizeof(key), "%s/server.key", c->dir);
 	snprintf(ttl, sizeof(ttl), "%d", c->options.auth_token_ttl_s);
+	snprintf(request_bytes, sizeof(request_bytes), "%ld",
+	    c->options.max_request_bytes);
 	snprintf(peer, sizeof(peer), "http://%s:%d", c->host, m->peer_port);
 	initial[0] = '\0';
 	for (j = 0; j < c->n; j++)
@@ -438,7 +440,7 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 		    "--log-outputs", "stderr", "--logger", "zap",
 		    /* The secured cluster's flags, or the list ends here. */
 		    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-		    NULL, NULL, NULL };
+		    NULL, NULL, NULL, NULL, NULL };
 		int k = 0;
 		while (argv[k] != NULL)
 			k++;
@@ -458,6 +460,10 @@ spawn_member(struct etcd_cluster *c, int i, const char *state)
 			/* bcrypt's least cost: quick authentications. */
 			argv[k++] = "--bcrypt-cost";
 			argv[k++] = "4";
+		}
+		if (c->options.max_request_bytes > 0) {
+			argv[k++] = "--max-request-bytes";
+			argv[k++] = request_bytes;
 		}
 		fflush(stdout);
 		fflush(stderr);

@@ -33,6 +33,8 @@ struct etcd_cluster_options {
 	bool tls;                 /* https:// client URLs */
 	bool client_cert_auth;    /* etcd wants a client certificate */
 	int auth_token_ttl_s;     /* > 0: --auth-token-ttl */
+	long max_request_bytes;   /* > 0: --max-request-bytes, so that a
+	                           * larger transaction is refused cleanly */
 };
 
 struct etcd_cluster {

@@ -1246,6 +1246,19 @@ harness__expect_prefix(const char *file, int line, struct harness_conn *c,
 }
 
 const char *
+harness__expect_fields(const char *file, int line, struct harness_conn *c,
+    const char *head, const char *const *fields)
+{
+	const char *got = harness__expect_prefix(file, line, c, head);
+
+	for (; got != NULL && *fields != NULL; fields++)
+		if (strstr(got, *fields) == NULL)
+			failf(file, line, "no '%s' in '%s'", *fields,
+			    shown(got));
+	return got;
+}
+
+const char *
 harness__expect_error(const char *file, int line, struct harness_conn *c,
     const char *code)
 {

@@ -341,6 +341,14 @@ const char *harness__expect_prefix(const char *file, int line,
 #define harness_expect_prefix(c, p) \
 	harness__expect_prefix(__FILE__, __LINE__, (c), (p))
 
+/* Reads one line, requires it to start with head and to hold each of
+ * the fields (a NULL-ended array; a compound literal may be given as it
+ * is, commas and all) somewhere; returns it. */
+const char *harness__expect_fields(const char *file, int line,
+    struct harness_conn *c, const char *head, const char *const *fields);
+#define harness_expect_fields(c, head, ...) \
+	harness__expect_fields(__FILE__, __LINE__, (c), (head), (__VA_ARGS__))
+
 /* Reads one line and requires "ERR <code>" (then a space or the end). */
 const char *harness__expect_error(const char *file, int line,
     struct harness_conn *c, const char *code);
