@@ -182,6 +182,20 @@ held(struct fixture *f, const char *name, core_time now)
 	return st.held;
 }
 
+/* Commits, then closes session s: its bound hold of name, and only that,
+ * is released by the close. */
+static void
+close_releases(struct fixture *f, struct core_session *s, const char *name,
+    core_time now)
+{
+	drain(f);
+	f->nreplies = 0;
+	core_disconnect(&f->table, s, now);
+	assert_int_equal(f->nreplies, 1);
+	assert_int_equal(f->replies[0].kind, CORE_EVENT_RELEASED_ONCLOSE);
+	assert_false(held(f, name, now));
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 /* A held plain lock is its entry and nothing else, in a 176-byte chunk. */
@@ -230,18 +244,10 @@ test_memory_onclose_release_binds_through_the_tags(void **state)
 	assert_non_null(core_tags_bond(e->lock.tags));
 	acquire(f, &f->a, "y", &plain, CORE_REPLY_GRANTED, 0);
 	acquire(f, &f->b, "z", &bound, CORE_REPLY_GRANTED, 0);
-	drain(f);
-
-	f->nreplies = 0;
-	core_disconnect(&f->table, &f->a, 10);
-	assert_int_equal(f->nreplies, 1);
-	assert_int_equal(f->replies[0].kind, CORE_EVENT_RELEASED_ONCLOSE);
-	assert_false(held(f, "x", 10));
+	close_releases(f, &f->a, "x", 10);
 	assert_true(held(f, "y", 10));   /* onclose=keep */
 	assert_true(held(f, "z", 10));   /* another session's */
-	drain(f);
-	core_disconnect(&f->table, &f->b, 20);
-	assert_false(held(f, "z", 20));
+	close_releases(f, &f->b, "z", 20);
 }
 
 /* A waiter granted later is bound as it asked, through its tags. */
@@ -266,9 +272,7 @@ test_memory_onclose_release_waiter_is_bound_when_granted(void **state)
 	assert_int_equal(f->nreplies, 2);
 	assert_int_equal(f->replies[1].kind, CORE_REPLY_GRANTED);
 	assert_ptr_equal(core_table_find(&f->table, "x", 1)->owner, &f->b);
-	drain(f);
-	core_disconnect(&f->table, &f->b, 3);
-	assert_false(held(f, "x", 3));
+	close_releases(f, &f->b, "x", 3);
 }
 
 /* A rid repeat from another connection moves the binding there. */
@@ -288,8 +292,7 @@ test_memory_bound_hold_follows_its_rid_repeat(void **state)
 	drain(f);
 	core_disconnect(&f->table, &f->a, 2);
 	assert_true(held(f, "x", 2));
-	core_disconnect(&f->table, &f->b, 3);
-	assert_false(held(f, "x", 3));
+	close_releases(f, &f->b, "x", 3);
 }
 
 /* The lock-delay lives in the tags, and still holds the name back. */
@@ -372,12 +375,7 @@ test_memory_restored_bound_hold_is_released_by_its_close(void **state)
 	assert_ptr_equal(core_table_find(&f->table, "x", 1)->owner, &f->a);
 	assert_int_equal(core_tags_delay(
 	    core_table_find(&f->table, "x", 1)->lock.tags), 250);
-	drain(f);
-	f->nreplies = 0;
-	core_disconnect(&f->table, &f->a, 10);
-	assert_int_equal(f->nreplies, 1);
-	assert_int_equal(f->replies[0].kind, CORE_EVENT_RELEASED_ONCLOSE);
-	assert_false(held(f, "x", 10));
+	close_releases(f, &f->a, "x", 10);
 }
 
 int
