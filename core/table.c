@@ -154,11 +154,10 @@ tags_make(struct core_table *table, const char *label, size_t label_len,
     const char *rid, size_t rid_len, int64_t delay_ms, bool bound,
     bool *nomem)
 {
-	struct core_tags *t;
-
 	bool delay = delay_ms > 0;
 	size_t size = offsetof(struct core_tags, bytes) + label_len + rid_len +
 	    (delay ? sizeof(delay_ms) : 0);
+	struct core_tags *t;
 
 	*nomem = false;
 	if (label_len == 0 && rid_len == 0 && !delay && !bound)
@@ -918,10 +917,19 @@ struct hold_options {
 	const char *rid;
 	uint16_t limit;          /* 1..CORE_LIMIT_MAX */
 	bool shared;
-	/* The new hold's tags, made from label and rid (or a waiter's): the
-	 * grant takes them over. */
+	/* The new hold's tags, made from label, rid and delay_ms, with a
+	 * bond when own_bound (or a waiter's): the grant takes them over. */
 	struct core_tags *tags;
 };
+
+/* Will the hold asked for be e's own, bound by onclose=release: then its
+ * tags need room for the bond (grant_to makes it late if not). */
+static bool
+own_bound(const struct core_entry *e, const struct hold_options *opt)
+{
+	return opt->onclose_release && !opt->shared && opt->limit <= 1 &&
+	    entry_limit(e) <= 1;
+}
 
 /* A new holder beyond e's own, linked in (newest first) but not yet
  * granted: NULL without memory. */
@@ -992,8 +1000,9 @@ grant_to(struct core_table *table, struct core_entry *e,
 		h->shared = opt->shared;
 		x = hold_more(e, h);
 	} else if (onclose_release && session != NULL) {
-		/* The binding's link lives in the tags; a request that could
-		 * not tell it would be the entry's own holder made none. */
+		/* The binding's link lives in the tags' bond, which
+		 * own_bound made them with; should a request have missed it,
+		 * it is made here rather than the binding lost. */
 		struct core_tags *t = tags_bondable(table, tags);
 
 		if (t == NULL) {
@@ -1403,8 +1412,7 @@ take_if_free(struct core_table *table, struct core_session *session,
 
 		own.tags = tags_make(table, opt->label, opt->label_len,
 		    opt->rid, opt->rid_len, opt->delay_ms,
-		    opt->onclose_release && !opt->shared &&
-		    entry_limit(e) <= 1, &nomem);
+		    own_bound(e, opt), &nomem);
 		if (nomem) {
 			reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
 			*status = CORE_ERR_NOMEM;
@@ -1598,8 +1606,7 @@ core_acquire(struct core_table *table, struct core_session *session,
 	if (old == NULL && !waiter_room(table, session, tag, e, false))
 		return CORE_ERR_LIMIT;
 	tags = tags_make(table, opt.label, opt.label_len, opt.rid, opt.rid_len,
-	    opt.delay_ms, opt.onclose_release && !opt.shared &&
-	    entry_limit(e) <= 1, &nomem);
+	    opt.delay_ms, own_bound(e, &opt), &nomem);
 	if (nomem) {
 		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
 		return CORE_ERR_NOMEM;
