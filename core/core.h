@@ -320,7 +320,9 @@ enum core_status core_lease_effective(const struct core_config *config,
 struct core_session {
 	uint64_t id;                 /* the caller's, for its own use */
 	struct core_link waiters;    /* its waiters, in no particular order */
-	struct core_link onclose;    /* entries it holds with onclose=release */
+	/* The entries whose own holder it binds with onclose=release,
+	 * linked through the bond in each holder's tags (core_bond). */
+	struct core_link onclose;
 	struct core_link onclose_more;  /* holders beyond an entry's own */
 	uint32_t waiter_count;
 	/* Waiters counted with other sessions' (one principal's, say), and
