@@ -480,9 +480,9 @@ struct core_waiter {
 	int64_t lease_ms;               /* effective lease to grant */
 	core_time enqueued_at;
 	bool onclose_release;
-	/* The ACQUIRE's options for its holder. */
-	int64_t delay_ms;
-	struct core_tags *tags;         /* owner label and rid; NULL: none */
+	/* The ACQUIRE's options for its holder: its owner label, rid and
+	 * lock-delay in its tags (NULL: none of them). */
+	struct core_tags *tags;
 	bool shared;                    /* mode=shared */
 	/* A WATCH rather than an ACQUIRE: on its entry's watchers list, it
 	 * fires when the newest holder's fence is no longer watch_fence. */

@@ -910,7 +910,7 @@ watch_notify(struct core_table *table, struct core_entry *e, core_time now)
 /* What a new holder asked for, beside its lease. */
 struct hold_options {
 	bool onclose_release;
-	int64_t delay_ms;
+	int64_t delay_ms;        /* for its tags: the grant reads them */
 	uint8_t label_len;
 	const char *label;
 	uint8_t rid_len;
@@ -1140,7 +1140,6 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		 * its tags handed over to the hold. */
 		memset(&opt, 0, sizeof(opt));
 		opt.onclose_release = w->onclose_release;
-		opt.delay_ms = w->delay_ms;
 		opt.shared = w->shared;
 		opt.limit = entry_limit(e);
 
@@ -1621,7 +1620,6 @@ core_acquire(struct core_table *table, struct core_session *session,
 		waiter_supersede(table, old, w);
 	w->lease_ms = lease;
 	w->onclose_release = opt.onclose_release;
-	w->delay_ms = opt.delay_ms;
 	w->shared = opt.shared;
 	return CORE_OK;
 }

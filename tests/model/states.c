@@ -217,7 +217,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, w->tag);
 			put64(&x, (uint64_t)w->lease_ms);
 			put8(&x, w->onclose_release);
-			put64(&x, (uint64_t)w->delay_ms);
+			put64(&x, (uint64_t)core_tags_delay(w->tags));
 			put8(&x, w->shared);
 			{
 				const char *rid;

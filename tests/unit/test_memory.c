@@ -330,6 +330,57 @@ test_memory_lock_delay_is_kept_in_the_tags_and_still_delays(void **state)
 	acquire(f, &f->b, "x", &plain, CORE_REPLY_GRANTED, LEASE + 500);
 }
 
+/*
+ * A waiting ACQUIRE is one 128-byte chunk, its lock-delay in its tags
+ * only when it asked for one; the tags go over to its hold, whose end
+ * then starts the delay.
+ */
+static void
+test_memory_waiter_is_one_128_byte_chunk_and_keeps_its_delay(void **state)
+{
+	struct fixture *f = *state;
+	struct core_acquire_args plain = { .lease_ms = LEASE };
+	struct core_acquire_args waits = { .lease_ms = LEASE,
+	    .wait_ms = CORE_WAIT_FOREVER };
+	struct core_acquire_args delayed = { .lease_ms = LEASE,
+	    .wait_ms = CORE_WAIT_FOREVER, .delay_ms = 300 };
+	struct core_lock_status st;
+	struct core_reply r;
+	struct core_handle h;
+
+	r = acquire(f, &f->a, "x", &plain, CORE_REPLY_GRANTED, 0);
+	h.fence = r.fence;
+	h.secret = r.secret;
+	record_start();
+	(void)core_acquire(&f->table, &f->b, "x", 1, &waits, 8, 1);
+	record_stop();
+	assert_int_equal(nallocs, 1);
+	assert_int_equal(alloc_sizes[0], sizeof(struct core_waiter));
+	assert_in_range(malloc_chunk(alloc_sizes[0]), 32, 128);
+	record_start();
+	(void)core_acquire(&f->table, &f->b, "x", 1, &delayed, 9, 1);
+	record_stop();
+	assert_int_equal(nallocs, 2);   /* its tags, then the waiter */
+
+	/* The first waiter is granted, then releases; the delayed one
+	 * holds until its lease runs out at 1 + 1 + LEASE. */
+	f->nreplies = 0;
+	(void)core_release(&f->table, &f->a, "x", 1, h, 10, 1);
+	assert_int_equal(f->replies[1].kind, CORE_REPLY_GRANTED);
+	h.fence = f->replies[1].fence;
+	h.secret = f->replies[1].secret;
+	f->nreplies = 0;
+	(void)core_release(&f->table, &f->b, "x", 1, h, 11, 2);
+	assert_int_equal(f->replies[1].kind, CORE_REPLY_GRANTED);
+	assert_int_equal(core_tags_delay(
+	    core_table_find(&f->table, "x", 1)->lock.tags), 300);
+	drain(f);
+	(void)core_tick(&f->table, 2 + LEASE);
+	core_status(&f->table, "x", 1, 2 + LEASE, &st);
+	assert_false(st.held);
+	assert_int_equal(st.delay_ms, 300);
+}
+
 /* A rid costs its tags 3 bytes beside its own: the same glibc chunk as
  * with the 2-byte header they had before the lock-delay and the binding
  * moved in (liblockd sends a 32-byte rid with every ACQUIRE when it may
@@ -388,6 +439,7 @@ main(void)
 		T(test_memory_onclose_release_waiter_is_bound_when_granted),
 		T(test_memory_bound_hold_follows_its_rid_repeat),
 		T(test_memory_lock_delay_is_kept_in_the_tags_and_still_delays),
+		T(test_memory_waiter_is_one_128_byte_chunk_and_keeps_its_delay),
 		T(test_memory_rid_tags_cost_three_bytes_beside_the_rid),
 		T(test_memory_restored_bound_hold_is_released_by_its_close),
 	};
