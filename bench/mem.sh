@@ -108,5 +108,5 @@ for b in "${BUILDS[@]}"; do
 done
 if [ -x "$MEMSIZES" ]; then
 	# The longest name: "held/" and the digits of BENCH_LOCKS - 1.
-	"$MEMSIZES" "$((${#BENCH_LOCKS} + 4))" | sed 's/^/this build: /'
+	"$MEMSIZES" "$((${#BENCH_LOCKS} + 4))" | sed 's/^/structures of this tree: /'
 fi
