@@ -607,7 +607,7 @@ BENCH_FLUSH   := $(B)/bench/flushcost
 HIREDIS_LIBS   = $(call pc_libs,hiredis,-lhiredis)
 
 .PHONY: bench bench-build deps-bench sizing bench-cluster bench-cluster-run
-.PHONY: bench-kinds
+.PHONY: bench-kinds bench-mem
 
 $(B)/bench/%.o: bench/%.c
 	@mkdir -p $(dir $@)
@@ -654,6 +654,20 @@ bench-cluster: deps-bench
 bench-cluster-run: $(B)/lockd $(BENCH_LOADGEN)
 	LOCKD=$(abspath $(B)/lockd) LOADGEN=$(abspath $(BENCH_LOADGEN)) \
 	    bench/cluster.sh
+
+# Bytes of RSS per held plain lock as make bench's scale step takes them,
+# builds alternated (bench/mem.sh; about 20 s per run and build;
+# LOCKD_BUILDS="/tmp/lockd-before build/lockd", MEM_RUNS=3).
+BENCH_MEMSIZES := $(B)/bench/memsizes
+$(BENCH_MEMSIZES): $(B)/bench/memsizes.o
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
+
+bench-mem: deps-bench
+	@$(MAKE) --no-print-directory $(B)/lockd $(BENCH_LOADGEN) \
+	    $(BENCH_MEMSIZES)
+	LOADGEN=$(abspath $(BENCH_LOADGEN)) \
+	    MEMSIZES=$(abspath $(BENCH_MEMSIZES)) \
+	    bench/mem.sh $(or $(LOCKD_BUILDS),$(abspath $(B)/lockd))
 
 # Memory and data.mdb bytes per held lock at 16- and 255-byte names
 # (bench/sizing.py; about 30 s; docs/operations.md, Sizing).

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef int64_t core_time;               /* ms on a clock that never steps */
 #define CORE_NEVER INT64_MAX             /* "no deadline" */
@@ -63,17 +64,41 @@ struct core_handle {
 	uint64_t secret;
 };
 
+/* An intrusive doubly linked list; an empty list points at itself. */
+struct core_link {
+	struct core_link *prev, *next;
+};
+
+struct core_entry;
+
 /*
- * A hold's (or a waiter's) optional words: its owner label - public, never
- * proof of anything - and the request id (rid=) it was granted with, whose
- * repeat while the lease lives gets this same grant back.  Out of line, and
- * allocated only when one of them was given, so that a plain lock pays one
- * pointer for them.  Owned by the table: the rules never allocate or free.
+ * A hold's (or a waiter's) optional parts: its owner label - public, never
+ * proof of anything - the request id (rid=) it was granted with, whose
+ * repeat while the lease lives gets this same grant back, its lock-delay,
+ * and, for an entry's own holder bound by onclose=release, its place in
+ * the session's list.  Out of line, allocated only when one of them was
+ * asked for, and only as long as the parts it has, so that a plain lock
+ * pays one pointer for all of them and a rid costs 3 bytes beside its
+ * own.  Owned by the table: the rules never allocate or free, and read
+ * only through the functions below.
  */
 struct core_tags {
 	uint8_t label_len;
 	uint8_t rid_len;
-	char bytes[];         /* the label, then the rid */
+	uint8_t parts;        /* CORE_TAGS_DELAY | CORE_TAGS_BOND */
+	/* The label, then the rid, then the lock-delay (an int64_t in ms,
+	 * unaligned, with CORE_TAGS_DELAY), then, at the next multiple of 8
+	 * from the start of the tags, a struct core_bond (CORE_TAGS_BOND). */
+	char bytes[];
+};
+#define CORE_TAGS_DELAY 0x01
+#define CORE_TAGS_BOND  0x02
+
+/* The entry's own holder while bound by onclose=release (its
+ * core_entry.owner set): its place in that session's onclose list. */
+struct core_bond {
+	struct core_link onclose_link;
+	struct core_entry *entry;   /* whose own holder it is */
 };
 
 /*
@@ -87,9 +112,45 @@ struct core_lock {
 	uint64_t secret;      /* the holder's secret */
 	core_time expiry;     /* the lease ends at this instant (exclusive) */
 	int64_t lease_ms;     /* the length last granted or renewed */
-	int64_t delay_ms;     /* lock-delay when this hold ends badly */
-	struct core_tags *tags;  /* owner label and rid; NULL: neither */
+	/* Owner label, rid, lock-delay and onclose binding; NULL: none of
+	 * them (core_tags_delay gives the lock-delay). */
+	struct core_tags *tags;
 };
+
+/* The lock-delay of a hold with tags (NULL: none), 0 when none. */
+static inline int64_t
+core_tags_delay(const struct core_tags *tags)
+{
+	int64_t delay_ms = 0;
+
+	if (tags != NULL && (tags->parts & CORE_TAGS_DELAY))
+		memcpy(&delay_ms, tags->bytes + tags->label_len +
+		    tags->rid_len, sizeof(delay_ms));
+	return delay_ms;
+}
+
+/* Where the bond of tags with a delay or not (`delay`) and these lengths
+ * starts, from the start of the tags; the size of such tags with a bond
+ * is that plus sizeof(struct core_bond). */
+static inline size_t
+core_tags_bond_offset(size_t label_len, size_t rid_len, bool delay)
+{
+	size_t end = offsetof(struct core_tags, bytes) + label_len + rid_len +
+	    (delay ? sizeof(int64_t) : 0);
+
+	return (end + 7) & ~(size_t)7;
+}
+
+/* The bond of tags that have one (CORE_TAGS_BOND), else NULL. */
+static inline struct core_bond *
+core_tags_bond(struct core_tags *tags)
+{
+	if (tags == NULL || !(tags->parts & CORE_TAGS_BOND))
+		return NULL;
+	return (struct core_bond *)(void *)((char *)tags +
+	    core_tags_bond_offset(tags->label_len, tags->rid_len,
+	    tags->parts & CORE_TAGS_DELAY));
+}
 
 /* The owner label of tags (NULL: none) and its length, 0 when none. */
 static inline size_t
@@ -251,11 +312,6 @@ enum core_status core_lease_effective(const struct core_config *config,
 
 /* ---- sessions, replies, events ---------------------------------------- */
 
-/* An intrusive doubly linked list; an empty list points at itself. */
-struct core_link {
-	struct core_link *prev, *next;
-};
-
 /*
  * One client as the core sees it (a connection in the daemon).  The caller
  * embeds it, calls core_session_init, and must call core_disconnect before
@@ -264,7 +320,9 @@ struct core_link {
 struct core_session {
 	uint64_t id;                 /* the caller's, for its own use */
 	struct core_link waiters;    /* its waiters, in no particular order */
-	struct core_link onclose;    /* entries it holds with onclose=release */
+	/* The entries whose own holder it binds with onclose=release,
+	 * linked through the bond in each holder's tags (core_bond). */
+	struct core_link onclose;
 	struct core_link onclose_more;  /* holders beyond an entry's own */
 	uint32_t waiter_count;
 	/* Waiters counted with other sessions' (one principal's, say), and
@@ -347,11 +405,11 @@ struct core_timer {
 
 /*
  * A lock is a set of holders.  The first - the only one a plain mutex ever
- * has - lives in its core_entry (lock, granted_at, timer, onclose_link,
- * owner): it is the holder of an exclusive grant on a name whose limit is
- * 1, the one durable under the key <name>.  Every other holder (shared,
- * or of a semaphore) is a core_holder, allocated only for a name that has
- * them, durable under <name> NUL <fence>.
+ * has - lives in its core_entry (lock, granted_at, timer, owner): it is
+ * the holder of an exclusive grant on a name whose limit is 1, the one
+ * durable under the key <name>.  Every other holder (shared, or of a
+ * semaphore) is a core_holder, allocated only for a name that has them,
+ * durable under <name> NUL <fence>.
  */
 struct core_holder {
 	struct core_lock lock;
@@ -388,8 +446,10 @@ struct core_entry {
 	core_time granted_at;
 	struct core_timer timer;     /* the lease expiry while held */
 	struct core_link queue;      /* waiters, head first */
-	struct core_link onclose_link;  /* in the holder's session, if bound */
-	struct core_session *owner;  /* the session bound by onclose=release */
+	/* The session bound by onclose=release; the link that puts the
+	 * entry in that session's list is in lock.tags, which a bound hold
+	 * always has, so that an unbound plain lock pays nothing for it. */
+	struct core_session *owner;
 	struct core_entry *changed_next;  /* on the table's changed list */
 	/* The name's lock-delay runs until this instant (0: none).  It is
 	 * the name's, not a holder's: a delay blocks new grants of the
@@ -420,9 +480,9 @@ struct core_waiter {
 	int64_t lease_ms;               /* effective lease to grant */
 	core_time enqueued_at;
 	bool onclose_release;
-	/* The ACQUIRE's options for its holder. */
-	int64_t delay_ms;
-	struct core_tags *tags;         /* owner label and rid; NULL: none */
+	/* The ACQUIRE's options for its holder: its owner label, rid and
+	 * lock-delay in its tags (NULL: none of them). */
+	struct core_tags *tags;
 	bool shared;                    /* mode=shared */
 	/* A WATCH rather than an ACQUIRE: on its entry's watchers list, it
 	 * fires when the newest holder's fence is no longer watch_fence. */

@@ -118,15 +118,16 @@ core_time
 core_rule_delay_end(const struct core_lock *ended, enum core_end how,
     core_time now)
 {
+	int64_t delay_ms = core_tags_delay(ended->tags);
 	core_time from;
 
-	if (ended->delay_ms <= 0 || how == CORE_END_RELEASED ||
+	if (delay_ms <= 0 || how == CORE_END_RELEASED ||
 	    how == CORE_END_GRANTED || how == CORE_END_NONE)
 		return 0;
 	from = how == CORE_END_EXPIRED ? ended->expiry : now;
-	if (from > CORE_NEVER - 1 - ended->delay_ms)
+	if (from > CORE_NEVER - 1 - delay_ms)
 		return CORE_NEVER - 1;
-	return from + ended->delay_ms;
+	return from + delay_ms;
 }
 
 bool

@@ -146,28 +146,68 @@ core_table_init(struct core_table *table, const struct core_config *config,
 	return CORE_OK;
 }
 
-/* Tags for a label and a rid (either may be empty), or NULL: none given,
- * or (*nomem set) no memory. */
+/* Tags for a label and a rid (either may be empty), a lock-delay (0:
+ * none) and, when `bound`, room for an entry's own holder's onclose
+ * binding; or NULL: none of them asked for, or (*nomem set) no memory. */
 static struct core_tags *
 tags_make(struct core_table *table, const char *label, size_t label_len,
-    const char *rid, size_t rid_len, bool *nomem)
+    const char *rid, size_t rid_len, int64_t delay_ms, bool bound,
+    bool *nomem)
 {
+	bool delay = delay_ms > 0;
+	size_t size = offsetof(struct core_tags, bytes) + label_len + rid_len +
+	    (delay ? sizeof(delay_ms) : 0);
 	struct core_tags *t;
 
 	*nomem = false;
-	if (label_len == 0 && rid_len == 0)
+	if (label_len == 0 && rid_len == 0 && !delay && !bound)
 		return NULL;
-	t = table->config.realloc(NULL, sizeof(*t) + label_len + rid_len);
+	if (bound)
+		size = core_tags_bond_offset(label_len, rid_len, delay) +
+		    sizeof(struct core_bond);
+	t = table->config.realloc(NULL, size);
 	if (t == NULL) {
 		*nomem = true;
 		return NULL;
 	}
 	t->label_len = (uint8_t)label_len;
 	t->rid_len = (uint8_t)rid_len;
+	t->parts = (uint8_t)((delay ? CORE_TAGS_DELAY : 0) |
+	    (bound ? CORE_TAGS_BOND : 0));
 	if (label_len > 0)
 		memcpy(t->bytes, label, label_len);
 	if (rid_len > 0)
 		memcpy(t->bytes + label_len, rid, rid_len);
+	if (delay)
+		memcpy(t->bytes + label_len + rid_len, &delay_ms,
+		    sizeof(delay_ms));
+	if (bound) {
+		struct core_bond *b = core_tags_bond(t);
+
+		link_init(&b->onclose_link);
+		b->entry = NULL;
+	}
+	return t;
+}
+
+/* tags (NULL: none) again, with room for a bond: the same when they have
+ * it, else a copy that has, and tags freed; NULL without memory, tags
+ * untouched. */
+static struct core_tags *
+tags_bondable(struct core_table *table, struct core_tags *tags)
+{
+	const char *label, *rid;
+	size_t label_len = core_tags_label(tags, &label);
+	size_t rid_len = core_tags_rid(tags, &rid);
+	struct core_tags *t;
+	bool nomem;
+
+	if (tags != NULL && (tags->parts & CORE_TAGS_BOND))
+		return tags;
+	t = tags_make(table, label, label_len, rid, rid_len,
+	    core_tags_delay(tags), true, &nomem);
+	if (t != NULL && tags != NULL)
+		table->config.free(tags);
 	return t;
 }
 
@@ -243,7 +283,8 @@ core_table_destroy(struct core_table *table)
 				waiter_free(table, w);
 			}
 			if (e->owner != NULL)
-				link_remove(&e->onclose_link);
+				link_remove(&core_tags_bond(
+				    e->lock.tags)->onclose_link);
 			tags_free(table, e->lock.tags);
 			multi_free(table, e);
 			table->config.free(e);
@@ -438,7 +479,6 @@ entry_get_hashed(struct core_table *table, const char *name, size_t len,
 	e->timer.slot = CORE__HEAP_OUT;
 	e->timer.kind = TIMER_LEASE;
 	link_init(&e->queue);
-	link_init(&e->onclose_link);
 	bucket = bucket_at(table, hash);
 	e->hash_next = *bucket;
 	*bucket = e;
@@ -566,22 +606,50 @@ onclose_list(struct core_session *s, struct hold x)
 	return x.h != NULL ? &s->onclose_more : &s->onclose;
 }
 
+/* The link of x's session binding: a core_holder's own, or for the
+ * entry's own holder the one in its tags' bond (`tags`: the hold's, which
+ * a bound own holder always has). */
+static struct core_link *
+onclose_link_of(struct hold x, struct core_tags *tags)
+{
+	return x.h != NULL ? &x.h->onclose_link :
+	    &core_tags_bond(tags)->onclose_link;
+}
+
+/* Unbinds x, whose tags are `tags`: for a hold the rules already freed,
+ * the tags it had. */
 static void
-unbind_owner(struct hold x)
+unbind_owner_tags(struct hold x, struct core_tags *tags)
 {
 	struct core_session **owner = HOLD(x, owner);
 
 	if (*owner != NULL) {
-		link_remove(HOLD(x, onclose_link));
+		link_remove(onclose_link_of(x, tags));
 		*owner = NULL;
 	}
 }
 
 static void
+unbind_owner(struct hold x)
+{
+	unbind_owner_tags(x, HOLD(x, lock)->tags);
+}
+
+/* Binds x to session.  The entry's own holder keeps the link in its
+ * tags' bond: every path that may bind one makes it (tags_make's
+ * `bound`, tags_bondable). */
+static void
 bind_owner(struct hold x, struct core_session *session)
 {
+	struct core_tags *tags = HOLD(x, lock)->tags;
+
+	if (x.h == NULL) {
+		if (core_tags_bond(tags) == NULL)
+			return;   /* not reached: see above */
+		core_tags_bond(tags)->entry = x.e;
+	}
 	*HOLD(x, owner) = session;
-	link_append(onclose_list(session, x), HOLD(x, onclose_link));
+	link_append(onclose_list(session, x), onclose_link_of(x, tags));
 }
 
 /* Is e more than a plain mutex: a limit above 1, or holders beyond its
@@ -736,10 +804,11 @@ holding_ended(struct core_table *table, struct hold x,
 	struct core_entry *e = x.e;
 	core_time until = table->rules->delay_end(ended, how, now);
 
-	/* The rules freed the lock; its tags are the table's to free. */
+	/* The rules freed the lock; its tags are the table's to free, once
+	 * the binding whose link they may hold is undone. */
+	unbind_owner_tags(x, ended->tags);
 	if (HOLD(x, lock)->tags != ended->tags)
 		tags_free(table, ended->tags);
-	unbind_owner(x);
 	timer_clear(table, HOLD(x, timer));
 	table->stats.held--;
 	e->cause = (uint8_t)how;
@@ -841,17 +910,26 @@ watch_notify(struct core_table *table, struct core_entry *e, core_time now)
 /* What a new holder asked for, beside its lease. */
 struct hold_options {
 	bool onclose_release;
-	int64_t delay_ms;
+	int64_t delay_ms;        /* for its tags: the grant reads them */
 	uint8_t label_len;
 	const char *label;
 	uint8_t rid_len;
 	const char *rid;
 	uint16_t limit;          /* 1..CORE_LIMIT_MAX */
 	bool shared;
-	/* The new hold's tags, made from label and rid (or a waiter's): the
-	 * grant takes them over. */
+	/* The new hold's tags, made from label, rid and delay_ms, with a
+	 * bond when own_bound (or a waiter's): the grant takes them over. */
 	struct core_tags *tags;
 };
+
+/* Will the hold asked for be e's own, bound by onclose=release: then its
+ * tags need room for the bond (grant_to makes it late if not). */
+static bool
+own_bound(const struct core_entry *e, const struct hold_options *opt)
+{
+	return opt->onclose_release && !opt->shared && opt->limit <= 1 &&
+	    entry_limit(e) <= 1;
+}
 
 /* A new holder beyond e's own, linked in (newest first) but not yet
  * granted: NULL without memory. */
@@ -903,6 +981,7 @@ grant_to(struct core_table *table, struct core_entry *e,
     const struct hold_options *opt, core_time enqueued_at, core_time now)
 {
 	bool onclose_release = opt->onclose_release;
+	struct core_tags *tags = opt->tags;
 	struct hold x = hold_own(e);
 	bool was_held;
 	uint64_t secret;
@@ -920,6 +999,18 @@ grant_to(struct core_table *table, struct core_entry *e,
 		}
 		h->shared = opt->shared;
 		x = hold_more(e, h);
+	} else if (onclose_release && session != NULL) {
+		/* The binding's link lives in the tags' bond, which
+		 * own_bound made them with; should a request have missed it,
+		 * it is made here rather than the binding lost. */
+		struct core_tags *t = tags_bondable(table, tags);
+
+		if (t == NULL) {
+			tags_free(table, tags);
+			reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+			return CORE_ERR_NOMEM;
+		}
+		tags = t;
 	}
 	lock = HOLD(x, lock);
 	was_held = lock->fence != 0;
@@ -928,7 +1019,7 @@ grant_to(struct core_table *table, struct core_entry *e,
 	if (st != CORE_OK) {
 		if (x.h != NULL)
 			holder_drop(table, e, x.h);
-		tags_free(table, opt->tags);
+		tags_free(table, tags);
 		reply_simple(table, st == CORE_ERR_OVERFLOW ?
 		    CORE_REPLY_OVERFLOW : CORE_REPLY_CONFLICT, session, tag, e);
 		return st;
@@ -941,10 +1032,9 @@ grant_to(struct core_table *table, struct core_entry *e,
 	table->stats.granted++;
 	*HOLD(x, granted_at) = now;
 	e->cause = CORE_END_GRANTED;
-	lock->delay_ms = opt->delay_ms;
-	if (lock->tags != opt->tags)   /* held before: broken rules */
+	if (lock->tags != tags)   /* held before: broken rules */
 		tags_free(table, lock->tags);
-	lock->tags = opt->tags;
+	lock->tags = tags;
 	if (onclose_release && session != NULL)
 		bind_owner(x, session);
 	timer_set(table, HOLD(x, timer), lock->expiry);
@@ -1050,7 +1140,6 @@ hand_off(struct core_table *table, struct core_entry *e, core_time now)
 		 * its tags handed over to the hold. */
 		memset(&opt, 0, sizeof(opt));
 		opt.onclose_release = w->onclose_release;
-		opt.delay_ms = w->delay_ms;
 		opt.shared = w->shared;
 		opt.limit = entry_limit(e);
 
@@ -1321,7 +1410,8 @@ take_if_free(struct core_table *table, struct core_session *session,
 		bool nomem;
 
 		own.tags = tags_make(table, opt->label, opt->label_len,
-		    opt->rid, opt->rid_len, &nomem);
+		    opt->rid, opt->rid_len, opt->delay_ms,
+		    own_bound(e, opt), &nomem);
 		if (nomem) {
 			reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
 			*status = CORE_ERR_NOMEM;
@@ -1515,7 +1605,7 @@ core_acquire(struct core_table *table, struct core_session *session,
 	if (old == NULL && !waiter_room(table, session, tag, e, false))
 		return CORE_ERR_LIMIT;
 	tags = tags_make(table, opt.label, opt.label_len, opt.rid, opt.rid_len,
-	    &nomem);
+	    opt.delay_ms, own_bound(e, &opt), &nomem);
 	if (nomem) {
 		reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
 		return CORE_ERR_NOMEM;
@@ -1530,7 +1620,6 @@ core_acquire(struct core_table *table, struct core_session *session,
 		waiter_supersede(table, old, w);
 	w->lease_ms = lease;
 	w->onclose_release = opt.onclose_release;
-	w->delay_ms = opt.delay_ms;
 	w->shared = opt.shared;
 	return CORE_OK;
 }
@@ -1814,7 +1903,7 @@ core_disconnect(struct core_table *table, struct core_session *session,
 	queues_changed(table, now);
 	while (!link_empty(&session->onclose)) {
 		struct core_entry *e = container_of(session->onclose.next,
-		    struct core_entry, onclose_link);
+		    struct core_bond, onclose_link)->entry;
 		/* An expired lease is reclaimed (and reported) as such. */
 		reclaim(table, e, now);
 		if (e->owner == session)
@@ -1950,7 +2039,7 @@ record_fill(const struct core_entry *e, struct hold x,
 	rec->secret = lock->secret;
 	rec->expiry = lock->expiry;
 	rec->lease_ms = lock->lease_ms;
-	rec->delay_ms = lock->delay_ms;
+	rec->delay_ms = core_tags_delay(lock->tags);
 	rec->label_len = (uint8_t)core_tags_label(lock->tags, &label);
 	memcpy(rec->label, label, rec->label_len);
 	rec->rid_len = (uint8_t)core_tags_rid(lock->tags, &rid);
@@ -2070,14 +2159,17 @@ record_is_own(const struct core_record *rec)
 	return rec->fence != 0 && rec->limit <= 1 && !rec->shared;
 }
 
-/* Tags for a record's label and rid (lengths out of range: none). */
+/* Tags for a record's label, rid and lock-delay (lengths out of range:
+ * none), with room for an onclose binding when it is the entry's own
+ * holder's (`own`) and has one. */
 static struct core_tags *
 record_tags(struct core_table *table, const struct core_record *rec,
-    bool *nomem)
+    bool own, bool *nomem)
 {
 	return tags_make(table, rec->label, rec->label_len <=
 	    CORE_OWNER_MAX ? rec->label_len : 0, rec->rid,
-	    rec->rid_len <= CORE_RID_MAX ? rec->rid_len : 0, nomem);
+	    rec->rid_len <= CORE_RID_MAX ? rec->rid_len : 0, rec->delay_ms,
+	    own && rec->onclose_release, nomem);
 }
 
 /* The record of the restore's i-th: first, then more[0..nmore). */
@@ -2176,7 +2268,6 @@ restore_more(struct core_table *table, struct core_entry *e,
 		h->dirty = false;   /* as the store has it */
 		h->lock.expiry = r->expiry;
 		h->lock.lease_ms = r->lease_ms;
-		h->lock.delay_ms = r->delay_ms;
 		timer_set(table, &h->timer, h->lock.expiry);
 	}
 }
@@ -2237,7 +2328,7 @@ restore_prepare(struct core_table *table, struct core_entry *e,
 		fresh[i]->timer.kind = TIMER_HOLDER;
 		link_init(&fresh[i]->onclose_link);
 		fresh[i]->entry = e;
-		fresh[i]->lock.tags = record_tags(table, r, &nomem);
+		fresh[i]->lock.tags = record_tags(table, r, false, &nomem);
 	}
 	if (nomem) {
 		restore_unprepare(table, fresh, n);
@@ -2287,7 +2378,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	/* Another holder's tags, made before anything changes. */
 	if (rec != NULL && rec->fence != 0 && !(e->lock.fence == rec->fence &&
 	    e->lock.secret == rec->secret))
-		tags = record_tags(table, rec, &nomem);
+		tags = record_tags(table, rec, true, &nomem);
 	if (nomem)
 		return CORE_ERR_NOMEM;
 	if (!restore_prepare(table, e, first, more, n, &fresh)) {
@@ -2325,7 +2416,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 			 * binding. */
 			e->lock.expiry = rec->expiry;
 			e->lock.lease_ms = rec->lease_ms;
-			e->lock.delay_ms = rec->delay_ms;
+			/* Its lock-delay is its grant's, as is the record's. */
 		} else {
 			if (e->lock.fence != 0)
 				unbind_owner(hold_own(e));
@@ -2335,7 +2426,6 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 			e->lock.secret = rec->secret;
 			e->lock.expiry = rec->expiry;
 			e->lock.lease_ms = rec->lease_ms;
-			e->lock.delay_ms = rec->delay_ms;
 			tags_free(table, e->lock.tags);
 			e->lock.tags = tags;
 			/* The record keeps no grant time; its last grant or

@@ -164,7 +164,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put8(&x, e->owner ? model__client_of(s, e->owner) : NOBODY);
 		put8(&x, e->timer.slot != UINT32_MAX);
 		put64(&x, (uint64_t)e->timer.when);
-		put64(&x, (uint64_t)e->lock.delay_ms);
+		put64(&x, (uint64_t)core_tags_delay(e->lock.tags));
 		put64(&x, (uint64_t)e->delay_until);
 		put8(&x, e->cause);
 		put8(&x, e->flags);
@@ -187,7 +187,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, o->lock.secret);
 			put64(&x, (uint64_t)o->lock.expiry);
 			put64(&x, (uint64_t)o->lock.lease_ms);
-			put64(&x, (uint64_t)o->lock.delay_ms);
+			put64(&x, (uint64_t)core_tags_delay(o->lock.tags));
 			put8(&x, o->owner ? model__client_of(s, o->owner) :
 			    NOBODY);
 			put8(&x, o->shared);
@@ -217,7 +217,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, w->tag);
 			put64(&x, (uint64_t)w->lease_ms);
 			put8(&x, w->onclose_release);
-			put64(&x, (uint64_t)w->delay_ms);
+			put64(&x, (uint64_t)core_tags_delay(w->tags));
 			put8(&x, w->shared);
 			{
 				const char *rid;
@@ -259,8 +259,9 @@ model__encode(const struct sys *s, uint8_t *buf)
 
 		for (l = s->sess[c].onclose.next; l != &s->sess[c].onclose;
 		    l = l->next)
-			put8(&x, name_index(s, (const void *)((const char *)l -
-			    offsetof(struct core_entry, onclose_link))));
+			put8(&x, name_index(s, ((const struct core_bond *)
+			    (const void *)((const char *)l - offsetof(
+			    struct core_bond, onclose_link)))->entry));
 		put8(&x, 0xdd);
 		for (l = s->sess[c].onclose_more.next;
 		    l != &s->sess[c].onclose_more; l = l->next)

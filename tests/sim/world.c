@@ -343,7 +343,7 @@ observe(struct world *w, bool after_tick)
 			    g >= w->delay_until[i])
 				hist_cover(w->hist, SIM_COV_LOCK_DELAY);
 			w->seen_expiry[i] = e->lock.expiry + w->boot_off;
-			w->seen_delay[i] = e->lock.delay_ms;
+			w->seen_delay[i] = core_tags_delay(e->lock.tags);
 		} else if (cur != 0) {
 			w->seen_expiry[i] = e->lock.expiry + w->boot_off;
 		}
