@@ -2248,6 +2248,28 @@ restore_prepare(struct core_table *table, struct core_entry *e,
 }
 
 /*
+ * The waiters of a name whose limit a restore changed were queued while,
+ * in a change the store never got, the name was idle and took another
+ * limit: restored, it was never idle for them, so their kind does not fit
+ * it.  Each is answered BADARG (a limit misfit), as it would have been on
+ * arriving, and leaves the queue - never granted under a limit it did not
+ * ask for (a writer as one permit beside a reader).
+ */
+static void
+refuse_waiters(struct core_table *table, struct core_entry *e)
+{
+	while (!link_empty(&e->queue)) {
+		struct core_waiter *w = container_of(e->queue.next,
+		    struct core_waiter, queue_link);
+		struct core_session *s = w->session;
+		uint64_t tag = w->tag;
+
+		waiter_remove(table, w);
+		reply_misfit(table, s, tag, e, CORE_MISFIT_LIMIT);
+	}
+}
+
+/*
  * Restores one name from its records: `first` (NULL: none) and
  * more[0..nmore).  The own holder's record is handled exactly as a
  * single-holder table did; the others by restore_more.
@@ -2262,7 +2284,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	struct core_holder **fresh = NULL;
 	const struct core_record *rec = NULL;
 	core_time delay_until = 0;
-	uint16_t limit = 1;
+	uint16_t limit = 1, queued_limit;
 	size_t i, n = (first != NULL) + nmore;
 	bool nomem = false, released = false;
 
@@ -2270,6 +2292,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		return CORE_ERR_BADARG;
 	if ((e = entry_get_hashed(table, name, name_len, hash)) == NULL)
 		return CORE_ERR_NOMEM;
+	queued_limit = entry_limit(e);   /* the limit its waiters fit */
 	/* Once per name between two drains: a second restore would undo
 	 * what the first handed on (a grant already answered). */
 	if (e->flags & ENTRY_RESTORED)
@@ -2304,6 +2327,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	entry_touch(table, e);
 	if (e->multi != NULL)
 		e->multi->limit = limit;
+	if (entry_limit(e) != queued_limit)
+		refuse_waiters(table, e);
 	/* The name's lock-delay, whoever holds it. */
 	delay_set(table, e, delay_until);
 	restore_more(table, e, first, more, n, fresh, now);

@@ -723,6 +723,46 @@ test_holders_restore_holders_brings_a_whole_name_back(void **state)
 	assert_int_equal(f->table.stats.held, 1);
 }
 
+/*
+ * A failed commit gives a name back a limit its waiters were not queued
+ * under: the store still has a 3-permit semaphore's lock-delay record (its
+ * delay over, its delete in the batch that failed) while, in the table,
+ * the name went idle and took limit 1 from a writer, behind whom a reader
+ * and a writer wait.  Restored, the name was never idle for them: their
+ * kind does not fit it, and each is answered BADARG, never granted as a
+ * permit beside the other (a writer beside a reader).  Found by the
+ * simulator (tests/sim: build/tests/sim --seed 47).
+ */
+static void
+test_holders_restore_refuses_waiters_of_another_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.delay_until = 50;    /* over by now */
+	rec.limit = 3;
+	assert_int_equal(acq(f, 0, 0, false, -1, 1, 100), CORE_OK);
+	assert_int_equal(reply_of(f, 1)->kind, CORE_REPLY_GRANTED);
+	assert_int_equal(acq(f, 1, 0, true, -1, 2, 100), CORE_OK);
+	assert_int_equal(acq(f, 2, 0, false, -1, 3, 100), CORE_OK);
+	assert_false(answered(f, 2));
+	assert_false(answered(f, 3));
+	assert_int_equal(core_table_restore(&f->table, "n", 1, &rec, 200),
+	    CORE_OK);
+	assert_int_equal(reply_of(f, 2)->kind, CORE_REPLY_BADARG);
+	assert_int_equal(reply_of(f, 2)->misfit, CORE_MISFIT_LIMIT);
+	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_BADARG);
+	assert_int_equal(reply_of(f, 3)->misfit, CORE_MISFIT_LIMIT);
+	assert_int_equal(f->table.stats.held, 0);
+	assert_int_equal(f->table.stats.waiters, 0);
+	/* Once its (past) delay is cleared the name is idle, and the next
+	 * request sets its limit again. */
+	core_tick(&f->table, 200);
+	assert_int_equal(acq(f, 3, 0, false, -1, 4, 200), CORE_OK);
+	assert_int_equal(reply_of(f, 4)->kind, CORE_REPLY_GRANTED);
+}
+
 static void
 test_holders_check_finds_any_live_holder_status_the_newest(void **state)
 {
@@ -944,6 +984,7 @@ main(void)
 		T(test_holders_restore_holders_brings_a_whole_name_back),
 		T(test_holders_check_finds_any_live_holder_status_the_newest),
 		T(test_holders_restore_ends_each_gone_holder_once),
+		T(test_holders_restore_refuses_waiters_of_another_limit),
 		T(test_holders_restore_batch_takes_a_names_further_records),
 		T(test_holders_allocation_failure_anywhere_keeps_the_books),
 		T(test_holders_a_plain_lock_makes_no_holder_set),
