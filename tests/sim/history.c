@@ -241,6 +241,7 @@ sim_coverage_name(enum sim_coverage c)
 		"misfit kind refused (BADARG)",
 		"rid repeat of a semaphore or shared grant",
 		"told semaphore or shared holder survived a crash",
+		"one holder's lock-delay while others held",
 	};
 
 	return (unsigned)c < SIM_COVERAGE ? names[c] : "?";

@@ -173,6 +173,7 @@ enum sim_coverage {
 	SIM_COV_KIND_MISFIT,             /* ERR BADARG for a misfit kind */
 	SIM_COV_KIND_RID_REPEAT,         /* a rid repeat of a kind's grant */
 	SIM_COV_KIND_SURVIVED_CRASH,     /* a told holder key survived */
+	SIM_COV_KIND_DELAY,              /* one holder's delay, others held */
 	SIM_COVERAGE
 };
 

@@ -511,6 +511,8 @@ observe(struct world *w, bool after_tick)
 			    s->expiry + s->delay <= w->delay_until[i])
 				continue;
 			w->delay_until[i] = s->expiry + s->delay;
+			if (n > 0)
+				hist_cover(w->hist, SIM_COV_KIND_DELAY);
 		}
 		for (k = 0; k < n; k++) {
 			const struct core_lock *l = th[k].lock;
