@@ -2250,10 +2250,11 @@ restore_prepare(struct core_table *table, struct core_entry *e,
 /*
  * The waiters of a name whose limit a restore changed were queued while,
  * in a change the store never got, the name was idle and took another
- * limit: restored, it was never idle for them, so their kind does not fit
- * it.  Each is answered BADARG (a limit misfit), as it would have been on
- * arriving, and leaves the queue - never granted under a limit it did not
- * ask for (a writer as one permit beside a reader).
+ * limit: restored with holders of the old limit, it was never idle for
+ * them, so their kind does not fit it.  Each is answered BADARG (a limit
+ * misfit), as it would have been on arriving, and leaves the queue -
+ * never granted under a limit it did not ask for (a writer as one permit
+ * beside a reader).
  */
 static void
 refuse_waiters(struct core_table *table, struct core_entry *e)
@@ -2286,7 +2287,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	core_time delay_until = 0;
 	uint16_t limit = 1, queued_limit;
 	size_t i, n = (first != NULL) + nmore;
-	bool nomem = false, released = false;
+	bool nomem = false, released = false, holds = false;
 
 	if (n > CORE_LIMIT_MAX)
 		return CORE_ERR_BADARG;
@@ -2306,7 +2307,12 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 			delay_until = r->delay_until;
 		if (r->limit > limit)
 			limit = r->limit;
+		holds = holds || r->fence != 0;
 	}
+	/* A free name whose stored lock-delay is over is idle but for the
+	 * waiters the table has: they keep the limit they queued under. */
+	if (!holds && delay_until <= now && !link_empty(&e->queue))
+		limit = queued_limit;
 	/* Another holder's tags, made before anything changes. */
 	if (rec != NULL && rec->fence != 0 && !(e->lock.fence == rec->fence &&
 	    e->lock.secret == rec->secret))
