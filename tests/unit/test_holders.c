@@ -723,6 +723,19 @@ test_holders_restore_holders_brings_a_whole_name_back(void **state)
 	assert_int_equal(f->table.stats.held, 1);
 }
 
+/* At t=100 a writer (tag 1) holds "n" with limit 1, a reader (tag 2) and a
+ * writer (tag 3) wait behind it: the table's state before a fall-back. */
+static void
+writer_then_reader_and_writer_waiting(struct fixture *f)
+{
+	assert_int_equal(acq(f, 0, 0, false, -1, 1, 100), CORE_OK);
+	assert_int_equal(reply_of(f, 1)->kind, CORE_REPLY_GRANTED);
+	assert_int_equal(acq(f, 1, 0, true, -1, 2, 100), CORE_OK);
+	assert_int_equal(acq(f, 2, 0, false, -1, 3, 100), CORE_OK);
+	assert_false(answered(f, 2));
+	assert_false(answered(f, 3));
+}
+
 /*
  * A failed commit gives a name back the record of a 3-permit semaphore's
  * lock-delay, its delay over and its delete in the batch that failed,
@@ -743,12 +756,7 @@ test_holders_restore_of_an_ended_delay_keeps_the_waiters_limit(void **state)
 	memset(&rec, 0, sizeof(rec));
 	rec.delay_until = 50;    /* over by now */
 	rec.limit = 3;
-	assert_int_equal(acq(f, 0, 0, false, -1, 1, 100), CORE_OK);
-	assert_int_equal(reply_of(f, 1)->kind, CORE_REPLY_GRANTED);
-	assert_int_equal(acq(f, 1, 0, true, -1, 2, 100), CORE_OK);
-	assert_int_equal(acq(f, 2, 0, false, -1, 3, 100), CORE_OK);
-	assert_false(answered(f, 2));
-	assert_false(answered(f, 3));
+	writer_then_reader_and_writer_waiting(f);
 	assert_int_equal(core_table_restore(&f->table, "n", 1, &rec, 200),
 	    CORE_OK);
 	assert_int_equal(reply_of(f, 2)->kind, CORE_REPLY_GRANTED);
@@ -775,12 +783,7 @@ test_holders_restore_of_other_holders_refuses_the_waiters(void **state)
 
 	recs[0] = holder_record(5, 1000, 3, false);
 	recs[1] = holder_record(6, 1000, 3, false);
-	assert_int_equal(acq(f, 0, 0, false, -1, 1, 100), CORE_OK);
-	assert_int_equal(reply_of(f, 1)->kind, CORE_REPLY_GRANTED);
-	assert_int_equal(acq(f, 1, 0, true, -1, 2, 100), CORE_OK);
-	assert_int_equal(acq(f, 2, 0, false, -1, 3, 100), CORE_OK);
-	assert_false(answered(f, 2));
-	assert_false(answered(f, 3));
+	writer_then_reader_and_writer_waiting(f);
 	assert_int_equal(core_table_restore_holders(&f->table, "n", 1, recs,
 	    2, 200), CORE_OK);
 	assert_int_equal(reply_of(f, 2)->kind, CORE_REPLY_BADARG);
