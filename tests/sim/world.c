@@ -1529,10 +1529,13 @@ reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
 	}
 	if (r->rid_misfit) {
 		/* A repeat of a live grant's rid of another kind: refused,
-		 * and never a grant. */
+		 * and never a grant; or UNAVAILABLE, when the grant it
+		 * found was in a batch that failed. */
 		hist_checked(w->hist);
 		if (is_error(rep, PROTO_ERR_BADARG))
 			hist_cover(w->hist, SIM_COV_KIND_MISFIT);
+		else if (is_error(rep, PROTO_ERR_UNAVAILABLE))
+			w->res->unavailable++;
 		else if (!not_leader(w, rep))
 			hist_violation(w->hist, SIM_RID_IDEMPOTENT,
 			    "client %d: a repeat of rid=%.*s (t=%lld) of "
