@@ -1866,6 +1866,14 @@ world_open_service(struct world *w)
 static void
 restart(struct world *w, bool revoked)
 {
+	int i;
+
+	/* The holds the last incarnation was seen with are gone, none of
+	 * them by an expiry in the new table: the first look owes no
+	 * lock-delay for them (a stored holder that recovery reclaims may
+	 * start one the core keeps, which the next grant is judged by). */
+	for (i = 0; i < w->nnames; i++)
+		w->delay_skip[i] = true;
 	if (w->etcd != NULL) {
 		etcd_sim_takeover(w, revoked);
 		memset(w->delay_until, 0, sizeof(w->delay_until));
@@ -1876,7 +1884,6 @@ restart(struct world *w, bool revoked)
 		w->now += (sim_time)world_random_below(w,
 		    2 * (uint64_t)w->config.core.max_lease_ms + 1);
 	if (world_random_percent(w, 10)) {
-		int i;
 		for (i = 0; i < 16; i++)
 			w->boot_id[i] = (uint8_t)rng_next(&w->rng);
 		memcpy(w->sclock.boot_id, w->boot_id, 16);
