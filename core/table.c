@@ -2339,6 +2339,29 @@ restore_prepare(struct core_table *table, struct core_entry *e,
 }
 
 /*
+ * The waiters of a name whose limit a restore changed were queued while,
+ * in a change the store never got, the name was idle and took another
+ * limit: restored with holders of the old limit, it was never idle for
+ * them, so their kind does not fit it.  Each is answered BADARG (a limit
+ * misfit), as it would have been on arriving, and leaves the queue -
+ * never granted under a limit it did not ask for (a writer as one permit
+ * beside a reader).
+ */
+static void
+refuse_waiters(struct core_table *table, struct core_entry *e)
+{
+	while (!link_empty(&e->queue)) {
+		struct core_waiter *w = container_of(e->queue.next,
+		    struct core_waiter, queue_link);
+		struct core_session *s = w->session;
+		uint64_t tag = w->tag;
+
+		waiter_remove(table, w);
+		reply_misfit(table, s, tag, e, CORE_MISFIT_LIMIT);
+	}
+}
+
+/*
  * Restores one name from its records: `first` (NULL: none) and
  * more[0..nmore).  The own holder's record is handled exactly as a
  * single-holder table did; the others by restore_more.
@@ -2353,14 +2376,15 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	struct core_holder **fresh = NULL;
 	const struct core_record *rec = NULL;
 	core_time delay_until = 0;
-	uint16_t limit = 1;
+	uint16_t limit = 1, queued_limit;
 	size_t i, n = (first != NULL) + nmore;
-	bool nomem = false, released = false;
+	bool nomem = false, released = false, holds = false;
 
 	if (n > CORE_LIMIT_MAX)
 		return CORE_ERR_BADARG;
 	if ((e = entry_get_hashed(table, name, name_len, hash)) == NULL)
 		return CORE_ERR_NOMEM;
+	queued_limit = entry_limit(e);   /* the limit its waiters fit */
 	/* Once per name between two drains: a second restore would undo
 	 * what the first handed on (a grant already answered). */
 	if (e->flags & ENTRY_RESTORED)
@@ -2374,7 +2398,12 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 			delay_until = r->delay_until;
 		if (r->limit > limit)
 			limit = r->limit;
+		holds = holds || r->fence != 0;
 	}
+	/* A free name whose stored lock-delay is over is idle but for the
+	 * waiters the table has: they keep the limit they queued under. */
+	if (!holds && delay_until <= now && !link_empty(&e->queue))
+		limit = queued_limit;
 	/* Another holder's tags, made before anything changes. */
 	if (rec != NULL && rec->fence != 0 && !(e->lock.fence == rec->fence &&
 	    e->lock.secret == rec->secret))
@@ -2395,6 +2424,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	entry_touch(table, e);
 	if (e->multi != NULL)
 		e->multi->limit = limit;
+	if (entry_limit(e) != queued_limit)
+		refuse_waiters(table, e);
 	/* The name's lock-delay, whoever holds it. */
 	delay_set(table, e, delay_until);
 	restore_more(table, e, first, more, n, fresh, now);

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/format.h"
 #include "daemon/leader.h"
 #include "daemon/store_etcd.h"
 #include "tests/sim/etcd_sim.h"
@@ -63,7 +64,8 @@ percent(struct etcd_sim *e, unsigned pct)
 static bool
 cluster_variant(enum sim_variant v)
 {
-	return v >= SIM_VARIANT_TAKEOVER_KEEPS_EXPIRY && v < SIM_VARIANTS;
+	return v >= SIM_VARIANT_TAKEOVER_KEEPS_EXPIRY &&
+	    v <= SIM_VARIANT_REPLAY_UNDETECTED;
 }
 
 bool
@@ -303,19 +305,26 @@ failed:
 	return -1;
 }
 
-/* store_etcd.c's merged_order: by name, the batch's order within one. */
+/* store_etcd.c's deletes_first: a name's keys (its own and its holders')
+ * together, in name order, its deletes first. */
 static bool
 op_before(const struct store_batch_op *a, const struct store_batch_op *b)
 {
-	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
-	int c = memcmp(a->name, b->name, n);
+	int c = format_key_compare(a->name,
+	    format_key_name_len(a->name, a->name_len), b->name,
+	    format_key_name_len(b->name, b->name_len));
 
-	return c != 0 ? c < 0 : a->name_len < b->name_len;
+	if (c != 0)
+		return c < 0;
+	if (a->op != b->op)
+		return a->op == STORE_DEL;
+	return format_key_compare(a->name, a->name_len, b->name,
+	    b->name_len) < 0;
 }
 
 /*
- * The batch's operations, one per name (the last: etcd refuses a key twice
- * in one transaction), in name order; returns how many.
+ * The batch's operations, one per key (the last: etcd refuses a key twice
+ * in one transaction), in op_before's order; returns how many.
  */
 static size_t
 merge(const struct store_batch *batch, struct store_batch_op *ops)
@@ -328,21 +337,51 @@ merge(const struct store_batch *batch, struct store_batch_op *ops)
 			if (ops[i].name_len == op.name_len &&
 			    memcmp(ops[i].name, op.name, op.name_len) == 0)
 				break;
-		if (i < n) {
-			ops[i] = op;
-			continue;
-		}
-		for (j = n++; j > 0 && op_before(&op, &ops[j - 1]); j--)
+		ops[i] = op;
+		if (i == n)
+			n++;
+	}
+	for (i = 1; i < n; i++) {
+		op = ops[i];
+		for (j = i; j > 0 && op_before(&op, &ops[j - 1]); j--)
 			ops[j] = ops[j - 1];
 		ops[j] = op;
 	}
 	return n;
 }
 
+static bool
+same_name(const struct store_batch_op *a, const struct store_batch_op *b)
+{
+	size_t n = format_key_name_len(a->name, a->name_len);
+
+	return n == format_key_name_len(b->name, b->name_len) &&
+	    memcmp(a->name, b->name, n) == 0;
+}
+
+/* store_etcd.c's chunk_end: the part from `first` ends after `chunk`
+ * keys, or before, at a name's end; a name with more keys than that is
+ * split, its deletes first. */
+static size_t
+chunk_end(const struct store_batch_op *ops, size_t nops, size_t first,
+    size_t chunk)
+{
+	size_t end = first + chunk, cut;
+
+	if (end >= nops)
+		return nops;
+	for (cut = end; cut > first && same_name(&ops[cut - 1], &ops[cut]);
+	    cut--)
+		;
+	return cut > first ? cut : end;
+}
+
 /*
  * A batch: one transaction of at most e->chunk records after merging, or
  * several, in order, each guarded and each putting the hwm key with the
- * batch's mark - so the mark goes in with the first.  (The daemon splits
+ * batch's mark - so the mark goes in with the first.  A part ends at a
+ * name's end, and a name with more keys than a part takes is split, its
+ * deletes first, as store_etcd.c's chunk_end does.  (The daemon splits
  * at STORE_ETCD_TXN_RECORDS, 127; a seed has at most 4 names, so half the
  * seeds split at 1 or 2 to reach that path.)
  */
@@ -353,7 +392,7 @@ etcd_sim_commit(struct world *w, const struct store_batch *batch)
 	struct etcd_node *n = &e->node[e->serving];
 	struct store_batch_op *ops;
 	uint64_t hwm;
-	size_t nops, first, i;
+	size_t nops, first, end, i;
 	int rc = 0;
 
 	if (n->broken) {
@@ -365,11 +404,12 @@ etcd_sim_commit(struct world *w, const struct store_batch *batch)
 	if ((ops = calloc(batch->count + 1, sizeof(*ops))) == NULL)
 		world_fatal("out of memory");
 	nops = merge(batch, ops);
-	for (first = 0; rc == 0; first += e->chunk) {
+	for (first = 0; rc == 0; first = end) {
 		struct store_batch part;
 
+		end = chunk_end(ops, nops, first, e->chunk);
 		store_batch_init(&part);
-		for (i = first; i < nops && i < first + e->chunk; i++)
+		for (i = first; i < end; i++)
 			if (store_batch_add(&part, ops[i].op, ops[i].name,
 			    ops[i].name_len, ops[i].val, ops[i].val_len) != 0)
 				world_fatal("out of memory");
@@ -377,7 +417,7 @@ etcd_sim_commit(struct world *w, const struct store_batch *batch)
 		part.hwm = hwm;
 		rc = chunk_commit(w, n, &part, hwm, first > 0);
 		store_batch_free(&part);
-		if (first + e->chunk >= nops)
+		if (end >= nops)
 			break;
 		if (rc == 0 && first == 0)
 			hist_cover(w->hist, SIM_COV_ETCD_SPLIT);

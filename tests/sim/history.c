@@ -15,7 +15,13 @@
  *   StaleTokenRejection  a told RENEWED/RELEASED needs the lease possibly
  *                        held; a forged handle never succeeds
  *   HolderAccepted       a told CONFLICT/NOTHELD needs it not certainly held
- *   MutualExclusion      no told grant while an earlier one is certainly held
+ *   MutualExclusion      no told grant while another one that cannot
+ *                        share the name with it is certainly held: an
+ *                        exclusive holder shares it with nobody, readers
+ *                        only with readers, a semaphore's permits only
+ *                        with permits of the same limit
+ *   HolderLimit          no told grant of a semaphore while `limit` other
+ *                        told grants of its name are certainly held
  *   LeaseReclamationSafety  the table never drops a certainly held lease
  *   FencingMonotonic     per name, fences rise in the order of the grants
  *   FifoFairness         per name, fences rise in the order of arrival, and
@@ -76,6 +82,12 @@ struct fence {
 	int64_t lease;       /* as told */
 	uint64_t a_seq;      /* when its request arrived */
 	uint64_t crash_stamp;
+	struct hist_kind kind;   /* as told */
+	bool overlap_reported;   /* its grant broke a holder rule */
+	uint16_t held;           /* others certainly held at its grant */
+	/* No later than this it is held by nobody, whatever its replies
+	 * on their way say: its grant's or a RENEW's end, the latest. */
+	sim_time max_end;
 	struct event *ev;
 	uint32_t nev, cap;
 	uint32_t done;       /* events the walk has passed */
@@ -119,7 +131,7 @@ struct hist {
 	size_t map_cap, map_used;
 	int32_t *live;
 	size_t nlive, clive;
-	struct pair *deferred;
+	struct pair *deferred;   /* judge_holder(b, a) waiting */
 	size_t ndeferred, cdeferred;
 	struct pending_drop *drops;
 	size_t ndrops, cdrops;
@@ -163,6 +175,7 @@ sim_property_name(enum sim_property p)
 		"LockDelay",
 		"WatchChange",
 		"RidIdempotent",
+		"HolderLimit",
 	};
 
 	return (unsigned)p < SIM_PROPERTIES ? names[p] : "?";
@@ -220,6 +233,15 @@ sim_coverage_name(enum sim_coverage c)
 		"stepped down at the serving deadline",
 		"stepped down: keep-alive says the lease is gone",
 		"lock command refused past the deadline",
+		"semaphore grant",
+		"semaphore grant with every other permit held",
+		"shared grant",
+		"shared grant beside another reader",
+		"readers granted together in one step",
+		"misfit kind refused (BADARG)",
+		"rid repeat of a semaphore or shared grant",
+		"told semaphore or shared holder survived a crash",
+		"one holder's lock-delay while others held",
 	};
 
 	return (unsigned)c < SIM_COVERAGE ? names[c] : "?";
@@ -622,42 +644,87 @@ certain_at(struct hist *h, const struct fence *f, uint64_t seq, sim_time t)
 	return w.certain ? YES : NO;
 }
 
-/* MutualExclusion for two told grants of one name; false: undecided. */
+/* May told grants a and b of one name hold it at once (as many of them as
+ * the limit allows): two readers, or two permits of one semaphore. */
 static bool
-mutex_pair(struct hist *h, int32_t ia, int32_t ib)
+kinds_coexist(const struct fence *a, const struct fence *b)
 {
-	struct fence *a = &h->f[ia], *b = &h->f[ib];
+	if (a->kind.limit > 1 || b->kind.limit > 1)
+		return a->kind.limit == b->kind.limit && !a->kind.shared &&
+		    !b->kind.shared;
+	return a->kind.shared && b->kind.shared;
+}
+
+static const char *
+kind_text(const struct fence *f)
+{
+	return f->kind.limit > 1 ? "permit" : f->kind.shared ? "reader" :
+	    "exclusive holder";
+}
+
+/*
+ * MutualExclusion and HolderLimit at the grant of ib, for one other told
+ * grant ia of its name granted no later: if ia is certainly held then, it
+ * must be allowed beside ib, and it takes one of ib's limit.  Returns
+ * UNKNOWN when a reply that decides it is still on its way.
+ */
+static int
+judge_holder(struct hist *h, int32_t ib, int32_t ia)
+{
+	struct fence *b = &h->f[ib], *a = &h->f[ia];
 	int r;
 
-	if (a->g_seq > b->g_seq) {
-		struct fence *t = a;
-		a = b;
-		b = t;
-	}
-	if (a->g_seq == b->g_seq) {
+	if (b->overlap_reported)
+		return NO;
+	if (a->g_seq == b->g_seq && !kinds_coexist(a, b)) {
+		if (a->overlap_reported)
+			return NO;
 		hist_checked(h);
 		hist_violation(h, SIM_MUTUAL_EXCLUSION,
 		    "%s granted twice in one step: fences %llu and %llu at "
-		    "t=%lld", name_of(h, a->name),
+		    "t=%lld", name_of(h, b->name),
 		    (unsigned long long)a->fence,
 		    (unsigned long long)b->fence, (long long)b->g);
-		return true;
+		a->overlap_reported = b->overlap_reported = true;
+		return YES;
 	}
+	if (b->g >= a->max_end)
+		return NO;
 	r = certain_at(h, a, b->g_seq, b->g);
-	if (r == UNKNOWN)
-		return false;
+	if (r != YES)
+		return r;
 	hist_checked(h);
-	if (r == YES)
+	if (!kinds_coexist(a, b)) {
 		hist_violation(h, SIM_MUTUAL_EXCLUSION,
-		    "%s fence=%llu granted at t=%lld while fence=%llu "
-		    "(granted t=%lld) was still held", name_of(h, b->name),
+		    "%s fence=%llu (%s) granted at t=%lld while fence=%llu "
+		    "(%s, granted t=%lld) was still held", name_of(h, b->name),
+		    (unsigned long long)b->fence, kind_text(b),
+		    (long long)b->g, (unsigned long long)a->fence,
+		    kind_text(a), (long long)a->g);
+		b->overlap_reported = true;
+		return YES;
+	}
+	b->held++;
+	if (b->kind.limit > 1 && b->held >= b->kind.limit) {
+		hist_violation(h, SIM_HOLDER_LIMIT,
+		    "%s fence=%llu granted at t=%lld while %u other permits "
+		    "of its limit=%u were still held (the latest fence=%llu, "
+		    "granted t=%lld)", name_of(h, b->name),
 		    (unsigned long long)b->fence, (long long)b->g,
+		    (unsigned)b->held, (unsigned)b->kind.limit,
 		    (unsigned long long)a->fence, (long long)a->g);
-	return true;
+		b->overlap_reported = true;
+	} else if (b->kind.limit > 1 && b->held + 1 == b->kind.limit) {
+		hist_cover(h, SIM_COV_SEMAPHORE_FULL);
+	} else if (b->kind.shared) {
+		hist_cover(h, SIM_COV_SHARED_BESIDE_SHARED);
+	}
+	return YES;
 }
 
+/* Waits for judge_holder(b, a) to be decidable. */
 static void
-defer(struct hist *h, int32_t a, int32_t b)
+defer(struct hist *h, int32_t b, int32_t a)
 {
 	GROW(h->deferred, h->ndeferred, h->cdeferred);
 	h->deferred[h->ndeferred].a = a;
@@ -671,7 +738,8 @@ hist_settle(struct hist *h)
 	size_t i, n = 0;
 
 	for (i = 0; i < h->ndeferred; i++)
-		if (!mutex_pair(h, h->deferred[i].a, h->deferred[i].b))
+		if (judge_holder(h, h->deferred[i].b, h->deferred[i].a) ==
+		    UNKNOWN)
 			h->deferred[n++] = h->deferred[i];
 	h->ndeferred = n;
 }
@@ -826,6 +894,24 @@ hist_restored(struct hist *h, int name, uint64_t fence, sim_time expiry,
 	fence_advance(h, idx);
 }
 
+/* The store's record of f: the one under its name's key, else its own
+ * holder key's; NULL when it has neither. */
+static const struct hist_store_view *
+view_of(const struct fence *f, const struct hist_store_view *view,
+    size_t nview)
+{
+	const struct hist_store_view *name_key = NULL;
+	size_t i;
+
+	for (i = 0; i < nview; i++)
+		if (view[i].name == f->name && view[i].has) {
+			if (view[i].fence == f->fence)
+				return &view[i];
+			name_key = &view[i];
+		}
+	return name_key;
+}
+
 static void
 crash_event(struct hist *h, int32_t idx, uint64_t seq, sim_time t,
     const struct hist_store_view *v)
@@ -835,34 +921,37 @@ crash_event(struct hist *h, int32_t idx, uint64_t seq, sim_time t,
 
 	f->crash_stamp = h->crashes;
 	e = event_add(f, EV_CRASH, seq, t);
-	f->ev[e].store_has = v->has && v->fence == f->fence;
-	f->ev[e].expiry = v->expiry;
+	f->ev[e].store_has = v != NULL && v->has && v->fence == f->fence;
+	f->ev[e].expiry = v != NULL ? v->expiry : 0;
+	if (f->ev[e].store_has && f->told && (f->kind.limit > 1 ||
+	    f->kind.shared))
+		hist_cover(h, SIM_COV_KIND_SURVIVED_CRASH);
 	fence_advance(h, idx);
 }
 
 void
 hist_crash(struct hist *h, uint64_t seq, sim_time t,
-    const struct hist_store_view *view, uint64_t store_hwm)
+    const struct hist_store_view *view, size_t nview, uint64_t store_hwm)
 {
 	size_t i, n;
-	int name;
 
 	h->crashes++;
 	/* What the store holds now decides; drops not yet durable are not. */
 	drops_settle(h, 0, true, -1);
 	/* The store's records first: a lease it holds comes back. */
-	for (name = 0; name < h->names; name++) {
+	for (i = 0; i < nview; i++) {
 		int32_t idx;
-		if (!view[name].has ||
-		    (idx = fence_find(h, name, view[name].fence)) < 0)
+		if (!view[i].has ||
+		    (idx = fence_find(h, view[i].name, view[i].fence)) < 0)
 			continue;
-		crash_event(h, idx, seq, t, &view[name]);
+		crash_event(h, idx, seq, t, &view[i]);
 		live_add(h, idx);
 	}
 	for (i = 0; i < h->nlive; i++) {
 		int32_t idx = h->live[i];
 		if (h->f[idx].crash_stamp != h->crashes)
-			crash_event(h, idx, seq, t, &view[h->f[idx].name]);
+			crash_event(h, idx, seq, t,
+			    view_of(&h->f[idx], view, nview));
 	}
 	/* Leases that can no longer be held leave the live list. */
 	for (i = n = 0; i < h->nlive; i++) {
@@ -915,6 +1004,8 @@ hist_op_begin(struct hist *h, enum hist_op_kind kind, int name,
 	    seq, t);
 	f->ev[op.event].lease = lease;
 	f->ev[op.event].outcome = HIST_PENDING;
+	if (kind == HIST_RENEW)
+		f->max_end = tmax(f->max_end, t + lease);
 	return op;
 }
 
@@ -969,7 +1060,11 @@ check_fencing(struct hist *h, struct name_hist *nh, const struct fence *f)
 
 	/* Insert by grant order; fences must rise along it. */
 	GROW(nh->bg, nh->nbg, nh->cbg);
-	for (i = nh->nbg; i > 0 && nh->bg[i - 1].seq > f->g_seq; i--)
+	/* (Grants of one step - a run of readers, the permits a tick
+	 * frees - are minted in fence order.) */
+	for (i = nh->nbg; i > 0 && (nh->bg[i - 1].seq > f->g_seq ||
+	    (nh->bg[i - 1].seq == f->g_seq && nh->bg[i - 1].fence > f->fence));
+	    i--)
 		nh->bg[i] = nh->bg[i - 1];
 	nh->bg[i].seq = f->g_seq;
 	nh->bg[i].fence = f->fence;
@@ -1035,8 +1130,9 @@ check_fifo(struct hist *h, struct name_hist *nh, const struct fence *f)
 
 int32_t
 hist_granted(struct hist *h, int name, uint64_t fence, uint64_t secret,
-    int64_t lease, bool onclose, uint64_t arrival_seq, sim_time arrival,
-    const struct hist_store_view *stored, uint64_t store_hwm)
+    int64_t lease, bool onclose, struct hist_kind kind, uint64_t arrival_seq,
+    sim_time arrival, const struct hist_store_view *stored,
+    uint64_t store_hwm)
 {
 	struct name_hist *nh = &h->nh[name];
 	int32_t idx = fence_find(h, name, fence);
@@ -1067,6 +1163,12 @@ hist_granted(struct hist *h, int name, uint64_t fence, uint64_t secret,
 	f->told = true;
 	f->lease = lease;
 	f->onclose = onclose;
+	f->kind = kind;
+	f->max_end = tmax(f->max_end, f->g + lease);
+	if (kind.limit > 1)
+		hist_cover(h, SIM_COV_SEMAPHORE_GRANT);
+	if (kind.shared)
+		hist_cover(h, SIM_COV_SHARED_GRANT);
 	f->a_seq = arrival_seq;
 	if (f->g_seq < arrival_seq) {
 		/* Seen in the table before its request arrived: the fence
@@ -1100,12 +1202,23 @@ hist_granted(struct hist *h, int name, uint64_t fence, uint64_t secret,
 	check_fencing(h, nh, f);
 	check_fifo(h, nh, f);
 
-	n = nh->nrecent < RING ? nh->nrecent : RING;
-	for (k = 0; k < n; k++)
-		if (!mutex_pair(h, nh->recent[k], idx))
-			defer(h, nh->recent[k], idx);
-	nh->recent[nh->nrecent++ % RING] = idx;
 	walk_init(f, &f->w);
+	/* The holder rules at its grant, and again at every grant of its
+	 * name told before it that it may have been held beside. */
+	n = nh->nrecent < RING ? nh->nrecent : RING;
+	for (k = 0; k < n; k++) {
+		int32_t o = nh->recent[k];
+		if (h->f[o].g_seq == f->g_seq && h->f[o].kind.shared &&
+		    kind.shared)
+			hist_cover(h, SIM_COV_SHARED_RUN);
+		if (h->f[o].g_seq <= f->g_seq &&
+		    judge_holder(h, idx, o) == UNKNOWN)
+			defer(h, idx, o);
+		if (h->f[o].g_seq >= f->g_seq &&
+		    judge_holder(h, o, idx) == UNKNOWN)
+			defer(h, o, idx);
+	}
+	nh->recent[nh->nrecent++ % RING] = idx;
 	live_add(h, idx);
 	fence_advance(h, idx);
 	return idx;

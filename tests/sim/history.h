@@ -42,8 +42,10 @@ struct hist_op {
 	uint8_t kind;
 };
 
-/* What the store holds for one name. */
+/* What the store holds for one name (its key <name>), or for one holder
+ * of a semaphore or a shared lock (its key <name> NUL <fence>). */
 struct hist_store_view {
+	int name;
 	bool has;
 	uint64_t fence;
 	sim_time expiry;
@@ -84,11 +86,12 @@ void hist_restored(struct hist *h, int name, uint64_t fence, sim_time expiry,
 /*
  * The service crashed (or stopped) at t.  Every request in flight must have
  * been settled first (hist_op_result with HIST_UNKNOWN, hist_closed for the
- * onclose leases of the closed connections).  view[name] is what the store
- * holds; store_hwm its high-water mark.
+ * onclose leases of the closed connections).  view[0..nview) is every
+ * held record the store has, each under its own key (several for a name
+ * with holder keys); store_hwm its high-water mark.
  */
 void hist_crash(struct hist *h, uint64_t seq, sim_time t,
-    const struct hist_store_view *view, uint64_t store_hwm);
+    const struct hist_store_view *view, size_t nview, uint64_t store_hwm);
 uint64_t hist_max_told_fence(const struct hist *h);
 
 /* ---- what the clients did and were told ------------------------------- */
@@ -101,13 +104,20 @@ struct hist_op hist_op_begin(struct hist *h, enum hist_op_kind kind, int name,
 void hist_op_result(struct hist *h, struct hist_op op,
     enum hist_outcome outcome, sim_time t_exec,
     const struct hist_store_view *stored);
-/* A told ACQUIRE or TRY: GRANTED with (fence, secret, lease), told while
- * the store holds `stored` for its name and high-water mark store_hwm.
- * Returns the grant's index (for hist_closed), or -1. */
+/* The kind of a grant: limit 1 (a mutex, or a read/write lock whose
+ * holders are shared or not) or above (a semaphore's permit). */
+struct hist_kind {
+	uint16_t limit;
+	bool shared;
+};
+
+/* A told ACQUIRE or TRY: GRANTED with (fence, secret, lease) of `kind`,
+ * told while the store holds `stored` for it and high-water mark
+ * store_hwm.  Returns the grant's index (for hist_closed), or -1. */
 int32_t hist_granted(struct hist *h, int name, uint64_t fence,
-    uint64_t secret, int64_t lease, bool onclose, uint64_t arrival_seq,
-    sim_time arrival, const struct hist_store_view *stored,
-    uint64_t store_hwm);
+    uint64_t secret, int64_t lease, bool onclose, struct hist_kind kind,
+    uint64_t arrival_seq, sim_time arrival,
+    const struct hist_store_view *stored, uint64_t store_hwm);
 /* Was the grant of `fence` on `name` told to its client (hist_granted)? */
 bool hist_told(const struct hist *h, int name, uint64_t fence);
 /* When the table was first seen holding `fence` on `name`, if it was. */

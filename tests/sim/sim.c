@@ -155,6 +155,10 @@ pass(struct world *w)
 			client_act(w, c);
 		if (w->async && world_random_percent(w, 10))
 			world_write_inflight(w);
+		/* A recovery that failed (a store a broken variant filled
+		 * with what cannot be loaded) ends the run. */
+		if (w->broken)
+			return;
 	}
 	if (world_random_percent(w, w->exact ? 90 : 50))
 		world_tick(w);
@@ -165,8 +169,12 @@ pass(struct world *w)
 		return;
 	}
 	world_end_pass(w);
+	if (w->broken)
+		return;
 	if (!service_commit_inflight(w->svc) && world_random_percent(w, 8))
 		world_commit_now(w);
+	if (w->broken)
+		return;
 	if (crash_at == CRASH_BEFORE_DELIVERY) {
 		world_crash(w, SIM_COV_CRASH_BEFORE_DELIVERY);
 		return;

@@ -61,6 +61,9 @@ enum sim_property {
 	 * and nothing else; and that rid is durable with the grant: the
 	 * store's record of the holder has the rid the table has. */
 	SIM_RID_IDEMPOTENT,
+	/* Lock kinds (limit=, mode=shared): never more live holders of a
+	 * semaphore name than its limit. */
+	SIM_HOLDER_LIMIT,
 	SIM_PROPERTIES
 };
 
@@ -97,6 +100,13 @@ enum sim_variant {
 	SIM_VARIANT_DEPOSED_ANSWERS,       /* a failed compare taken for success */
 	SIM_VARIANT_TIMEOUT_TAKEN_AS_WRITTEN, /* no answer taken for success */
 	SIM_VARIANT_REPLAY_UNDETECTED,     /* a replay taken for a refusal */
+	/* Lock kinds: the holder-set rules of tests/lib/broken_rules.c. */
+	SIM_VARIANT_ADMITS_OVER_LIMIT,     /* a semaphore admits limit + 1 */
+	SIM_VARIANT_READER_BESIDE_WRITER,  /* a reader admitted beside anyone */
+	SIM_VARIANT_READER_OVERTAKES_WRITER, /* a reader served before a writer */
+	SIM_VARIANT_ONE_GRANT_AT_A_TIME,   /* the queue served only when free */
+	SIM_VARIANT_GRANT_KEEPING_THE_COUNTER, /* a grant leaves the hwm */
+	SIM_VARIANT_RID_ANY_HOLDER,        /* a rid repeat finds any rid's grant */
 	SIM_VARIANTS
 };
 
@@ -154,6 +164,16 @@ enum sim_coverage {
 	SIM_COV_DEADLINE_STEP_DOWN,      /* stopped at its deadline */
 	SIM_COV_KEEPALIVE_STEP_DOWN,     /* told its lease is gone */
 	SIM_COV_NOTLEADER_TOLD,          /* a lock command past the deadline */
+	/* Lock kinds (limit=, mode=shared). */
+	SIM_COV_SEMAPHORE_GRANT,         /* a told grant with limit= */
+	SIM_COV_SEMAPHORE_FULL,          /* ... with limit - 1 others held */
+	SIM_COV_SHARED_GRANT,            /* a told grant with mode=shared */
+	SIM_COV_SHARED_BESIDE_SHARED,    /* ... while another reader held */
+	SIM_COV_SHARED_RUN,              /* readers granted in one step */
+	SIM_COV_KIND_MISFIT,             /* ERR BADARG for a misfit kind */
+	SIM_COV_KIND_RID_REPEAT,         /* a rid repeat of a kind's grant */
+	SIM_COV_KIND_SURVIVED_CRASH,     /* a told holder key survived */
+	SIM_COV_KIND_DELAY,              /* one holder's delay, others held */
 	SIM_COVERAGE
 };
 

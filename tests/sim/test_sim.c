@@ -221,7 +221,8 @@ static void
 guard(enum sim_variant v, unsigned expected)
 {
 	struct sim_options opt, std;
-	bool cluster = v >= SIM_VARIANT_TAKEOVER_KEEPS_EXPIRY;
+	bool cluster = v >= SIM_VARIANT_TAKEOVER_KEEPS_EXPIRY &&
+	    v <= SIM_VARIANT_REPLAY_UNDETECTED;
 	struct sim_result res, base;
 	char replay[600];
 	uint64_t seed;
@@ -472,6 +473,51 @@ test_sim_catches_a_replayed_batch_taken_for_a_refusal(void **state)
 	    BIT(SIM_STALE_TOKEN_REJECTION));
 }
 
+/* ---- lock kinds: the holder-set rules of tests/lib/broken_rules.c ---- */
+
+static void
+test_sim_catches_a_semaphore_admitting_one_over_its_limit(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_ADMITS_OVER_LIMIT, BIT(SIM_HOLDER_LIMIT));
+}
+
+static void
+test_sim_catches_a_reader_admitted_beside_a_writer(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_READER_BESIDE_WRITER, BIT(SIM_MUTUAL_EXCLUSION));
+}
+
+static void
+test_sim_catches_a_reader_overtaking_a_waiting_writer(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_READER_OVERTAKES_WRITER, BIT(SIM_FIFO_FAIRNESS));
+}
+
+static void
+test_sim_catches_a_queue_served_one_grant_at_a_time(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_ONE_GRANT_AT_A_TIME, BIT(SIM_NO_STARVATION));
+}
+
+static void
+test_sim_catches_a_grant_keeping_the_fence_counter(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_GRANT_KEEPING_THE_COUNTER,
+	    BIT(SIM_FENCING_MONOTONIC));
+}
+
+static void
+test_sim_catches_a_rid_repeat_finding_any_holder(void **state)
+{
+	(void)state;
+	guard(SIM_VARIANT_RID_ANY_HOLDER, BIT(SIM_RID_IDEMPOTENT));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -521,6 +567,18 @@ main(int argc, char **argv)
 		    test_sim_catches_a_timed_out_write_taken_for_written),
 		cmocka_unit_test(
 		    test_sim_catches_a_replayed_batch_taken_for_a_refusal),
+		cmocka_unit_test(
+		    test_sim_catches_a_semaphore_admitting_one_over_its_limit),
+		cmocka_unit_test(
+		    test_sim_catches_a_reader_admitted_beside_a_writer),
+		cmocka_unit_test(
+		    test_sim_catches_a_reader_overtaking_a_waiting_writer),
+		cmocka_unit_test(
+		    test_sim_catches_a_queue_served_one_grant_at_a_time),
+		cmocka_unit_test(
+		    test_sim_catches_a_grant_keeping_the_fence_counter),
+		cmocka_unit_test(
+		    test_sim_catches_a_rid_repeat_finding_any_holder),
 	};
 	const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
 

@@ -45,6 +45,18 @@ sim_variant_rules(enum sim_variant v)
 		return &broken_rules_watch_never_fires;
 	case SIM_VARIANT_RID_IGNORED:
 		return &broken_rules_rid_ignored;
+	case SIM_VARIANT_ADMITS_OVER_LIMIT:
+		return &broken_rules_admits_over_limit;
+	case SIM_VARIANT_READER_BESIDE_WRITER:
+		return &broken_rules_reader_beside_writer;
+	case SIM_VARIANT_READER_OVERTAKES_WRITER:
+		return &broken_rules_reader_overtakes_writer;
+	case SIM_VARIANT_ONE_GRANT_AT_A_TIME:
+		return &broken_rules_one_grant_at_a_time;
+	case SIM_VARIANT_GRANT_KEEPING_THE_COUNTER:
+		return &broken_rules_grant_keeps_counter;
+	case SIM_VARIANT_RID_ANY_HOLDER:
+		return &broken_rules_rid_any_holder;
 	default:
 		return NULL;
 	}
@@ -81,6 +93,12 @@ sim_variant_name(enum sim_variant v)
 		"deposed-answers",
 		"timeout-taken-as-written",
 		"replay-undetected",
+		"admits-over-limit",
+		"reader-beside-writer",
+		"reader-overtakes-writer",
+		"one-grant-at-a-time",
+		"grant-keeping-the-counter",
+		"rid-any-holder",
 	};
 
 	return (unsigned)v < SIM_VARIANTS ? names[v] : "?";

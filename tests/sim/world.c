@@ -227,37 +227,89 @@ record_decode(const struct store_mem_entry *e, struct record *r)
 	memcpy(r->rid, p + FORMAT_RECORD_FIXED + p[88], r->rid_len);
 }
 
+/* Is store entry e a key of name i: its own (*fence 0) or a holder's? */
 static bool
-store_record(const struct world *w, int name, struct record *r)
+store_key_is(const struct world *w, const struct store_mem_entry *e, int i,
+    uint64_t *fence)
 {
-	size_t i;
+	size_t name_len;
 
-	for (i = 0; i < w->mem.count; i++)
-		if (w->mem.entries[i].name_len == w->name_len[name] &&
-		    memcmp(w->mem.entries[i].name, w->name_text[name],
-		    w->name_len[name]) == 0) {
-			record_decode(&w->mem.entries[i], r);
-			r->other_boot = memcmp(w->mem.entries[i].val + 48,
-			    w->boot_id, 16) != 0;
-			/* Cluster mode: the writer's wall clock. */
-			if (w->etcd != NULL)
-				r->expiry -= etcd_sim_wall_skew_of(w,
-				    w->mem.entries[i].val + 48);
-			/* A free name in lock-delay has a record but no
-			 * lease: as far as leases go, the store has none. */
-			return r->fence != 0;
+	if ((e->name_len != w->name_len[i] && e->name_len !=
+	    w->name_len[i] + FORMAT_HOLDER_SUFFIX) ||
+	    memcmp(e->name, w->name_text[i], w->name_len[i]) != 0)
+		return false;
+	*fence = 0;
+	return e->name_len == w->name_len[i] ||
+	    (format_key_split(e->name, e->name_len, &name_len, fence) ==
+	    FORMAT_KEY_HOLDER && name_len == w->name_len[i]);
+}
+
+/* The key of store entry e as (name, fence): its name's index and the
+ * fence of its holder key, 0 for the name's own key; false when it is no
+ * name of this world's. */
+static bool
+store_key_of(const struct world *w, const struct store_mem_entry *e,
+    int *name, uint64_t *fence)
+{
+	int i;
+
+	for (i = 0; i < w->nnames; i++)
+		if (store_key_is(w, e, i, fence)) {
+			*name = i;
+			return true;
 		}
 	return false;
 }
 
-/* What the store holds for one name, as the history sees it. */
+/* Decodes store entry e as the world's clock reads it. */
 static void
-store_view_of(const struct world *w, int name, struct hist_store_view *v)
+store_decode(const struct world *w, const struct store_mem_entry *e,
+    struct record *r)
+{
+	record_decode(e, r);
+	r->other_boot = memcmp(e->val + 48, w->boot_id, 16) != 0;
+	/* Cluster mode: the writer's wall clock. */
+	if (w->etcd != NULL)
+		r->expiry -= etcd_sim_wall_skew_of(w, e->val + 48);
+}
+
+/*
+ * The store's held record of `name`: under its own key (fence 0: whatever
+ * fence it holds), or the one of holder `fence` under either key.  A free
+ * name in lock-delay has a record but no lease: as far as leases go, the
+ * store has none.
+ */
+static bool
+store_record(const struct world *w, int name, uint64_t fence,
+    struct record *r)
+{
+	size_t i;
+
+	for (i = 0; i < w->mem.count; i++) {
+		const struct store_mem_entry *e = &w->mem.entries[i];
+		uint64_t key_fence;
+
+		if (!store_key_is(w, e, name, &key_fence) ||
+		    (key_fence != 0 && key_fence != fence))
+			continue;
+		store_decode(w, e, r);
+		if (r->fence != 0 && (fence == 0 || r->fence == fence))
+			return true;
+	}
+	return false;
+}
+
+/* What the store holds for one name as the history sees it: its own key's
+ * lease, else holder `fence`'s. */
+static void
+store_view_of(const struct world *w, int name, uint64_t fence,
+    struct hist_store_view *v)
 {
 	struct record r;
 
 	memset(v, 0, sizeof(*v));
-	if (store_record(w, name, &r)) {
+	v->name = name;
+	if (store_record(w, name, 0, &r) || store_record(w, name, fence, &r)) {
 		v->has = true;
 		v->fence = r.fence;
 		v->expiry = r.expiry;
@@ -266,19 +318,94 @@ store_view_of(const struct world *w, int name, struct hist_store_view *v)
 	}
 }
 
+/* Every held record the store has, into w->views; returns how many. */
+static size_t
+store_views(struct world *w)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < w->mem.count; i++) {
+		const struct store_mem_entry *e = &w->mem.entries[i];
+		struct hist_store_view *v = &w->views[n];
+		uint64_t key_fence;
+		struct record r;
+		int name;
+
+		if (!store_key_of(w, e, &name, &key_fence))
+			continue;
+		store_decode(w, e, &r);
+		if (r.fence == 0)
+			continue;
+		if (n == sizeof(w->views) / sizeof(w->views[0]))
+			world_fatal("more stored holders than the world tracks");
+		memset(v, 0, sizeof(*v));
+		v->name = name;
+		v->has = true;
+		v->fence = r.fence;
+		v->expiry = r.expiry;
+		v->asof = r.expiry - r.lease;
+		v->onclose = r.onclose;
+		n++;
+	}
+	return n;
+}
+
 /* ---- watching the table ----------------------------------------------- */
 
-/* RidIdempotent, durability: once the store has the holder's grant, it has
+/* One holder of a name in the table: the entry's own or one beyond it. */
+struct table_hold {
+	const struct core_lock *lock;
+	core_time granted_at;
+	bool shared;
+	bool onclose;
+};
+
+/* The holders of e (NULL: none), its own first. */
+static unsigned
+table_holds(const struct core_entry *e, struct table_hold *out)
+{
+	const struct core_holder *h;
+	unsigned n = 0;
+
+	if (e == NULL)
+		return 0;
+	if (e->lock.fence != 0)
+		out[n++] = (struct table_hold){ &e->lock, e->granted_at,
+		    false, e->owner != NULL };
+	for (h = e->multi != NULL ? e->multi->holders : NULL; h != NULL;
+	    h = h->next) {
+		if (n == SEEN_MAX)
+			world_fatal("more holders than the world tracks");
+		out[n++] = (struct table_hold){ &h->lock, h->granted_at,
+		    h->shared, h->owner != NULL };
+	}
+	return n;
+}
+
+static const struct core_entry *
+entry_of(const struct world *w, int name)
+{
+	return core_table_find(&w->svc->table, w->name_text[name],
+	    w->name_len[name]);
+}
+
+/* The name's limit as the table has it (1: a mutex or read/write lock). */
+static uint16_t
+entry_limit_of(const struct core_entry *e)
+{
+	return e != NULL && e->multi != NULL ? e->multi->limit : 1;
+}
+
+/* RidIdempotent, durability: once the store has a holder's grant, it has
  * its rid, so that a restart keeps recognising the grant's repeats. */
 static void
-rid_stored(struct world *w, int name, const struct core_entry *e)
+rid_stored(struct world *w, int name, const struct core_lock *l)
 {
 	struct record r;
 	const char *rid;
-	size_t rid_len = core_tags_rid(e->lock.tags, &rid);
+	size_t rid_len = core_tags_rid(l->tags, &rid);
 
-	if (e->lock.fence == 0 || !store_record(w, name, &r) ||
-	    r.fence != e->lock.fence)
+	if (!store_record(w, name, l->fence, &r) || r.fence != l->fence)
 		return;
 	hist_checked(w->hist);
 	if (r.rid_len != rid_len || memcmp(r.rid, rid, r.rid_len) != 0)
@@ -289,91 +416,157 @@ rid_stored(struct world *w, int name, const struct core_entry *e)
 		    (int)r.rid_len, r.rid);
 }
 
+static bool
+holds_fence(const struct table_hold *th, unsigned n, uint64_t fence)
+{
+	unsigned k;
+
+	for (k = 0; k < n; k++)
+		if (th[k].lock->fence == fence)
+			return true;
+	return false;
+}
+
+static bool
+seen_has(const struct world *w, int name, uint64_t fence)
+{
+	unsigned k;
+
+	for (k = 0; k < w->nseen[name]; k++)
+		if (w->seen[name][k].fence == fence)
+			return true;
+	return false;
+}
+
 /*
- * After every service call: which fence each lock holds (a new one is a
- * grant; one gone was let go), and the table's own liveness duties.
+ * NoStarvation: a name out of lock-delay whose head waiter its holders
+ * admit (as core_rule_admits says, counting every holder, expired or not:
+ * only a reclaim frees one) is starving it.
+ */
+static void
+check_head_waiter(struct world *w, int name, const struct core_entry *e,
+    const struct table_hold *th, unsigned n)
+{
+	const struct core_waiter *head;
+	struct core_holding held;
+	unsigned k;
+
+	if (e->queue_len == 0 || e->delay_until != 0)
+		return;
+	head = container_of(e->queue.next, struct core_waiter, queue_link);
+	held.holders = n;
+	held.shared = true;
+	held.limit = entry_limit_of(e);
+	for (k = 0; k < n; k++)
+		held.shared = held.shared && th[k].shared;
+	if (core_rule_admits(&held, head->shared))
+		hist_violation(w->hist, SIM_NO_STARVATION,
+		    "%s has %u holders (limit %u%s) at t=%lld and lets its "
+		    "%s head waiter wait (%u waiters)", w->name_text[name], n,
+		    (unsigned)held.limit, n > 0 && held.shared ? ", shared" :
+		    "", (long long)w->now, head->shared ? "shared" :
+		    "exclusive", e->queue_len);
+}
+
+/*
+ * After every service call: which fences each lock's holders have (a new
+ * one is a grant; one gone was let go), and the table's own liveness
+ * duties.
  */
 static void
 observe(struct world *w, bool after_tick)
 {
+	static struct table_hold th[SEEN_MAX];
 	uint64_t seq = hist_next_seq(w->hist);
 	core_time mono = w->now - w->boot_off;
 	int i;
 
 	for (i = 0; i < w->nnames; i++) {
-		const struct core_entry *e = core_table_find(&w->svc->table,
-		    w->name_text[i], w->name_len[i]);
-		uint64_t cur = e != NULL ? e->lock.fence : 0;
+		const struct core_entry *e = entry_of(w, i);
+		unsigned n = table_holds(e, th), k;
+		uint64_t newest = 0;
 
-		if (w->opt->trace && cur != w->seen_fence[i])
-			world_trace(w, "table: %s fence %llu -> %llu (until t=%lld)",
-			    w->name_text[i],
+		for (k = 0; k < n; k++)
+			if (th[k].lock->fence > newest)
+				newest = th[k].lock->fence;
+		if (w->opt->trace && newest != w->seen_fence[i])
+			world_trace(w, "table: %s fence %llu -> %llu (%u "
+			    "holders)", w->name_text[i],
 			    (unsigned long long)w->seen_fence[i],
-			    (unsigned long long)cur, e != NULL ?
-			    (long long)(e->lock.expiry + w->boot_off) : 0LL);
+			    (unsigned long long)newest, n);
 		/* LockDelay: a hold seen to end by expiry owes its delay
-		 * from its expiry.  (Judged only when the entry's last change
-		 * is an expiry, the seen hold's lease has run out, and any
-		 * delay the entry runs is this one: another hold may have
-		 * come and gone between two looks, or a failed commit may
-		 * have put back an older one.) */
-		if (w->seen_fence[i] != 0 && w->seen_fence[i] != cur &&
-		    !w->delay_skip[i] &&
-		    e != NULL && e->cause == CORE_END_EXPIRED &&
-		    w->seen_expiry[i] <= w->now &&
-		    w->seen_delay[i] > 0 && (e->delay_until == 0 ||
-		    e->delay_until + w->boot_off == w->seen_expiry[i] +
-		    w->seen_delay[i]) &&
-		    w->seen_expiry[i] + w->seen_delay[i] > w->delay_until[i])
-			w->delay_until[i] = w->seen_expiry[i] +
-			    w->seen_delay[i];
-		if (cur != 0 && cur != w->seen_fence[i]) {
-			sim_time g = e->granted_at + w->boot_off;
+		 * from its expiry, and holds the whole name back.  (Judged
+		 * only when the entry's last change is an expiry, the seen
+		 * hold's lease has run out, and any delay the entry runs is
+		 * this one or ends no earlier: another hold may have come
+		 * and gone between two looks, or a failed commit may have
+		 * put back an older one.) */
+		for (k = 0; k < w->nseen[i]; k++) {
+			const struct seen_hold *s = &w->seen[i][k];
+			if (holds_fence(th, n, s->fence) || w->delay_skip[i] ||
+			    e == NULL || e->cause != CORE_END_EXPIRED ||
+			    s->expiry > w->now || s->delay <= 0 ||
+			    (e->delay_until != 0 && e->delay_until +
+			    w->boot_off != s->expiry + s->delay) ||
+			    s->expiry + s->delay <= w->delay_until[i])
+				continue;
+			w->delay_until[i] = s->expiry + s->delay;
+			if (n > 0)
+				hist_cover(w->hist, SIM_COV_KIND_DELAY);
+		}
+		for (k = 0; k < n; k++) {
+			const struct core_lock *l = th[k].lock;
+			sim_time g = th[k].granted_at + w->boot_off;
 
-			hist_grant_seen(w->hist, i, cur, e->lock.secret, seq,
+			if (seen_has(w, i, l->fence))
+				continue;
+			hist_grant_seen(w->hist, i, l->fence, l->secret, seq,
 			    g);
 			hist_checked(w->hist);
 			if (g < w->delay_until[i])
 				hist_violation(w->hist, SIM_LOCK_DELAY,
 				    "%s fence=%llu granted at t=%lld inside "
 				    "a lock-delay running until t=%lld",
-				    w->name_text[i], (unsigned long long)cur,
+				    w->name_text[i],
+				    (unsigned long long)l->fence,
 				    (long long)g, (long long)w->delay_until[i]);
 			else if (w->delay_until[i] != 0 &&
 			    g >= w->delay_until[i])
 				hist_cover(w->hist, SIM_COV_LOCK_DELAY);
-			w->seen_expiry[i] = e->lock.expiry + w->boot_off;
-			w->seen_delay[i] = core_tags_delay(e->lock.tags);
-		} else if (cur != 0) {
-			w->seen_expiry[i] = e->lock.expiry + w->boot_off;
 		}
-		if (w->seen_fence[i] != 0 && w->seen_fence[i] != cur)
-			hist_dropped(w->hist, i, w->seen_fence[i], seq,
-			    w->now, w->svc->batch_seq);
-		w->seen_fence[i] = cur;
+		for (k = 0; k < w->nseen[i]; k++)
+			if (!holds_fence(th, n, w->seen[i][k].fence))
+				hist_dropped(w->hist, i, w->seen[i][k].fence,
+				    seq, w->now, w->svc->batch_seq);
+		for (k = 0; k < n; k++)
+			w->seen[i][k] = (struct seen_hold){ th[k].lock->fence,
+			    th[k].lock->expiry + w->boot_off,
+			    core_tags_delay(th[k].lock->tags) };
+		w->nseen[i] = n;
+		w->seen_fence[i] = newest;
+		w->seen_limit[i] = e != NULL ? entry_limit_of(e) : 0;
 		w->delay_skip[i] = false;
 		if (e == NULL)
 			continue;
-		rid_stored(w, i, e);
+		for (k = 0; k < n; k++)
+			rid_stored(w, i, th[k].lock);
 		hist_checked(w->hist);
-		/* A free name with waiters is starving them, unless a
-		 * lock-delay holds them back (until the tick at its end,
-		 * which clears it). */
-		if (cur == 0 && e->queue_len > 0 && e->delay_until == 0)
-			hist_violation(w->hist, SIM_NO_STARVATION,
-			    "%s is free at t=%lld with %u waiters",
-			    w->name_text[i], (long long)w->now, e->queue_len);
-		if (after_tick && cur != 0 && e->lock.expiry <= mono)
-			hist_violation(w->hist, SIM_LEASE_RECLAMATION_SAFETY,
-			    "%s fence=%llu expired at t=%lld but was still "
-			    "held after a tick at t=%lld", w->name_text[i],
-			    (unsigned long long)cur,
-			    (long long)(e->lock.expiry + w->boot_off),
-			    (long long)w->now);
+		check_head_waiter(w, i, e, th, n);
+		for (k = 0; after_tick && k < n; k++)
+			if (th[k].lock->expiry <= mono)
+				hist_violation(w->hist,
+				    SIM_LEASE_RECLAMATION_SAFETY,
+				    "%s fence=%llu expired at t=%lld but was "
+				    "still held after a tick at t=%lld",
+				    w->name_text[i],
+				    (unsigned long long)th[k].lock->fence,
+				    (long long)(th[k].lock->expiry +
+				    w->boot_off), (long long)w->now);
 	}
 }
 
-/* True when the failed batch (still in svc->batch) wrote name i. */
+/* True when the failed batch (still in svc->batch) wrote name i (under
+ * any of its keys). */
 static bool
 in_failed_batch(const struct world *w, int i)
 {
@@ -381,10 +574,62 @@ in_failed_batch(const struct world *w, int i)
 	size_t pos = 0;
 
 	while (store_batch_next(&w->svc->batch, &pos, &op))
-		if (op.name_len == w->name_len[i] &&
-		    memcmp(op.name, w->name_text[i], op.name_len) == 0)
+		if (format_key_name_len(op.name, op.name_len) ==
+		    w->name_len[i] &&
+		    memcmp(op.name, w->name_text[i], w->name_len[i]) == 0)
 			return true;
 	return false;
+}
+
+/* A held record the table gave back (after a recovery, or a failed commit
+ * of its name): the history learns of it, with the expiry the table keeps
+ * (a take-over gives a record of an earlier term the expiry of its own
+ * clock). */
+static void
+restored(struct world *w, int i, const struct record *r, bool recovery,
+    uint64_t seq)
+{
+	static struct table_hold th[SEEN_MAX];
+	const struct core_entry *e = entry_of(w, i);
+	unsigned n = table_holds(e, th), k;
+	sim_time expiry = r->expiry;
+
+	for (k = 0; k < n; k++)
+		if (th[k].lock->fence == r->fence && w->etcd != NULL &&
+		    (recovery || r->other_boot))
+			expiry = th[k].lock->expiry + w->boot_off;
+	if (recovery && w->etcd != NULL) {
+		if (hist_told(w->hist, i, r->fence))
+			hist_cover(w->hist, SIM_COV_TOLD_LEASE_TAKEN_OVER);
+		if (r->onclose)
+			hist_cover(w->hist, SIM_COV_ONCLOSE_MADE_ORDINARY);
+	}
+	hist_restored(w->hist, i, r->fence, expiry, seq, w->now);
+	/* A stored lease that has run out meanwhile was let go again at
+	 * once: no look at the table sees it go. */
+	if (!recovery && !holds_fence(th, n, r->fence) &&
+	    !seen_has(w, i, r->fence))
+		hist_dropped(w->hist, i, r->fence, hist_next_seq(w->hist),
+		    w->now, w->svc->batch_seq);
+}
+
+/* A failed commit gave name i back another limit than its waiters were
+ * queued under: each may be answered ERR BADARG now. */
+static void
+limit_changed(struct world *w, int i)
+{
+	int k;
+	uint32_t j;
+
+	for (k = 0; k < w->nclients; k++) {
+		struct client *c = &w->clients[k];
+
+		for (j = c->head; c->connected && j != c->exec; j++) {
+			struct sim_req *r = &c->req[j % REQ_RING];
+			if (r->cmd == PROTO_CMD_ACQUIRE && r->name == i)
+				r->misfit_may = true;
+		}
+	}
 }
 
 /* After a recovery (every name) or a failed commit (the names of its
@@ -394,47 +639,31 @@ in_failed_batch(const struct world *w, int i)
 static void
 restores(struct world *w, bool all)
 {
+	static struct table_hold th[SEEN_MAX];
 	uint64_t seq = hist_next_seq(w->hist);
 	int i;
 
 	for (i = 0; i < w->nnames; i++) {
-		const struct core_entry *e = core_table_find(&w->svc->table,
-		    w->name_text[i], w->name_len[i]);
-		uint64_t cur = e != NULL ? e->lock.fence : 0;
-		struct record r;
+		unsigned n, k;
+		size_t v, nv;
 
 		if (all) {
-			sim_time expiry;
+			struct record r;
 
-			if (cur == 0 || !store_record(w, i, &r) ||
-			    r.fence != cur)
-				continue;
-			expiry = r.expiry;
-			if (w->etcd != NULL) {
-				/* A take-over: the expiry the new leader gives
-				 * it on its own clock is what it will keep. */
-				expiry = e->lock.expiry + w->boot_off;
-				if (hist_told(w->hist, i, cur))
-					hist_cover(w->hist,
-					    SIM_COV_TOLD_LEASE_TAKEN_OVER);
-				if (r.onclose)
-					hist_cover(w->hist,
-					    SIM_COV_ONCLOSE_MADE_ORDINARY);
-			}
-			hist_restored(w->hist, i, r.fence, expiry, seq, w->now);
+			n = table_holds(entry_of(w, i), th);
+			for (k = 0; k < n; k++)
+				if (store_record(w, i, th[k].lock->fence, &r) &&
+				    r.fence == th[k].lock->fence)
+					restored(w, i, &r, true, seq);
 			continue;
 		}
 		if (!in_failed_batch(w, i))
 			continue;
-		if (w->opt->trace) {
-			struct record t;
-			bool has = store_record(w, i, &t);
-			world_trace(w, "fell back: %s table fence=%llu store fence=%llu "
-			    "until t=%lld", w->name_text[i],
-			    (unsigned long long)cur,
-			    (unsigned long long)(has ? t.fence : 0),
-			    (long long)(has ? t.expiry : 0));
-		}
+		world_trace(w, "fell back: %s table fence=%llu", w->name_text[i],
+		    (unsigned long long)w->seen_fence[i]);
+		if (w->seen_limit[i] != 0 &&
+		    entry_limit_of(entry_of(w, i)) != w->seen_limit[i])
+			limit_changed(w, i);
 		/* Whatever the name went through since the batch began is
 		 * undone: it is what the store says, and a stored lease that
 		 * has run out meanwhile was let go again at once. */
@@ -443,19 +672,14 @@ restores(struct world *w, bool all)
 		 * (its grant undone with the batch) is no longer owed. */
 		w->delay_until[i] = 0;
 		w->delay_skip[i] = true;
-		if (!store_record(w, i, &r))
-			continue;
-		/* Cluster mode: a record of an earlier term holds another
-		 * node's clock readings; the new leader owes it what its
-		 * take-over gave it, which the table says. */
-		e = core_table_find(&w->svc->table, w->name_text[i],
-		    w->name_len[i]);
-		hist_restored(w->hist, i, r.fence, w->etcd != NULL &&
-		    r.other_boot && e != NULL && e->lock.fence == r.fence ?
-		    e->lock.expiry + w->boot_off : r.expiry, seq, w->now);
-		if (cur != r.fence && w->seen_fence[i] != r.fence)
-			hist_dropped(w->hist, i, r.fence, hist_next_seq(w->hist),
-			    w->now, w->svc->batch_seq);
+		nv = store_views(w);
+		for (v = 0; v < nv; v++) {
+			struct record r;
+
+			if (w->views[v].name == i &&
+			    store_record(w, i, w->views[v].fence, &r))
+				restored(w, i, &r, false, seq);
+		}
 	}
 }
 
@@ -610,6 +834,7 @@ world_format_request(const struct world *w, const struct sim_req *r, char *out,
     size_t cap)
 {
 	struct proto_request q;
+	size_t n;
 
 	memset(&q, 0, sizeof(q));
 	q.command = r->cmd;
@@ -629,7 +854,24 @@ world_format_request(const struct world *w, const struct sim_req *r, char *out,
 	q.fence = r->fence;
 	q.rid = r->rid;
 	q.rid_len = r->rid_len;
-	return proto_format_request(out, cap, &q);
+	q.has_limit = r->limit > 0;
+	q.limit = r->limit;
+	q.has_mode = r->has_mode && !r->misfit_must;
+	q.mode = r->shared ? PROTO_MODE_SHARED : PROTO_MODE_EXCLUSIVE;
+	n = proto_format_request(out, cap, &q);
+	if (n > 0 && r->misfit_must) {
+		/* mode=shared with a limit, which the formatter refuses to
+		 * write: added by hand, before the line's end. */
+		static const char more[] = " mode=shared";
+		size_t end = n - (n >= 2 && out[n - 2] == '\r' ? 2 : 1);
+
+		if (n + sizeof(more) - 1 > cap)
+			return 0;
+		memmove(out + end + sizeof(more) - 1, out + end, n - end);
+		memcpy(out + end, more, sizeof(more) - 1);
+		n += sizeof(more) - 1;
+	}
+	return n;
 }
 
 static int64_t
@@ -695,11 +937,66 @@ random_rid(struct world *w, struct client *c, struct sim_req *r)
 		    SIM_RID_MAX, "c%d.%u", c->id, c->nrids);
 		c->rids[slot].name = r->name;
 		c->rids[slot].granted = false;
+		c->rids[slot].limit = 0;
 	}
 	c->rids[slot].open = true;
 	r->rid_slot = (int8_t)slot;
 	r->rid_len = c->rids[slot].len;
 	memcpy(r->rid, c->rids[slot].rid, r->rid_len);
+}
+
+/* The limit a request asks for: limit=, absent counting as 1. */
+static uint16_t
+req_limit(const struct sim_req *r)
+{
+	return r->limit > 1 ? r->limit : 1;
+}
+
+/*
+ * limit= and mode= on ACQUIREs and TRYs (from a generator of their own):
+ * the name's kind, as a real user keeps it - a semaphore's limit, a
+ * read/write lock's readers and writers - and now and then a misfit: the
+ * wrong limit (absent counts as 1), or mode=shared with a limit, which
+ * ERR BADARG answers.  A rid repeat mostly asks what it asked before.
+ */
+static void
+random_kind(struct world *w, struct client *c, struct sim_req *r)
+{
+	unsigned p = (unsigned)rng_below(&w->kinds, 100);
+	uint16_t limit = w->name_limit[r->name];
+
+	r->limit = limit > 1 ? limit : 0;
+	if (w->name_rw[r->name]) {
+		r->shared = p < 55;
+		r->has_mode = r->shared || p >= 85;
+	} else if (limit == 1 && p >= 90) {
+		r->limit = 1;   /* limit=1 said aloud: a mutex all the same */
+	}
+	if (r->rid_slot >= 0 && c->rids[r->rid_slot].limit > 0 &&
+	    rng_below(&w->kinds, 100) < 90) {
+		r->limit = c->rids[r->rid_slot].limit > 1 ?
+		    c->rids[r->rid_slot].limit : 0;
+		r->shared = c->rids[r->rid_slot].shared;
+		r->has_mode = r->shared;
+	} else if (rng_below(&w->kinds, 100) < 4) {
+		p = (unsigned)rng_below(&w->kinds, 3);
+		if (p == 0 && limit > 1) {
+			r->shared = r->has_mode = true;
+		} else if (p == 0) {
+			r->limit = (uint16_t)(2 + rng_below(&w->kinds, 3));
+		} else {
+			r->limit = (uint16_t)rng_below(&w->kinds, 6);
+			if (r->limit == 1)
+				r->limit = 0;
+			r->shared = r->shared && r->limit == 0;
+			r->has_mode = r->shared;
+		}
+	}
+	if (r->rid_slot >= 0) {
+		c->rids[r->rid_slot].limit = req_limit(r);
+		c->rids[r->rid_slot].shared = r->shared;
+	}
+	r->misfit_must = r->shared && req_limit(r) != 1;
 }
 
 static void
@@ -772,12 +1069,14 @@ world_queue_request(struct world *w, struct client *c, bool last)
 		random_onclose(w, r);
 		random_delay(w, r);
 		random_rid(w, c, r);
+		random_kind(w, c, r);
 	} else if (p < 400) {
 		r->cmd = PROTO_CMD_TRY;
 		random_lease(w, r);
 		random_onclose(w, r);
 		random_delay(w, r);
 		random_rid(w, c, r);
+		random_kind(w, c, r);
 	} else if (p < 600) {
 		r->cmd = PROTO_CMD_RENEW;
 		random_lease(w, r);
@@ -837,70 +1136,88 @@ world_queue_request(struct world *w, struct client *c, bool last)
 	c->tail++;
 }
 
-/* The fence of the name's live holder now (0: none, or its lease has run
- * out and the command will reclaim it first). */
+/* The fence of the name's newest live holder now (0: none; a lease that
+ * has run out the command reclaims first). */
 static uint64_t
 live_fence(const struct world *w, int name)
 {
-	const struct core_entry *e = core_table_find(&w->svc->table,
-	    w->name_text[name], w->name_len[name]);
+	static struct table_hold th[SEEN_MAX];
+	unsigned n = table_holds(entry_of(w, name), th), k;
+	uint64_t newest = 0;
 
-	if (e == NULL || e->lock.fence == 0 ||
-	    e->lock.expiry <= w->now - w->boot_off)
-		return 0;
-	return e->lock.fence;
+	for (k = 0; k < n; k++)
+		if (th[k].lock->expiry > w->now - w->boot_off &&
+		    th[k].lock->fence > newest)
+			newest = th[k].lock->fence;
+	return newest;
 }
 
 /*
  * FORCE <name> <fence> must act exactly as a RELEASE with the true handle
- * of the grant with that fence: it frees that holder if it is the live
+ * of the grant with that fence: it frees that holder if it is a live
  * one, and nothing else.  So the history judges it as one
  * (StaleTokenRejection, HolderAccepted, MutualExclusion...), with the
- * secret of the grant the fence names: a told one's, or the live
- * holder's when that grant was never told.  A fence no grant had stays
- * forged, and must be refused.
+ * secret of the grant the fence names: a told one's, or the holder's
+ * when that grant was never told.  A fence no grant had stays forged,
+ * and must be refused.
  */
 static void
 force_begin(struct world *w, struct sim_req *r)
 {
-	const struct core_entry *e = core_table_find(&w->svc->table,
-	    w->name_text[r->name], w->name_len[r->name]);
+	static struct table_hold th[SEEN_MAX];
+	unsigned n = table_holds(entry_of(w, r->name), th), k;
 	uint64_t secret = r->handle.secret;
-	unsigned i, n = w->npool < POOL_HANDLES ? w->npool : POOL_HANDLES;
+	unsigned i, np = w->npool < POOL_HANDLES ? w->npool : POOL_HANDLES;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < np; i++)
 		if (w->pool[i].name == r->name &&
 		    w->pool[i].h.fence == r->fence)
 			secret = w->pool[i].h.secret;
-	if (e != NULL && e->lock.fence == r->fence)
-		secret = e->lock.secret;
+	for (k = 0; k < n; k++)
+		if (th[k].lock->fence == r->fence)
+			secret = th[k].lock->secret;
 	r->op = hist_op_begin(w->hist, HIST_RELEASE, r->name, r->fence,
 	    secret, 0, r->seq, r->t);
 }
 
 /*
- * An ACQUIRE or TRY with a rid: the live grant it repeats, if its holder
- * was granted with this rid - byte for byte, while its lease lives (as it
- * is when the command runs, after any reclaim).
+ * An ACQUIRE or TRY with a rid: the live grant it repeats, if one of the
+ * holders was granted with this rid - byte for byte, while its lease lives
+ * (as it is when the command runs, after any reclaim).  A repeat of
+ * another kind than its grant's (mode, or the name's limit) is a misfit.
  */
 static void
 rid_begin(struct world *w, struct sim_req *r)
 {
-	const struct core_entry *e = core_table_find(&w->svc->table,
-	    w->name_text[r->name], w->name_len[r->name]);
+	static struct table_hold th[SEEN_MAX];
+	const struct core_entry *e = entry_of(w, r->name);
+	unsigned n = table_holds(e, th), k;
 	core_time mono = w->now - w->boot_off;
-	const char *rid;
 
 	r->rid_fence = 0;
-	if (live_fence(w, r->name) == 0 ||
-	    core_tags_rid(e->lock.tags, &rid) != r->rid_len ||
-	    memcmp(rid, r->rid, r->rid_len) != 0)
+	r->rid_misfit = false;
+	for (k = 0; k < n; k++) {
+		const struct core_lock *l = th[k].lock;
+		const char *rid;
+
+		if (l->expiry <= mono ||
+		    core_tags_rid(l->tags, &rid) != r->rid_len ||
+		    memcmp(rid, r->rid, r->rid_len) != 0)
+			continue;
+		if (th[k].shared != r->shared ||
+		    entry_limit_of(e) != req_limit(r)) {
+			r->rid_misfit = true;
+			return;
+		}
+		r->rid_fence = l->fence;
+		r->rid_secret = l->secret;
+		r->rid_left = l->expiry - mono;
+		r->rid_lease = l->lease_ms;
+		r->rid_onclose = th[k].onclose;
+		r->rid_kind = (struct hist_kind){ entry_limit_of(e),
+		    th[k].shared };
 		return;
-	r->rid_fence = e->lock.fence;
-	r->rid_secret = e->lock.secret;
-	r->rid_left = e->lock.expiry - mono;
-	r->rid_lease = e->lock.lease_ms;
-	r->rid_onclose = e->owner != NULL;
+	}
 }
 
 /* The request starts executing now: it gets its place in the history. */
@@ -921,6 +1238,11 @@ exec_begin(struct world *w, struct client *c, struct sim_req *r)
 		r->fence_at_exec = live_fence(w, r->name);
 	if (r->rid_len > 0)
 		rid_begin(w, r);
+	if (r->cmd == PROTO_CMD_ACQUIRE || r->cmd == PROTO_CMD_TRY) {
+		const struct core_entry *e = entry_of(w, r->name);
+
+		r->misfit_may = e != NULL && entry_limit_of(e) != req_limit(r);
+	}
 	if (r->rid_slot >= 0 && r->rid_fence == 0) {
 		c->rids[r->rid_slot].exec_seq = r->seq;
 		c->rids[r->rid_slot].exec_t = r->t;
@@ -930,6 +1252,14 @@ exec_begin(struct world *w, struct client *c, struct sim_req *r)
 		size_t n = world_format_request(w, r, line, sizeof(line));
 		world_trace(w, "c%d > %.*s", c->id, (int)(n - 1), line);
 	}
+}
+
+/* An ACQUIRE or TRY that asks another limit than its name's. */
+static bool
+odd_kind(const struct world *w, const struct sim_req *r)
+{
+	return (r->cmd == PROTO_CMD_ACQUIRE || r->cmd == PROTO_CMD_TRY) &&
+	    req_limit(r) != w->name_limit[r->name];
 }
 
 /* Sends the first k queued bytes of c. */
@@ -946,13 +1276,16 @@ world_client_feed(struct world *w, struct client *c, size_t k)
 	 * before or after a read). */
 	if (i != c->tail && c->req[i % REQ_RING].cmd == PROTO_CMD_FORCE &&
 	    left >= c->req[i % REQ_RING].len - off) {
+		static struct table_hold th[SEEN_MAX];
 		const struct sim_req *r = &c->req[i % REQ_RING];
-		const struct core_entry *e = core_table_find(&w->svc->table,
-		    w->name_text[r->name], w->name_len[r->name]);
+		unsigned n = table_holds(entry_of(w, r->name), th), h;
 
-		if (e != NULL && e->lock.fence != 0 &&
-		    e->lock.fence < r->fence && live_fence(w, r->name) == 0)
-			world_tick(w);
+		for (h = 0; h < n; h++)
+			if (th[h].lock->fence < r->fence &&
+			    th[h].lock->expiry <= w->now - w->boot_off) {
+				world_tick(w);
+				break;
+			}
 	}
 	while (i != c->tail && left >= c->req[i % REQ_RING].len - off) {
 		const struct sim_req *r = &c->req[i % REQ_RING];
@@ -962,7 +1295,8 @@ world_client_feed(struct world *w, struct client *c, size_t k)
 		 * its own, so that nothing of the same read runs before it
 		 * unseen. */
 		if (done > 0 && (r->cmd == PROTO_CMD_FORCE ||
-		    r->cmd == PROTO_CMD_WATCH || r->rid_len > 0)) {
+		    r->cmd == PROTO_CMD_WATCH || r->rid_len > 0 ||
+		    odd_kind(w, r))) {
 			k -= left;
 			left = 0;
 			break;
@@ -972,6 +1306,14 @@ world_client_feed(struct world *w, struct client *c, size_t k)
 		exec_begin(w, c, &c->req[i % REQ_RING]);
 		i++;
 		done++;
+		/* A request of another limit than its name's may set the
+		 * name's limit, and so decide the next one's ERR BADARG:
+		 * nothing else runs in its read. */
+		if (odd_kind(w, r) && i != c->tail) {
+			k -= left;
+			left = 0;
+			break;
+		}
 	}
 	if (done > 0 && service_commit_inflight(w->svc)) {
 		w->served_in_flight = true;
@@ -1144,6 +1486,8 @@ reply_to_repeat(struct world *w, struct client *c, struct sim_req *r,
 		return;
 	}
 	hist_cover(w->hist, SIM_COV_RID_REPEAT);
+	if (r->rid_kind.limit > 1 || r->rid_kind.shared)
+		hist_cover(w->hist, SIM_COV_KIND_RID_REPEAT);
 	if (!hist_told(w->hist, r->name, h.fence) && r->rid_slot >= 0) {
 		/* Its GRANTED was lost (with its connection, or in a
 		 * crash): the client learns of the grant now, as a reply to
@@ -1163,10 +1507,10 @@ reply_to_repeat(struct world *w, struct client *c, struct sim_req *r,
 			aseq = seen_seq;
 			at = seen_t;
 		}
-		store_view_of(w, r->name, &stored);
+		store_view_of(w, r->name, h.fence, &stored);
 		idx = hist_granted(w->hist, r->name, h.fence, h.secret,
-		    r->rid_lease, r->rid_onclose, aseq, at, &stored,
-		    w->mem.hwm);
+		    r->rid_lease, r->rid_onclose, r->rid_kind, aseq, at,
+		    &stored, w->mem.hwm);
 		if (idx < 0)
 			return;
 		own_add(w, c, r->name, h);
@@ -1183,12 +1527,48 @@ reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
 		reply_to_repeat(w, c, r, rep, line, len);
 		return;
 	}
+	if (r->rid_misfit) {
+		/* A repeat of a live grant's rid of another kind: refused,
+		 * and never a grant; or UNAVAILABLE, when the grant it
+		 * found was in a batch that failed. */
+		hist_checked(w->hist);
+		if (is_error(rep, PROTO_ERR_BADARG))
+			hist_cover(w->hist, SIM_COV_KIND_MISFIT);
+		else if (is_error(rep, PROTO_ERR_UNAVAILABLE))
+			w->res->unavailable++;
+		else if (!not_leader(w, rep))
+			hist_violation(w->hist, SIM_RID_IDEMPOTENT,
+			    "client %d: a repeat of rid=%.*s (t=%lld) of "
+			    "another kind than its live grant answered "
+			    "\"%.*s\"", c->id, (int)r->rid_len, r->rid,
+			    (long long)r->t, (int)(len > 1 ? len - 2 : 0),
+			    line);
+		return;
+	}
+	if (is_error(rep, PROTO_ERR_BADARG) &&
+	    (r->misfit_must || r->misfit_may)) {
+		hist_cover(w->hist, SIM_COV_KIND_MISFIT);
+		return;
+	}
 	if (rep->kind == PROTO_REPLY_GRANTED) {
 		struct hist_store_view stored;
+		struct hist_kind kind = { req_limit(r), r->shared };
 		int32_t idx;
 
+		/* A rid that no live holder was granted with gets a new
+		 * grant, never another request's. */
+		if (r->rid_len > 0 && (rep->lease_ms != r->eff ||
+		    hist_told(w->hist, r->name, rep->handle.fence))) {
+			hist_checked(w->hist);
+			hist_violation(w->hist, SIM_RID_IDEMPOTENT,
+			    "client %d: rid=%.*s (t=%lld), which no live "
+			    "holder was granted with, answered \"%.*s\"",
+			    c->id, (int)r->rid_len, r->rid, (long long)r->t,
+			    (int)(len > 1 ? len - 2 : 0), line);
+			return;
+		}
 		if (!names_match(w, r, rep) || rep->lease_ms != r->eff ||
-		    rep->handle.fence != rep->fence) {
+		    rep->handle.fence != rep->fence || r->misfit_must) {
 			bad_reply(w, c, r, line, len);
 			return;
 		}
@@ -1201,10 +1581,10 @@ reply_to_grant(struct world *w, struct client *c, struct sim_req *r,
 				hist_cover(w->hist, SIM_COV_RID_REUSED);
 			c->rids[r->rid_slot].granted = true;
 		}
-		store_view_of(w, r->name, &stored);
+		store_view_of(w, r->name, rep->handle.fence, &stored);
 		idx = hist_granted(w->hist, r->name, rep->handle.fence,
 		    rep->handle.secret, rep->lease_ms, r->onclose_release,
-		    r->seq, r->t, &stored, w->mem.hwm);
+		    kind, r->seq, r->t, &stored, w->mem.hwm);
 		if (idx < 0)
 			return;
 		own_add(w, c, r->name, rep->handle);
@@ -1288,7 +1668,7 @@ reply_to_handle_op(struct world *w, struct client *c, struct sim_req *r,
 		bad_reply(w, c, r, line, len);
 		out = HIST_UNKNOWN;
 	}
-	store_view_of(w, r->name, &stored);
+	store_view_of(w, r->name, r->handle.fence, &stored);
 	hist_op_result(w->hist, r->op, out, r->t, &stored);
 }
 
@@ -1441,15 +1821,6 @@ world_deliver(struct world *w)
 
 /* ---- life and death of the service ------------------------------------ */
 
-static void
-store_view(const struct world *w, struct hist_store_view *view)
-{
-	int i;
-
-	for (i = 0; i < w->nnames; i++)
-		store_view_of(w, i, &view[i]);
-}
-
 void
 world_open_service(struct world *w)
 {
@@ -1495,6 +1866,14 @@ world_open_service(struct world *w)
 static void
 restart(struct world *w, bool revoked)
 {
+	int i;
+
+	/* The holds the last incarnation was seen with are gone, none of
+	 * them by an expiry in the new table: the first look owes no
+	 * lock-delay for them (a stored holder that recovery reclaims may
+	 * start one the core keeps, which the next grant is judged by). */
+	for (i = 0; i < w->nnames; i++)
+		w->delay_skip[i] = true;
 	if (w->etcd != NULL) {
 		etcd_sim_takeover(w, revoked);
 		memset(w->delay_until, 0, sizeof(w->delay_until));
@@ -1505,7 +1884,6 @@ restart(struct world *w, bool revoked)
 		w->now += (sim_time)world_random_below(w,
 		    2 * (uint64_t)w->config.core.max_lease_ms + 1);
 	if (world_random_percent(w, 10)) {
-		int i;
 		for (i = 0; i < 16; i++)
 			w->boot_id[i] = (uint8_t)rng_next(&w->rng);
 		memcpy(w->sclock.boot_id, w->boot_id, 16);
@@ -1525,8 +1903,8 @@ restart(struct world *w, bool revoked)
 static void
 go_down(struct world *w, bool revoked)
 {
-	struct hist_store_view view[MAX_NAMES];
 	uint64_t seq = hist_next_seq(w->hist);
+	size_t nv;
 	int i;
 
 	w->written = false;
@@ -1534,8 +1912,9 @@ go_down(struct world *w, bool revoked)
 	for (i = 0; i < w->nclients; i++)
 		if (w->clients[i].connected)
 			client_lost(w, &w->clients[i], seq);
-	store_view(w, view);
-	hist_crash(w->hist, hist_next_seq(w->hist), w->now, view, w->mem.hwm);
+	nv = store_views(w);
+	hist_crash(w->hist, hist_next_seq(w->hist), w->now, w->views, nv,
+	    w->mem.hwm);
 	service_close(w->svc);
 	w->up = false;
 	restart(w, revoked);
@@ -1599,7 +1978,7 @@ world_commit_now(struct world *w)
 void
 world_clean_restart(struct world *w)
 {
-	struct hist_store_view view[MAX_NAMES];
+	size_t nv;
 	int i;
 
 	if (w->etcd != NULL) {
@@ -1633,8 +2012,9 @@ world_clean_restart(struct world *w)
 		if (w->clients[i].connected)
 			world_client_disconnect(w, &w->clients[i], "closed by stop");
 	world_after_commit(w, service_commit(w->svc));
-	store_view(w, view);
-	hist_crash(w->hist, hist_next_seq(w->hist), w->now, view, w->mem.hwm);
+	nv = store_views(w);
+	hist_crash(w->hist, hist_next_seq(w->hist), w->now, w->views, nv,
+	    w->mem.hwm);
 	service_close(w->svc);
 	w->up = false;
 	restart(w, true);
@@ -1655,12 +2035,28 @@ world_init(struct world *w, uint64_t seed, const struct sim_options *opt,
 	rng_seed(&w->rng, seed);
 	rng_seed(&w->secrets, seed ^ 0x5ec7e75ec7e7ULL);
 	rng_seed(&w->rids, seed ^ 0x0052494452494400ULL);
+	rng_seed(&w->kinds, seed ^ 0x4b494e44534b494eULL);
 	w->nclients = 2 + (int)world_random_below(w, MAX_CLIENTS - 1);
 	w->nnames = 1 + (int)world_random_below(w, MAX_NAMES);
 	for (i = 0; i < w->nnames; i++) {
 		snprintf(w->name_buf[i], sizeof(w->name_buf[i]), "lock/%d", i);
 		w->name_text[i] = w->name_buf[i];
 		w->name_len[i] = strlen(w->name_buf[i]);
+		/* Its kind: a mutex, a semaphore of 2 to 4 permits, or a
+		 * read/write lock. */
+		switch (rng_below(&w->kinds, 10)) {
+		case 0: case 1: case 2: case 3:
+			w->name_limit[i] = 1;
+			break;
+		case 4: case 5: case 6:
+			w->name_limit[i] = (uint16_t)(2 + rng_below(&w->kinds,
+			    3));
+			break;
+		default:
+			w->name_limit[i] = 1;
+			w->name_rw[i] = true;
+			break;
+		}
 	}
 	for (i = 0; i < w->nclients; i++)
 		w->clients[i].id = i;

@@ -23,6 +23,7 @@
 #define POOL_HANDLES 32        /* told handles anybody may replay */
 #define OWN_RIDS 4             /* a client's recent rids, to repeat */
 #define SIM_RID_MAX 12         /* "c<id>.<n>", its rids' longest */
+#define SEEN_MAX 256           /* holders of one name the world tracks */
 #define MONO_START 1000000     /* the boot clock never reads 0 */
 #define WALL_BASE 1700000000000LL
 
@@ -37,6 +38,12 @@ struct sim_req {
 	uint64_t fence;
 	uint64_t fence_at_exec;     /* WATCH: the live holder's then */
 	int64_t eff;                /* the lease the service must grant */
+	/* ACQUIRE, TRY: the lock kind, limit= (0: absent) and mode=; the
+	 * ERR BADARG it must get (mode=shared with a limit), or may get
+	 * (the name's limit, as it ran, is not its own). */
+	uint16_t limit;
+	bool has_mode, shared;
+	bool misfit_must, misfit_may;
 	int8_t rid_slot;            /* ACQUIRE, TRY: its client's rid, -1 */
 	uint8_t rid_len;
 	char rid[SIM_RID_MAX];
@@ -45,6 +52,8 @@ struct sim_req {
 	uint64_t rid_fence, rid_secret;
 	int64_t rid_left, rid_lease;
 	bool rid_onclose;
+	struct hist_kind rid_kind;  /* the kind of the grant it repeats */
+	bool rid_misfit;            /* of another kind: ERR BADARG */
 	struct proto_handle handle;
 	uint32_t len;               /* bytes of its line */
 	uint64_t seq;               /* when it executed */
@@ -79,6 +88,8 @@ struct client {
 	struct {
 		char rid[SIM_RID_MAX];
 		uint8_t len, name;
+		uint16_t limit;   /* the kind it was sent with */
+		bool shared;
 		bool open;
 		bool granted;     /* a grant with it was told */
 		/* When its last request that could be granted ran: the
@@ -105,6 +116,7 @@ struct world {
 	struct rng rng;          /* every choice */
 	struct rng secrets;      /* handle secrets, a stream of their own */
 	struct rng rids;         /* rid= choices, a stream of their own */
+	struct rng kinds;        /* limit= and mode= choices, another */
 	sim_time now;            /* global time; mono = now - boot_off */
 	sim_time boot_off;
 	uint8_t boot_id[16];
@@ -127,15 +139,27 @@ struct world {
 	char name_buf[MAX_NAMES][16];
 	size_t name_len[MAX_NAMES];
 	const char *name_text[MAX_NAMES];
+	/* Each name's kind: its limit (1: a mutex or, rw, a read/write
+	 * lock whose clients also ask mode=shared). */
+	uint16_t name_limit[MAX_NAMES];
+	bool name_rw[MAX_NAMES];
+	/* The newest holder's fence seen in the table, and every seen
+	 * holder with its lease end and lock-delay (global time, ms); and
+	 * the instant before which an expiry's delay forbids a grant. */
 	uint64_t seen_fence[MAX_NAMES];
-	/* The seen holder's lease end and lock-delay (global time, ms),
-	 * and the instant before which an expiry's delay forbids a grant. */
-	sim_time seen_expiry[MAX_NAMES];
-	int64_t seen_delay[MAX_NAMES];
+	struct seen_hold {
+		uint64_t fence;
+		sim_time expiry;
+		int64_t delay;
+	} seen[MAX_NAMES][SEEN_MAX];
+	unsigned nseen[MAX_NAMES];
+	uint16_t seen_limit[MAX_NAMES];   /* the entry's; 0: no entry */
 	sim_time delay_until[MAX_NAMES];
 	/* A failed commit put the name back as the store had it: the next
 	 * look sees the undone hold go, which is no expiry of its own. */
 	bool delay_skip[MAX_NAMES];
+	/* What the store holds, every held record under its key. */
+	struct hist_store_view views[MAX_NAMES * SEEN_MAX];
 	struct own_handle pool[POOL_HANDLES];
 	unsigned npool;
 	int hook_failures;

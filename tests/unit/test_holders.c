@@ -582,6 +582,78 @@ test_holders_restore_holders_brings_a_whole_name_back(void **state)
 	assert_int_equal(f->table.stats.held, 1);
 }
 
+/* At t=100 a writer (tag 1) holds "n" with limit 1, a reader (tag 2) and a
+ * writer (tag 3) wait behind it: the table's state before a fall-back. */
+static void
+writer_then_reader_and_writer_waiting(struct fixture *f)
+{
+	assert_int_equal(acq(f, 0, 0, false, -1, 1, 100), CORE_OK);
+	assert_int_equal(reply_of(f, 1)->kind, CORE_REPLY_GRANTED);
+	assert_int_equal(acq(f, 1, 0, true, -1, 2, 100), CORE_OK);
+	assert_int_equal(acq(f, 2, 0, false, -1, 3, 100), CORE_OK);
+	assert_false(answered(f, 2));
+	assert_false(answered(f, 3));
+}
+
+/*
+ * A failed commit gives a name back the record of a 3-permit semaphore's
+ * lock-delay, its delay over and its delete in the batch that failed,
+ * while in the table the name went idle and took limit 1 from a writer,
+ * behind whom a reader and a writer wait.  The name is idle but for those
+ * waiters, which keep their limit: the writer's grant is undone, the
+ * reader at the head is granted, and the writer behind it waits - never
+ * granted as a permit beside the reader.  Found by the simulator
+ * (tests/sim: build/tests/sim --seed 47).
+ */
+static void
+test_holders_restore_of_an_ended_delay_keeps_the_waiters_limit(void **state)
+{
+	struct fixture *f = *state;
+	struct core_lock_status st;
+	struct core_record rec;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.delay_until = 50;    /* over by now */
+	rec.limit = 3;
+	writer_then_reader_and_writer_waiting(f);
+	assert_int_equal(core_table_restore(&f->table, "n", 1, &rec, 200),
+	    CORE_OK);
+	assert_int_equal(reply_of(f, 2)->kind, CORE_REPLY_GRANTED);
+	assert_false(answered(f, 3));
+	st = status_of(f, 200);
+	assert_int_equal(st.holders, 1);
+	assert_true(st.shared);
+	assert_int_equal(st.limit, 1);
+	assert_int_equal(f->table.stats.waiters, 1);
+}
+
+/*
+ * The same with two live permits of the 3-permit semaphore in the store
+ * (their releases were in the batch that failed): the name was never
+ * idle, so the waiters queued under limit 1 do not fit it.  Each is
+ * answered BADARG (a limit misfit), as on arriving, and none is granted
+ * as a third permit.
+ */
+static void
+test_holders_restore_of_other_holders_refuses_the_waiters(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record recs[2];
+
+	recs[0] = holder_record(5, 1000, 3, false);
+	recs[1] = holder_record(6, 1000, 3, false);
+	writer_then_reader_and_writer_waiting(f);
+	assert_int_equal(core_table_restore_holders(&f->table, "n", 1, recs,
+	    2, 200), CORE_OK);
+	assert_int_equal(reply_of(f, 2)->kind, CORE_REPLY_BADARG);
+	assert_int_equal(reply_of(f, 2)->misfit, CORE_MISFIT_LIMIT);
+	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_BADARG);
+	assert_int_equal(reply_of(f, 3)->misfit, CORE_MISFIT_LIMIT);
+	assert_int_equal(f->table.stats.held, 2);
+	assert_int_equal(f->table.stats.waiters, 0);
+	assert_int_equal(status_of(f, 200).limit, 3);
+}
+
 static void
 test_holders_check_finds_any_live_holder_status_the_newest(void **state)
 {
@@ -803,6 +875,8 @@ main(void)
 		T(test_holders_restore_holders_brings_a_whole_name_back),
 		T(test_holders_check_finds_any_live_holder_status_the_newest),
 		T(test_holders_restore_ends_each_gone_holder_once),
+		T(test_holders_restore_of_an_ended_delay_keeps_the_waiters_limit),
+		T(test_holders_restore_of_other_holders_refuses_the_waiters),
 		T(test_holders_restore_batch_takes_a_names_further_records),
 		T(test_holders_allocation_failure_anywhere_keeps_the_books),
 		T(test_holders_a_plain_lock_makes_no_holder_set),
