@@ -585,7 +585,7 @@ test_holders_restore_holders_brings_a_whole_name_back(void **state)
 /* At t=100 a writer (tag 1) holds "n" with limit 1, a reader (tag 2) and a
  * writer (tag 3) wait behind it: the table's state before a fall-back. */
 static void
-writer_then_reader_and_writer_waiting(struct fixture *f)
+writer_then_reader_and_writer_waiting(struct table_fixture *f)
 {
 	assert_int_equal(acq(f, 0, 0, false, -1, 1, 100), CORE_OK);
 	assert_int_equal(reply_of(f, 1)->kind, CORE_REPLY_GRANTED);
@@ -608,7 +608,7 @@ writer_then_reader_and_writer_waiting(struct fixture *f)
 static void
 test_holders_restore_of_an_ended_delay_keeps_the_waiters_limit(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_lock_status st;
 	struct core_record rec;
 
@@ -637,7 +637,7 @@ test_holders_restore_of_an_ended_delay_keeps_the_waiters_limit(void **state)
 static void
 test_holders_restore_of_other_holders_refuses_the_waiters(void **state)
 {
-	struct fixture *f = *state;
+	struct table_fixture *f = *state;
 	struct core_record recs[2];
 
 	recs[0] = holder_record(5, 1000, 3, false);
