@@ -2302,7 +2302,10 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	/* Listed without being dirty, so that an entry restored to free with
 	 * nobody waiting is dropped by the next core_table_changes. */
 	entry_touch(table, e);
-	if (e->multi != NULL)
+	/* The records tell the name's limit; with none, requests still
+	 * waiting keep it from being idle, and so keep the limit they were
+	 * admitted under. */
+	if (e->multi != NULL && (n > 0 || link_empty(&e->queue)))
 		e->multi->limit = limit;
 	/* The name's lock-delay, whoever holds it. */
 	delay_set(table, e, delay_until);

@@ -924,6 +924,37 @@ test_holders_takeover_rewrites_each_holder_record(void **state)
 	assert_int_equal(r.owner_id, 0);
 }
 
+/*
+ * A failed commit restores a semaphore to no records while a request it
+ * admitted still waits: the name is not idle, so it keeps its limit, and
+ * the waiter is granted as one of its holders (found by the service
+ * fuzzer: it became a plain mutex, and the next limit=2 got BADARG).
+ */
+static void
+test_holders_restore_to_nothing_keeps_the_limit_of_a_waited_for_name(
+    void **state)
+{
+	struct fixture *f = *state;
+	struct core_lock_status st;
+
+	assert_int_equal(acq(f, 0, 2, false, -1, 1, 10), CORE_OK);
+	assert_int_equal(acq(f, 1, 2, false, -1, 2, 10), CORE_OK);
+	assert_int_equal(acq(f, 2, 2, false, -1, 3, 10), CORE_OK);
+	assert_false(answered(f, 3));
+	/* The batch that granted both never reached the store. */
+	drain(f);
+	assert_int_equal(core_table_restore_holders(&f->table, "n", 1, NULL,
+	    0, 20), CORE_OK);
+	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_GRANTED);
+	st = status_of(f, 20);
+	assert_int_equal(st.limit, 2);
+	assert_int_equal(st.holders, 1);
+	/* A second permit is there for the same limit, and only for it. */
+	assert_int_equal(try_n(f, 3, 2, false, 4, 20), CORE_OK);
+	assert_int_equal(reply_of(f, 4)->kind, CORE_REPLY_GRANTED);
+	assert_int_equal(try_n(f, 4, 0, false, 5, 20), CORE_ERR_KIND);
+}
+
 int
 main(void)
 {
@@ -948,6 +979,7 @@ main(void)
 		T(test_holders_allocation_failure_anywhere_keeps_the_books),
 		T(test_holders_a_plain_lock_makes_no_holder_set),
 		T(test_holders_takeover_rewrites_each_holder_record),
+		T(test_holders_restore_to_nothing_keeps_the_limit_of_a_waited_for_name),
 	};
 #undef T
 
