@@ -2248,6 +2248,27 @@ restore_prepare(struct core_table *table, struct core_entry *e,
 }
 
 /*
+ * The requests waiting for e when its records restore another limit than
+ * the one they were admitted under (the failed batch let the name go idle
+ * and take theirs): as the store has it the name never went idle, so they
+ * never fitted it, and get the ERR BADARG they would have got on arrival
+ * rather than a grant of a kind they did not ask for.
+ */
+static void
+restore_misfits(struct core_table *table, struct core_entry *e)
+{
+	while (!link_empty(&e->queue)) {
+		struct core_waiter *w = container_of(e->queue.next,
+		    struct core_waiter, queue_link);
+		struct core_session *s = w->session;
+		uint64_t tag = w->tag;
+
+		waiter_remove(table, w);
+		reply_misfit(table, s, tag, e, CORE_MISFIT_LIMIT);
+	}
+}
+
+/*
  * Restores one name from its records: `first` (NULL: none) and
  * more[0..nmore).  The own holder's record is handled exactly as a
  * single-holder table did; the others by restore_more.
@@ -2305,6 +2326,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	/* The records tell the name's limit; with none, requests still
 	 * waiting keep it from being idle, and so keep the limit they were
 	 * admitted under. */
+	if (n > 0 && entry_limit(e) != limit)
+		restore_misfits(table, e);
 	if (e->multi != NULL && (n > 0 || link_empty(&e->queue)))
 		e->multi->limit = limit;
 	/* The name's lock-delay, whoever holds it. */

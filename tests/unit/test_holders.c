@@ -955,6 +955,44 @@ test_holders_restore_to_nothing_keeps_the_limit_of_a_waited_for_name(
 	assert_int_equal(try_n(f, 4, 0, false, 5, 20), CORE_ERR_KIND);
 }
 
+/*
+ * A failed commit restores a semaphore's holder (limit 2) after the batch
+ * had released it, let the idle name take limit 1 and queued a plain
+ * request behind a plain grant: as the store has it the name never went
+ * idle, so that request never fitted.  It gets ERR BADARG rather than a
+ * mutex grant beside the restored holder (found by the service fuzzer).
+ */
+static void
+test_holders_restore_answers_waiters_of_another_limit_badarg(void **state)
+{
+	struct fixture *f = *state;
+	struct core_record rec;
+	struct core_lock_status st;
+
+	assert_int_equal(acq(f, 0, 2, false, -1, 1, 10), CORE_OK);
+	rec = holder_record(reply_of(f, 1)->fence, 10 + LEASE, 2, false);
+	rec.secret = reply_of(f, 1)->secret;
+	drain(f);
+	/* The batch that fails: a release, a mutex grant, a mutex waiter. */
+	assert_int_equal(core_release(&f->table, &f->s[0], "n", 1,
+	    handle_of(f, 1), 2, 20), CORE_OK);
+	assert_int_equal(acq(f, 1, 0, false, -1, 3, 20), CORE_OK);
+	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_GRANTED);
+	assert_int_equal(acq(f, 2, 0, false, -1, 4, 20), CORE_OK);
+	assert_false(answered(f, 4));
+	drain(f);
+	assert_int_equal(core_table_restore_holders(&f->table, "n", 1, &rec,
+	    1, 30), CORE_OK);
+	assert_int_equal(reply_of(f, 4)->kind, CORE_REPLY_BADARG);
+	assert_int_equal(reply_of(f, 4)->misfit, CORE_MISFIT_LIMIT);
+	st = status_of(f, 30);
+	assert_int_equal(st.holders, 1);
+	assert_int_equal(st.limit, 2);
+	assert_int_equal(st.fence, rec.fence);
+	assert_int_equal(st.queue, 0);
+	assert_int_equal(f->table.stats.waiters, 0);
+}
+
 int
 main(void)
 {
@@ -980,6 +1018,7 @@ main(void)
 		T(test_holders_a_plain_lock_makes_no_holder_set),
 		T(test_holders_takeover_rewrites_each_holder_record),
 		T(test_holders_restore_to_nothing_keeps_the_limit_of_a_waited_for_name),
+		T(test_holders_restore_answers_waiters_of_another_limit_badarg),
 	};
 #undef T
 
