@@ -96,8 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_CHECK(cond) do {						\
 	if (!(cond))							\
-		__builtin_trap();					\
+		fuzz_fail(__LINE__);					\
 } while (0)
+
+static void fuzz_fail(int line) __attribute__((noreturn));
 
 #define FUZZ_CONNS 4
 #define FUZZ_NAMES 5
@@ -295,6 +297,15 @@ trace(const char *fmt, ...)
 	vfprintf(trace_out, fmt, ap);
 	va_end(ap);
 	fputc('\n', trace_out);
+}
+
+/* A broken check: with FUZZ_SERVICE_TRACE, which one, then the trap. */
+static void
+fuzz_fail(int line)
+{
+	if (trace_out != NULL)
+		fprintf(trace_out, "check failed: fuzz_service.c:%d\n", line);
+	__builtin_trap();
 }
 
 /* ---- input ------------------------------------------------------------ */
@@ -1132,12 +1143,13 @@ executed(int c, const struct proto_request *preq,
 		struct fuzz_running r;
 		running_grants(preq->name, preq->name_len, &r);
 		/* A name keeps its limit until it is idle; a rid repeat must
-		 * ask its grant's mode.  With no told grant running, the name
-		 * may be busy all the same: BADARG may come. */
+		 * ask its grant's (or its waiting request's) mode.  With no
+		 * told grant running, the name may be busy all the same:
+		 * BADARG may come. */
 		req->misfit_certain = r.count > 0 &&
 		    r.newest->limit != req->limit;
 		req->misfit_possible = r.count == 0 || req->misfit_certain ||
-		    (req->rid_len > 0 && r.newest->shared != req->shared);
+		    req->rid_len > 0;
 		req->rid_live_fence = rid_live_fence(req);
 		trace("c%d: %.*s limit=%u%s: %u told holders running, "
 		    "misfit %d/%d", c, (int)req->name_len, req->name,

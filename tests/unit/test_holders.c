@@ -993,6 +993,42 @@ test_holders_restore_answers_waiters_of_another_limit_badarg(void **state)
 	assert_int_equal(f->table.stats.waiters, 0);
 }
 
+/*
+ * A rid repeat of a waiting writer that asks for a read hold is another
+ * request, not its retry: ERR BADARG (mode), and the writer keeps its
+ * place.  It used to take the writer's place at the head of the queue, a
+ * reader left waiting behind readers that would admit it (found by the
+ * service fuzzer).
+ */
+static void
+test_holders_a_waiters_rid_repeat_of_another_mode_is_badarg(void **state)
+{
+	struct fixture *f = *state;
+	struct core_acquire_args writer = { .lease_ms = LEASE,
+	    .wait_ms = CORE_WAIT_FOREVER, .rid = "w", .rid_len = 1 };
+	struct core_acquire_args reader = writer;
+	struct core_lock_status st;
+
+	reader.shared = true;
+	assert_int_equal(acq(f, 0, 0, true, -1, 1, 10), CORE_OK);
+	assert_int_equal(core_acquire(&f->table, &f->s[1], "n", 1, &writer, 2,
+	    10), CORE_OK);
+	assert_false(answered(f, 2));
+	assert_int_equal(core_acquire(&f->table, &f->s[2], "n", 1, &reader, 3,
+	    10), CORE_ERR_KIND);
+	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_BADARG);
+	assert_int_equal(reply_of(f, 3)->misfit, CORE_MISFIT_MODE);
+	assert_false(answered(f, 2));
+	st = status_of(f, 10);
+	assert_int_equal(st.queue, 1);
+	assert_int_equal(st.holders, 1);
+	/* The same mode is its retry: it takes the writer's place. */
+	assert_int_equal(core_acquire(&f->table, &f->s[2], "n", 1, &writer, 4,
+	    10), CORE_OK);
+	assert_int_equal(reply_of(f, 2)->kind, CORE_REPLY_SUPERSEDED);
+	assert_int_equal(status_of(f, 10).queue, 1);
+}
+
 int
 main(void)
 {
@@ -1019,6 +1055,7 @@ main(void)
 		T(test_holders_takeover_rewrites_each_holder_record),
 		T(test_holders_restore_to_nothing_keeps_the_limit_of_a_waited_for_name),
 		T(test_holders_restore_answers_waiters_of_another_limit_badarg),
+		T(test_holders_a_waiters_rid_repeat_of_another_mode_is_badarg),
 	};
 #undef T
 
