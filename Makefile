@@ -477,10 +477,11 @@ FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
                     daemon/auth.c daemon/quota.c daemon/recovery.c \
                     tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
-                    $(PROTO_SRC)
+                    tests/lib/broken_rules.c $(PROTO_SRC)
 FUZZ_TLS     := build-fuzz/fuzz_tls
 FUZZ_TLS_SRC := tests/fuzz/fuzz_tls.c daemon/tls.c $(filter-out \
-                tests/fuzz/fuzz_service.c tests/lib/rng.c,$(FUZZ_SERVICE_SRC))
+                tests/fuzz/fuzz_service.c tests/lib/rng.c \
+                tests/lib/broken_rules.c,$(FUZZ_SERVICE_SRC))
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 25
 FUZZ_GUARD_SECONDS ?= 120

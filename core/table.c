@@ -1602,6 +1602,13 @@ core_acquire(struct core_table *table, struct core_session *session,
 	/* A repeat of a waiting request takes its place: the waiter it
 	 * replaces leaves room for it under every limit. */
 	old = waiter_with_rid(e, opt.rid, opt.rid_len);
+	if (old != NULL && old->shared != opt.shared) {
+		/* Another mode is another request, not its retry: taking
+		 * the waiter's turn, it could stand where it would be
+		 * admitted. */
+		reply_misfit(table, session, tag, e, CORE_MISFIT_MODE);
+		return CORE_ERR_KIND;
+	}
 	if (old == NULL && !waiter_room(table, session, tag, e, false))
 		return CORE_ERR_LIMIT;
 	tags = tags_make(table, opt.label, opt.label_len, opt.rid, opt.rid_len,

@@ -14,6 +14,9 @@
  *     wait has its deadline in the heap; after a tick nothing due remains;
  *     no lock is free while someone waits; no lease ends later than the
  *     maximum lease from now; no fence above the high-water mark;
+ *     holder sets (issue 17): the entry's own holder is alone, a limit-1
+ *     name's others are all shared and a semaphore's none, never more than
+ *     the limit, and nobody waits whom the holders would admit;
  *   - the replies: every byte a client reads is a reply line that
  *     proto_parse_reply accepts; replies come one per request, in request
  *     order (the target parses what it fed with the same parser, so it
@@ -21,9 +24,19 @@
  *     may get; no reply without a request; no TIMEOUT before its wait;
  *   - what clients were told: a GRANTED fence is never told twice, is
  *     durable (not above the store's high-water mark) and is above every
- *     fence told for that name before the request arrived; no two told
- *     grants of one name certainly overlap in time; STATUS of a lock whose
- *     told lease is certainly running names that holder;
+ *     fence told for that name before the request arrived, in every mode
+ *     (but for a rid repeat on a shared lock or a semaphore, which may
+ *     first tell a grant that held beside newer told ones);
+ *     the told grants of one name certainly running at once are never
+ *     more than their limit, all of one limit, and an exclusive one runs
+ *     beside none; a rid repeat gets its grant again (same handle, same
+ *     kind), never a new grant beside a certainly running one of its rid;
+ *     an ACQUIRE or TRY whose limit differs from a certainly running
+ *     grant's gets ERR BADARG, and one that certainly fits never does;
+ *     STATUS of a lock with told leases certainly running names the
+ *     newest of them or a newer one, with holders= at least their count
+ *     and their limit= and mode=shared; STATUS, LIST and WATCH's fields
+ *     holders=, limit= and mode=shared agree with each other and held=;
  *   - at the end, with faults cleared and the clock run past every
  *     deadline: every request on an open connection has been answered, and
  *     the table and the store are empty again.
@@ -45,7 +58,8 @@
  * (tests/fuzz/make_service_seeds.py writes the seeds in this encoding):
  *   0 open  1 close (bit 6: half-close, as `printf ... | nc`)  2 queue raw
  *   bytes (length byte, then the bytes)  3 queue a well-formed request
- *   (command, name, options, handle, spelling)  4 commit if due
+ *   (command, name, options, handle - on ACQUIRE and TRY its limit=,
+ *   mode= and rid=, see kind_options -, spelling)  4 commit if due
  *   5 feed n queued bytes as one read  6/7 advance the boot clock a little
  *   or a lot  8 tick  9 end the pass (service_end_pass, then the writes)
  *   10 commit now  11 faults: the store fails the next 1-3 commits, the
@@ -74,6 +88,7 @@
 #include "daemon/log.h"
 #include "daemon/service.h"
 #include "proto/proto.h"
+#include "tests/lib/broken_rules.h"
 #include "tests/lib/rng.h"
 #include "tests/lib/store_mem.h"
 
@@ -81,8 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ_CHECK(cond) do {						\
 	if (!(cond))							\
-		__builtin_trap();					\
+		fuzz_fail(__LINE__);					\
 } while (0)
+
+static void fuzz_fail(int line) __attribute__((noreturn));
 
 #define FUZZ_CONNS 4
 #define FUZZ_NAMES 5
@@ -106,10 +123,22 @@ struct fuzz_req {
 	uint64_t fence;
 	char rid[PROTO_RID_MAX];     /* ACQUIRE, TRY: rid=; rid_len 0: none */
 	size_t rid_len;
+	bool shared;                 /* ACQUIRE, TRY: mode=shared */
+	uint16_t limit;              /* ACQUIRE, TRY: limit=, 1 when absent */
 	core_time t;                 /* executed at */
 	uint64_t stamp;              /* order of execution */
-	/* STATUS: a told lease certainly running at t, if any. */
+	/* ACQUIRE, TRY: the told grants certainly running at t say that its
+	 * kind does not fit the name (ERR BADARG certain), or cannot say
+	 * (BADARG allowed); a live grant made with its rid (its repeat). */
+	bool misfit_certain;
+	bool misfit_possible;
+	uint64_t rid_live_fence;
+	/* STATUS: the told leases certainly running at t, if any: how many,
+	 * of what kind, the newest of them and what its lease has left. */
 	bool expect_held;
+	uint32_t expect_count;
+	bool expect_shared;
+	uint16_t expect_limit;
 	uint64_t expect_fence;
 	int64_t expect_ttl_min;
 	/* --auth: the permission check must refuse it (ERR DENIED, nothing
@@ -157,6 +186,8 @@ struct fuzz_grant {
 	uint64_t bind_stamp;         /* the request that bound it last */
 	char rid[PROTO_RID_MAX];     /* the rid it was granted with */
 	size_t rid_len;
+	bool shared;                 /* its kind: mode=shared, */
+	uint16_t limit;              /*   the name's limit (1: none) */
 };
 
 /* An ACQUIRE or TRY with a rid, executed. */
@@ -220,11 +251,30 @@ struct fuzz {
  *                      record (as without fsync): a restart forgets grants
  *   wall-clock-leases  the service's boot clock follows the wall clock, so
  *                      a wall-clock step moves every lease
+ * and the lock table run on one of tests/lib/broken_rules.h's rule sets
+ * for holder sets (issue 17):
+ *   admits-over-limit     a semaphore admits one holder over its limit
+ *   reader-beside-writer  a reader is admitted beside any holder
+ *   one-grant-at-a-time   the queue is served only when nobody holds
+ *   grant-keeps-counter   a grant leaves the fence counter: fences repeat
+ *   rid-any-holder        a rid repeat finds any holder granted with a rid
  */
 enum fuzz_variant {
 	FUZZ_STANDARD,
 	FUZZ_LOSSY_STORE,
-	FUZZ_WALL_CLOCK_LEASES
+	FUZZ_WALL_CLOCK_LEASES,
+	FUZZ_BROKEN_RULES        /* fuzz_broken[] from here on */
+};
+
+static const struct {
+	const char *name;
+	const struct core_rules *rules;
+} fuzz_broken[] = {
+	{ "admits-over-limit", &broken_rules_admits_over_limit },
+	{ "reader-beside-writer", &broken_rules_reader_beside_writer },
+	{ "one-grant-at-a-time", &broken_rules_one_grant_at_a_time },
+	{ "grant-keeps-counter", &broken_rules_grant_keeps_counter },
+	{ "rid-any-holder", &broken_rules_rid_any_holder },
 };
 
 static struct fuzz fz;
@@ -247,6 +297,15 @@ trace(const char *fmt, ...)
 	vfprintf(trace_out, fmt, ap);
 	va_end(ap);
 	fputc('\n', trace_out);
+}
+
+/* A broken check: with FUZZ_SERVICE_TRACE, which one, then the trap. */
+static void
+fuzz_fail(int line)
+{
+	if (trace_out != NULL)
+		fprintf(trace_out, "check failed: fuzz_service.c:%d\n", line);
+	__builtin_trap();
 }
 
 /* ---- input ------------------------------------------------------------ */
@@ -294,12 +353,6 @@ static core_time
 min_time(core_time a, core_time b)
 {
 	return a < b ? a : b;
-}
-
-static core_time
-max_time(core_time a, core_time b)
-{
-	return a > b ? a : b;
 }
 
 static bool
@@ -358,6 +411,10 @@ variant_from_env(void)
 		return FUZZ_LOSSY_STORE;
 	if (strcmp(v, "wall-clock-leases") == 0)
 		return FUZZ_WALL_CLOCK_LEASES;
+	for (size_t i = 0; i < sizeof(fuzz_broken) / sizeof(fuzz_broken[0]);
+	    i++)
+		if (strcmp(v, fuzz_broken[i].name) == 0)
+			return FUZZ_BROKEN_RULES + (int)i;
 	fprintf(stderr, "fuzz_service: unknown FUZZ_SERVICE_VARIANT %s\n", v);
 	abort();
 }
@@ -466,19 +523,54 @@ conn_closed_event(int c)
 	}
 }
 
-/* The told grant of `name` certainly running now, if any. */
-static const struct fuzz_grant *
-running_grant(const char *name, size_t name_len)
+/* Is told grant g certainly running now. */
+static bool
+running(const struct fuzz_grant *g)
+{
+	return g->told <= fz.mono && g->bound > fz.mono;
+}
+
+/* The told grants of a name certainly running now (issue 17's holder
+ * sets): how many, and the newest of them; they agree on their kind, or
+ * told_granted has trapped. */
+struct fuzz_running {
+	uint32_t count;
+	const struct fuzz_grant *newest;
+};
+
+static void
+running_grants(const char *name, size_t name_len, struct fuzz_running *r)
 {
 	size_t i;
 
+	memset(r, 0, sizeof(*r));
 	for (i = 0; i < fz.ngrants; i++) {
 		const struct fuzz_grant *g = &fz.grants[i];
-		if (same_name(g->name, g->name_len, name, name_len) &&
-		    g->told <= fz.mono && g->bound > fz.mono)
-			return g;
+		if (!same_name(g->name, g->name_len, name, name_len) ||
+		    !running(g))
+			continue;
+		r->count++;
+		if (r->newest == NULL || g->fence > r->newest->fence)
+			r->newest = g;
 	}
-	return NULL;
+}
+
+/* The fence of a told grant of req's name certainly running now that was
+ * made with req's rid, 0 if none: req may only get that grant again. */
+static uint64_t
+rid_live_fence(const struct fuzz_req *req)
+{
+	size_t i;
+
+	for (i = 0; req->rid_len > 0 && i < fz.ngrants; i++) {
+		const struct fuzz_grant *g = &fz.grants[i];
+		if (same_name(g->name, g->name_len, req->name,
+		    req->name_len) && running(g) &&
+		    g->rid_len == req->rid_len &&
+		    memcmp(g->rid, req->rid, req->rid_len) == 0)
+			return g->fence;
+	}
+	return 0;
 }
 
 static int64_t effective_lease(int64_t asked);
@@ -535,6 +627,12 @@ told_granted(int c, const struct fuzz_req *req,
     const struct proto_reply *rep)
 {
 	struct fuzz_grant *g;
+	bool repeat_onclose;
+	/* A rid repeat may be the first telling of a grant made before
+	 * others were told: of a shared lock or a semaphore, it may have held
+	 * beside them all along. */
+	bool maybe_old = (req->shared || req->limit > 1) &&
+	    req->rid_len > 0 && earlier_rid(req, &repeat_onclose);
 	size_t i;
 
 	FUZZ_CHECK(rep->handle.fence == rep->fence);
@@ -549,7 +647,7 @@ told_granted(int c, const struct fuzz_req *req,
 		    rep->name_len))
 			continue;
 		/* Told before this request arrived: granted before it. */
-		if (o->told_stamp < req->stamp)
+		if (o->told_stamp < req->stamp && !maybe_old)
 			FUZZ_CHECK(o->fence < rep->fence);
 	}
 	fz.grants = grow(fz.grants, &fz.grants_cap, fz.ngrants + 1,
@@ -569,6 +667,8 @@ told_granted(int c, const struct fuzz_req *req,
 	g->bind_stamp = req->stamp;
 	g->rid_len = req->rid_len;
 	memcpy(g->rid, req->rid, req->rid_len);
+	g->shared = req->shared;
+	g->limit = req->limit;
 	/* The hold lived at req->t; a close since of a connection that sent
 	 * its rid may have ended it (see rid_bound_to). */
 	for (i = 0; g->onclose && g->rid_len > 0 && i < fz.nrid_reqs; i++) {
@@ -586,12 +686,23 @@ told_granted(int c, const struct fuzz_req *req,
 		    (e->any_secret || e->handle.secret == g->secret))
 			g->bound = min_time(g->bound, e->t);
 	}
-	/* MutualExclusion over what clients were told. */
-	for (i = 0; i < fz.ngrants; i++) {
-		const struct fuzz_grant *o = &fz.grants[i];
-		if (same_name(o->name, o->name_len, g->name, g->name_len))
-			FUZZ_CHECK(max_time(g->told, o->told) >=
-			    min_time(g->bound, o->bound));
+	/* The holders clients were told of, now: never more than the limit;
+	 * an exclusive one beside no other; all of one limit, which a name
+	 * keeps until it is idle.  (Every other told grant was told by now,
+	 * so two certainly overlap exactly when both certainly run now.) */
+	if (running(g)) {
+		uint32_t holders = 1;
+
+		for (i = 0; i < fz.ngrants; i++) {
+			const struct fuzz_grant *o = &fz.grants[i];
+			if (!same_name(o->name, o->name_len, g->name,
+			    g->name_len) || !running(o))
+				continue;
+			holders++;
+			FUZZ_CHECK(o->limit == g->limit);
+			FUZZ_CHECK(g->limit > 1 || (g->shared && o->shared));
+		}
+		FUZZ_CHECK(holders <= g->limit || g->shared);
 	}
 	fz.ngrants++;
 }
@@ -616,6 +727,8 @@ told_again(int c, const struct fuzz_req *req, const struct proto_reply *rep)
 		FUZZ_CHECK(req->rid_len > 0 && req->rid_len == o->rid_len &&
 		    memcmp(req->rid, o->rid, o->rid_len) == 0);
 		FUZZ_CHECK(rep->handle.secret == o->secret);
+		/* A repeat of another kind is ERR BADARG, never the grant. */
+		FUZZ_CHECK(req->shared == o->shared && req->limit == o->limit);
 		FUZZ_CHECK(rep->lease_ms > 0 &&
 		    rep->lease_ms <= fz.config.core.max_lease_ms);
 		/* Bound to the connection that repeated it last (replies
@@ -655,6 +768,37 @@ allowed_failure(const struct proto_reply *rep, bool may_limit)
 	    (fz.near_overflow && is_error(rep, PROTO_ERR_OVERFLOW));
 }
 
+/*
+ * STATUS, LOCK and CHANGED: holders=, limit= and mode=shared agree with
+ * each other and with held= (issue 17): holders= is shown when the limit
+ * is above 1 or the lock is held shared, limit= when it is above 1.
+ */
+static void
+check_kind_fields(const struct proto_reply *rep)
+{
+	if (!rep->held)
+		FUZZ_CHECK(rep->holders == 0 && !rep->shared);
+	if (rep->shared)
+		FUZZ_CHECK(rep->holders >= 1 && rep->limit == 0);
+	if (rep->limit != 0)
+		FUZZ_CHECK(rep->limit >= 2 &&
+		    rep->limit <= PROTO_HOLDERS_LIMIT_MAX &&
+		    rep->holders <= rep->limit &&
+		    (rep->holders >= 1) == rep->held);
+	if (rep->limit == 0 && !rep->shared)
+		FUZZ_CHECK(rep->holders == 0);
+}
+
+/* ACQUIRE and TRY: a reply that may answer a request whose kind (limit=,
+ * mode=) certainly does not fit the name. */
+static bool
+misfit_reply(const struct proto_reply *rep)
+{
+	return is_error(rep, PROTO_ERR_BADARG) ||
+	    allowed_failure(rep, true) ||
+	    (fz.stopping && is_error(rep, PROTO_ERR_SHUTDOWN));
+}
+
 /* Checks one reply line against the request it answers. */
 static bool fuzz_may(int principal, unsigned perm, const char *name,
     size_t len);
@@ -680,6 +824,7 @@ check_reply(int c, const char *line, size_t n)
 	    rep.kind == PROTO_REPLY_LOCK) {
 		FUZZ_CHECK(rep.held || (rep.fence == 0 && rep.ttl_ms == 0));
 		FUZZ_CHECK(rep.held || rep.queue > 0 || rep.delay_ms > 0);
+		check_kind_fields(&rep);
 		/* With --auth, only names the principal may read. */
 		FUZZ_CHECK(!fz.auth || fuzz_may(fc->reqs[fc->head].principal,
 		    AUTH_PERM_READ, rep.name, rep.name_len));
@@ -700,6 +845,15 @@ check_reply(int c, const char *line, size_t n)
 		return;
 	}
 	FUZZ_CHECK(!is_error(&rep, PROTO_ERR_DENIED));
+	if (req->kind == PROTO_CMD_ACQUIRE || req->kind == PROTO_CMD_TRY) {
+		/* A kind that does not fit the name: BADARG, and only when
+		 * the oracle cannot say it fits. */
+		FUZZ_CHECK(!req->misfit_certain || misfit_reply(&rep));
+		FUZZ_CHECK(!is_error(&rep, PROTO_ERR_BADARG) ||
+		    req->misfit_possible);
+		if (is_error(&rep, PROTO_ERR_BADARG))
+			return;
+	}
 	switch (req->kind) {
 	case FUZZ_BAD:
 		FUZZ_CHECK(is_error(&rep, req->bad));
@@ -709,6 +863,8 @@ check_reply(int c, const char *line, size_t n)
 		    &rep)) {
 			/* A rid repeat: the grant told before. */
 		} else if (rep.kind == PROTO_REPLY_GRANTED) {
+			/* Never a second grant beside its rid's live one. */
+			FUZZ_CHECK(req->rid_live_fence == 0);
 			FUZZ_CHECK(granted_lease_ok(req, rep.lease_ms));
 			told_granted(c, req, &rep);
 		} else if (req->rid_len > 0 &&
@@ -729,6 +885,7 @@ check_reply(int c, const char *line, size_t n)
 		    &rep)) {
 			/* A rid repeat: the grant told before. */
 		} else if (rep.kind == PROTO_REPLY_GRANTED) {
+			FUZZ_CHECK(req->rid_live_fence == 0);
 			FUZZ_CHECK(granted_lease_ok(req, rep.lease_ms));
 			told_granted(c, req, &rep);
 		} else {
@@ -757,9 +914,20 @@ check_reply(int c, const char *line, size_t n)
 		FUZZ_CHECK(rep.held || (rep.fence == 0 && rep.ttl_ms == 0));
 		FUZZ_CHECK(rep.ttl_ms >= 0 &&
 		    rep.ttl_ms <= fz.config.core.max_lease_ms);
+		check_kind_fields(&rep);
 		if (req->expect_held) {
-			FUZZ_CHECK(rep.held && rep.fence == req->expect_fence);
-			FUZZ_CHECK(rep.ttl_ms >= req->expect_ttl_min);
+			/* fence and ttl are the newest holder's; an exclusive
+			 * holder is the only one. */
+			FUZZ_CHECK(rep.held && rep.fence >= req->expect_fence);
+			FUZZ_CHECK(req->expect_shared || req->expect_limit > 1 ||
+			    rep.fence == req->expect_fence);
+			if (rep.fence == req->expect_fence)
+				FUZZ_CHECK(rep.ttl_ms >= req->expect_ttl_min);
+			FUZZ_CHECK(rep.shared == req->expect_shared);
+			FUZZ_CHECK(rep.limit == (req->expect_limit > 1 ?
+			    req->expect_limit : 0));
+			FUZZ_CHECK(rep.holders >= req->expect_count ||
+			    (!req->expect_shared && req->expect_limit == 1));
 		}
 		break;
 	case PROTO_CMD_PING:
@@ -789,6 +957,7 @@ check_reply(int c, const char *line, size_t n)
 		if (rep.kind == PROTO_REPLY_CHANGED) {
 			/* Never for the fence watched. */
 			FUZZ_CHECK(!req->has_fence || rep.fence != req->fence);
+			check_kind_fields(&rep);
 		} else if (is_error(&rep, PROTO_ERR_TIMEOUT)) {
 			FUZZ_CHECK(fc->input_ended || (req->has_wait &&
 			    fz.mono >= req->t + req->wait));
@@ -946,6 +1115,9 @@ executed(int c, const struct proto_request *preq,
 	req->has_fence = preq->has_fence;
 	req->fence = preq->fence;
 	req->rid_len = preq->rid_len;
+	req->shared = preq->has_mode && preq->mode == PROTO_MODE_SHARED;
+	req->limit = (uint16_t)(preq->has_limit && preq->command !=
+	    PROTO_CMD_LIST ? preq->limit : 1);
 	if (preq->rid_len > 0) {
 		memcpy(req->rid, preq->rid, preq->rid_len);
 		rid_executed(c, req);
@@ -966,13 +1138,35 @@ executed(int c, const struct proto_request *preq,
 		handle_event(preq->name, preq->name_len, h, fz.mono, true);
 		break;
 	}
+	case PROTO_CMD_ACQUIRE:
+	case PROTO_CMD_TRY: {
+		struct fuzz_running r;
+		running_grants(preq->name, preq->name_len, &r);
+		/* A name keeps its limit until it is idle; a rid repeat must
+		 * ask its grant's (or its waiting request's) mode.  With no
+		 * told grant running, the name may be busy all the same:
+		 * BADARG may come. */
+		req->misfit_certain = r.count > 0 &&
+		    r.newest->limit != req->limit;
+		req->misfit_possible = r.count == 0 || req->misfit_certain ||
+		    req->rid_len > 0;
+		req->rid_live_fence = rid_live_fence(req);
+		trace("c%d: %.*s limit=%u%s: %u told holders running, "
+		    "misfit %d/%d", c, (int)req->name_len, req->name,
+		    (unsigned)req->limit, req->shared ? " shared" : "",
+		    r.count, req->misfit_certain, req->misfit_possible);
+		break;
+	}
 	case PROTO_CMD_STATUS: {
-		const struct fuzz_grant *g = running_grant(preq->name,
-		    preq->name_len);
-		if (g != NULL) {
+		struct fuzz_running r;
+		running_grants(preq->name, preq->name_len, &r);
+		if (r.count > 0) {
 			req->expect_held = true;
-			req->expect_fence = g->fence;
-			req->expect_ttl_min = g->bound - fz.mono;
+			req->expect_count = r.count;
+			req->expect_shared = r.newest->shared;
+			req->expect_limit = r.newest->limit;
+			req->expect_fence = r.newest->fence;
+			req->expect_ttl_min = r.newest->bound - fz.mono;
 		}
 		break;
 	}
@@ -1214,6 +1408,41 @@ pick_handle(uint8_t b)
 	return h;
 }
 
+/* ACQUIRE's and TRY's limit= (mostly 1 to 4, sometimes out of range),
+ * by the low three bits of their handle byte (which they do not use). */
+static const long fuzz_limits[8] = { -1, 1, 2, 3, 4, 2, 0, 65536 };
+static const char *const fuzz_modes[4] = {
+	NULL, "exclusive", "shared", "bogus"
+};
+
+/*
+ * The kind of lock an ACQUIRE or TRY asks for (issue 17), from its handle
+ * byte b, which 0 leaves a plain request: limit= (bits 0-2), mode=
+ * (bits 3-4) and rid= (bits 5-6: none, two shared by every connection, or
+ * this connection's own).  Writes the options into out and returns their
+ * length.
+ */
+static int
+kind_options(char *out, size_t cap, const char *sep, uint8_t b, int c)
+{
+	long limit = fuzz_limits[b & 7];
+	const char *mode = fuzz_modes[(b >> 3) & 3];
+	unsigned rid = (b >> 5) & 3;
+	int n = 0;
+
+	if (limit >= 0)
+		n += snprintf(out + n, cap - (size_t)n, "%slimit=%ld", sep,
+		    limit);
+	if (mode != NULL)
+		n += snprintf(out + n, cap - (size_t)n, "%smode=%s", sep,
+		    mode);
+	if (rid == 1 || rid == 2)
+		n += snprintf(out + n, cap - (size_t)n, "%srid=r%u", sep, rid);
+	else if (rid == 3)
+		n += snprintf(out + n, cap - (size_t)n, "%srid=c%d", sep, c);
+	return n;
+}
+
 /* Queues one well-formed request line, spelt in one of a few ways. */
 static void
 queue_request(int c)
@@ -1301,6 +1530,9 @@ queue_request(int c)
 	    req.command == PROTO_CMD_TRY) && (opt & 0x40))
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
 		    "%sonclose=%s", sep, (opt & 0x80) ? "release" : "keep");
+	if (req.command == PROTO_CMD_ACQUIRE || req.command == PROTO_CMD_TRY)
+		n += kind_options(line + n, sizeof(line) - (size_t)n, sep, hb,
+		    c);
 	if ((req.command == PROTO_CMD_ACQUIRE ||
 	    req.command == PROTO_CMD_TRY) && (style & 0x10))
 		n += snprintf(line + n, sizeof(line) - (size_t)n,
@@ -1358,6 +1590,9 @@ service_up(void)
 		    &fz.clock, &rec) == 0);
 	}
 	fz.svc.hooks.before_commit = fuzz_before_commit;
+	if (fz.variant >= FUZZ_BROKEN_RULES)
+		fz.svc.table.rules =
+		    fuzz_broken[fz.variant - FUZZ_BROKEN_RULES].rules;
 	fz.svc.auth = fz.auth ? &fuzz_rules : NULL;
 	fz.up = true;
 	fz.stopping = false;
@@ -1421,6 +1656,57 @@ list_length(const struct core_link *head)
 	return n;
 }
 
+/* One holder's lease: its deadline in the heap, within the maximum. */
+static void
+check_holder(const struct core_lock *lock, const struct core_timer *timer,
+    bool after_tick)
+{
+	FUZZ_CHECK(lock->fence != 0 && lock->fence <= fz.svc.table.hwm);
+	FUZZ_CHECK(timer->slot != CORE__HEAP_OUT &&
+	    timer->when == lock->expiry);
+	FUZZ_CHECK(!after_tick || lock->expiry > svc_now());
+	/* No lease outlives the maximum from now. */
+	FUZZ_CHECK(lock->expiry - svc_now() <= fz.config.core.max_lease_ms);
+	FUZZ_CHECK(lock->lease_ms > 0 &&
+	    lock->lease_ms <= fz.config.core.max_lease_ms);
+}
+
+/*
+ * The holders of e beyond its own (issue 17), as the spec allows them:
+ * the entry's own holder is alone (an exclusive holder of a limit-1 name);
+ * a limit-1 name's others are all shared, a semaphore's none, and never
+ * more than its limit; a name that could admit its queue's head has none
+ * waiting (no lock-delay, and fewer than limit hold, or shared holders
+ * and a shared head: the shared run is granted together).  Returns how
+ * many.
+ */
+static uint32_t
+check_holders(const struct core_entry *e, bool after_tick)
+{
+	const struct core_multi *m = e->multi;
+	const struct core_holder *h, *o;
+	const struct core_waiter *head;
+	uint32_t n = 0;
+
+	for (h = m->holders; h != NULL; h = h->next) {
+		n++;
+		FUZZ_CHECK(h->entry == e);
+		FUZZ_CHECK(h->shared == (m->limit == 1));
+		check_holder(&h->lock, &h->timer, after_tick);
+		for (o = h->next; o != NULL; o = o->next)
+			FUZZ_CHECK(o->lock.fence != h->lock.fence);
+	}
+	FUZZ_CHECK(n == m->count);
+	FUZZ_CHECK(m->limit >= 1);
+	FUZZ_CHECK(n == 0 || e->lock.fence == 0);
+	FUZZ_CHECK(n <= m->limit || m->limit == 1);
+	if (n == 0 || e->delay_until != 0 || e->queue_len == 0)
+		return n;
+	head = container_of(e->queue.next, struct core_waiter, queue_link);
+	FUZZ_CHECK(m->limit == 1 ? !head->shared : n >= m->limit);
+	return n;
+}
+
 /* The table's books, after any complete step. */
 static void
 check_table(bool after_tick)
@@ -1443,24 +1729,28 @@ check_table(bool after_tick)
 			if (e->lock.fence != 0) {
 				held++;
 				timers++;
-				FUZZ_CHECK(e->timer.slot != CORE__HEAP_OUT &&
-				    e->timer.when == e->lock.expiry);
-				FUZZ_CHECK(!after_tick ||
-				    e->lock.expiry > svc_now());
-				/* No lease outlives the maximum from now. */
-				FUZZ_CHECK(e->lock.expiry - svc_now() <=
-				    fz.config.core.max_lease_ms);
-				FUZZ_CHECK(e->lock.lease_ms > 0 &&
-				    e->lock.lease_ms <=
-				    fz.config.core.max_lease_ms);
+				check_holder(&e->lock, &e->timer, after_tick);
+			}
+			if (e->multi != NULL) {
+				uint32_t n = check_holders(e, after_tick);
+				held += n;
+				timers += n;
+			}
+			if (e->lock.fence != 0) {
+				/* Held: checked by check_holder. */
 			} else if (e->delay_until != 0) {
-				/* Free in lock-delay: waiters wait for its
-				 * end, which the entry's timer waits for. */
+				/* In lock-delay (free, or held by others):
+				 * waiters wait for its end, which the
+				 * entry's timer waits for. */
 				timers++;
 				FUZZ_CHECK(e->timer.slot != CORE__HEAP_OUT &&
 				    e->timer.when == e->delay_until);
 				FUZZ_CHECK(!after_tick ||
 				    e->delay_until > svc_now());
+				FUZZ_CHECK(e->owner == NULL);
+			} else if (e->multi != NULL && e->multi->count > 0) {
+				/* Held by others: see check_holders. */
+				FUZZ_CHECK(e->timer.slot == CORE__HEAP_OUT);
 				FUZZ_CHECK(e->owner == NULL);
 			} else {
 				/* NoStarvation: nobody waits for a free lock. */
@@ -1468,11 +1758,8 @@ check_table(bool after_tick)
 				FUZZ_CHECK(e->timer.slot == CORE__HEAP_OUT);
 				FUZZ_CHECK(e->owner == NULL);
 			}
-			/* WATCHes live in the entry's core_multi (issue 17);
-			 * the requests made here (no limit=, no mode=) give
-			 * no entry other holders than its own. */
-			FUZZ_CHECK(e->multi == NULL ||
-			    e->multi->holders == NULL);
+			/* WATCHes live in the entry's core_multi (issue 17),
+			 * with the holders beyond the entry's own. */
 			if (e->multi != NULL) {
 				const struct core_link *ws =
 				    &e->multi->watchers;
@@ -1506,12 +1793,18 @@ check_table(bool after_tick)
 	/* Per-principal counts: every grant counted is a lease held now. */
 	for (b = 0, i = 0; b < t->bucket_count; b++) {
 		const struct core_entry *e;
-		for (e = t->buckets[b]; e != NULL; e = e->hash_next)
+		for (e = t->buckets[b]; e != NULL; e = e->hash_next) {
+			const struct core_holder *h;
 			if (quota_holder(&fz.svc.quota, e->lock.fence) != NULL)
 				i++;
+			for (h = e->multi != NULL ? e->multi->holders : NULL;
+			    h != NULL; h = h->next)
+				if (quota_holder(&fz.svc.quota,
+				    h->lock.fence) != NULL)
+					i++;
+		}
 	}
 	FUZZ_CHECK(i == fz.svc.quota.grants);
-	FUZZ_CHECK(held <= locks);
 	FUZZ_CHECK(waiters == t->stats.waiters);
 	FUZZ_CHECK(timers == t->heap_len);
 	for (i = 0; i < t->heap_len; i++)

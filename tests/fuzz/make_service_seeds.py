@@ -8,7 +8,8 @@ checked in, so this is only needed when the encoding changes.
 """
 import os
 
-ACQUIRE, TRY, RENEW, RELEASE, STATUS, PING, QUIT, HELP, STATS, AUTH = range(10)
+(ACQUIRE, TRY, RENEW, RELEASE, STATUS, PING, QUIT, HELP, STATS, FORCE, CHECK,
+ WATCH, LIST, AUTH) = range(14)
 
 
 def op(code, c=0, extra=0):
@@ -25,6 +26,19 @@ def req(c, cmd, name=0, lease=0, wait=0, onclose=None, handle=0, style=0):
     if onclose is not None:
         o |= 0x40 | (0x80 if onclose else 0)
     return op(3, c) + bytes([cmd, name, o, handle, style])
+
+
+# The kind of lock an ACQUIRE or TRY asks for, in its handle byte (see
+# kind_options in fuzz_service.c): limit= by index into
+# (none, 1, 2, 3, 4, 2, 0, 65536), mode= (none, exclusive, shared, bogus),
+# rid= (none, r1, r2, c<connection>).
+LIMIT = {None: 0, 1: 1, 2: 2, 3: 3, 4: 4, 0: 6, 65536: 7}
+MODE = {None: 0, 'exclusive': 1, 'shared': 2, 'bogus': 3}
+RID = {None: 0, 'r1': 1, 'r2': 2, 'own': 3}
+
+
+def kind(limit=None, mode=None, rid=None):
+    return LIMIT[limit] | (MODE[mode] << 3) | (RID[rid] << 5)
 
 
 def feed(c, n=0): return op(5, c) + bytes([n])
@@ -123,6 +137,74 @@ seeds = {
     + feed(1) + pass_() + close(0) + pass_() + restart(False) + opn(0)
     + raw(0, b'ACQUIRE a rid=r1 wait=0\n') + feed(0) + pass_()
     + advbig(40) + pass_(),
+    # Issue 17's kinds of lock.  A 3-permit semaphore: two hold, a third
+    # joins, a fourth waits for a release; STATUS, LIST and WATCH show it.
+    'semaphore': cfg + opn(0) + opn(1) + opn(2) + opn(3)
+    + req(0, ACQUIRE, 0, lease=5, handle=kind(3))
+    + req(1, ACQUIRE, 0, lease=5, handle=kind(3)) + feed(0) + feed(1)
+    + pass_() + req(2, TRY, 0, lease=5, handle=kind(3))
+    + req(3, ACQUIRE, 0, wait=5, handle=kind(3)) + req(3, STATUS, 0)
+    + feed(2) + feed(3) + pass_()
+    + req(2, WATCH, 0, wait=4) + req(2, LIST) + feed(2)
+    + req(0, RELEASE, 0, handle=0) + feed(0) + pass_() + advbig(3)
+    + req(1, STATUS, 0) + feed(1) + pass_() + advbig(60) + pass_(),
+    # Readers and a writer: two readers hold, a writer waits, a reader
+    # behind it waits too; the readers go, the writer, then the reader.
+    'readers-writer': cfg + opn(0) + opn(1) + opn(2) + opn(3)
+    + req(0, ACQUIRE, 1, lease=5, handle=kind(mode='shared'))
+    + req(1, ACQUIRE, 1, lease=5, handle=kind(1, 'shared')) + feed(0)
+    + feed(1) + pass_()
+    + req(2, ACQUIRE, 1, lease=5, wait=6, handle=kind(mode='exclusive'))
+    + feed(2) + pass_()
+    + req(3, ACQUIRE, 1, wait=6, handle=kind(mode='shared'))
+    + req(3, STATUS, 1) + feed(3) + pass_()
+    + req(0, RELEASE, 1, handle=4) + req(1, RELEASE, 1, handle=0)
+    + feed(0) + feed(1) + pass_() + req(3, LIST) + feed(3) + pass_()
+    + advbig(40) + pass_() + advbig(200) + pass_(),
+    # Kinds that do not fit: another limit (or none) on a semaphore,
+    # shared on it, shared with a limit, limits out of range, a bad mode.
+    'kind-misfit': cfg + opn(0) + opn(1)
+    + req(0, ACQUIRE, 2, lease=6, handle=kind(2)) + feed(0) + pass_()
+    + req(1, TRY, 2, handle=kind()) + req(1, TRY, 2, handle=kind(3))
+    + req(1, TRY, 2, handle=kind(2, 'shared'))
+    + req(1, TRY, 2, handle=kind(1, 'shared'))
+    + req(1, ACQUIRE, 2, handle=kind(0)) + req(1, TRY, 2, handle=kind(65536))
+    + req(1, ACQUIRE, 2, handle=kind(mode='bogus'))
+    + req(1, TRY, 2, handle=kind(2)) + req(1, STATUS, 2) + feed(1)
+    + pass_() + req(0, ACQUIRE, 3, handle=kind(mode='shared'))
+    + req(0, TRY, 3, handle=kind(2)) + req(0, TRY, 3, handle=kind(1))
+    + req(0, STATUS, 3) + feed(0) + pass_() + advbig(60) + pass_(),
+    # rid repeats of a permit and of a read hold, from other connections,
+    # one of the wrong limit, one of the wrong mode, across a crash.
+    'kind-rid': cfg + opn(0) + opn(1) + opn(2)
+    + req(0, ACQUIRE, 0, lease=6, onclose=True, handle=kind(2, None, 'r1'))
+    + req(0, ACQUIRE, 1, lease=6, handle=kind(1, 'shared', 'r2'))
+    + feed(0) + req(1, TRY, 0, handle=kind(2, None, 'r1'))
+    + req(1, ACQUIRE, 0, handle=kind(3, None, 'r1'))
+    + req(1, ACQUIRE, 1, handle=kind(None, 'exclusive', 'r2'))
+    + req(1, TRY, 1, handle=kind(None, 'shared', 'r2')) + feed(1)
+    + pass_() + req(2, ACQUIRE, 0, wait=5, handle=kind(2, None, 'own'))
+    + req(2, ACQUIRE, 0, wait=5, handle=kind(2, None, 'own')) + feed(2)
+    + pass_() + close(0) + pass_() + restart(False) + opn(0)
+    + req(0, TRY, 1, handle=kind(mode='shared', rid='r2'))
+    + req(0, STATUS, 0) + req(0, STATUS, 1) + feed(0) + pass_()
+    + advbig(60) + pass_(),
+    # Failed commits under holder sets: a batch that grants permits and
+    # queues one more fails; one that releases the last permit and grants
+    # a plain lock fails (the restore must not hand the plain waiter a
+    # permit); then readers across a failed commit and a crash.
+    'kind-fail': cfg + opn(0) + opn(1) + opn(2)
+    + req(0, ACQUIRE, 3, lease=6, handle=kind(2)) + feed(0) + pass_()
+    + fault(1) + req(1, ACQUIRE, 3, handle=kind(2))
+    + req(2, ACQUIRE, 3, wait=5, handle=kind(2)) + feed(1) + feed(2)
+    + pass_() + pass_() + req(0, RELEASE, 3, handle=0)
+    + req(1, ACQUIRE, 3, handle=kind()) + req(2, ACQUIRE, 3, wait=5)
+    + fault(1) + feed(0) + feed(1) + feed(2) + pass_() + pass_()
+    + req(1, STATUS, 3) + feed(1) + pass_() + fault(12)
+    + req(0, ACQUIRE, 1, handle=kind(mode='shared'))
+    + req(1, ACQUIRE, 1, handle=kind(mode='shared')) + feed(0) + feed(1)
+    + pass_() + restart(False) + opn(0) + req(0, STATUS, 1) + feed(0)
+    + pass_() + advbig(60) + pass_(),
 }
 
 out = 'tests/fuzz/corpus/service'

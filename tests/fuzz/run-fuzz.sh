@@ -49,7 +49,9 @@ fi
 
 passed=0
 failed=0
-for variant in lossy-store wall-clock-leases; do
+for variant in lossy-store wall-clock-leases admits-over-limit \
+    reader-beside-writer one-grant-at-a-time grant-keeps-counter \
+    rid-any-holder; do
 	tmp=$(mktemp -d)
 	start=$(date +%s)
 	run "$variant" "$tmp/"

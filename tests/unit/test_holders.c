@@ -854,6 +854,111 @@ test_holders_takeover_rewrites_each_holder_record(void **state)
 	assert_int_equal(r.owner_id, 0);
 }
 
+/*
+ * A failed commit restores a semaphore to no records while a request it
+ * admitted still waits: the name is not idle, so it keeps its limit, and
+ * the waiter is granted as one of its holders (found by the service
+ * fuzzer: it became a plain mutex, and the next limit=2 got BADARG).
+ */
+static void
+test_holders_restore_to_nothing_keeps_the_limit_of_a_waited_for_name(
+    void **state)
+{
+	struct table_fixture *f = *state;
+	struct core_lock_status st;
+
+	assert_int_equal(acq(f, 0, 2, false, -1, 1, 10), CORE_OK);
+	assert_int_equal(acq(f, 1, 2, false, -1, 2, 10), CORE_OK);
+	assert_int_equal(acq(f, 2, 2, false, -1, 3, 10), CORE_OK);
+	assert_false(answered(f, 3));
+	/* The batch that granted both never reached the store. */
+	table_fixture_drain(f);
+	assert_int_equal(core_table_restore_holders(&f->table, "n", 1, NULL,
+	    0, 20), CORE_OK);
+	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_GRANTED);
+	st = status_of(f, 20);
+	assert_int_equal(st.limit, 2);
+	assert_int_equal(st.holders, 1);
+	/* A second permit is there for the same limit, and only for it. */
+	assert_int_equal(try_n(f, 3, 2, false, 4, 20), CORE_OK);
+	assert_int_equal(reply_of(f, 4)->kind, CORE_REPLY_GRANTED);
+	assert_int_equal(try_n(f, 4, 0, false, 5, 20), CORE_ERR_KIND);
+}
+
+/*
+ * A failed commit restores a semaphore's holder (limit 2) after the batch
+ * had released it, let the idle name take limit 1 and queued a plain
+ * request behind a plain grant: as the store has it the name never went
+ * idle, so that request never fitted.  It gets ERR BADARG rather than a
+ * mutex grant beside the restored holder (found by the service fuzzer).
+ */
+static void
+test_holders_restore_answers_waiters_of_another_limit_badarg(void **state)
+{
+	struct table_fixture *f = *state;
+	struct core_record rec;
+	struct core_lock_status st;
+
+	assert_int_equal(acq(f, 0, 2, false, -1, 1, 10), CORE_OK);
+	rec = holder_record(reply_of(f, 1)->fence, 10 + LEASE, 2, false);
+	rec.secret = reply_of(f, 1)->secret;
+	table_fixture_drain(f);
+	/* The batch that fails: a release, a mutex grant, a mutex waiter. */
+	assert_int_equal(core_release(&f->table, &f->s[0], "n", 1,
+	    handle_of(f, 1), 2, 20), CORE_OK);
+	assert_int_equal(acq(f, 1, 0, false, -1, 3, 20), CORE_OK);
+	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_GRANTED);
+	assert_int_equal(acq(f, 2, 0, false, -1, 4, 20), CORE_OK);
+	assert_false(answered(f, 4));
+	table_fixture_drain(f);
+	assert_int_equal(core_table_restore_holders(&f->table, "n", 1, &rec,
+	    1, 30), CORE_OK);
+	assert_int_equal(reply_of(f, 4)->kind, CORE_REPLY_BADARG);
+	assert_int_equal(reply_of(f, 4)->misfit, CORE_MISFIT_LIMIT);
+	st = status_of(f, 30);
+	assert_int_equal(st.holders, 1);
+	assert_int_equal(st.limit, 2);
+	assert_int_equal(st.fence, rec.fence);
+	assert_int_equal(st.queue, 0);
+	assert_int_equal(f->table.stats.waiters, 0);
+}
+
+/*
+ * A rid repeat of a waiting writer that asks for a read hold is another
+ * request, not its retry: ERR BADARG (mode), and the writer keeps its
+ * place.  It used to take the writer's place at the head of the queue, a
+ * reader left waiting behind readers that would admit it (found by the
+ * service fuzzer).
+ */
+static void
+test_holders_a_waiters_rid_repeat_of_another_mode_is_badarg(void **state)
+{
+	struct table_fixture *f = *state;
+	struct core_acquire_args writer = { .lease_ms = LEASE,
+	    .wait_ms = CORE_WAIT_FOREVER, .rid = "w", .rid_len = 1 };
+	struct core_acquire_args reader = writer;
+	struct core_lock_status st;
+
+	reader.shared = true;
+	assert_int_equal(acq(f, 0, 0, true, -1, 1, 10), CORE_OK);
+	assert_int_equal(core_acquire(&f->table, &f->s[1], "n", 1, &writer, 2,
+	    10), CORE_OK);
+	assert_false(answered(f, 2));
+	assert_int_equal(core_acquire(&f->table, &f->s[2], "n", 1, &reader, 3,
+	    10), CORE_ERR_KIND);
+	assert_int_equal(reply_of(f, 3)->kind, CORE_REPLY_BADARG);
+	assert_int_equal(reply_of(f, 3)->misfit, CORE_MISFIT_MODE);
+	assert_false(answered(f, 2));
+	st = status_of(f, 10);
+	assert_int_equal(st.queue, 1);
+	assert_int_equal(st.holders, 1);
+	/* The same mode is its retry: it takes the writer's place. */
+	assert_int_equal(core_acquire(&f->table, &f->s[2], "n", 1, &writer, 4,
+	    10), CORE_OK);
+	assert_int_equal(reply_of(f, 2)->kind, CORE_REPLY_SUPERSEDED);
+	assert_int_equal(status_of(f, 10).queue, 1);
+}
+
 int
 main(void)
 {
@@ -881,6 +986,9 @@ main(void)
 		T(test_holders_allocation_failure_anywhere_keeps_the_books),
 		T(test_holders_a_plain_lock_makes_no_holder_set),
 		T(test_holders_takeover_rewrites_each_holder_record),
+		T(test_holders_restore_to_nothing_keeps_the_limit_of_a_waited_for_name),
+		T(test_holders_restore_answers_waiters_of_another_limit_badarg),
+		T(test_holders_a_waiters_rid_repeat_of_another_mode_is_badarg),
 	};
 #undef T
 
