@@ -37,6 +37,7 @@
 
 #include <cmocka.h>
 
+#include "tests/lib/cluster_harness.h"
 #include "tests/lib/etcd_harness.h"
 #include "tests/lib/harness.h"
 
@@ -138,44 +139,6 @@ teardown(void **state)
 	return harness_teardown(state);
 }
 
-/* Asks a node for STATS: 1 leader, 0 follower, -1 no answer. */
-static int
-role_of(struct harness_server *s)
-{
-	struct harness_conn *c;
-	const char *line;
-	int role = -1;
-
-	if (s->pid == 0)
-		return -1;
-	c = harness_connect(s);
-	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
-	    (line = harness_read_line(c, 2000)) != NULL) {
-		if (strstr(line, " role=leader") != NULL)
-			role = 1;
-		else if (strstr(line, " role=follower") != NULL)
-			role = 0;
-	}
-	harness_close(c);
-	return role;
-}
-
-/* The node that leads, waited for up to RECOVER_MS; -1 if none. */
-static int
-find_leader(void)
-{
-	int64_t deadline = harness_now_ms() + RECOVER_MS;
-	int i;
-
-	while (harness_now_ms() < deadline) {
-		for (i = 0; i < NODES; i++)
-			if (nodes[i] != NULL && role_of(nodes[i]) == 1)
-				return i;
-		harness_sleep_ms(100);
-	}
-	return -1;
-}
-
 /* One request and its reply line; NULL when the connection broke. */
 static const char *
 ask(struct harness_conn *c, const char *fmt, ...)
@@ -234,10 +197,10 @@ test_cluster_follower_sends_clients_to_the_leader(void **state)
 
 	(void)state;
 	start_cluster(2);
-	leader = find_leader();
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
 	follower = 1 - leader;
-	assert_int_equal(role_of(nodes[follower]), 0);
+	assert_int_equal(cluster_harness_role_of(nodes[follower], NULL), 0);
 	c = harness_connect(nodes[follower]);
 	snprintf(want, sizeof(want), "ERR NOTLEADER leader=127.0.0.1:%d ",
 	    nodes[leader]->port);
@@ -273,7 +236,7 @@ test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
 
 	(void)state;
 	start_cluster(2);
-	leader = find_leader();
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
 	c = harness_connect(nodes[leader]);
 	harness_send(c, "ACQUIRE kept wait=0 lease=30s\r\n");
@@ -282,7 +245,7 @@ test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
 	    HARNESS_STOP_TIMEOUT_MS, NULL), 0);
 	stopped = harness_now_ms();
 	nodes[leader] = NULL;
-	next = find_leader();
+	next = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(next >= 0);
 	took = harness_now_ms() - stopped;
 	printf("# hand-over after SIGTERM: %lld ms\n", (long long)took);
@@ -309,7 +272,7 @@ test_cluster_paused_leader_grants_nothing_after_it_resumes(void **state)
 
 	(void)state;
 	start_cluster(2);
-	leader = find_leader();
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
 	other = 1 - leader;
 	old = harness_connect(nodes[leader]);
@@ -320,9 +283,10 @@ test_cluster_paused_leader_grants_nothing_after_it_resumes(void **state)
 	sscanf(h + 7, "%63s", handle);
 
 	harness_server_pause(nodes[leader]);
-	for (i = 0; i < 100 && role_of(nodes[other]) != 1; i++)
+	for (i = 0; i < 100 &&
+	    cluster_harness_role_of(nodes[other], NULL) != 1; i++)
 		harness_sleep_ms(100);
-	assert_int_equal(role_of(nodes[other]), 1);
+	assert_int_equal(cluster_harness_role_of(nodes[other], NULL), 1);
 	c = harness_connect(nodes[other]);
 	harness_send(c, "ACQUIRE p wait=0\r\n");
 	harness_expect_prefix(c, "GRANTED p fence=2 ");
@@ -373,7 +337,7 @@ test_cluster_etcd_losing_its_majority_grants_nothing(void **state)
 	 * machine), which a 2 s leader lease need not outlive; the promise
 	 * under test is for a lease sized as docs/cluster.md says. */
 	start_cluster_leased(2, "5s");
-	leader = find_leader();
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
 	c = harness_connect(nodes[leader]);
 	harness_send(c, "ACQUIRE kept wait=0 lease=60s\r\n");
@@ -424,7 +388,7 @@ test_cluster_etcd_losing_its_majority_grants_nothing(void **state)
 	/* The majority comes back: a leader serves, nothing is lost. */
 	assert_int_equal(etcd_member_restart(&etcd, 1), 0);
 	assert_int_equal(etcd_member_restart(&etcd, 2), 0);
-	leader = find_leader();
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
 	c = harness_connect(nodes[leader]);
 	harness_send(c, "STATUS kept\r\nSTATUS one\r\n");
@@ -545,7 +509,7 @@ test_cluster_kill_of_the_leader_keeps_every_promise(void **state)
 	for (i = 0; i < NAMES; i++)
 		h.held[i] = -1;
 	start_cluster(NODES);
-	leader = find_leader();
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
 	c = harness_connect(nodes[leader]);
 	run_client(&h, c, 1500, &seed);
@@ -558,7 +522,7 @@ test_cluster_kill_of_the_leader_keeps_every_promise(void **state)
 	harness_server_kill(nodes[leader]);
 	killed = harness_now_ms();
 	nodes[leader] = NULL;
-	next = find_leader();
+	next = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(next >= 0);
 	printf("# fail-over: a new leader answered %lld ms after kill -9\n",
 	    (long long)(harness_now_ms() - killed));
@@ -628,7 +592,7 @@ test_cluster_leader_whose_key_is_gone_commits_nothing(void **state)
 	(void)state;
 	memset(&h, 0, sizeof(h));
 	start_cluster(2);
-	leader = find_leader();
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
 	other = 1 - leader;
 	a = harness_connect(nodes[leader]);
@@ -638,9 +602,10 @@ test_cluster_leader_whose_key_is_gone_commits_nothing(void **state)
 	/* "/lockd/t/leader", base64 as etcd's gateway takes keys. */
 	assert_int_equal(etcd_cluster_post(&etcd, "/v3/kv/deleterange",
 	    "{\"key\":\"L2xvY2tkL3QvbGVhZGVy\"}", NULL, 0), 200);
-	for (i = 0; i < 100 && role_of(nodes[other]) != 1; i++)
+	for (i = 0; i < 100 &&
+	    cluster_harness_role_of(nodes[other], NULL) != 1; i++)
 		harness_sleep_ms(50);
-	assert_int_equal(role_of(nodes[other]), 1);
+	assert_int_equal(cluster_harness_role_of(nodes[other], NULL), 1);
 
 	/* The old leader still believes it leads. */
 	sent = harness_now_ms();
@@ -662,9 +627,10 @@ test_cluster_leader_whose_key_is_gone_commits_nothing(void **state)
 		fail_msg("x: the new leader said \"%s\", not GRANTED x "
 		    "fence=2", copy);
 	/* Its refused batch ended the old leader's term. */
-	for (i = 0; i < 60 && role_of(nodes[leader]) != 0; i++)
+	for (i = 0; i < 60 &&
+	    cluster_harness_role_of(nodes[leader], NULL) != 0; i++)
 		harness_sleep_ms(50);
-	if (role_of(nodes[leader]) != 0)
+	if (cluster_harness_role_of(nodes[leader], NULL) != 0)
 		fail_msg("the old leader still leads after a batch refused "
 		    "by the leader-key compare");
 }
@@ -686,7 +652,7 @@ test_cluster_leader_starts_over_when_the_hwm_key_changes(void **state)
 
 	(void)state;
 	start_cluster(2);
-	leader = find_leader();
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
 	a = harness_connect(nodes[leader]);
 	harness_send(a, "ACQUIRE w wait=0\r\n");
@@ -705,7 +671,7 @@ test_cluster_leader_starts_over_when_the_hwm_key_changes(void **state)
 	/* A leader serves again, and its fences are above 100. */
 	copy[0] = '\0';
 	for (i = 0; i < 40; i++) {
-		next = find_leader();
+		next = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 		if (next >= 0) {
 			b = harness_connect(nodes[next]);
 			line = ask(b, "ACQUIRE x wait=0\r\n");
@@ -751,7 +717,8 @@ test_cluster_takeover_on_another_clock_keeps_every_lease(void **state)
 	nodes[0] = harness_server_new();
 	harness_server_start(nodes[0], "--etcd", etcd.urls, "--cluster", "t",
 	    "--leader-lease", LEADER_LEASE, NULL);
-	assert_int_equal(find_leader(), 0);
+	assert_int_equal(cluster_harness_leader_of(nodes, NODES, RECOVER_MS),
+	    0);
 	/* The standby's clocks, its boot clock too, read far ahead. */
 	setenv("LD_PRELOAD", FAKETIME_LIB, 1);
 	setenv("FAKETIME", "+20s", 1);
@@ -770,7 +737,8 @@ test_cluster_takeover_on_another_clock_keeps_every_lease(void **state)
 	history_add(&h, 0, line, sent, LEASE_MS);
 	harness_server_kill(nodes[0]);
 	nodes[0] = NULL;
-	assert_int_equal(find_leader(), 1);
+	assert_int_equal(cluster_harness_leader_of(nodes, NODES, RECOVER_MS),
+	    1);
 
 	b = harness_connect(nodes[1]);
 	sent = harness_now_ms();

@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "tests/lib/cluster_harness.h"
 #include "tests/lib/etcd_harness.h"
 #include "tests/lib/harness.h"
 
@@ -51,44 +52,6 @@ teardown(void **state)
 	return harness_teardown(state);
 }
 
-/* Asks a node for STATS: 1 leader, 0 follower, -1 no answer. */
-static int
-role_of(struct harness_server *s)
-{
-	struct harness_conn *c;
-	const char *line;
-	int role = -1;
-
-	if (s->pid == 0)
-		return -1;
-	c = harness_connect(s);
-	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
-	    (line = harness_read_line(c, 2000)) != NULL) {
-		if (strstr(line, " role=leader") != NULL)
-			role = 1;
-		else if (strstr(line, " role=follower") != NULL)
-			role = 0;
-	}
-	harness_close(c);
-	return role;
-}
-
-/* The node that leads, waited for up to RECOVER_MS; -1 if none. */
-static int
-find_leader(void)
-{
-	int64_t deadline = harness_now_ms() + RECOVER_MS;
-	int i;
-
-	while (harness_now_ms() < deadline) {
-		for (i = 0; i < NODES; i++)
-			if (nodes[i] != NULL && role_of(nodes[i]) == 1)
-				return i;
-		harness_sleep_ms(100);
-	}
-	return -1;
-}
-
 /* One etcd member that refuses a transaction over REQUEST_BYTES, and
  * NODES lockd nodes; the index of the one that leads. */
 static int
@@ -105,7 +68,8 @@ start_cluster(void)
 		harness_server_start(nodes[i], "--etcd", etcd.urls,
 		    "--cluster", "k", "--leader-lease", LEADER_LEASE, NULL);
 	}
-	assert_true((leader = find_leader()) >= 0);
+	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
+	assert_true(leader >= 0);
 	return leader;
 }
 
@@ -257,7 +221,7 @@ test_cluster_kinds_refused_commit_puts_back_every_holder(void **state)
 			harness_expect_error(b[i], "UNAVAILABLE");
 	assert_true(harness_log_contains(nodes[leader], "request is too "
 	    "large"));
-	assert_int_equal(role_of(nodes[leader]), 1);
+	assert_int_equal(cluster_harness_role_of(nodes[leader], NULL), 1);
 
 	expect_as_committed(c, g, r, LEASE_MS);
 	/* A rid of the refused batch names no grant: a new request. */
@@ -278,7 +242,8 @@ test_cluster_kinds_refused_commit_puts_back_every_holder(void **state)
 	harness_close(c);
 
 	harness_server_kill(nodes[leader]);
-	assert_int_equal(find_leader(), other);
+	assert_int_equal(cluster_harness_leader_of(nodes, NODES, RECOVER_MS),
+	    other);
 	c = harness_connect(nodes[other]);
 	/* The take-over adds the leader lease to every lease. */
 	expect_as_committed(c, g, r, LEASE_MS + LEADER_LEASE_MS);

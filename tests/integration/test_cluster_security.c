@@ -30,6 +30,7 @@
 
 #include <cmocka.h>
 
+#include "tests/lib/cluster_harness.h"
 #include "tests/lib/etcd_harness.h"
 #include "tests/lib/harness.h"
 
@@ -125,44 +126,6 @@ node(const char *cluster, const char *ca, bool cert, const char *user,
 	return s;
 }
 
-/* Asks a node for STATS: 1 leader, 0 follower, -1 no answer. */
-static int
-role_of(struct harness_server *s)
-{
-	struct harness_conn *c;
-	const char *line;
-	int role = -1;
-
-	if (s == NULL || s->pid == 0)
-		return -1;
-	c = harness_connect(s);
-	if (harness_try_send(c, "STATS\r\n", 7, 1000) == 7 &&
-	    (line = harness_read_line(c, 2000)) != NULL) {
-		if (strstr(line, " role=leader") != NULL)
-			role = 1;
-		else if (strstr(line, " role=follower") != NULL)
-			role = 0;
-	}
-	harness_close(c);
-	return role;
-}
-
-/* Which of n nodes leads, waited for up to RECOVER_MS; -1 if none. */
-static int
-find_leader(struct harness_server **nodes, int n)
-{
-	int64_t deadline = harness_now_ms() + RECOVER_MS;
-	int i;
-
-	while (harness_now_ms() < deadline) {
-		for (i = 0; i < n; i++)
-			if (role_of(nodes[i]) == 1)
-				return i;
-		harness_sleep_ms(100);
-	}
-	return -1;
-}
-
 /* The node's log, for a failure's reader. */
 static void
 print_log(const struct harness_server *s)
@@ -209,7 +172,7 @@ expect_refused(struct harness_server *s, const char *err, const char *want)
 		fail_msg("no steady ERR UNAVAILABLE (%d), last \"%s\"",
 		    unavailable, copy);
 	assert_string_equal(copy, err);
-	assert_int_equal(role_of(s), 0);
+	assert_int_equal(cluster_harness_role_of(s, NULL), 0);
 	if (!harness_log_contains(s, "event=etcd_auth_error") ||
 	    !harness_log_contains(s, want)) {
 		print_log(s);
@@ -251,7 +214,7 @@ test_cluster_security_tls_and_auth_grant_renew_release_and_fail_over(
 	(void)state;
 	nodes[0] = node("a", etcd.ca, true, "node-a", password[PW_A]);
 	nodes[1] = node("a", etcd.ca, true, "node-a", password[PW_A]);
-	leader = find_leader(nodes, 2);
+	leader = cluster_harness_leader_of(nodes, 2, RECOVER_MS);
 	assert_true(leader >= 0);
 	c = harness_connect(nodes[leader]);
 	harness_send(c, "ACQUIRE kept wait=0 lease=30s\r\n");
@@ -268,7 +231,7 @@ test_cluster_security_tls_and_auth_grant_renew_release_and_fail_over(
 
 	harness_server_kill(nodes[leader]);
 	killed = harness_now_ms();
-	next = find_leader(&nodes[1 - leader], 1);
+	next = cluster_harness_leader_of(&nodes[1 - leader], 1, RECOVER_MS);
 	assert_int_equal(next, 0);
 	next = 1 - leader;
 	printf("# fail-over over TLS and auth: %lld ms after kill -9\n",
@@ -324,7 +287,7 @@ test_cluster_security_token_expiry_is_survived(void **state)
 
 	(void)state;
 	n[0] = node("b", etcd.ca, true, "node-b", password[PW_B]);
-	assert_int_equal(find_leader(n, 1), 0);
+	assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS), 0);
 	c = harness_connect(n[0]);
 	for (round = 0; round < 3; round++) {
 		for (i = 0; i < 3; i++)
@@ -336,7 +299,7 @@ test_cluster_security_token_expiry_is_survived(void **state)
 	    log_count(n[0], "event=etcd_token_renew"));
 	assert_true(log_count(n[0], "event=etcd_token_renew") >= 1);
 	assert_int_equal(log_count(n[0], "event=step_down"), 0);
-	assert_int_equal(role_of(n[0]), 1);
+	assert_int_equal(cluster_harness_role_of(n[0], NULL), 1);
 }
 
 /* A test's own etcd: three secured members, or one plain. */
@@ -378,7 +341,7 @@ test_cluster_security_etcd_member_loss_renews_the_token_elsewhere(
 	    "--etcd-ca", three.ca, "--etcd-cert", three.client_cert,
 	    "--etcd-key", three.client_key, "--etcd-user", "node",
 	    "--etcd-password-file", pw, NULL);
-	assert_int_equal(find_leader(n, 1), 0);
+	assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS), 0);
 	c = harness_connect(n[0]);
 	harness_send(c, "ACQUIRE kept wait=0 lease=60s\r\n");
 	harness_expect_prefix(c, "GRANTED kept fence=1 ");
@@ -399,7 +362,8 @@ test_cluster_security_etcd_member_loss_renews_the_token_elsewhere(
 	granted = false;
 	while (!granted && harness_now_ms() < killed + 2 * RECOVER_MS) {
 		const char *line;
-		assert_int_equal(find_leader(n, 1), 0);
+		assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS),
+		    0);
 		c = harness_connect(n[0]);
 		if (harness_try_send(c, "ACQUIRE next wait=0\r\n", 21,
 		    1000) == 21 && (line = harness_read_line(c, 12000)) !=
@@ -433,7 +397,7 @@ test_cluster_security_user_against_an_etcd_without_auth(void **state)
 	assert_int_equal(etcd_cluster_start(&three, 1), 0);
 	harness_server_start(n[0], "--etcd", three.urls, "--etcd-user",
 	    "node-a", "--etcd-password-file", password[PW_A], NULL);
-	assert_int_equal(find_leader(n, 1), 0);
+	assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS), 0);
 	c = harness_connect(n[0]);
 	harness_send(c, "ACQUIRE a wait=0\r\n");
 	harness_expect_prefix(c, "GRANTED a fence=1 ");
@@ -548,7 +512,7 @@ test_cluster_security_password_changed_then_reloaded_on_sighup(
 
 	(void)state;
 	n[0] = node("c", etcd.ca, true, "node-c", password[PW_C]);
-	assert_int_equal(find_leader(n, 1), 0);
+	assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS), 0);
 	c = harness_connect(n[0]);
 	harness_send(c, "ACQUIRE kept wait=0 lease=60s\r\n");
 	harness_expect_prefix(c, "GRANTED kept fence=1 ");
@@ -570,7 +534,7 @@ test_cluster_security_password_changed_then_reloaded_on_sighup(
 			fail_msg("granted with a password etcd no longer "
 			    "takes: %s", copy);
 		if (strncmp(copy, "ERR UNAVAILABLE", 15) == 0 &&
-		    role_of(n[0]) == 0)
+		    cluster_harness_role_of(n[0], NULL) == 0)
 			unavailable++;
 		harness_sleep_ms(100);
 	}
@@ -585,7 +549,7 @@ test_cluster_security_password_changed_then_reloaded_on_sighup(
 	assert_int_equal(write_file(password[PW_C],
 	    "the new secret of node-c\n"), 0);
 	kill(n[0]->pid, SIGHUP);
-	assert_int_equal(find_leader(n, 1), 0);
+	assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS), 0);
 	assert_true(harness_log_contains(n[0],
 	    "event=etcd_password_reloaded"));
 	c = harness_connect(n[0]);
@@ -632,7 +596,7 @@ test_cluster_security_sighup_reconnects_with_the_new_ca_file(void **state)
 	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
 	copy_file(etcd.ca, ca);
 	n[0] = node("b", ca, true, "node-b", password[PW_B]);
-	assert_int_equal(find_leader(n, 1), 0);
+	assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS), 0);
 	c = harness_connect(n[0]);
 	harness_send(c, "ACQUIRE rotated wait=0 lease=60s\r\n");
 	harness_expect_prefix(c, "GRANTED rotated ");
@@ -663,7 +627,7 @@ test_cluster_security_sighup_reconnects_with_the_new_ca_file(void **state)
 
 	copy_file(etcd.ca, ca);
 	kill(n[0]->pid, SIGHUP);
-	assert_int_equal(find_leader(n, 1), 0);
+	assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS), 0);
 	c = harness_connect(n[0]);
 	harness_send(c, "STATUS rotated\r\n");
 	harness_expect_prefix(c, "STATUS rotated held=1 ");

@@ -83,9 +83,8 @@ cluster_harness_kill(struct cluster_harness *c, int i)
 }
 
 int
-cluster_harness_role(struct cluster_harness *c, int i)
+cluster_harness_role_of(struct harness_server *s, const char *token)
 {
-	struct harness_server *s = c->nodes[i];
 	struct harness_conn *conn;
 	const char *line;
 	int role = -1;
@@ -93,8 +92,8 @@ cluster_harness_role(struct cluster_harness *c, int i)
 	if (s == NULL || s->pid == 0)
 		return -1;
 	conn = harness_connect(s);
-	if (c->token != NULL) {
-		harness_send(conn, "AUTH %s\r\n", c->token);
+	if (token != NULL) {
+		harness_send(conn, "AUTH %s\r\n", token);
 		if ((line = harness_read_line(conn, 2000)) == NULL ||
 		    strncmp(line, "AUTHED ", 7) != 0) {
 			harness_close(conn);
@@ -110,6 +109,28 @@ cluster_harness_role(struct cluster_harness *c, int i)
 	}
 	harness_close(conn);
 	return role;
+}
+
+int
+cluster_harness_leader_of(struct harness_server **nodes, int n,
+    int64_t wait_ms)
+{
+	int64_t deadline = harness_now_ms() + wait_ms;
+	int i;
+
+	while (harness_now_ms() < deadline) {
+		for (i = 0; i < n; i++)
+			if (cluster_harness_role_of(nodes[i], NULL) == 1)
+				return i;
+		harness_sleep_ms(100);
+	}
+	return -1;
+}
+
+int
+cluster_harness_role(struct cluster_harness *c, int i)
+{
+	return cluster_harness_role_of(c->nodes[i], c->token);
 }
 
 int

@@ -46,6 +46,14 @@ void cluster_harness_stop(struct cluster_harness *c);
 /* kill -9 of node i, reaped, and marked gone; the time of the kill. */
 int64_t cluster_harness_kill(struct cluster_harness *c, int i);
 
+/* STATS' role of node s, asked with AUTH token first (NULL: none): 1
+ * leader, 0 follower, -1 no answer or gone (s NULL or stopped).  The
+ * integration tests, which keep their own nodes, ask this. */
+int cluster_harness_role_of(struct harness_server *s, const char *token);
+/* Which of nodes[0..n) leads (asked without AUTH), waited for up to
+ * wait_ms; -1 if none. */
+int cluster_harness_leader_of(struct harness_server **nodes, int n,
+    int64_t wait_ms);
 /* STATS' role at node i: 1 leader, 0 follower, -1 no answer or gone. */
 int cluster_harness_role(struct cluster_harness *c, int i);
 /* The node that leads, waited for up to CLUSTER_HARNESS_RECOVER_MS; -1 if
