@@ -215,8 +215,8 @@ format_record_walls(const void *val, size_t len, int64_t walls[2])
 
 	walls[0] = len >= FORMAT_RECORD_V1_SIZE ?
 	    (int64_t)bytes_get_le64(p + 40) : 0;
-	walls[1] = len >= FORMAT_RECORD_V1_SIZE && p[0] != FORMAT_RECORD_V1 &&
-	    len >= 88 ? (int64_t)bytes_get_le64(p + 80) : 0;
+	walls[1] = len >= 88 && p[0] != FORMAT_RECORD_V1 ?
+	    (int64_t)bytes_get_le64(p + 80) : 0;
 }
 
 size_t
