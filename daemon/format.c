@@ -208,6 +208,30 @@ format_record_of_boot(const void *val, size_t len, const uint8_t boot_id[16])
 	    memcmp((const unsigned char *)val + 48, boot_id, 16) == 0;
 }
 
+void
+format_record_walls(const void *val, size_t len, int64_t walls[2])
+{
+	const unsigned char *p = val;
+
+	walls[0] = len >= FORMAT_RECORD_V1_SIZE ?
+	    (int64_t)bytes_get_le64(p + 40) : 0;
+	walls[1] = len >= 88 && p[0] != FORMAT_RECORD_V1 ?
+	    (int64_t)bytes_get_le64(p + 80) : 0;
+}
+
+size_t
+format_record_rebase(const struct core_record *rec,
+    const uint8_t boot_id[16], const int64_t walls[2],
+    unsigned char out[FORMAT_RECORD_SIZE])
+{
+	size_t n = format_record_encode(rec, boot_id, 0, 0, out);
+
+	bytes_put_le64(out + 40, (uint64_t)walls[0]);
+	if (rec->delay_until != 0)
+		bytes_put_le64(out + 80, (uint64_t)walls[1]);
+	return n;
+}
+
 /* ---- the journal ------------------------------------------------------ */
 
 /* The CRC of a header's bytes 8..31 and of the operations after it. */

@@ -95,6 +95,24 @@ bool format_record_decode(const void *val, size_t len,
  */
 bool format_record_of_boot(const void *val, size_t len,
     const uint8_t boot_id[16]);
+/*
+ * The wall-clock readings of a readable record: walls[0] the end of its
+ * lease, walls[1] the end of its name's lock-delay (0: none, and always 0
+ * in a version 1 record).
+ */
+void format_record_walls(const void *val, size_t len, int64_t walls[2]);
+/*
+ * A record read from another boot, written again for this one: as
+ * format_record_encode, with rec's boot-clock readings and boot_id, but
+ * with the wall-clock readings the record had (format_record_walls).  A
+ * restart later in this boot reads the boot clock, untouched by wall-clock
+ * steps; a reboot after it reads the lease's end as the boot that granted
+ * it set it, not as this boot's wall clock (or its max_lease_ms cap at
+ * the load) moved it.
+ */
+size_t format_record_rebase(const struct core_record *rec,
+    const uint8_t boot_id[16], const int64_t walls[2],
+    unsigned char out[FORMAT_RECORD_SIZE]);
 
 /*
  * The store keys.  Every store maps keys to records; a key is one of:

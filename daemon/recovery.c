@@ -15,8 +15,11 @@ void
 recovery_init(struct recovery *r)
 {
 	free(r->recs);
+	free(r->walls);
 	r->recs = NULL;
+	r->walls = NULL;
 	r->n = r->cap = r->holders = 0;
+	r->other_boot = false;
 	r->name_len = r->last_len = 0;
 	r->error[0] = '\0';
 }
@@ -25,7 +28,9 @@ void
 recovery_free(struct recovery *r)
 {
 	free(r->recs);
+	free(r->walls);
 	r->recs = NULL;
+	r->walls = NULL;
 	r->n = r->cap = 0;
 }
 
@@ -43,9 +48,12 @@ hand_on(struct recovery *r)
 	name.recs = r->recs;
 	name.n = r->n;
 	name.holders = r->holders;
+	name.other_boot = r->other_boot;
+	name.walls = (const int64_t (*)[2])r->walls;
 	rc = r->name_fn(r->ctx, &name);
 	r->n = 0;
 	r->holders = 0;
+	r->other_boot = false;
 	return rc;
 }
 
@@ -94,9 +102,15 @@ recovery_key(void *ctx, const char *key, size_t key_len, const void *val,
 	if (r->n == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 4;
 		struct core_record *p = realloc(r->recs, cap * sizeof(*p));
+		int64_t (*w)[2];
+
 		if (p == NULL)
 			return refuse(r, key, key_len, "out of memory");
 		r->recs = p;
+		w = realloc(r->walls, cap * sizeof(*w));
+		if (w == NULL)
+			return refuse(r, key, key_len, "out of memory");
+		r->walls = w;
 		r->cap = cap;
 	}
 	if (!format_record_decode(val, val_len, r->boot_id, r->max_lease_ms,
@@ -122,6 +136,9 @@ recovery_key(void *ctx, const char *key, size_t key_len, const void *val,
 		    "it on one name");
 	if (key_fence != 0)
 		r->holders++;
+	if (!format_record_of_boot(val, val_len, r->boot_id))
+		r->other_boot = true;
+	format_record_walls(val, val_len, r->walls[r->n]);
 	r->n++;
 	return 0;
 }

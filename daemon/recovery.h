@@ -32,6 +32,13 @@ struct recovery_name {
 	struct core_record *recs;
 	size_t n;                /* 1 or more */
 	size_t holders;          /* 0 (n is 1), or n: under holder keys */
+	/* Some record was written in another boot (or, in cluster mode, by
+	 * another node): its times were read from the wall clock, and its
+	 * stored boot-clock readings mean nothing in this boot. */
+	bool other_boot;
+	/* Each record's wall-clock readings (format_record_walls), for its
+	 * rewrite under this boot (format_record_rebase). */
+	const int64_t (*walls)[2];
 };
 
 struct recovery {
@@ -49,7 +56,9 @@ struct recovery {
 	char last[FORMAT_KEY_MAX];
 	size_t last_len;
 	struct core_record *recs;
+	int64_t (*walls)[2];     /* beside recs */
 	size_t n, cap, holders;
+	bool other_boot;
 	char error[256];         /* why it stopped, when it did */
 };
 

@@ -1341,6 +1341,41 @@ load_account(struct load *l, struct core_record *rec)
 }
 
 /*
+ * A name whose records another boot wrote was restored by the wall clock
+ * (daemon/format.h); its records are put in the batch again, under this
+ * boot but with their wall-clock readings kept (format_record_rebase), and
+ * committed before lockd serves.  Else, the store still naming the old
+ * boot, a restart later in this boot would read them by the wall clock
+ * again, and a wall-clock step between would move every such lease end.  Not in cluster mode: there every load gives each lease the
+ * take-over rule, whatever boot wrote it, and a record read back after a
+ * failed commit of another node's boot gets what the load gave it
+ * (service_commit.c, fall_read).
+ */
+static int
+load_rewrite(struct load *l, const struct recovery_name *name)
+{
+	unsigned char val[FORMAT_RECORD_SIZE];
+	char key[FORMAT_KEY_MAX];
+	size_t i, key_len, n;
+
+	if (!name->other_boot || l->svc->config.takeover_lease_ms > 0)
+		return 0;
+	for (i = 0; i < name->n; i++) {
+		key_len = format_key(name->name, name->name_len,
+		    name->holders > 0 ? name->recs[i].fence : 0, key);
+		n = format_record_rebase(&name->recs[i], l->svc->clock.boot_id,
+		    name->walls[i], val);
+		if (store_batch_add(&l->svc->batch, STORE_PUT, key, key_len,
+		    val, n) != 0) {
+			snprintf(l->svc->error, sizeof(l->svc->error),
+			    "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
  * One name of the store, with all its records (daemon/recovery.h).  A
  * plain one - one record, under the name - joins the batch.  A semaphore
  * or a shared lock - its holders' records, one under each holder key - is
@@ -1355,6 +1390,8 @@ load_name(void *ctx, struct recovery_name *name)
 	char shown[LOG_VALUE_MAX + 1];
 	size_t i;
 
+	if (load_rewrite(l, name) != 0)
+		return -1;
 	if (name->holders > 0) {
 		if (load_flush(l) != 0)
 			return -1;
@@ -1445,9 +1482,22 @@ service_open(struct service *svc, const struct service_config *config,
 			    store->error);
 		recovery_free(&gather);
 		core_table_destroy(&svc->table);
+		store_batch_free(&svc->batch);
 		return -1;
 	}
 	recovery_free(&gather);
+	/* The records of another boot, rewritten for this one (load_rewrite),
+	 * go in first: the releases and expiries below come after them. */
+	if (svc->batch.count > 0 && store->ops->commit(store,
+	    &svc->batch) != 0) {
+		snprintf(svc->error, sizeof(svc->error), "cannot rewrite "
+		    "the restored leases for this boot: %.200s",
+		    store->error);
+		core_table_destroy(&svc->table);
+		store_batch_free(&svc->batch);
+		return -1;
+	}
+	store_batch_reset(&svc->batch);
 	core_table_restore_hwm(&svc->table, hwm);
 	if (store->ops->stats != NULL)
 		store->ops->stats(store, &svc->store_stats);

@@ -118,6 +118,54 @@ test_format_record_reads_back_and_a_reboot_caps_the_lease(void **state)
 	    2000, 0, &back));
 }
 
+/* A record of another boot written again for this one: this boot's id
+ * and boot-clock readings, the wall-clock readings it had - even where a
+ * cap at the load shortened the boot-clock ones. */
+static void
+test_format_record_rebase_keeps_the_walls_of_the_granting_boot(void **state)
+{
+	const uint8_t boot[16] = "boot-one", other[16] = "boot-two",
+	    third[16] = "boot-three";
+	const int64_t wall = 1700000000000LL;
+	struct core_record rec = { .fence = 3, .secret = 4, .expiry = 61000,
+	    .lease_ms = 60000, .delay_ms = 2000 }, back;
+	unsigned char out[FORMAT_RECORD_SIZE], again[FORMAT_RECORD_SIZE];
+	int64_t walls[2];
+	size_t n, m;
+
+	(void)state;
+	n = format_record_encode(&rec, boot, 1000, wall, out);
+	format_record_walls(out, n, walls);
+	assert_true(walls[0] == wall + 60000 && walls[1] == 0);
+	/* Read after a reboot with a cap of 20 s, and rebased there. */
+	assert_true(format_record_decode(out, n, other, 20000, 500,
+	    wall - 86400000LL, &back));
+	assert_true(back.expiry == 500 + 20000);
+	m = format_record_rebase(&back, other, walls, again);
+	assert_true(format_record_of_boot(again, m, other));
+	/* That boot reads its boot clock, whatever its wall clock says. */
+	assert_true(format_record_decode(again, m, other, 300000, 600,
+	    wall + 3600000LL, &back));
+	assert_true(back.expiry == 500 + 20000 && back.fence == 3 &&
+	    back.delay_ms == 2000);
+	/* A third boot reads the first boot's wall-clock end. */
+	assert_true(format_record_decode(again, m, third, 300000, 10,
+	    wall + 50000, &back));
+	assert_true(back.expiry == 10 + 10000);
+	/* A free name's lock-delay keeps its wall-clock end as well. */
+	memset(&rec, 0, sizeof(rec));
+	rec.delay_until = 4000;
+	n = format_record_encode(&rec, boot, 1000, wall, out);
+	format_record_walls(out, n, walls);
+	assert_true(walls[1] == wall + 3000);
+	assert_true(format_record_decode(out, n, other, 300000, 10, wall,
+	    &back));
+	m = format_record_rebase(&back, other, walls, again);
+	assert_true(format_record_decode(again, m, third, 300000, 10,
+	    wall + 1000, &back));
+	assert_true(back.fence == 0 && back.delay_until == 10 + 2000);
+}
+
 static void
 test_format_record_keeps_owner_and_lock_delay(void **state)
 {
@@ -533,6 +581,8 @@ main(void)
 		    test_format_record_keeps_owner_and_lock_delay),
 		cmocka_unit_test(
 		    test_format_record_v3_keeps_rid_mode_and_limit),
+		cmocka_unit_test(
+		    test_format_record_rebase_keeps_the_walls_of_the_granting_boot),
 		cmocka_unit_test(test_format_record_v2_still_loads),
 		cmocka_unit_test(test_format_record_v1_still_loads),
 		cmocka_unit_test(

@@ -35,6 +35,8 @@ struct got {
 	char name[8][CORE_NAME_MAX + 1];
 	size_t n[8], holders[8];
 	uint64_t fence[8][4];
+	bool other_boot[8];
+	int64_t wall_end[8];     /* its first record's wall-clock end */
 	int stop_at;        /* name_fn returns 7 for this name (1-based) */
 };
 
@@ -49,6 +51,8 @@ got_name(void *ctx, struct recovery_name *name)
 	g->name[g->names][name->name_len] = '\0';
 	g->n[g->names] = name->n;
 	g->holders[g->names] = name->holders;
+	g->other_boot[g->names] = name->other_boot;
+	g->wall_end[g->names] = name->walls[0][0];
 	for (i = 0; i < name->n && i < 4; i++)
 		g->fence[g->names][i] = name->recs[i].fence;
 	return ++g->names == g->stop_at ? 7 : 0;
@@ -147,6 +151,37 @@ test_recovery_gathers_a_names_holders_into_one_call(void **state)
 
 /* Records of versions 1 and 2, as older lockds wrote them, come through
  * as plain names. */
+/* A name with a record of another boot is marked so (the service writes
+ * it again for this boot), with each record's wall-clock readings; the
+ * mark is the name's, not carried to the next. */
+static void
+test_recovery_marks_a_name_with_a_record_of_another_boot(void **state)
+{
+	const uint8_t other[16] = "boot-before";
+	struct core_record rec = { .fence = 6, .secret = 9, .lease_ms = 30000,
+	    .expiry = 7000, .limit = 3 };
+	unsigned char val[FORMAT_RECORD_SIZE];
+	char key[FORMAT_KEY_MAX];
+	struct recovery r;
+	struct got g;
+	size_t klen, vlen;
+
+	(void)state;
+	start(&r, &g);
+	assert_int_equal(feed(&r, "a", 0, 4, 0, false), 0);
+	assert_int_equal(feed(&r, "b", 5, 5, 3, false), 0);
+	klen = format_key("b", 1, 6, key);
+	vlen = format_record_encode(&rec, other, 1000, WALL - 5000, val);
+	assert_int_equal(recovery_key(&r, key, klen, val, vlen), 0);
+	assert_int_equal(feed(&r, "c", 0, 8, 0, false), 0);
+	assert_int_equal(recovery_finish(&r), 0);
+	assert_int_equal(g.names, 3);
+	assert_true(!g.other_boot[0] && g.other_boot[1] && !g.other_boot[2]);
+	assert_true(g.wall_end[0] == WALL + 30000 &&
+	    g.wall_end[2] == WALL + 30000);
+	recovery_free(&r);
+}
+
 static void
 test_recovery_reads_old_records_as_plain_names(void **state)
 {
@@ -439,6 +474,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(
 		    test_recovery_gathers_a_names_holders_into_one_call),
+		cmocka_unit_test(
+		    test_recovery_marks_a_name_with_a_record_of_another_boot),
 		cmocka_unit_test(test_recovery_reads_old_records_as_plain_names),
 		cmocka_unit_test(
 		    test_recovery_refuses_keys_and_records_that_do_not_fit),

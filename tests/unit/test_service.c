@@ -436,6 +436,50 @@ test_service_after_a_reboot_no_lease_outlives_the_maximum(void **state)
 	service_world_free(w);
 }
 
+/*
+ * A reboot restores a lease by the wall clock; after that the record must
+ * name this boot, or a wall-clock step later in the boot and a restart
+ * (kill -9) read it by the wall clock again and move its end: here it
+ * would end at once, 30 minutes early.  Plain and shared holds alike,
+ * and a free name's lock-delay.
+ */
+static void
+test_service_a_lease_restored_after_a_reboot_is_rewritten_for_the_boot(
+    void **state)
+{
+	struct service_world *w = service_world_new();
+
+	(void)state;
+	service_world_open(w);
+	feed(w, 0, "ACQUIRE a lease=60s\nACQUIRE rw mode=shared lease=60s\n"
+	    "ACQUIRE d lease=1s delay=60s\n");
+	service_world_advance(w, 1000);   /* d is free, in its lock-delay */
+	service_tick(&w->svc);
+	service_commit(&w->svc);
+	service_world_close(w);
+	memset(w->clock.boot_id, 0xcd, 16);   /* a reboot, 1 s later */
+	w->mono = 5000;
+	w->wall += 1000;
+	service_world_open(w);
+	feed(w, 0, "STATUS a\nSTATUS d\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS a held=1 fence=1 ttl=58000 queue=0\r\n"
+	    "STATUS d held=0 fence=0 ttl=0 queue=0 delay=59000\r\n");
+	service_world_advance(w, 1000);
+	w->wall += 30 * 60 * 1000;   /* the wall clock steps on, then kill -9 */
+	service_world_close(w);
+	w->mono += 1000;
+	w->wall += 1000;
+	service_world_open(w);
+	feed(w, 0, "STATUS a\nSTATUS rw\nSTATUS d\n");
+	assert_string_equal(take(w, 0),
+	    "STATUS a held=1 fence=1 ttl=56000 queue=0\r\n"
+	    "STATUS rw held=1 fence=2 ttl=56000 queue=0 holders=1 "
+	    "mode=shared\r\n"
+	    "STATUS d held=0 fence=0 ttl=0 queue=0 delay=57000\r\n");
+	service_world_free(w);
+}
+
 static void
 test_service_onclose_leases_are_released_at_recovery(void **state)
 {
@@ -1040,6 +1084,7 @@ main(void)
 		cmocka_unit_test(test_service_recovery_reclaims_leases_that_ended_while_down),
 		cmocka_unit_test(test_service_wall_clock_steps_do_not_move_a_lease_within_a_boot),
 		cmocka_unit_test(test_service_after_a_reboot_no_lease_outlives_the_maximum),
+		cmocka_unit_test(test_service_a_lease_restored_after_a_reboot_is_rewritten_for_the_boot),
 		cmocka_unit_test(test_service_onclose_leases_are_released_at_recovery),
 		cmocka_unit_test(test_service_onclose_lease_is_released_when_its_connection_closes),
 		cmocka_unit_test(test_service_client_that_does_not_read_is_cut_off_at_the_output_cap),
