@@ -126,14 +126,22 @@ node(const char *cluster, const char *ca, bool cert, const char *user,
 	return s;
 }
 
-/* The node's log, for a failure's reader. */
+/* The last 64 KiB of the node's log, for a failure's reader. */
 static void
 print_log(const struct harness_server *s)
 {
 	static char text[1 << 16];
+	FILE *f = fopen(s->log_path, "r");
+	size_t n;
 
-	if (harness_read_file(s->log_path, text, sizeof(text)))
-		printf("# lockd's log:\n%s\n", text);
+	if (f == NULL)
+		return;
+	if (fseek(f, -(long)(sizeof(text) - 1), SEEK_END) != 0)
+		rewind(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	text[n] = '\0';
+	fclose(f);
+	printf("# lockd's log, its last %zu bytes:\n%s\n", n, text);
 }
 
 /* What a node says to lock commands when etcd refused its credentials,
@@ -361,7 +369,7 @@ test_cluster_security_etcd_member_loss_renews_the_token_elsewhere(
 	 * ask: a loaded run once spent all of 15 s in the first. */
 	granted = false;
 	while (!granted && harness_now_ms() < killed + 2 * RECOVER_MS) {
-		const char *line;
+		const char *line = NULL;
 		assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS),
 		    0);
 		c = harness_connect(n[0]);
@@ -369,10 +377,15 @@ test_cluster_security_etcd_member_loss_renews_the_token_elsewhere(
 		    1000) == 21 && (line = harness_read_line(c, 12000)) !=
 		    NULL)
 			granted = strncmp(line, "GRANTED next ", 13) == 0;
-		harness_close(c);
+		printf("# %lld ms after the kill: %s\n",
+		    (long long)(harness_now_ms() - killed),
+		    line != NULL ? line : "(no answer)");
+		harness_drop(c);
 		if (!granted)
 			harness_sleep_ms(200);
 	}
+	if (!granted)
+		print_log(n[0]);
 	assert_true(granted);
 	c = harness_connect(n[0]);
 	harness_send(c, "STATUS kept\r\n");
@@ -616,7 +629,7 @@ test_cluster_security_sighup_reconnects_with_the_new_ca_file(void **state)
 			if (strncmp(line, "ERR UNAVAILABLE", 15) == 0)
 				unavailable++;
 		}
-		harness_close(c);
+		harness_drop(c);
 		harness_sleep_ms(200);
 	}
 	if (unavailable < 3) {

@@ -59,7 +59,7 @@ test_limits_connection_over_the_maximum_gets_err_limit_and_closes(
 		if (line == NULL || strncmp(line, "ERR LIMIT", 9) != 0)
 			fail_msg("expected PONG or ERR LIMIT, got '%s'",
 			    line ? line : "(nothing)");
-		harness_close(c);
+		harness_drop(c);
 		if (harness_now_ms() >= deadline)
 			fail_msg("a closed connection's slot was not freed");
 		harness_sleep_ms(10);

@@ -96,7 +96,7 @@ cluster_harness_role_of(struct harness_server *s, const char *token)
 		harness_send(conn, "AUTH %s\r\n", token);
 		if ((line = harness_read_line(conn, 2000)) == NULL ||
 		    strncmp(line, "AUTHED ", 7) != 0) {
-			harness_close(conn);
+			harness_drop(conn);
 			return -1;
 		}
 	}
@@ -107,7 +107,7 @@ cluster_harness_role_of(struct harness_server *s, const char *token)
 		else if (strstr(line, " role=follower") != NULL)
 			role = 0;
 	}
-	harness_close(conn);
+	harness_drop(conn);
 	return role;
 }
 

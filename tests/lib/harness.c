@@ -1090,6 +1090,20 @@ harness_close(struct harness_conn *c)
 	}
 }
 
+void
+harness_drop(struct harness_conn *c)
+{
+	int i;
+
+	for (i = 0; i < MAX_CONNS; i++)
+		if (conns[i] == c && c != NULL) {
+			harness_close(c);
+			free(c);
+			conns[i] = NULL;
+			return;
+		}
+}
+
 ssize_t
 harness_try_send(struct harness_conn *c, const void *data, size_t len,
     int64_t timeout_ms)

@@ -305,6 +305,13 @@ struct harness_conn *harness__connect_to(const char *file, int line,
 /* Closes the client side now (teardown closes the rest). */
 void harness_close(struct harness_conn *c);
 
+/*
+ * Closes c and gives its slot back: for probes asked in a loop, which
+ * would otherwise use up a test's connections.  c and every line read
+ * from it are gone afterwards.
+ */
+void harness_drop(struct harness_conn *c);
+
 /* Sends data[0..len) in full or fails the test. */
 void harness__send_bytes(const char *file, int line, struct harness_conn *c,
     const void *data, size_t len);
