@@ -502,8 +502,8 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		reply_error(svc, r, PROTO_ERR_BADARG,
 		    r->misfit == CORE_MISFIT_LIMIT ? "limit differs from the "
 		    "lock's, set until it is idle again, or from this rid's "
-		    "grant" : r->misfit == CORE_MISFIT_MODE ? "mode differs "
-		    "from this rid's grant, or is shared with a limit" :
+		    "request" : r->misfit == CORE_MISFIT_MODE ? "mode differs "
+		    "from this rid's request, or is shared with a limit" :
 		    "bad argument");
 		return;
 	case CORE_REPLY_SHUTDOWN:

@@ -176,8 +176,8 @@ test_holders_readers_together_writer_first_in_line(void **state)
 }
 
 #define LIMIT_MISFIT "ERR BADARG limit differs from the lock's, set until " \
-    "it is idle again, or from this rid's grant\r\n"
-#define MODE_MISFIT "ERR BADARG mode differs from this rid's grant, or " \
+    "it is idle again, or from this rid's request\r\n"
+#define MODE_MISFIT "ERR BADARG mode differs from this rid's request, or " \
     "is shared with a limit\r\n"
 
 /*
