@@ -833,7 +833,10 @@ holding_ended(struct core_table *table, struct hold x,
 	entry_dirty(table, e);
 }
 
-/* What STATUS, LIST and WATCH show of e; reclaimed by the caller. */
+static bool name_idle(const struct core_entry *e);
+
+/* What STATUS, LIST and WATCH show of e; reclaimed by the caller.  An idle
+ * name shows no limit: the next request sets one. */
 static void
 status_fill(const struct core_table *table, const struct core_entry *e,
     core_time now, struct core_lock_status *status)
@@ -844,7 +847,7 @@ status_fill(const struct core_table *table, const struct core_entry *e,
 	memset(status, 0, sizeof(*status));
 	status->queue = e->queue_len;
 	status->cause = (enum core_end)e->cause;
-	status->limit = entry_limit(e);
+	status->limit = name_idle(e) ? 1 : entry_limit(e);
 	if (table->rules->delay_blocks(e->delay_until, now))
 		status->delay_ms = e->delay_until - now;
 	if (lock->fence != 0) {

@@ -375,6 +375,58 @@ test_holders_semaphore_in_lock_delay_keeps_its_limit(void **state)
 }
 
 /*
+ * An idle name has no limit: once a semaphore's last holder is gone and
+ * no lock-delay runs, STATUS shows neither holders= nor limit=, as for any
+ * free name (the next request sets the limit anew).
+ */
+static void
+test_holders_idle_semaphore_shows_no_limit(void **state)
+{
+	struct service_world *w = service_world_new();
+	char h0[64], h1[64];
+
+	(void)state;
+	service_world_open(w);
+	feed(w, 0, "ACQUIRE s limit=3 lease=10s\n");
+	feed(w, 1, "ACQUIRE s limit=3 lease=10s\n");
+	assert_int_equal(service_commit(&w->svc), 0);
+	service_world_handle(take(w, 0), h0);
+	service_world_handle(take(w, 1), h1);
+	service_world_feedf(w, 0, "RELEASE s %s\n", h0);
+	assert_int_equal(service_commit(&w->svc), 0);
+	take(w, 0);
+	assert_string_equal(status(w, 5, "s"), "STATUS s held=1 fence=2 "
+	    "ttl=10000 queue=0 holders=1 limit=3");
+	/* Asked in the same pipeline as the release, before its commit. */
+	service_world_feedf(w, 1, "RELEASE s %s\nSTATUS s\n", h1);
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_string_equal(take(w, 1), "RELEASED s\r\nSTATUS s held=0 "
+	    "fence=0 ttl=0 queue=0\r\n");
+	assert_string_equal(status(w, 5, "s"), "STATUS s held=0 fence=0 "
+	    "ttl=0 queue=0");
+	/* The same once a lock-delay has run out. */
+	feed(w, 2, "ACQUIRE d limit=2 lease=200 delay=1s\n");
+	assert_int_equal(service_commit(&w->svc), 0);
+	take(w, 2);
+	w->mono += 400;
+	w->wall += 400;
+	service_tick(&w->svc);
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_string_equal(status(w, 5, "d"), "STATUS d held=0 fence=0 "
+	    "ttl=0 queue=0 holders=0 limit=2 delay=800");
+	w->mono += 800;
+	w->wall += 800;
+	service_tick(&w->svc);
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_string_equal(status(w, 5, "d"), "STATUS d held=0 fence=0 "
+	    "ttl=0 queue=0");
+	feed(w, 3, "TRY d\n");
+	assert_int_equal(service_commit(&w->svc), 0);
+	assert_true(fence_of(take(w, 3)) == 4);
+	service_world_free(w);
+}
+
+/*
  * A failed commit of a semaphore grant: the grant is told UNAVAILABLE,
  * and the name falls back to the holders the store has; the burnt fence
  * is never minted again.
@@ -499,6 +551,7 @@ main(void)
 		cmocka_unit_test(test_holders_survive_a_restart),
 		cmocka_unit_test(
 		    test_holders_semaphore_in_lock_delay_keeps_its_limit),
+		cmocka_unit_test(test_holders_idle_semaphore_shows_no_limit),
 		cmocka_unit_test(
 		    test_holders_failed_commit_of_a_semaphore_grant),
 		cmocka_unit_test(test_holders_failed_commit_of_a_shared_release),
