@@ -724,8 +724,10 @@ lockd_append_status(lockd_context *c, const char *name)
 	    c->errstr));
 }
 
-int
-lockd_append_acquire_kind(lockd_context *c, const char *name,
+/* A pipelined ACQUIRE or TRY of any kind; no rid of the library's own,
+ * since a pipeline is never sent again. */
+static int
+lockd__append_kind(lockd_context *c, bool try_only, const char *name,
     const lockd_acquire_options *options, const lockd_kind *kind,
     const char *rid)
 {
@@ -733,8 +735,16 @@ lockd_append_acquire_kind(lockd_context *c, const char *name,
 
 	if (lockd__dead(c))
 		return c->err;
-	return lockd__append(c, &r, lockd__request_acquire_kind(&r, false,
+	return lockd__append(c, &r, lockd__request_acquire_kind(&r, try_only,
 	    name, options, kind, rid, c->errstr));
+}
+
+int
+lockd_append_acquire_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid)
+{
+	return lockd__append_kind(c, false, name, options, kind, rid);
 }
 
 int
@@ -742,12 +752,7 @@ lockd_append_try_kind(lockd_context *c, const char *name,
     const lockd_acquire_options *options, const lockd_kind *kind,
     const char *rid)
 {
-	struct lockd__request r;
-
-	if (lockd__dead(c))
-		return c->err;
-	return lockd__append(c, &r, lockd__request_acquire_kind(&r, true,
-	    name, options, kind, rid, c->errstr));
+	return lockd__append_kind(c, true, name, options, kind, rid);
 }
 
 int
