@@ -3,8 +3,9 @@
  * pipeline (lockd_append_acquire_kind, lockd_append_try_kind,
  * lockd_get_reply_holders, lockd_poll_reply_holders) against a real lockd:
  * pipelined semaphore and shared grants, a misfit limit answered BADARG in
- * its place in the pipeline, a pipelined STATUS's holders, limit and mode,
- * and bad arguments refused without anything buffered or sent; and against
+ * its place in the pipeline, a rid repeated in one pipeline granted once,
+ * a pipelined STATUS's holders, limit and mode, and bad arguments refused
+ * without anything buffered or sent; and against
  * the scripted fake server, the request lines put on the wire.
  *
  * Lock names are unique per test, so the tests share one daemon.
@@ -197,6 +198,34 @@ test_pipeline_kinds_readers_share_and_a_writer_is_held_off(void **state)
 	lockd_free(c);
 }
 
+/* A rid repeated in one pipeline: the same grant twice, one holder. */
+static void
+test_pipeline_kinds_a_repeated_rid_is_granted_once(void **state)
+{
+	lockd_context *c = connect_port(harness_shared->port);
+	lockd_acquire_options now = harness_wait_options(0, LOCKD_ONCLOSE_KEEP);
+	lockd_kind two = harness_kind(2, LOCKD_MODE_EXCLUSIVE);
+	lockd_lease first;
+	lockd_lock_holders h;
+	lockd_reply r;
+
+	(void)state;
+	assert_int_equal(lockd_append_acquire_kind(c, "pk/rid", &now, &two,
+	    "pk-rid-1"), LOCKD_OK);
+	assert_int_equal(lockd_append_try_kind(c, "pk/rid", &now, &two,
+	    "pk-rid-1"), LOCKD_OK);
+	assert_int_equal(lockd_append_status(c, "pk/rid"), LOCKD_OK);
+	next_reply(c, LOCKD_OK, LOCKD_CMD_ACQUIRE, &r);
+	first = r.lease;
+	next_reply(c, LOCKD_OK, LOCKD_CMD_TRY, &r);
+	assert_int_equal(r.lease.fence, first.fence);
+	assert_string_equal(r.lease.handle, first.handle);
+	h = next_reply(c, LOCKD_OK, LOCKD_CMD_STATUS, &r);
+	assert_holders(&h, 1, 2, LOCKD_MODE_EXCLUSIVE);
+	assert_int_equal(lockd_release(c, &first), LOCKD_OK);
+	lockd_free(c);
+}
+
 /* The next reply by lockd_poll_reply_holders, as an event loop takes it:
  * poll the fd, then take what came; bounded by TIMEOUT_MS.  A call that
  * finds no whole reply must still write holders (zeroes). */
@@ -375,6 +404,8 @@ main(void)
 		    test_pipeline_kinds_semaphore_grants_and_a_misfit_in_order),
 		cmocka_unit_test(
 		    test_pipeline_kinds_readers_share_and_a_writer_is_held_off),
+		cmocka_unit_test(
+		    test_pipeline_kinds_a_repeated_rid_is_granted_once),
 		cmocka_unit_test(
 		    test_pipeline_kinds_poll_gives_a_status_its_holders),
 		cmocka_unit_test(
