@@ -5,8 +5,8 @@
  * pipelined semaphore and shared grants, a misfit limit answered BADARG in
  * its place in the pipeline, a rid repeated in one pipeline granted once,
  * a pipelined STATUS's holders, limit and mode, and bad arguments refused
- * without anything buffered or sent; and against
- * the scripted fake server, the request lines put on the wire.
+ * without anything buffered or sent; and against the scripted fake
+ * server, the request lines put on the wire.
  *
  * Lock names are unique per test, so the tests share one daemon.
  */
