@@ -238,7 +238,9 @@ typedef struct lockd_lock_holders {
 	int mode;
 } lockd_lock_holders;
 
-/* One reply read with lockd_get_reply() or lockd_poll_reply(). */
+/* One reply read with lockd_get_reply() or lockd_poll_reply().  Its size
+ * and layout are part of the ABI: a STATUS's holders, limit and mode come
+ * from lockd_get_reply_holders() instead. */
 typedef struct lockd_reply {
 	lockd_command command;      /* the request it answers */
 	int result;                 /* what the blocking call returns */
