@@ -6,7 +6,8 @@
  * its place in the pipeline, a rid repeated in one pipeline granted once,
  * a pipelined STATUS's holders, limit and mode, and bad arguments refused
  * without anything buffered or sent; and against the scripted fake
- * server, the request lines put on the wire.
+ * server, the request lines put on the wire and the holders zeroed when
+ * the connection breaks under a STATUS.
  *
  * Lock names are unique per test, so the tests share one daemon.
  */
@@ -396,6 +397,30 @@ test_pipeline_kinds_on_the_wire(void **state)
 	harness_fake_stop(&f);
 }
 
+/* A connection that breaks under a pipelined STATUS: the error, and the
+ * holders zeroed rather than left as they were. */
+static void
+test_pipeline_kinds_a_broken_connection_zeroes_the_holders(void **state)
+{
+	static const char *const replies[] = { NULL };
+	struct harness_fake f;
+	lockd_context *c;
+	lockd_lock_holders h = marked_holders();
+	lockd_reply r;
+
+	(void)state;
+	assert_int_equal(harness_fake_start(&f, replies, 1), 0);
+	c = connect_port(f.port);
+	assert_int_equal(lockd_append_status(c, "a"), LOCKD_OK);
+	assert_int_equal(lockd_get_reply_holders(c, &r, &h), LOCKD_ERR_EOF);
+	assert_holders(&h, 0, 0, 0);
+	h = marked_holders();
+	assert_int_equal(lockd_poll_reply_holders(c, &r, &h), LOCKD_ERR_EOF);
+	assert_holders(&h, 0, 0, 0);
+	lockd_free(c);
+	harness_fake_stop(&f);
+}
+
 int
 main(void)
 {
@@ -413,6 +438,8 @@ main(void)
 		cmocka_unit_test(
 		    test_pipeline_kinds_an_older_holders_struct_is_written_within),
 		cmocka_unit_test(test_pipeline_kinds_on_the_wire),
+		cmocka_unit_test(
+		    test_pipeline_kinds_a_broken_connection_zeroes_the_holders),
 	};
 
 	harness_begin();
