@@ -461,13 +461,16 @@ int lockd_pending(const lockd_context *c);
  * lockd_get_reply_holders and lockd_poll_reply_holders are lockd_get_reply
  * and lockd_poll_reply that also write a STATUS reply's holders, limit and
  * mode (see lockd_lock_holders) to *holders, beside the reply they belong
- * to.  The holders travel with the reply, not with the request: nothing
- * the caller passed at append time is kept by the library, so no pointer
- * can outlive its struct, and the holders cannot be matched to the wrong
- * STATUS.  holders may be NULL; else its size must be set, checked before
- * any reply is read (LOCKD_ERR_INVALID, and the reply stays due).  Every
- * field its size covers is written for every reply: a successful STATUS
- * gives the lock's; any other reply (another command, an error) zeroes
+ * to.  Why not a lockd_append_status that takes the struct to fill: the
+ * library would keep the caller's pointer until the reply is read, and a
+ * struct on the stack of a function that has returned, or one reused for
+ * two STATUS requests, would be written late, twice or out of bounds.
+ * Here nothing the caller passed at append time is kept, and the holders
+ * come back in the same call as the reply they describe.  holders may be
+ * NULL; else its size must be set, checked before any reply is read
+ * (LOCKD_ERR_INVALID, and the reply stays due).  Every field its size
+ * covers is written on every call: a successful STATUS gives the lock's;
+ * anything else (another command's reply, an error, LOCKD_AGAIN) zeroes
  * them, and limit 0, which no STATUS gives, says so.
  */
 int lockd_append_acquire_kind(lockd_context *c, const char *name,
