@@ -464,7 +464,7 @@ int lockd_pending(const lockd_context *c);
  * to.  Why not a lockd_append_status that takes the struct to fill: the
  * library would keep the caller's pointer until the reply is read, and a
  * struct on the stack of a function that has returned, or one reused for
- * two STATUS requests, would be written late, twice or out of bounds.
+ * two STATUS requests, would be written after it is gone, or twice.
  * Here nothing the caller passed at append time is kept, and the holders
  * come back in the same call as the reply they describe.  holders may be
  * NULL; else its size must be set, checked before any reply is read
