@@ -724,6 +724,37 @@ lockd_append_status(lockd_context *c, const char *name)
 	    c->errstr));
 }
 
+/* A pipelined ACQUIRE or TRY of any kind; no rid of the library's own,
+ * since a pipeline is never sent again. */
+static int
+lockd__append_kind(lockd_context *c, bool try_only, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid)
+{
+	struct lockd__request r;
+
+	if (lockd__dead(c))
+		return c->err;
+	return lockd__append(c, &r, lockd__request_acquire_kind(&r, try_only,
+	    name, options, kind, rid, c->errstr));
+}
+
+int
+lockd_append_acquire_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid)
+{
+	return lockd__append_kind(c, false, name, options, kind, rid);
+}
+
+int
+lockd_append_try_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid)
+{
+	return lockd__append_kind(c, true, name, options, kind, rid);
+}
+
 int
 lockd_append_ping(lockd_context *c)
 {
@@ -1148,20 +1179,68 @@ lockd_get_reply(lockd_context *c, lockd_reply *reply)
 	return lockd__get_reply_info(c, reply, NULL, false);
 }
 
-int
-lockd_poll_reply(lockd_context *c, lockd_reply *reply)
+/* lockd_poll_reply, also filling *info (NULL: not wanted). */
+static int
+lockd__poll_reply_info(lockd_context *c, lockd_reply *reply,
+    struct lockd__info *info)
 {
 	int rc;
 
 	if (lockd__begin_reply(c) != LOCKD_OK)
 		return c->err;
-	rc = lockd__take_reply(c, reply, NULL);
+	rc = lockd__take_reply(c, reply, info);
 	if (rc != LOCKD_AGAIN)
 		return rc;
 	if (lockd__read_some(c) < 0)
 		return c->err;
-	rc = lockd__take_reply(c, reply, NULL);
+	rc = lockd__take_reply(c, reply, info);
 	return rc == LOCKD_AGAIN ? lockd__succeed(c, LOCKD_AGAIN) : rc;
+}
+
+int
+lockd_poll_reply(lockd_context *c, lockd_reply *reply)
+{
+	return lockd__poll_reply_info(c, reply, NULL);
+}
+
+/*
+ * lockd_get_reply_holders and lockd_poll_reply_holders: holders' size
+ * checked before a reply is read, then every field it covers written, with
+ * a successful STATUS's holders or with zeroes (limit 0: not a STATUS's).
+ */
+static int
+lockd__reply_holders(lockd_context *c, lockd_reply *reply,
+    lockd_lock_holders *holders, bool poll)
+{
+	struct lockd__info got;
+	int rc;
+
+	if (holders != NULL && lockd__holders_check(holders, c->errstr) !=
+	    LOCKD_OK)
+		return lockd__record(c, LOCKD_ERR_INVALID);
+	memset(&got, 0, sizeof(got));
+	rc = poll ? lockd__poll_reply_info(c, reply, &got) :
+	    lockd__get_reply_info(c, reply, &got, false);
+	if (holders == NULL)
+		return rc;
+	if (rc != LOCKD_OK || reply->command != LOCKD_CMD_STATUS)
+		memset(&got.holders, 0, sizeof(got.holders));
+	lockd__holders_copy(holders, &got.holders);
+	return rc;
+}
+
+int
+lockd_get_reply_holders(lockd_context *c, lockd_reply *reply,
+    lockd_lock_holders *holders)
+{
+	return lockd__reply_holders(c, reply, holders, false);
+}
+
+int
+lockd_poll_reply_holders(lockd_context *c, lockd_reply *reply,
+    lockd_lock_holders *holders)
+{
+	return lockd__reply_holders(c, reply, holders, true);
 }
 
 /*

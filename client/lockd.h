@@ -238,7 +238,9 @@ typedef struct lockd_lock_holders {
 	int mode;
 } lockd_lock_holders;
 
-/* One reply read with lockd_get_reply() or lockd_poll_reply(). */
+/* One reply read with lockd_get_reply() or lockd_poll_reply().  Its size
+ * and layout are part of the ABI: a STATUS's holders, limit and mode come
+ * from lockd_get_reply_holders() instead. */
 typedef struct lockd_reply {
 	lockd_command command;      /* the request it answers */
 	int result;                 /* what the blocking call returns */
@@ -449,6 +451,38 @@ int lockd_get_reply(lockd_context *c, lockd_reply *reply);
 int lockd_pending(const lockd_context *c);
 
 /*
+ * Pipelining every kind of lock (protocol v2).  lockd_append_acquire_kind
+ * and lockd_append_try_kind buffer what lockd_acquire_kind and
+ * lockd_try_kind send, checked the same way (a bad name, option, kind or
+ * rid: LOCKD_ERR_INVALID and nothing buffered); the grant comes back in
+ * reply.lease.  rid NULL sends none: a pipeline is not repeated after a
+ * broken connection, so the library makes none of its own.
+ *
+ * lockd_get_reply_holders and lockd_poll_reply_holders are lockd_get_reply
+ * and lockd_poll_reply that also write a STATUS reply's holders, limit and
+ * mode (see lockd_lock_holders) to *holders, beside the reply they belong
+ * to.  Why not a lockd_append_status that takes the struct to fill: the
+ * library would keep the caller's pointer until the reply is read, and a
+ * struct on the stack of a function that has returned, or one reused for
+ * two STATUS requests, would be written after it is gone, or twice.
+ * Here nothing the caller passed at append time is kept, and the holders
+ * come back in the same call as the reply they describe.  holders may be
+ * NULL; else its size must be set, checked before any reply is read
+ * (LOCKD_ERR_INVALID, and the reply stays due).  Every field its size
+ * covers is written on every call: a successful STATUS gives the lock's;
+ * anything else (another command's reply, an error, LOCKD_AGAIN) zeroes
+ * them, and limit 0, which no STATUS gives, says so.
+ */
+int lockd_append_acquire_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid);
+int lockd_append_try_kind(lockd_context *c, const char *name,
+    const lockd_acquire_options *options, const lockd_kind *kind,
+    const char *rid);
+int lockd_get_reply_holders(lockd_context *c, lockd_reply *reply,
+    lockd_lock_holders *holders);
+
+/*
  * For an event loop: lockd_flush() sends the buffered requests (blocking at
  * most the command timeout); lockd_poll_reply() then reads what the socket
  * holds without blocking and returns LOCKD_AGAIN while no whole reply has
@@ -460,6 +494,8 @@ int lockd_pending(const lockd_context *c);
  */
 int lockd_flush(lockd_context *c);
 int lockd_poll_reply(lockd_context *c, lockd_reply *reply);
+int lockd_poll_reply_holders(lockd_context *c, lockd_reply *reply,
+    lockd_lock_holders *holders);
 
 /*
  * Fills *lease from a name and a handle string, e.g. ones a script kept, so
