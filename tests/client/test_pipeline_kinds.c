@@ -139,9 +139,10 @@ test_pipeline_kinds_semaphore_grants_and_a_misfit_in_order(void **state)
 	assert_int_equal(lockd_append_status(c, "pk/sem"), LOCKD_OK);
 	next_reply(c, LOCKD_OK, LOCKD_CMD_RELEASE, &r);
 	next_reply(c, LOCKD_OK, LOCKD_CMD_RELEASE, &r);
-	/* (A free name's STATUS may still carry its last limit=.) */
+	/* A free name has no limit any more: the next request sets it. */
 	h = next_reply(c, LOCKD_OK, LOCKD_CMD_STATUS, &r);
 	assert_int_equal(h.holders, 0);
+	assert_int_equal(h.limit, 1);
 	assert_int_equal(h.mode, LOCKD_MODE_EXCLUSIVE);
 	assert_int_equal(r.status.held, 0);
 	lockd_free(c);
