@@ -197,11 +197,11 @@ const struct model_scenario model_scenarios[] = {
 	},
 	{
 		.name = "fallback-limit",
-		.summary = "a semaphore of 2 (A, B, C) and plain requests (D, "
-		    "E) on one name; a failed commit whose batch holds up to "
-		    "three actions: the fall-back comes back to no record "
-		    "while a permit waits (it keeps limit 2), or to A's "
-		    "permit while plain requests wait (they get BADARG)",
+		.summary = "a semaphore of 2 (A, B, C), a writer D and a "
+		    "reader E on one name; a failed commit whose batch holds "
+		    "up to three actions: the fall-back comes back to no "
+		    "record while a permit waits (it keeps limit 2), or to "
+		    "A's permit while the reader waits (it gets BADARG)",
 		.nnames = 1,
 		.names = { "L" },
 		.nclients = 5,
@@ -210,7 +210,7 @@ const struct model_scenario model_scenarios[] = {
 			{ 'B', 1, { ACQ_N(0, FOREVER, 2) } },
 			{ 'C', 1, { ACQ_N(0, FOREVER, 2) } },
 			{ 'D', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
-			{ 'E', 1, { ACQ(0, FOREVER, false) } },
+			{ 'E', 1, { ACQ_SH(0, FOREVER) } },
 		},
 		.ntimes = 1,
 		.times = { 0 },
