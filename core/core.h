@@ -253,6 +253,18 @@ struct core_rules {
 	 * table's (delay_blocks, next_waiter): a request is asked only when
 	 * nobody waits ahead of it. */
 	bool (*admits)(const struct core_holding *held, bool shared);
+	/* A restore (a failed commit's fall-back): the limit a name takes.
+	 * `stored` is the largest limit its records name (1 for none),
+	 * `queued` the one its waiters were admitted under (0: nobody
+	 * waits), `nrecords` how many records it has, `holds` whether one
+	 * names a holder and `delay_runs` whether a stored lock-delay still
+	 * runs.  Nobody holding and no lock-delay running: the waiters keep
+	 * theirs; otherwise the records tell it. */
+	uint16_t (*restore_limit)(uint16_t stored, uint16_t queued,
+	    size_t nrecords, bool holds, bool delay_runs);
+	/* Are the waiters admitted under `queued` answered BADARG when the
+	 * restore gave the name `limit`: whenever the two differ. */
+	bool (*restore_refuses)(uint16_t limit, uint16_t queued);
 };
 
 /* The rules the daemon runs. */
@@ -276,6 +288,9 @@ bool core_rule_watch_fires(uint64_t watched, uint64_t current);
 bool core_rule_rid_repeat(const struct core_lock *lock, const char *rid,
     size_t rid_len);
 bool core_rule_admits(const struct core_holding *held, bool shared);
+uint16_t core_rule_restore_limit(uint16_t stored, uint16_t queued,
+    size_t nrecords, bool holds, bool delay_runs);
+bool core_rule_restore_refuses(uint16_t limit, uint16_t queued);
 
 /* ---- configuration ---------------------------------------------------- */
 

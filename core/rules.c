@@ -178,6 +178,29 @@ core_rule_admits(const struct core_holding *held, bool shared)
 	return shared && held->shared;
 }
 
+/*
+ * The limit of a name restored after a failed commit.  Its waiters were
+ * admitted in changes the store may never have got: with nobody holding
+ * and no lock-delay running (no record, or only an ended lock-delay's)
+ * the name is idle but for them, and keeps their limit; any other record
+ * tells the limit, and the waiters that do not fit it are refused.
+ */
+uint16_t
+core_rule_restore_limit(uint16_t stored, uint16_t queued, size_t nrecords,
+    bool holds, bool delay_runs)
+{
+	(void)nrecords;
+	if (queued != 0 && !holds && !delay_runs)
+		return queued;
+	return stored;
+}
+
+bool
+core_rule_restore_refuses(uint16_t limit, uint16_t queued)
+{
+	return queued != 0 && limit != queued;
+}
+
 static struct core_waiter *
 next_waiter_fifo(struct core_entry *entry)
 {
@@ -203,4 +226,6 @@ const struct core_rules core_rules_std = {
 	.watch_fires = core_rule_watch_fires,
 	.rid_repeat = core_rule_rid_repeat,
 	.admits = core_rule_admits,
+	.restore_limit = core_rule_restore_limit,
+	.restore_refuses = core_rule_restore_refuses,
 };

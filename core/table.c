@@ -2412,8 +2412,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	}
 	/* A free name whose stored lock-delay is over is idle but for the
 	 * waiters the table has: they keep the limit they queued under. */
-	if (!holds && delay_until <= now && !link_empty(&e->queue))
-		limit = queued_limit;
+	limit = table->rules->restore_limit(limit, link_empty(&e->queue) ?
+	    0 : queued_limit, n, holds, delay_until > now);
 	/* Another holder's tags, made before anything changes. */
 	if (rec != NULL && rec->fence != 0 && !(e->lock.fence == rec->fence &&
 	    e->lock.secret == rec->secret))
@@ -2434,7 +2434,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	entry_touch(table, e);
 	if (e->multi != NULL)
 		e->multi->limit = limit;
-	if (entry_limit(e) != queued_limit)
+	if (!link_empty(&e->queue) &&
+	    table->rules->restore_refuses(entry_limit(e), queued_limit))
 		refuse_waiters(table, e);
 	/* The name's lock-delay, whoever holds it. */
 	delay_set(table, e, delay_until);

@@ -16,7 +16,9 @@
 	.force = core_rule_force, \
 	.watch_fires = core_rule_watch_fires, \
 	.rid_repeat = core_rule_rid_repeat, \
-	.admits = core_rule_admits,
+	.admits = core_rule_admits, \
+	.restore_limit = core_rule_restore_limit, \
+	.restore_refuses = core_rule_restore_refuses,
 
 static void
 lock_clear(struct core_lock *lock)
@@ -335,7 +337,9 @@ watch_fires_never(uint64_t watched, uint64_t current)
 	.release = core_rule_release, \
 	.reclaim_if_expired = core_rule_reclaim_if_expired, \
 	.next_waiter = next_waiter_std, \
-	.admits = core_rule_admits,
+	.admits = core_rule_admits, \
+	.restore_limit = core_rule_restore_limit, \
+	.restore_refuses = core_rule_restore_refuses,
 
 const struct core_rules broken_rules_delay_ignored = {
 	RULES_STD_BASE
@@ -606,6 +610,8 @@ const struct core_rules broken_rules_rid_prefix = {
 	.watch_fires = core_rule_watch_fires, \
 	.rid_repeat = (rid_repeat_), \
 	.admits = (admits_), \
+	.restore_limit = core_rule_restore_limit, \
+	.restore_refuses = core_rule_restore_refuses, \
 }
 
 /* A semaphore admits one holder more than its limit (<= for <). */
@@ -699,3 +705,72 @@ rid_any_holder(const struct core_lock *lock, const char *rid, size_t rid_len)
 
 const struct core_rules broken_rules_rid_any_holder = RULES_WITH(
     core_rule_admits, next_waiter_std, core_rule_grant, rid_any_holder);
+
+/* ---- a failed commit's fall-back (core_table_restore) ------------------ */
+
+/* The standard table but for the two restore rules, given. */
+#define RULES_RESTORING(restore_limit_, restore_refuses_) { \
+	.fence_next = core_rule_fence_next, \
+	.lease_expired = core_rule_lease_expired, \
+	.decide = core_rule_decide, \
+	.grant = core_rule_grant, \
+	.is_holder = core_rule_is_holder, \
+	.renew = core_rule_renew, \
+	.release = core_rule_release, \
+	.reclaim_if_expired = core_rule_reclaim_if_expired, \
+	.next_waiter = next_waiter_std, \
+	.delay_blocks = core_rule_delay_blocks, \
+	.delay_end = core_rule_delay_end, \
+	.force = core_rule_force, \
+	.watch_fires = core_rule_watch_fires, \
+	.rid_repeat = core_rule_rid_repeat, \
+	.admits = core_rule_admits, \
+	.restore_limit = (restore_limit_), \
+	.restore_refuses = (restore_refuses_), \
+}
+
+/* Session 24's first defect: the records alone tell the limit (1 for
+ * none), and the waiters are never refused, so a limit=2 waiter is
+ * handed the lock as a mutex. */
+static uint16_t
+restore_limit_from_records(uint16_t stored, uint16_t queued,
+    size_t nrecords, bool holds, bool delay_runs)
+{
+	(void)queued;
+	(void)nrecords;
+	(void)holds;
+	(void)delay_runs;
+	return stored;
+}
+
+static bool
+restore_refuses_nobody(uint16_t limit, uint16_t queued)
+{
+	(void)limit;
+	(void)queued;
+	return false;
+}
+
+const struct core_rules broken_rules_restore_limit_from_records =
+    RULES_RESTORING(restore_limit_from_records, restore_refuses_nobody);
+
+/* Session 24's second defect: the limit is right, but the waiters
+ * admitted under another one stay and are granted under it. */
+const struct core_rules broken_rules_restore_keeps_misfits =
+    RULES_RESTORING(core_rule_restore_limit, restore_refuses_nobody);
+
+/* The over-refusal: any record, an ended lock-delay's too, tells the
+ * limit, so waiters that fit the idle name are refused. */
+static uint16_t
+restore_limit_any_record(uint16_t stored, uint16_t queued, size_t nrecords,
+    bool holds, bool delay_runs)
+{
+	if (nrecords == 0 && queued != 0)
+		return queued;
+	(void)holds;
+	(void)delay_runs;
+	return stored;
+}
+
+const struct core_rules broken_rules_restore_ended_delay_refuses =
+    RULES_RESTORING(restore_limit_any_record, core_rule_restore_refuses);

@@ -71,4 +71,14 @@ extern const struct core_rules broken_rules_grant_keeps_counter;
 /* A rid repeat finds any live holder granted with a rid. */
 extern const struct core_rules broken_rules_rid_any_holder;
 
+/* A failed commit's fall-back: the records alone tell the limit and no
+ * waiter is refused (a limit=2 waiter granted as a mutex). */
+extern const struct core_rules broken_rules_restore_limit_from_records;
+/* ... the limit is right but the misfit waiters stay (a plain request
+ * granted beside a restored permit). */
+extern const struct core_rules broken_rules_restore_keeps_misfits;
+/* ... an ended lock-delay's record tells the limit too (waiters that fit
+ * the idle name refused). */
+extern const struct core_rules broken_rules_restore_ended_delay_refuses;
+
 #endif

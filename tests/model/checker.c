@@ -105,6 +105,8 @@ model_coverage_name(enum model_coverage c)
 		"a permit request met the limit",
 		"a rid repeat among several holders",
 		"another limit answered BADARG",
+		"a fall-back refused a misfit waiter",
+		"a fall-back kept its waiters' limit",
 	};
 
 	return (unsigned)c < MODEL_COVERAGE ? names[c] : "?";
@@ -177,7 +179,8 @@ describe(const struct explorer *x, unsigned len, bool ran_out, char *buf,
 		    i ? " " : "", word, a & ACT_LOST ?
 		    "+crash-before-commit" : a & ACT_UNSENT ?
 		    "+crash-before-reply" : a & ACT_FAILED ?
-		    "+commit-fails" : "");
+		    "+commit-fails" : a & ACT_BATCHED ?
+		    "+batched" : "");
 		model__step(s, a);
 	}
 	if (ran_out && at < size)

@@ -102,6 +102,9 @@ enum model_coverage {
 	MODEL_COV_SEMAPHORE_FULL,        /* a permit request met the limit */
 	MODEL_COV_RID_AMONG_HOLDERS,     /* a rid repeat with several holders */
 	MODEL_COV_KIND_MISFIT,           /* another limit answered BADARG */
+	MODEL_COV_FALLBACK_MISFIT,       /* a fall-back refused a waiter */
+	MODEL_COV_FALLBACK_KEPT_LIMIT,   /* ... kept its waiters' limit
+	                                    over the records' */
 	MODEL_COVERAGE
 };
 /* A step's coverage is a bit set (struct sys's cov). */
@@ -162,6 +165,12 @@ struct model_scenario {
 	 * GRANTED and RENEWED become UNAVAILABLE, and the retry commits what
 	 * the fall-back did. */
 	uint8_t commit_failures;
+	/* The most actions a failed commit's batch may hold (0, 1: one),
+	 * as one turn of the daemon's loop batches several: an action's
+	 * changes and replies wait for the next one's commit, and the
+	 * batch's last commit fails with all of them, so the fall-back
+	 * meets grants and waiters the store never saw. */
+	uint8_t batch;
 	/* Fail-overs allowed per schedule (cluster mode, failover.c): every
 	 * connection closes and a new leader rebuilds the table from the
 	 * committed state by the take-over rule (core/takeover.h), while

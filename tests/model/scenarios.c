@@ -196,6 +196,49 @@ const struct model_scenario model_scenarios[] = {
 		.commit_failures = 1,
 	},
 	{
+		.name = "fallback-limit",
+		.summary = "a semaphore of 2 (A, B, C), a writer D and a "
+		    "reader E on one name; a failed commit whose batch holds "
+		    "up to three actions: the fall-back comes back to no "
+		    "record while a permit waits (it keeps limit 2), or to "
+		    "A's permit while the reader waits (it gets BADARG)",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 5,
+		.clients = {
+			{ 'A', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'B', 1, { ACQ_N(0, FOREVER, 2) } },
+			{ 'C', 1, { ACQ_N(0, FOREVER, 2) } },
+			{ 'D', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+			{ 'E', 1, { ACQ_SH(0, FOREVER) } },
+		},
+		.ntimes = 1,
+		.times = { 0 },
+		.commit_failures = 1,
+		.batch = 3,
+	},
+	{
+		.name = "fallback-delay",
+		.summary = "A holds a permit (limit 2) with lock-delay 5 until "
+		    "O forces it; after the delay D and E ask for the plain "
+		    "lock, and a failed commit of a batch of two comes back "
+		    "to the ended delay's record alone: E keeps waiting "
+		    "under limit 1 and gets the lock",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 4,
+		.clients = {
+			{ 'A', 1, { ACQ_N_DELAY(0, 2, 5) } },
+			{ 'O', 1, { FORCE(0, 1) } },
+			{ 'D', 2, { ACQ(0, FOREVER, false), RELEASE(0) } },
+			{ 'E', 1, { ACQ(0, FOREVER, false) } },
+		},
+		.ntimes = 2,
+		.times = { 0, 5 },
+		.commit_failures = 1,
+		.batch = 2,
+	},
+	{
 		.name = "expiry",
 		.summary = "A's lease expires under B (wait 10) and C (forever, "
 		    "onclose=release, then disconnects); A renews and "

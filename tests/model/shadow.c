@@ -464,6 +464,13 @@ on_granted(struct sys *s, const struct logged *l)
 	}
 	if (m->queued && s->delay_ended)
 		cover(s, MODEL_COV_DELAY_HANDOFF);
+	if (sh->nheld > 0 && m->req_limit != sh->limit) {
+		violate(s, MODEL_MUTUAL_EXCLUSION, "%s granted to %c (limit "
+		    "%d) at %lld beside %d holder(s) of limit %d",
+		    lock_name(s, l->name), label(s, c), m->req_limit,
+		    (long long)s->now, sh->nheld, sh->limit);
+		return;
+	}
 	if (sh->limit > 1 && sh->nheld >= sh->limit) {
 		violate(s, MODEL_HOLDER_LIMIT, "%s granted to %c (fence %llu) "
 		    "at %lld while %d hold it, its limit %d",
@@ -709,12 +716,13 @@ on_held(struct sys *s, const struct logged *l)
 	request_done(m);
 }
 
-/* BADARG: only for a request whose limit is not the busy name's. */
+/* BADARG: only for a request whose limit is not the busy name's; for a
+ * waiter, only when a fall-back gave the name another limit. */
 static void
 on_badarg(struct sys *s, const struct logged *l)
 {
 	struct client *m;
-	const struct shadow *sh;
+	struct shadow *sh;
 	int c;
 
 	if ((m = answering(s, l, &c)) == NULL)
@@ -727,6 +735,15 @@ on_badarg(struct sys *s, const struct logged *l)
 		    "of %s (limit %d) answered BADARG", label(s, c),
 		    m->req_limit, lock_name(s, l->name), sh->limit);
 		return;
+	}
+	if (m->queued && !s->falling_back) {
+		violate(s, MODEL_SHADOW_AGREEMENT, "%c, waiting for %s, "
+		    "answered BADARG", label(s, c), lock_name(s, l->name));
+		return;
+	}
+	if (m->queued) {
+		queue_remove(sh, c);
+		cover(s, MODEL_COV_FALLBACK_MISFIT);
 	}
 	cover(s, MODEL_COV_KIND_MISFIT);
 	request_done(m);
@@ -1203,6 +1220,7 @@ static void
 shadow_from_disk(struct sys *s, int n)
 {
 	struct shadow *sh = &s->sh[n];
+	uint16_t queued = sh->qlen > 0 ? sh->limit : 0;
 	int k;
 
 	sh->nheld = 0;
@@ -1245,6 +1263,30 @@ shadow_from_disk(struct sys *s, int n)
 		}
 		sh->h[j] = t;
 	}
+	/* Nobody holds and no lock-delay runs: the name is idle but for
+	 * its waiters, and keeps the limit they were admitted under. */
+	if (queued != 0 && sh->nheld == 0 && sh->delay_until <= s->now) {
+		if (sh->limit != queued)
+			cover(s, MODEL_COV_FALLBACK_KEPT_LIMIT);
+		sh->limit = queued;
+	}
+}
+
+/* After a fall-back: a waiter admitted under another limit than the one
+ * the name came back with is owed its BADARG, as on arrival. */
+static void
+misfits_refused(struct sys *s, int n)
+{
+	const struct shadow *sh = &s->sh[n];
+	int i;
+
+	for (i = 0; i < sh->qlen && s->violated == MODEL_OK; i++)
+		if (s->cl[sh->queue[i]].req_limit != sh->limit)
+			violate(s, MODEL_SHADOW_AGREEMENT, "%c waits for %s "
+			    "under limit %d, restored with limit %d: it is "
+			    "owed BADARG", label(s, sh->queue[i]),
+			    lock_name(s, n), s->cl[sh->queue[i]].req_limit,
+			    sh->limit);
 }
 
 /* Lock n restored from what the disk holds, as recovery does it. */
@@ -1304,6 +1346,9 @@ fail_commit(struct sys *s)
 			restore_from_disk(s, n);
 	process_log(s);
 	s->falling_back = false;
+	for (n = 0; n < s->sc->nnames; n++)
+		if (s->touched[n])
+			misfits_refused(s, n);
 	if (s->violated == MODEL_OK)
 		commit(s, true);
 }
@@ -1799,6 +1844,9 @@ check_agreement(struct sys *s)
 			violate(s, MODEL_SHADOW_AGREEMENT, "%s", why);
 			return;
 		}
+		/* Within a batch nothing is drained or written yet. */
+		if (s->batch_open)
+			continue;
 		e = core_table_find(&s->table, name, strlen(name));
 		if ((e != NULL) != (sh->nheld > 0 || sh->qlen > 0 ||
 		    sh->delay_until != 0 || watching(s, n) > 0)) {
@@ -1825,10 +1873,15 @@ model__step(struct sys *s, uint8_t action)
 	bool lost = (action & ACT_LOST) != 0;
 	bool unsent = (action & ACT_UNSENT) != 0;
 	bool failed = (action & ACT_FAILED) != 0;
+	bool batched = (action & ACT_BATCHED) != 0;
 	int n, op_name = -1;
 
+	if (!batched && !(action & ACT_FAILED))
+		s->batch_open = 0;
+
 	s->nlog = 0;
-	s->npending = 0;
+	if (!s->batch_open)   /* else the batch's first replies wait */
+		s->npending = 0;
 	s->acting = -1;
 	s->closing = -1;
 	s->stale_op = false;
@@ -1883,8 +1936,11 @@ model__step(struct sys *s, uint8_t action)
 			return;
 		if (lost)
 			crash(s, false);
-		else if (failed)
+		else if (failed) {
+			s->batch_open = 0;
 			fail_commit(s);
+		} else if (batched)
+			s->batch_open++;
 		else {
 			commit(s, !unsent);
 			/* (Its reclaim may end a lock-delay, which makes
@@ -1961,6 +2017,14 @@ model__run_out_the_clock(struct sys *s)
 {
 	int i, c;
 
+	/* A batch nothing else could join fails alone. */
+	if (s->batch_open) {
+		s->batch_open = 0;
+		s->nlog = 0;
+		s->acting = -1;
+		s->closing = -1;
+		fail_commit(s);
+	}
 	for (i = 0; i < 64 && s->violated == MODEL_OK; i++) {
 		core_time d = core_next_deadline(&s->table);
 
@@ -2002,6 +2066,19 @@ model__enabled(const struct sys *s, uint8_t *acts)
 		    mc->ops[m->pc].kind == MODEL_DISCONNECT))
 			acts[n++] = (uint8_t)c;
 	}
+	if (s->batch_open) {
+		/* The batch goes on, or ends in its failed commit; the
+		 * clock stands still within one turn of the loop. */
+		if (core_next_deadline(&s->table) <= s->now)
+			acts[n++] = ACT_TICK;
+		plain = n;
+		for (i = 0; i < plain; i++) {
+			if (s->batch_open + 1 < s->sc->batch)
+				acts[n++] = acts[i] | ACT_BATCHED;
+			acts[i] |= ACT_FAILED;
+		}
+		return n;
+	}
 	if (s->clock + 1 < s->sc->ntimes)
 		acts[n++] = ACT_CLOCK;
 	if (core_next_deadline(&s->table) <= s->now)
@@ -2021,6 +2098,10 @@ model__enabled(const struct sys *s, uint8_t *acts)
 		for (i = 0; i < plain; i++)
 			if (acts[i] != ACT_CLOCK)
 				acts[n++] = acts[i] | ACT_FAILED;
+	if (s->failures < s->sc->commit_failures && s->sc->batch > 1)
+		for (i = 0; i < plain; i++)
+			if (acts[i] != ACT_CLOCK)
+				acts[n++] = acts[i] | ACT_BATCHED;
 	return n;
 }
 

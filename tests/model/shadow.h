@@ -16,7 +16,7 @@
 #define MODEL_HOLDS MODEL_CLIENTS   /* holders of one name at most */
 #define MODEL_KEYS (MODEL_HOLDS + 1)  /* its durable keys: <name>, holders */
 #define MAX_LOG 64
-#define MAX_ACTIONS (5 * MODEL_CLIENTS + 8)
+#define MAX_ACTIONS (6 * MODEL_CLIENTS + 10)
 
 /* Actions: a client's next op (its index), or one of these. */
 enum {
@@ -28,7 +28,10 @@ enum {
 			      before its replies go out */
 	ACT_LOST = 0x80,   /* flag: the action, then a crash before commit */
 	ACT_FAILED = 0x10, /* flag: the action, then its commit fails */
-	ACT_FLAGS = ACT_UNSENT | ACT_LOST | ACT_FAILED
+	ACT_BATCHED = 0x08, /* flag: the action, its changes and replies
+			       left for the next action's commit (one
+			       batch, whose last commit fails) */
+	ACT_FLAGS = ACT_UNSENT | ACT_LOST | ACT_FAILED | ACT_BATCHED
 };
 
 /* What a client knows about one lock: its last handle and how long it
@@ -130,6 +133,8 @@ struct sys {
 	struct shadow sh[MODEL_NAMES];
 	struct disk_record disk[MODEL_NAMES][MODEL_KEYS];
 	uint64_t disk_hwm;
+	uint8_t batch_open;       /* actions whose changes and replies wait
+				     for the next action's commit */
 
 	/* Within one step. */
 	struct logged log[MAX_LOG];

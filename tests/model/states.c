@@ -62,6 +62,13 @@ model__encode(const struct sys *s, uint8_t *buf)
 	put8(&x, s->boot);
 	put8(&x, s->failures);
 	put8(&x, s->failovers);
+	put8(&x, s->batch_open);
+	for (i = 0; s->batch_open && i < s->npending; i++) {
+		put8(&x, s->pending[i].client);
+		put8(&x, (uint8_t)s->pending[i].kind);
+		put64(&x, s->pending[i].tag);
+		put64(&x, s->pending[i].handle.fence);
+	}
 	put64(&x, (uint64_t)s->now);
 	for (c = 0; c < s->sc->nclients; c++) {
 		const struct client *m = &s->cl[c];

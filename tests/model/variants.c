@@ -112,6 +112,22 @@ const struct model_variant model_variants[] = {
 	  "a rid repeat gets the grant of any live holder that has a rid",
 	  &broken_rules_rid_any_holder, MODEL_HARNESS_RIGHT,
 	  MODEL_RID_IDEMPOTENT },
+	{ "restore_limit_from_records",
+	  "a failed commit's fall-back takes the limit from the records "
+	  "alone (1 for none) and refuses no waiter: a limit=2 waiter "
+	  "gets the lock as a mutex",
+	  &broken_rules_restore_limit_from_records, MODEL_HARNESS_RIGHT,
+	  MODEL_SHADOW_AGREEMENT },
+	{ "restore_keeping_misfits",
+	  "a failed commit's fall-back restores a permit but keeps the "
+	  "plain waiters, one of them granted beside it",
+	  &broken_rules_restore_keeps_misfits, MODEL_HARNESS_RIGHT,
+	  MODEL_MUTUAL_EXCLUSION },
+	{ "restore_ended_delay_refusing",
+	  "a failed commit's fall-back takes the limit from an ended "
+	  "lock-delay's record and refuses waiters that fit the idle name",
+	  &broken_rules_restore_ended_delay_refuses, MODEL_HARNESS_RIGHT,
+	  MODEL_SHADOW_AGREEMENT },
 	{ "store_forgetting_the_counter",
 	  "the daemon's store never saves the high-water mark",
 	  &core_rules_std, MODEL_HARNESS_FORGET_HWM,

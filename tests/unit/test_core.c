@@ -445,6 +445,32 @@ test_core_rules_std_is_made_of_the_documented_rules(void **state)
 	assert_true(core_rules_std.reclaim_if_expired ==
 	    core_rule_reclaim_if_expired);
 	assert_non_null(core_rules_std.next_waiter);
+	assert_true(core_rules_std.restore_limit == core_rule_restore_limit);
+	assert_true(core_rules_std.restore_refuses ==
+	    core_rule_restore_refuses);
+}
+
+/* A fall-back keeps the waiters' limit only for a name idle but for them:
+ * no record, or only an ended lock-delay's; any other record tells it. */
+static void
+test_core_restore_limit_keeps_the_waiters_of_an_idle_name(void **state)
+{
+	(void)state;
+	/* No record, limit-2 waiters: 2, not 1. */
+	assert_int_equal(core_rule_restore_limit(1, 2, 0, false, false), 2);
+	/* Only an ended lock-delay of limit 2, plain waiters: 1. */
+	assert_int_equal(core_rule_restore_limit(2, 1, 1, false, false), 1);
+	/* A holder, or a lock-delay still running: the records. */
+	assert_int_equal(core_rule_restore_limit(2, 1, 1, true, false), 2);
+	assert_int_equal(core_rule_restore_limit(2, 1, 1, false, true), 2);
+	/* Nobody waits: the records. */
+	assert_int_equal(core_rule_restore_limit(3, 0, 1, false, false), 3);
+	assert_int_equal(core_rule_restore_limit(1, 0, 0, false, false), 1);
+	/* The waiters are refused exactly when the limits differ. */
+	assert_true(core_rule_restore_refuses(2, 1));
+	assert_true(core_rule_restore_refuses(1, 2));
+	assert_false(core_rule_restore_refuses(2, 2));
+	assert_false(core_rule_restore_refuses(1, 0));
 }
 
 static void
@@ -515,6 +541,8 @@ main(void)
 		cmocka_unit_test(
 		    test_core_rules_std_is_made_of_the_documented_rules),
 		cmocka_unit_test(test_core_next_waiter_is_the_head_of_the_queue),
+		cmocka_unit_test(
+		    test_core_restore_limit_keeps_the_waiters_of_an_idle_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
