@@ -1346,9 +1346,10 @@ load_account(struct load *l, struct core_record *rec)
  * boot but with their wall-clock readings kept (format_record_rebase), and
  * committed before lockd serves.  Else, the store still naming the old
  * boot, a restart later in this boot would read them by the wall clock
- * again, and a wall-clock step between would move every such lease end.  Not in cluster mode: there every load gives each lease the
- * take-over rule, whatever boot wrote it, and a record read back after a
- * failed commit of another node's boot gets what the load gave it
+ * again, and a wall-clock step between would move every such lease end.
+ * Not in cluster mode: there every load gives each lease the take-over
+ * rule, whatever boot wrote it, and a record read back after a failed
+ * commit of another node's boot gets what the load gave it
  * (service_commit.c, fall_read).
  */
 static int
