@@ -2386,7 +2386,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	struct core_holder **fresh = NULL;
 	const struct core_record *rec = NULL;
 	core_time delay_until = 0;
-	uint16_t limit = 1, queued_limit;
+	uint16_t limit = 1, queued;
 	size_t i, n = (first != NULL) + nmore;
 	bool nomem = false, released = false, holds = false;
 
@@ -2394,7 +2394,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 		return CORE_ERR_BADARG;
 	if ((e = entry_get_hashed(table, name, name_len, hash)) == NULL)
 		return CORE_ERR_NOMEM;
-	queued_limit = entry_limit(e);   /* the limit its waiters fit */
+	/* The limit its waiters fit; 0: nobody waits. */
+	queued = link_empty(&e->queue) ? 0 : entry_limit(e);
 	/* Once per name between two drains: a second restore would undo
 	 * what the first handed on (a grant already answered). */
 	if (e->flags & ENTRY_RESTORED)
@@ -2412,8 +2413,8 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	}
 	/* A free name whose stored lock-delay is over is idle but for the
 	 * waiters the table has: they keep the limit they queued under. */
-	limit = table->rules->restore_limit(limit, link_empty(&e->queue) ?
-	    0 : queued_limit, n, holds, delay_until > now);
+	limit = table->rules->restore_limit(limit, queued, n, holds,
+	    delay_until > now);
 	/* Another holder's tags, made before anything changes. */
 	if (rec != NULL && rec->fence != 0 && !(e->lock.fence == rec->fence &&
 	    e->lock.secret == rec->secret))
@@ -2434,8 +2435,7 @@ restore_hashed(struct core_table *table, const char *name, size_t name_len,
 	entry_touch(table, e);
 	if (e->multi != NULL)
 		e->multi->limit = limit;
-	if (!link_empty(&e->queue) &&
-	    table->rules->restore_refuses(entry_limit(e), queued_limit))
+	if (table->rules->restore_refuses(entry_limit(e), queued))
 		refuse_waiters(table, e);
 	/* The name's lock-delay, whoever holds it. */
 	delay_set(table, e, delay_until);
