@@ -593,8 +593,9 @@ const struct core_rules broken_rules_rid_prefix = {
 
 /* ---- holder sets (limit=, mode=shared) --------------------------------- */
 
-/* The standard table but for the four rules these break, given. */
-#define RULES_WITH(admits_, next_waiter_, grant_, rid_repeat_) { \
+/* The standard table but for the six rules given. */
+#define RULES_TABLE(admits_, next_waiter_, grant_, rid_repeat_, \
+    restore_limit_, restore_refuses_) { \
 	.fence_next = core_rule_fence_next, \
 	.lease_expired = core_rule_lease_expired, \
 	.decide = core_rule_decide, \
@@ -610,9 +611,14 @@ const struct core_rules broken_rules_rid_prefix = {
 	.watch_fires = core_rule_watch_fires, \
 	.rid_repeat = (rid_repeat_), \
 	.admits = (admits_), \
-	.restore_limit = core_rule_restore_limit, \
-	.restore_refuses = core_rule_restore_refuses, \
+	.restore_limit = (restore_limit_), \
+	.restore_refuses = (restore_refuses_), \
 }
+
+/* The standard table but for the four rules holder sets break, given. */
+#define RULES_WITH(admits_, next_waiter_, grant_, rid_repeat_) \
+	RULES_TABLE(admits_, next_waiter_, grant_, rid_repeat_, \
+	    core_rule_restore_limit, core_rule_restore_refuses)
 
 /* A semaphore admits one holder more than its limit (<= for <). */
 static bool
@@ -709,25 +715,9 @@ const struct core_rules broken_rules_rid_any_holder = RULES_WITH(
 /* ---- a failed commit's fall-back (core_table_restore) ------------------ */
 
 /* The standard table but for the two restore rules, given. */
-#define RULES_RESTORING(restore_limit_, restore_refuses_) { \
-	.fence_next = core_rule_fence_next, \
-	.lease_expired = core_rule_lease_expired, \
-	.decide = core_rule_decide, \
-	.grant = core_rule_grant, \
-	.is_holder = core_rule_is_holder, \
-	.renew = core_rule_renew, \
-	.release = core_rule_release, \
-	.reclaim_if_expired = core_rule_reclaim_if_expired, \
-	.next_waiter = next_waiter_std, \
-	.delay_blocks = core_rule_delay_blocks, \
-	.delay_end = core_rule_delay_end, \
-	.force = core_rule_force, \
-	.watch_fires = core_rule_watch_fires, \
-	.rid_repeat = core_rule_rid_repeat, \
-	.admits = core_rule_admits, \
-	.restore_limit = (restore_limit_), \
-	.restore_refuses = (restore_refuses_), \
-}
+#define RULES_RESTORING(restore_limit_, restore_refuses_) \
+	RULES_TABLE(core_rule_admits, next_waiter_std, core_rule_grant, \
+	    core_rule_rid_repeat, restore_limit_, restore_refuses_)
 
 /* Session 24's first defect: the records alone tell the limit (1 for
  * none), and the waiters are never refused, so a limit=2 waiter is
