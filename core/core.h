@@ -199,6 +199,16 @@ struct core_holding {
  */
 struct core_entry;
 struct core_waiter;
+
+/* A lock's holders as WATCH compares them.  A grant always mints a fence
+ * larger than every holder's, so the newest fence and the count together
+ * change whenever the set does: a grant changes the first, the end of a
+ * hold not followed by a grant the second. */
+struct core_watch_mark {
+	uint64_t fence;               /* the newest holder's; 0: free */
+	uint32_t holders;
+};
+
 struct core_rules {
 	/* *next = last + 1; CORE_ERR_OVERFLOW (and *next untouched) when last
 	 * is already CORE_FENCE_MAX. */
@@ -239,9 +249,11 @@ struct core_rules {
 	/* FORCE: frees the lock iff it is held with exactly this fence
 	 * (returns true); any other fence is a no-op that returns false. */
 	bool (*force)(struct core_lock *lock, uint64_t fence);
-	/* Does a WATCH of `watched` fire when the newest holder's fence (0
-	 * when free) is `current`. */
-	bool (*watch_fires)(uint64_t watched, uint64_t current);
+	/* Does a WATCH fire: `watched` is the holders it waits to see change
+	 * (by_fence: only the newest holder's fence, as given with fence=),
+	 * `current` the holders now. */
+	bool (*watch_fires)(const struct core_watch_mark *watched,
+	    bool by_fence, const struct core_watch_mark *current);
 	/* Is a request with this rid (rid_len 0: none) a repeat of the one
 	 * the live holder was granted for: then it gets that grant back and
 	 * nothing changes.  Never true without a rid, nor for a free lock. */
@@ -284,7 +296,8 @@ bool core_rule_delay_blocks(core_time delay_until, core_time now);
 core_time core_rule_delay_end(const struct core_lock *ended,
     enum core_end how, core_time now);
 bool core_rule_force(struct core_lock *lock, uint64_t fence);
-bool core_rule_watch_fires(uint64_t watched, uint64_t current);
+bool core_rule_watch_fires(const struct core_watch_mark *watched,
+    bool by_fence, const struct core_watch_mark *current);
 bool core_rule_rid_repeat(const struct core_lock *lock, const char *rid,
     size_t rid_len);
 bool core_rule_admits(const struct core_holding *held, bool shared);
@@ -500,8 +513,13 @@ struct core_waiter {
 	struct core_tags *tags;
 	bool shared;                    /* mode=shared */
 	/* A WATCH rather than an ACQUIRE: on its entry's watchers list, it
-	 * fires when the newest holder's fence is no longer watch_fence. */
+	 * fires when the holders are no longer the ones it found, newest
+	 * fence watch_fence and watch_holders of them (watch_by_fence: when
+	 * the newest holder's fence is no longer watch_fence).  Kept apart,
+	 * not as a core_watch_mark, so they fill the padding. */
 	bool watch;
+	bool watch_by_fence;
+	uint32_t watch_holders;
 	uint64_t watch_fence;
 };
 

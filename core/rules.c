@@ -140,9 +140,11 @@ core_rule_force(struct core_lock *lock, uint64_t fence)
 }
 
 bool
-core_rule_watch_fires(uint64_t watched, uint64_t current)
+core_rule_watch_fires(const struct core_watch_mark *watched, bool by_fence,
+    const struct core_watch_mark *current)
 {
-	return watched != current;
+	return watched->fence != current->fence ||
+	    (!by_fence && watched->holders != current->holders);
 }
 
 /*

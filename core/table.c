@@ -881,20 +881,31 @@ watch_answer(struct core_table *table, struct core_entry *e,
 	emit(table, CORE_REPLY_CHANGED, session, tag, e, &r);
 }
 
+/* e's holders as WATCH compares them. */
+static struct core_watch_mark
+watch_mark(const struct core_entry *e)
+{
+	struct core_watch_mark m;
+
+	m.fence = newest_fence(e);
+	m.holders = (uint32_t)holders_count(e);
+	return m;
+}
+
 /*
- * Answers, once each, the WATCHes of e that the newest holder's fence now
- * fires.  Called after every grant and after every end of a hold that was
- * not followed by a grant, so a hand-off is reported after its grant.
+ * Answers, once each, the WATCHes of e that its holders now fire.  Called
+ * after every grant and after every end of a hold that was not followed
+ * by a grant, so a hand-off is reported after its grant.
  */
 static void
 watch_notify(struct core_table *table, struct core_entry *e, core_time now)
 {
 	struct core_link *l, *next;
-	uint64_t current;
+	struct core_watch_mark current;
 
 	if (!entry_watched(e))
 		return;
-	current = newest_fence(e);
+	current = watch_mark(e);
 	for (l = e->multi->watchers.next; l != &e->multi->watchers;
 	    l = next) {
 		struct core_waiter *w = container_of(l, struct core_waiter,
@@ -902,8 +913,12 @@ watch_notify(struct core_table *table, struct core_entry *e, core_time now)
 		struct core_session *session = w->session;
 		uint64_t tag = w->tag;
 
+		struct core_watch_mark watched = { w->watch_fence,
+		    w->watch_holders };
+
 		next = l->next;
-		if (!table->rules->watch_fires(w->watch_fence, current))
+		if (!table->rules->watch_fires(&watched, w->watch_by_fence,
+		    &current))
 			continue;
 		waiter_remove(table, w);
 		watch_answer(table, e, session, tag, now);
@@ -1787,7 +1802,7 @@ core_watch(struct core_table *table, struct core_session *session,
 {
 	struct core_entry *e;
 	struct core_waiter *w;
-	uint64_t watched;
+	struct core_watch_mark watched, current;
 
 	if (!name_ok(name_len) || wait_ms < CORE_WAIT_FOREVER ||
 	    (has_fence && fence > CORE_FENCE_MAX)) {
@@ -1799,9 +1814,13 @@ core_watch(struct core_table *table, struct core_session *session,
 		return CORE_ERR_NOMEM;
 	}
 	reclaim(table, e, now);
-	watched = has_fence ? fence : newest_fence(e);
+	/* Without fence=, the holders it found are the ones it watches. */
+	current = watch_mark(e);
+	watched = current;
+	if (has_fence)
+		watched.fence = fence;
 	/* Fires at once when the state already differs. */
-	if (table->rules->watch_fires(watched, newest_fence(e))) {
+	if (table->rules->watch_fires(&watched, has_fence, &current)) {
 		watch_answer(table, e, session, tag, now);
 		return CORE_OK;
 	}
@@ -1824,7 +1843,9 @@ core_watch(struct core_table *table, struct core_session *session,
 	if ((w = waiter_add(table, session, tag, e, true, wait_ms, now)) ==
 	    NULL)
 		return CORE_ERR_NOMEM;
-	w->watch_fence = watched;
+	w->watch_by_fence = has_fence;
+	w->watch_fence = watched.fence;
+	w->watch_holders = watched.holders;
 	return CORE_OK;
 }
 

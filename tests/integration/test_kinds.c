@@ -134,12 +134,54 @@ test_kinds_every_holder_survives_kill_9(void **state)
 	assert_true(again.fence > g[4].fence);
 }
 
+/*
+ * A WATCH without a fence answers the end of any hold: the older of two
+ * permits, or of two readers, released while the newer one lives on
+ * (issue 25: it timed out, so a program waiting for a free permit never
+ * heard of it).  With fence= the newest holder's fence alone counts.
+ */
+static void
+test_kinds_watch_hears_an_older_holder_leave(void **state)
+{
+	static const char *const how[] = { "limit=2", "mode=shared" };
+	struct harness_server *s = harness_start(NULL);
+	struct harness_conn *c = harness_connect(s);
+	struct harness_conn *w = harness_connect(s);
+	struct harness_conn *f = harness_connect(s);
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		struct harness_grant g[2];
+		char name[8], line[96];
+
+		snprintf(name, sizeof(name), "w/%d", i);
+		harness_send(c, "ACQUIRE %s %s lease=5s\n", name, how[i]);
+		harness_expect_granted(c, name, &g[0]);
+		harness_send(c, "ACQUIRE %s %s lease=5s owner=s2\n", name,
+		    how[i]);
+		harness_expect_granted(c, name, &g[1]);
+		harness_send(w, "WATCH %s wait=3s\n", name);
+		harness_send(f, "WATCH %s fence=%llu wait=500ms\n", name,
+		    (unsigned long long)g[1].fence);
+		harness_expect_silence(w, 100);
+		harness_send(c, "RELEASE %s %s\n", name, g[0].handle);
+		snprintf(line, sizeof(line), "RELEASED %s", name);
+		harness_expect_line(c, line);
+		snprintf(line, sizeof(line), "CHANGED %s held=1 fence=%llu ",
+		    name, (unsigned long long)g[1].fence);
+		harness_expect_fields(w, line, (const char *const[]){
+		    " owner=s2 holders=1 ", " cause=released", NULL });
+		harness_expect_line(f, "ERR TIMEOUT no change within wait");
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		HARNESS_TEST(test_kinds_semaphore_and_readers_over_sockets),
 		HARNESS_TEST(test_kinds_every_holder_survives_kill_9),
+		HARNESS_TEST(test_kinds_watch_hears_an_older_holder_leave),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

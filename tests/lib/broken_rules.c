@@ -310,19 +310,33 @@ force_any_fence(struct core_lock *lock, uint64_t fence)
 /* ---- WATCH firing at once, or never ------------------------------------ */
 
 static bool
-watch_fires_always(uint64_t watched, uint64_t current)
+watch_fires_always(const struct core_watch_mark *watched, bool by_fence,
+    const struct core_watch_mark *current)
 {
 	(void)watched;
+	(void)by_fence;
 	(void)current;
 	return true;
 }
 
 static bool
-watch_fires_never(uint64_t watched, uint64_t current)
+watch_fires_never(const struct core_watch_mark *watched, bool by_fence,
+    const struct core_watch_mark *current)
 {
 	(void)watched;
+	(void)by_fence;
 	(void)current;
 	return false;
+}
+
+/* Main before issue 25: the newest holder's fence alone, so the end of an
+ * older hold of several never answers a WATCH of the next change. */
+static bool
+watch_fires_on_fence_only(const struct core_watch_mark *watched,
+    bool by_fence, const struct core_watch_mark *current)
+{
+	(void)by_fence;
+	return watched->fence != current->fence;
 }
 
 /* ---- the tables ------------------------------------------------------- */
@@ -374,6 +388,15 @@ const struct core_rules broken_rules_watch_never_fires = {
 	.delay_end = core_rule_delay_end,
 	.force = core_rule_force,
 	.watch_fires = watch_fires_never,
+	.rid_repeat = core_rule_rid_repeat,
+};
+
+const struct core_rules broken_rules_watch_fence_only = {
+	RULES_STD_BASE
+	.delay_blocks = core_rule_delay_blocks,
+	.delay_end = core_rule_delay_end,
+	.force = core_rule_force,
+	.watch_fires = watch_fires_on_fence_only,
 	.rid_repeat = core_rule_rid_repeat,
 };
 

@@ -53,6 +53,9 @@ extern const struct core_rules broken_rules_force_any_fence;
 extern const struct core_rules broken_rules_watch_fires_early;
 /* A WATCH never fires: only its wait ends it. */
 extern const struct core_rules broken_rules_watch_never_fires;
+/* A WATCH of the next change looks at the newest holder's fence alone,
+ * so it misses the end of an older hold of several. */
+extern const struct core_rules broken_rules_watch_fence_only;
 /* rid=: a repeat never recognised (it queues behind its own grant). */
 extern const struct core_rules broken_rules_rid_ignored;
 /* rid=: one rid matches another that it is a prefix of. */

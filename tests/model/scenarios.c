@@ -318,6 +318,22 @@ const struct model_scenario model_scenarios[] = {
 		.failovers = 1,
 	},
 	{
+		.name = "permit-watch",
+		.summary = "a semaphore of 2: A and B each take a permit and "
+		    "release it; W watches for any change (wait 10), so the "
+		    "end of either hold answers it, the older one's too",
+		.nnames = 1,
+		.names = { "L" },
+		.nclients = 3,
+		.clients = {
+			{ 'A', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'B', 2, { ACQ_N(0, FOREVER, 2), RELEASE(0) } },
+			{ 'W', 1, { WATCH(0, MODEL_WATCH_ANY, 10) } },
+		},
+		.ntimes = 3,
+		.times = { 0, 10, 20 },
+	},
+	{
 		.name = "operator",
 		.summary = "A holds L with lock-delay 5 until it expires or "
 		    "is forced; B waits (wait 20) and releases; O forces "

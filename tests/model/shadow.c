@@ -169,6 +169,7 @@ request_done(struct client *m)
 	m->req_delay = 0;
 	m->req_fence = 0;
 	m->req_watch_any = false;
+	m->req_holders = 0;
 	m->req_rid = NULL;
 	m->req_limit = 0;
 	m->req_shared = false;
@@ -327,6 +328,16 @@ shadow_current(const struct shadow *sh)
 	const struct shold *h = shold_newest(sh);
 
 	return h != NULL ? h->fence : 0;
+}
+
+/* Has a queued WATCH's change come: the newest holder's fence differs
+ * from the one watched, or, for a WATCH of the next change, the holders
+ * are not the ones it found (one of several ended). */
+static bool
+shadow_watch_changed(const struct shadow *sh, const struct client *m)
+{
+	return m->req_fence != shadow_current(sh) ||
+	    (m->req_watch_any && m->req_holders != sh->nheld);
 }
 
 /* A hold ended in a way that owes its lock-delay, running to `until`. */
@@ -897,8 +908,9 @@ on_force(struct sys *s, const struct logged *l)
 	request_done(m);
 }
 
-/* A WATCH answered CHANGED: only once the newest holder's fence differs
- * from the one watched, and reporting that fence. */
+/* A WATCH answered CHANGED: only once its change has come (at once only
+ * for a fence= that is not the newest holder's), and reporting the newest
+ * holder's fence. */
 static void
 on_changed(struct sys *s, const struct logged *l)
 {
@@ -914,10 +926,12 @@ on_changed(struct sys *s, const struct logged *l)
 		    m->req_kind);
 		return;
 	}
-	/* A WATCH of the next change watches what it found on arrival. */
+	/* A WATCH of the next change watches what it found on arrival: it
+	 * is never answered CHANGED at once. */
 	watched = m->req_watch_any && !m->queued ? shadow_current(sh) :
 	    m->req_fence;
-	if (watched == shadow_current(sh)) {
+	if (m->queued ? !shadow_watch_changed(sh, m) :
+	    watched == shadow_current(sh)) {
 		violate(s, MODEL_WATCH_ONCE, "%c's WATCH of %s answered at "
 		    "%lld while fence %llu, the one it watches, is current",
 		    label(s, c), lock_name(s, l->name), (long long)s->now,
@@ -1553,8 +1567,10 @@ settle_op(struct sys *s)
 		m->queued = true;
 		m->deadline = op->wait_ms > 0 ? s->now + op->wait_ms :
 		    CORE_NEVER;
-		if (m->req_watch_any)
+		if (m->req_watch_any) {
 			m->req_fence = shadow_current(&s->sh[op->name]);
+			m->req_holders = s->sh[op->name].nheld;
+		}
 		return;
 	}
 	if (op->kind != MODEL_ACQUIRE) {
@@ -1982,14 +1998,17 @@ model__step(struct sys *s, uint8_t action)
 		const struct client *m = &s->cl[n];
 
 		if (m->req_tag != 0 && m->queued &&
-		    m->req_kind == MODEL_WATCH && m->req_fence !=
-		    shadow_current(&s->sh[m->req_name])) {
+		    m->req_kind == MODEL_WATCH &&
+		    shadow_watch_changed(&s->sh[m->req_name], m)) {
 			violate(s, MODEL_WATCH_ONCE, "%c's WATCH of %s (fence "
-			    "%llu) still waits at %lld after fence %llu came",
+			    "%llu, %u holders) still waits at %lld after "
+			    "fence %llu, %u holders came",
 			    label(s, n), s->sc->names[m->req_name],
 			    (unsigned long long)m->req_fence,
-			    (long long)s->now, (unsigned long long)
-			    shadow_current(&s->sh[m->req_name]));
+			    m->req_holders, (long long)s->now,
+			    (unsigned long long)
+			    shadow_current(&s->sh[m->req_name]),
+			    s->sh[m->req_name].nheld);
 			return;
 		}
 	}

@@ -58,6 +58,7 @@ struct client {
 	int64_t req_delay;        /* ACQUIRE's lock-delay */
 	uint64_t req_fence;       /* FORCE's fence; WATCH's watched fence */
 	bool req_watch_any;       /* a WATCH of the next change */
+	uint8_t req_holders;      /* ... and how many held as it queued */
 	const char *req_rid;      /* ACQUIRE's or TRY's rid; NULL: none */
 	uint16_t req_limit;       /* ACQUIRE's or TRY's limit, 1..; */
 	bool req_shared;          /* ... and mode=shared */

@@ -86,6 +86,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, (uint64_t)m->req_delay);
 		put64(&x, m->req_fence);
 		put8(&x, m->req_watch_any);
+		put8(&x, m->req_holders);
 		put8(&x, m->req_rid != NULL ? strlen(m->req_rid) + 1 : 0);
 		if (m->req_rid != NULL)
 			put(&x, m->req_rid, strlen(m->req_rid));

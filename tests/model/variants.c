@@ -76,6 +76,11 @@ const struct model_variant model_variants[] = {
 	  "a WATCH is never answered CHANGED, only timed out",
 	  &broken_rules_watch_never_fires, MODEL_HARNESS_RIGHT,
 	  MODEL_WATCH_ONCE },
+	{ "watch_fence_only",
+	  "a WATCH of the next change misses the end of an older hold of "
+	  "several (it compares the newest holder's fence alone)",
+	  &broken_rules_watch_fence_only, MODEL_HARNESS_RIGHT,
+	  MODEL_WATCH_ONCE },
 	{ "rid_never_repeats",
 	  "a repeat of the live holder's rid is taken for a new request "
 	  "(it queues behind its own grant, or TRY answers HELD)",

@@ -48,17 +48,23 @@ try_n(struct table_fixture *f, int s, uint32_t limit, bool shared, uint64_t tag,
 	return core_try(&f->table, &f->s[s], "n", 1, &a, tag, now);
 }
 
-/* The last reply with this tag (fails when none). */
-static const struct core_reply *
-reply_of(struct table_fixture *f, uint64_t tag)
+/* The last reply with this tag, with its status (fails when none). */
+static const struct table_fixture_reply *
+got_of(struct table_fixture *f, uint64_t tag)
 {
 	size_t i = f->ngot;
 
 	while (i-- > 0)
 		if (f->got[i].r.tag == tag && f->got[i].r.session != NULL)
-			return &f->got[i].r;
+			return &f->got[i];
 	fail_msg("no reply for tag %llu", (unsigned long long)tag);
 	return NULL;
+}
+
+static const struct core_reply *
+reply_of(struct table_fixture *f, uint64_t tag)
+{
+	return &got_of(f, tag)->r;
 }
 
 static bool
@@ -319,6 +325,44 @@ test_holders_renew_release_expiry_and_force_act_per_holder(void **state)
 	    8, LEASE + 1), CORE_ERR_CONFLICT);
 	assert_int_equal(core_renew(&f->table, &f->s[2], "n", 1, c, LEASE,
 	    9, LEASE + 1), CORE_OK);
+}
+
+/* WATCH without fence= answers the next change of the holders, and the
+ * end of an older hold of several is one (a program waiting for a free
+ * permit hears of it); with fence= only the newest holder's fence
+ * counts, as documented.  For permits and readers alike. */
+static void
+test_holders_watch_of_the_next_change_sees_an_older_hold_end(void **state)
+{
+	struct table_fixture *f = *state;
+	int shared;
+
+	for (shared = 0; shared <= 1; shared++) {
+		uint32_t limit = shared ? 1 : 2;
+		struct core_handle older;
+		const struct core_reply *r;
+		const struct table_fixture_reply *g;
+
+		table_fixture_restart(f);
+		assert_int_equal(acq(f, 0, limit, shared, -1, 1, 0), CORE_OK);
+		assert_int_equal(acq(f, 1, limit, shared, -1, 2, 0), CORE_OK);
+		older = handle_of(f, 1);
+		assert_int_equal(core_watch(&f->table, &f->s[2], "n", 1, false,
+		    0, 3000, 3, 10), CORE_OK);
+		assert_int_equal(core_watch(&f->table, &f->s[3], "n", 1, true,
+		    handle_of(f, 2).fence, 3000, 4, 10), CORE_OK);
+		assert_false(answered(f, 3));
+		assert_int_equal(core_release(&f->table, &f->s[0], "n", 1,
+		    older, 5, 20), CORE_OK);
+		g = got_of(f, 3);
+		r = &g->r;
+		assert_int_equal(r->kind, CORE_REPLY_CHANGED);
+		assert_int_equal(r->fence, handle_of(f, 2).fence);
+		assert_int_equal(g->status.holders, 1);
+		assert_int_equal(g->status.cause, CORE_END_RELEASED);
+		/* The newest holder still holds: fence= waits on. */
+		assert_false(answered(f, 4));
+	}
 }
 
 static void
@@ -971,6 +1015,7 @@ main(void)
 		T(test_holders_a_long_run_of_readers_goes_in_one_hand_off),
 		T(test_holders_semaphore_grants_up_to_its_limit_in_fifo_order),
 		T(test_holders_renew_release_expiry_and_force_act_per_holder),
+		T(test_holders_watch_of_the_next_change_sees_an_older_hold_end),
 		T(test_holders_onclose_releases_only_the_closing_sessions_holder),
 		T(test_holders_first_request_of_an_idle_name_sets_its_limit),
 		T(test_holders_shared_with_a_limit_is_a_mode_misfit),
