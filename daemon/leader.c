@@ -57,6 +57,23 @@ set_leader_hint(struct leader *l, const json_t *kv)
 	    sizeof(c->leader) - 1, &len) != 0)
 		len = 0;
 	c->leader[len] = '\0';
+	/*
+	 * This node's own address in a key it does not hold: its previous
+	 * process's (kill -9 and a quick restart), or its own lease that
+	 * etcd renewed in full after losing its majority.  Nobody serves
+	 * under it, and a client sent "here" would ask again and again: it
+	 * names no leader.  The key goes when its lease runs out.
+	 */
+	if (len > 0 && strcmp(c->leader, l->advertise) == 0) {
+		if (!l->own_stale_key)
+			log_event(LOG_WARN, "stale_leader_key", "advertise=%s "
+			    "action=\"wait for its lease to run out\"",
+			    l->advertise);
+		l->own_stale_key = true;
+		c->leader[0] = '\0';
+	} else {
+		l->own_stale_key = false;
+	}
 }
 
 /* Gives a lease back to etcd, not waiting for the answer. */

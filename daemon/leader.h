@@ -60,6 +60,7 @@ struct leader {
 	enum leader_state asked;    /* ...sent in this state */
 	bool stopped;
 	bool reset_pending;         /* stepped down with a batch in flight */
+	bool own_stale_key;         /* the key names us; we do not hold it */
 	int64_t lease_id;
 	int64_t create_revision;    /* of our leader key */
 	uint64_t sent_at;           /* ms: the request in flight was sent */

@@ -227,6 +227,52 @@ test_cluster_follower_sends_clients_to_the_leader(void **state)
 	expect_leader_lease_in_etcd(LEADER_LEASE_MS / 1000);
 }
 
+/*
+ * A node never names itself in NOTLEADER leader= (issue 25): kill -9 of
+ * the leader and an immediate restart leave the old process's key, with
+ * the node's own address, until its lease runs out.  The new process
+ * answered "leader=<itself>" for that long, and a client following the
+ * hint looped on it; it must answer as if no leader were known, then
+ * lead once the key is gone.
+ */
+static void
+test_cluster_a_node_never_names_itself_as_leader(void **state)
+{
+	struct harness_conn *c;
+	const char *line = NULL;
+	char self[64];
+	int64_t until;
+	int unknown = 0;
+
+	(void)state;
+	start_cluster(1);
+	assert_int_equal(cluster_harness_leader_of(nodes, 1, RECOVER_MS), 0);
+	harness_server_kill(nodes[0]);
+	harness_server_restart(nodes[0]);
+	snprintf(self, sizeof(self), "leader=127.0.0.1:%d ", nodes[0]->port);
+	c = harness_connect(nodes[0]);
+	until = harness_now_ms() + RECOVER_MS;
+	while (harness_now_ms() < until) {
+		if ((line = ask(c, "ACQUIRE x wait=0\r\n")) == NULL)
+			c = harness_connect(nodes[0]);
+		else if (strstr(line, self) != NULL)
+			fail_msg("the node named itself: \"%s\"", line);
+		else if (strncmp(line, "GRANTED x ", 10) == 0)
+			break;
+		else if (strcmp(line, "ERR NOTLEADER no leader is known") == 0)
+			unknown++;
+		harness_sleep_ms(20);
+	}
+	if (line == NULL || strncmp(line, "GRANTED x ", 10) != 0)
+		fail_msg("never granted; last \"%s\"", line != NULL ? line :
+		    "(nothing)");
+	/* The old key lived on for a while: the case was met, and logged. */
+	assert_true(unknown > 0);
+	assert_true(harness_log_contains(nodes[0], "event=stale_leader_key"));
+	printf("# 'no leader is known' %d times before the node led\n",
+	    unknown);
+}
+
 static void
 test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
 {
@@ -1210,6 +1256,9 @@ main(int argc, char **argv)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_sigterm_of_the_leader_hands_over_at_once,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_cluster_a_node_never_names_itself_as_leader,
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_cluster_paused_leader_grants_nothing_after_it_resumes,
