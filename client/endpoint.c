@@ -486,3 +486,18 @@ lockd__notleader_hint(const char *errstr, char *hint, size_t size)
 	hint[len] = '\0';
 	return true;
 }
+
+size_t
+lockd__endpoints_next(const struct lockd__endpoint *list, size_t count,
+    size_t current, const char *errstr, bool *hinted)
+{
+	char hint[300];
+	int at = -1;
+
+	if (lockd__notleader_hint(errstr, hint, sizeof(hint)))
+		at = lockd__endpoints_find(list, count, hint, strlen(hint));
+	*hinted = at >= 0 && (size_t)at != current;
+	if (*hinted)
+		return (size_t)at;
+	return count > 1 ? (current + 1) % count : current;
+}

@@ -68,6 +68,16 @@ int lockd__endpoints_find(const struct lockd__endpoint *list, size_t count,
  */
 bool lockd__notleader_hint(const char *errstr, char *hint, size_t size);
 
+/*
+ * Where a client on endpoint `current` of list connects next after a
+ * NOTLEADER whose sentence is errstr: the leader it names, when that is
+ * one of ours and not `current` (a node never names itself, but one that
+ * did would be asked again and again), else the endpoint after current.
+ * *hinted says which.
+ */
+size_t lockd__endpoints_next(const struct lockd__endpoint *list, size_t count,
+    size_t current, const char *errstr, bool *hinted);
+
 /* Sets up ssl (a new client SSL) to verify the server's name and send
  * it as SNI; false when OpenSSL refuses the name. */
 bool lockd__endpoint_tls_name(const struct lockd__endpoint *e, SSL *ssl);

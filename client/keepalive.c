@@ -23,12 +23,8 @@
 #include <unistd.h>
 
 #include "client/lockd.h"
+#include "client/schedule.h"
 
-/* The lease is lost this share of it before its deadline... */
-#define LOCKD__KEEPALIVE_MARGIN_DIVISOR 10
-/* ...and a failed renewal is retried after this share of it. */
-#define LOCKD__KEEPALIVE_RETRY_DIVISOR 15
-#define LOCKD__KEEPALIVE_RETRY_MIN_MS 10
 /* When neither the options nor the lease say how long a first try may take. */
 #define LOCKD__KEEPALIVE_FIRST_DEFAULT_MS 30000
 
@@ -196,13 +192,12 @@ lockd__keepalive_main(void *arg)
 	lockd_keepalive *k = arg;
 	lockd_lease *lease = &k->renewing;
 	char why[LOCKD_ERRSTR_SIZE] = "";
-	int64_t next, lost_at, retry;
+	int64_t next, lost_at, backoff = 0;
 	int rc, last = 0;
 
-	next = lease->deadline_ms - lease->lease_ms + lease->lease_ms / 3;
+	next = lockd__renew_at(lease->deadline_ms, lease->lease_ms);
 	for (;;) {
-		lost_at = lease->deadline_ms -
-		    lease->lease_ms / LOCKD__KEEPALIVE_MARGIN_DIVISOR;
+		lost_at = lockd__lost_at(lease->deadline_ms, lease->lease_ms);
 		if (next > lost_at)
 			next = lost_at;
 		if (lockd__keepalive_wait(k, -1, next))
@@ -221,8 +216,9 @@ lockd__keepalive_main(void *arg)
 		if (rc == LOCKD_OK) {
 			lockd__keepalive_publish(k);
 			last = 0;
-			next = lease->deadline_ms - lease->lease_ms +
-			    lease->lease_ms / 3;
+			backoff = 0;
+			next = lockd__renew_at(lease->deadline_ms,
+			    lease->lease_ms);
 			continue;
 		}
 		snprintf(why, sizeof(why), "renewal failed: %.100s",
@@ -233,10 +229,8 @@ lockd__keepalive_main(void *arg)
 		}
 		/* Retry while another attempt could still succeed in time. */
 		last = rc;
-		retry = lease->lease_ms / LOCKD__KEEPALIVE_RETRY_DIVISOR;
-		if (retry < LOCKD__KEEPALIVE_RETRY_MIN_MS)
-			retry = LOCKD__KEEPALIVE_RETRY_MIN_MS;
-		next = lockd_now_ms() + retry;
+		next = lockd_now_ms() + lockd__retry_after(lease->lease_ms,
+		    &backoff);
 		if (next >= lost_at) {
 			lockd__keepalive_lose(k, rc, why);
 			break;

@@ -37,6 +37,7 @@
 #endif
 
 #include "client/lockd.h"
+#include "client/schedule.h"
 
 /* Exit codes; the command's own status otherwise. */
 #define EXIT_BUSY 1             /* TRY, or run -n / -w (flock's code) */
@@ -49,19 +50,17 @@
 #define DEFAULT_TIMEOUT_MS 10000
 
 /*
- * run's schedule, as shares of the lease L granted: renew every L/3; after
- * a failure retry every L/15 (at least RETRY_MIN_MS), on a new connection
- * when the old one broke or a reply is L/6 late; SIGTERM a grace of L/6
- * before SIGKILL, and SIGKILL a margin of L/10 before the lease could end.
+ * run's schedule, as shares of the lease L granted: renew every L/3 and
+ * after a failure retry as every client does (client/schedule.h), on a new
+ * connection when the old one broke or a reply is L/6 late; SIGTERM a
+ * grace of L/6 before SIGKILL, and SIGKILL a margin of L/10 before the
+ * lease could end (the margin at which every client counts it lost).
  */
-#define RENEW_DIVISOR 3
-#define RETRY_DIVISOR 15
-#define RETRY_MIN_MS 10
 /* Cluster mode: NOTLEADERs in a row followed without waiting. */
 #define FOLLOW_AT_ONCE 3
 #define STALL_DIVISOR 6
 #define GRACE_DIVISOR 6
-#define MARGIN_DIVISOR 10
+#define MARGIN_DIVISOR LOCKD__LOST_DIVISOR
 /* What the command leaves behind in its group gets this long after TERM. */
 #define LEFTOVER_GRACE_MS 1000
 /* How often the group is looked at while something of it is left. */
@@ -1037,6 +1036,7 @@ struct run {
 	bool renewing;            /* a RENEW is out */
 	bool reconnect;           /* ctx broke, stalled or met a follower */
 	int follows;              /* NOTLEADERs since the last renewal */
+	int64_t backoff;          /* retry_interval's; 0 after a renewal */
 	int64_t renew_sent;
 	int64_t next_renew;
 	bool lost;
@@ -1064,12 +1064,11 @@ term_deadline(const struct run *r)
 	return r->lease.deadline_ms - grace_of(r) - margin_of(r);
 }
 
+/* The pause before the next try of a renewal (or release) that failed. */
 static int64_t
-retry_interval(const struct run *r)
+retry_interval(struct run *r)
 {
-	int64_t retry = r->lease.lease_ms / RETRY_DIVISOR;
-
-	return retry > RETRY_MIN_MS ? retry : RETRY_MIN_MS;
+	return lockd__retry_after(r->lease.lease_ms, &r->backoff);
 }
 
 /*
@@ -1245,10 +1244,11 @@ on_renewal_reply(struct run *r)
 	if (rc == LOCKD_OK) {
 		r->lease.lease_ms = reply.lease.lease_ms;
 		r->lease.deadline_ms = reply.lease.deadline_ms;
-		r->next_renew = r->lease.deadline_ms - r->lease.lease_ms +
-		    r->lease.lease_ms / RENEW_DIVISOR;
+		r->next_renew = lockd__renew_at(r->lease.deadline_ms,
+		    r->lease.lease_ms);
 		r->why[0] = '\0';
 		r->follows = 0;
+		r->backoff = 0;
 		return;
 	}
 	/*
@@ -1364,8 +1364,8 @@ supervise(struct run *r)
 	int64_t now;
 	int timeout, nfds;
 
-	r->next_renew = r->lease.deadline_ms - r->lease.lease_ms +
-	    r->lease.lease_ms / RENEW_DIVISOR;
+	r->next_renew = lockd__renew_at(r->lease.deadline_ms,
+	    r->lease.lease_ms);
 	for (;;) {
 		now = lockd_now_ms();
 		if (!r->lost && now >= term_deadline(r)) {
@@ -1618,6 +1618,7 @@ release_lease(struct run *r)
 	int64_t give_up = lockd_now_ms() + (r->options.command_timeout_ms > 0 ?
 	    r->options.command_timeout_ms : DEFAULT_TIMEOUT_MS);
 	lockd_reply reply;
+	int64_t pause;
 	int rc = LOCKD_ERR_IO;
 
 	for (;;) {
@@ -1635,10 +1636,11 @@ release_lease(struct run *r)
 		if (r->ctx != NULL && (lockd_error_is_fatal(rc) ||
 		    rc == LOCKD_ERR_SHUTDOWN))
 			drop_connection(r);
+		pause = retry_interval(r);
 		if (!(r->ctx == NULL || rc == LOCKD_ERR_UNAVAILABLE) ||
-		    lockd_now_ms() + retry_interval(r) >= give_up)
+		    lockd_now_ms() + pause >= give_up)
 			break;
-		poll(NULL, 0, (int)retry_interval(r));
+		poll(NULL, 0, (int)pause);
 	}
 	fprintf(stderr, "lockctl: release %s: %s; it is held until its lease "
 	    "runs out\n", r->name, r->why);
@@ -1694,7 +1696,7 @@ run_locked(struct run *r, const struct cli *cli, char **command)
 	 * seem left of it: renew before the command starts, to date it anew.
 	 */
 	if (r->lease.deadline_ms - lockd_now_ms() <
-	    r->lease.lease_ms * 2 / RENEW_DIVISOR &&
+	    r->lease.lease_ms * 2 / LOCKD__RENEW_DIVISOR &&
 	    (rc = lockd_renew(c, &r->lease, r->lease.lease_ms)) != LOCKD_OK)
 		return fail("renew", r->name, c, rc);
 

@@ -1019,17 +1019,9 @@ static void
 lockd__follow_hint(lockd_context *c)
 {
 	struct lockd__state *s = c->state;
-	char hint[300];
-	int at = -1;
 
-	if (lockd__notleader_hint(c->errstr, hint, sizeof(hint)))
-		at = lockd__endpoints_find(s->ats, s->n_ats, hint,
-		    strlen(hint));
-	s->hinted = at >= 0;
-	if (at >= 0)
-		s->next_at = (size_t)at;
-	else if (s->n_ats > 1)
-		s->next_at = ((size_t)(s->at - s->ats) + 1) % s->n_ats;
+	s->next_at = lockd__endpoints_next(s->ats, s->n_ats,
+	    (size_t)(s->at - s->ats), c->errstr, &s->hinted);
 }
 
 /*

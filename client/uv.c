@@ -33,14 +33,13 @@
 #include "client/lockd_uv.h"
 #include "client/endpoint.h"
 #include "client/request.h"
+#include "client/schedule.h"
 #include "proto/proto.h"
 
 #define LOCKD__UV_READ_CHUNK 4096
 
-/* The keep-alive's rules, as keepalive.c's. */
-#define LOCKD__UV_MARGIN_DIVISOR 10
-#define LOCKD__UV_RETRY_DIVISOR 15
-#define LOCKD__UV_RETRY_MIN_MS 10
+/* A keep-alive's first renewal, when neither the client's command timeout
+ * nor the lease says how long it may take (keepalive.c's too). */
 #define LOCKD__UV_FIRST_DEFAULT_MS 30000
 
 enum lockd__uv_state {
@@ -151,6 +150,7 @@ struct lockd_uv_keepalive {
 	void *arg;
 	int64_t lost_at;
 	int last;                   /* the last failed renewal's result */
+	int64_t backoff;            /* lockd__retry_after's; 0 after success */
 	char why[LOCKD_ERRSTR_SIZE];
 	int lost;
 	char errstr[LOCKD_ERRSTR_SIZE];
@@ -836,7 +836,7 @@ lockd__uv_timeout(uv_timer_t *t)
 			    now + c->options.connect_timeout_ms : -1;
 			lockd__uv_start_connect(c);
 		} else if (c->resolving) {
-			c->start_at = now + LOCKD__UV_RETRY_MIN_MS;
+			c->start_at = now + LOCKD__RETRY_MIN_MS;
 		}
 		lockd__uv_arm(c);
 	} else if (c->state == LOCKD__UV_CONNECTING &&
@@ -892,10 +892,10 @@ static bool
 lockd__uv_failover(lockd_uv_client *c, int code)
 {
 	struct lockd__uv_request *r;
-	char last[LOCKD_ERRSTR_SIZE], hint[300];
+	char last[LOCKD_ERRSTR_SIZE];
 	int64_t now = lockd_now_ms(), delay = 0, left;
 	size_t i, n = 0;
-	int at = -1;
+	bool hinted;
 	char *out;
 
 	if (c->closing || (code != LOCKD_ERR_IO && code != LOCKD_ERR_EOF &&
@@ -963,14 +963,9 @@ lockd__uv_failover(lockd_uv_client *c, int code)
 		c->sent = 0;
 	}
 	/* The leader a NOTLEADER names, when it is ours; else the next. */
-	if (code == LOCKD_ERR_NOTLEADER &&
-	    lockd__notleader_hint(last, hint, sizeof(hint)))
-		at = lockd__endpoints_find(c->ats, c->n_ats, hint,
-		    strlen(hint));
-	if (at >= 0)
-		c->next_at = (size_t)at;
-	else if (c->n_ats > 1)
-		c->next_at = ((size_t)(c->at - c->ats) + 1) % c->n_ats;
+	c->next_at = lockd__endpoints_next(c->ats, c->n_ats,
+	    (size_t)(c->at - c->ats), code == LOCKD_ERR_NOTLEADER ? last : "",
+	    &hinted);
 	uv_timer_stop(&c->timer);
 	lockd__uv_drop_conn(c);
 	if (c->resolving) {
@@ -1591,9 +1586,9 @@ static void
 lockd__uv_keepalive_schedule(lockd_uv_keepalive *k)
 {
 	lockd_lease *l = &k->lease;
-	int64_t next = l->deadline_ms - l->lease_ms + l->lease_ms / 3;
+	int64_t next = lockd__renew_at(l->deadline_ms, l->lease_ms);
 
-	k->lost_at = l->deadline_ms - l->lease_ms / LOCKD__UV_MARGIN_DIVISOR;
+	k->lost_at = lockd__lost_at(l->deadline_ms, l->lease_ms);
 	lockd__uv_keepalive_at(k, next < k->lost_at ? next : k->lost_at);
 }
 
@@ -1618,9 +1613,7 @@ lockd__uv_keepalive_failed(lockd_uv_keepalive *k, int rc, const char *why)
 	}
 	/* Retry while another attempt could still succeed in time. */
 	k->last = rc;
-	retry = k->lease.lease_ms / LOCKD__UV_RETRY_DIVISOR;
-	if (retry < LOCKD__UV_RETRY_MIN_MS)
-		retry = LOCKD__UV_RETRY_MIN_MS;
+	retry = lockd__retry_after(k->lease.lease_ms, &k->backoff);
 	if (lockd_now_ms() + retry >= k->lost_at) {
 		lockd__uv_keepalive_lose(k, rc, k->why);
 		return;
@@ -1644,6 +1637,7 @@ lockd__uv_keepalive_renewed(lockd_uv_client *renewer, int rc,
 		k->lease.lease_ms = reply->lease.lease_ms;
 		k->lease.deadline_ms = reply->lease.deadline_ms;
 		k->last = 0;
+		k->backoff = 0;
 		lockd__uv_keepalive_schedule(k);
 		return;
 	}

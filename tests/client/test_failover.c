@@ -197,6 +197,55 @@ test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 	}
 }
 
+/*
+ * A node that names itself in NOTLEADER leader= (lockd never does since
+ * issue 25, but an older one did, for seconds) is not asked again: the
+ * client goes on to the next endpoint, here a lockd that serves.  Before,
+ * liblockd followed the hint back to the same node until its fail-over
+ * time ran out; lockctl, whose keep-alive and run share the rule, too.
+ */
+static void
+test_failover_a_node_naming_itself_is_not_asked_again(void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	const char *dir = harness_tempdir();
+	char list[64], counter[256], out[256];
+	int lfd, port, rc, answered;
+	lockd_context *c;
+	lockd_lease lease;
+	pid_t pid;
+
+	(void)state;
+	assert_true((lfd = harness_listen_loopback(&port)) >= 0);
+	snprintf(counter, sizeof(counter), "%s/self", dir);
+	pid = cluster_harness_notleader_fake(lfd, port, counter);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port,
+	    s->port);
+	c = connect_list(list);
+	assert_int_equal(lockd_set_failover_timeout(c, 1500), LOCKD_OK);
+	rc = lockd_acquire(c, "self", 5000, 0, LOCKD_ONCLOSE_KEEP, &lease);
+	if (rc != LOCKD_OK)
+		fail_msg("acquire: %s: %s", lockd_strerror(rc), c->errstr);
+	lockd_free(c);
+	{
+		const char *argv[] = {
+			harness_program("lockctl"), "-H", list, "-t", "1000",
+			"status", "self", NULL,
+		};
+
+		rc = harness_run((char *const *)argv, 10000, out, sizeof(out),
+		    NULL, 0);
+		assert_int_equal(rc, 0);
+		assert_non_null(strstr(out, "held=1"));
+	}
+	harness_sleep_ms(200);
+	answered = cluster_harness_count_lines(counter);
+	printf("# the self-naming node answered %d times\n", answered);
+	assert_true(answered <= 2);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 /* ---- the cluster -------------------------------------------------------- */
 
 static void
@@ -845,6 +894,8 @@ main(void)
 		    test_failover_endpoint_lists_parse_and_skip_a_dead_endpoint),
 		HARNESS_TEST(
 		    test_failover_notleader_loop_between_two_bad_hints_ends),
+		HARNESS_TEST(
+		    test_failover_a_node_naming_itself_is_not_asked_again),
 		HARNESS_TEST(
 		    test_failover_acquire_whose_reply_was_lost_finds_its_grant),
 		HARNESS_TEST(

@@ -165,6 +165,51 @@ def endpoint_scheme(value):
     return None
 
 
+def next_endpoint(endpoints, current, leader):
+    """The index of the endpoint a client on endpoints[current] connects
+    to next after a NOTLEADER naming leader (None: none): that leader when
+    it was configured, spelled the same (an address from the wire that
+    nobody configured is never connected to), and is not the node that
+    said it (a node never names itself, but one that did would be asked
+    again and again); else the endpoint after current."""
+    if leader is not None and leader in endpoints:
+        at = endpoints.index(leader)
+        if at != current:
+            return at
+    return (current + 1) % len(endpoints)
+
+
+# The renewal schedule of every lockd client (liblockd's client/schedule.h
+# says why): as shares of the lease L, renew L/3 into it; the lease counts
+# as lost L/10 before it ends; a renewal that failed without a refusal is
+# tried again after 50 ms, the pause doubling to at most 250 ms and L/15.
+RENEW_DIVISOR = 3
+LOST_DIVISOR = 10
+RETRY_FIRST = 0.05
+RETRY_MAX = 0.25
+RETRY_DIVISOR = 15
+RETRY_MIN = 0.01
+
+
+def renew_at(lease):
+    """When the next renewal of lease (as last granted) goes out."""
+    return lease.deadline - lease.lease_ms / 1000.0 + \
+        lease.lease_ms / 1000.0 / RENEW_DIVISOR
+
+
+def lost_at(lease):
+    """When lease counts as lost."""
+    return lease.deadline - lease.lease_ms / 1000.0 / LOST_DIVISOR
+
+
+def retry_after(lease_ms, backoff):
+    """(pause, next backoff) before the next try of a failed renewal;
+    backoff is 0 after a renewal that succeeded."""
+    cap = min(max(lease_ms / 1000.0 / RETRY_DIVISOR, RETRY_MIN), RETRY_MAX)
+    pause = min(backoff if backoff > 0 else RETRY_FIRST, cap)
+    return pause, min(pause * 2, cap)
+
+
 def new_rid():
     """A fresh rid= for one call: 32 hex digits (128 random bits)."""
     return secrets.token_hex(16)

@@ -331,10 +331,8 @@ class AsyncClient:
         """As Client._follow: only to a leader that was configured."""
         if not self._leave(conn):
             return
-        if error.leader is not None and error.leader in self._endpoints:
-            self._preferred = self._endpoints.index(error.leader)
-        else:
-            self._preferred = (self._preferred + 1) % len(self._endpoints)
+        self._preferred = _proto.next_endpoint(self._endpoints,
+                                               self._preferred, error.leader)
 
     # ---- commands: as Client's ------------------------------------------
     async def acquire(self, name, lease=None, wait=None, onclose="keep", *,
@@ -441,11 +439,10 @@ class AsyncKeepAlive:
 
     async def _run(self):
         lease = self.lease
-        backoff = 0.05
-        period = lease.lease_ms / 3000.0
-        next_at = lease.deadline - lease.lease_ms / 1000.0 + period
+        backoff = 0
+        next_at = _proto.renew_at(lease)
         while True:
-            lost_at = lease.deadline - lease.lease_ms / 10000.0
+            lost_at = _proto.lost_at(lease)
             await asyncio.sleep(max(0.0, next_at - _proto.now()))
             left = lost_at - _proto.now()
             if left <= 0:
@@ -466,11 +463,11 @@ class AsyncKeepAlive:
                 await self._client.close()
             else:
                 self.renewals += 1
-                backoff = 0.05
-                next_at = lease.deadline - lease.lease_ms / 1000.0 + period
+                backoff = 0
+                next_at = _proto.renew_at(lease)
                 continue
-            next_at = min(_proto.now() + backoff, lost_at)
-            backoff = min(backoff * 2, 1.0)
+            pause, backoff = _proto.retry_after(lease.lease_ms, backoff)
+            next_at = min(_proto.now() + pause, lost_at)
 
 
 class AsyncLockContext:

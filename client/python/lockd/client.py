@@ -346,10 +346,8 @@ class Client:
         address from the wire that nobody configured is never connected
         to), else at the next endpoint."""
         self.close()
-        if error.leader is not None and error.leader in self._endpoints:
-            self._preferred = self._endpoints.index(error.leader)
-        else:
-            self._preferred = (self._preferred + 1) % len(self._endpoints)
+        self._preferred = _proto.next_endpoint(self._endpoints,
+                                               self._preferred, error.leader)
 
     # ---- commands ------------------------------------------------------
     def acquire(self, name, lease=None, wait=None, onclose="keep", *,
@@ -616,11 +614,10 @@ class KeepAlive:
 
     def _run(self):
         lease = self.lease
-        backoff = 0.05
-        period = lease.lease_ms / 3000.0
-        next_at = lease.deadline - lease.lease_ms / 1000.0 + period
+        backoff = 0
+        next_at = _proto.renew_at(lease)
         while not self._stop.is_set():
-            lost_at = lease.deadline - lease.lease_ms / 10000.0
+            lost_at = _proto.lost_at(lease)
             if self._stop.wait(max(0.0, next_at - _proto.now())):
                 return
             if _proto.now() >= lost_at:
@@ -640,14 +637,14 @@ class KeepAlive:
                 why = e
             else:
                 self.renewals += 1
-                backoff = 0.05
-                next_at = lease.deadline - lease.lease_ms / 1000.0 + period
+                backoff = 0
+                next_at = _proto.renew_at(lease)
                 continue
             if self._stop.is_set():
                 return
             # Retry soon, never after the moment the lease counts as lost.
-            next_at = min(_proto.now() + backoff, lost_at)
-            backoff = min(backoff * 2, 1.0)
+            pause, backoff = _proto.retry_after(lease.lease_ms, backoff)
+            next_at = min(_proto.now() + pause, lost_at)
             self.last_error = why
 
 

@@ -139,3 +139,24 @@ def test_a_token_comes_from_the_environment_or_a_file(tmp_path):
     f.write_text("two words\n")
     with pytest.raises(ValueError):
         _proto.read_token(str(f), env={})
+
+
+def test_a_notleader_hint_naming_the_node_itself_goes_to_the_next():
+    eps = [("127.0.0.1", 1), ("127.0.0.1", 2), ("127.0.0.1", 3)]
+    # The named leader, when configured and not the node that said it.
+    assert _proto.next_endpoint(eps, 0, ("127.0.0.1", 3)) == 2
+    # A node naming itself, an unknown leader or none: the next one.
+    assert _proto.next_endpoint(eps, 1, ("127.0.0.1", 2)) == 2
+    assert _proto.next_endpoint(eps, 2, ("10.0.0.9", 2)) == 0
+    assert _proto.next_endpoint(eps, 2, None) == 0
+
+
+def test_renewal_retries_back_off_from_50_ms_to_250_ms_or_a_15th():
+    pauses, backoff = [], 0
+    for _ in range(5):
+        pause, backoff = _proto.retry_after(10_000, backoff)
+        pauses.append(pause)
+    assert pauses == [0.05, 0.1, 0.2, 0.25, 0.25]
+    # A short lease: never more than a fifteenth of it (here 20 ms).
+    assert _proto.retry_after(300, 0)[0] == 0.02
+    assert _proto.retry_after(60, 0)[0] == 0.01
