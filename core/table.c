@@ -1727,17 +1727,27 @@ core_renew(struct core_table *table, struct core_session *session,
 	return CORE_OK;
 }
 
-enum core_status
-core_release(struct core_table *table, struct core_session *session,
+/*
+ * RELEASE (how CORE_END_RELEASED: the holder's handle) and FORCE
+ * (CORE_END_FORCED: an operator's fence, handle.secret unused) are one
+ * operation but for the rule that decides and what is counted: the hold
+ * the handle's fence names ends if the rule says so, its lock-delay
+ * begins as `how` owes, and the lock goes on.  Otherwise NOTHELD, and
+ * nothing changes.
+ */
+static enum core_status
+end_hold(struct core_table *table, struct core_session *session,
     const char *name, size_t name_len, struct core_handle handle,
-    uint64_t tag, core_time now)
+    enum core_end how, uint64_t tag, core_time now)
 {
+	bool forced = how == CORE_END_FORCED;
 	struct core_entry *e;
 	struct core_reply r;
 	struct core_lock ended;
 	struct hold x = { NULL, NULL };
 
-	if (!name_ok(name_len)) {
+	if (!name_ok(name_len) || (forced && (handle.fence == 0 ||
+	    handle.fence > CORE_FENCE_MAX))) {
 		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
 		return CORE_ERR_BADARG;
 	}
@@ -1746,19 +1756,33 @@ core_release(struct core_table *table, struct core_session *session,
 		x = hold_find(e, handle.fence);
 		ended = *HOLD(x, lock);
 	}
-	if (e == NULL || !table->rules->release(HOLD(x, lock), handle)) {
+	if (e == NULL || !(forced ?
+	    table->rules->force(HOLD(x, lock), handle.fence) :
+	    table->rules->release(HOLD(x, lock), handle))) {
 		memset(&r, 0, sizeof(r));
 		r.name = name;
 		r.name_len = name_len;
 		emit(table, CORE_REPLY_NOTHELD, session, tag, e, &r);
 		return CORE_OK;
 	}
-	table->stats.released++;
-	report_end(table, CORE_REPLY_RELEASED, session, tag, x, ended.fence,
-	    now);
-	holding_ended(table, x, &ended, CORE_END_RELEASED, now);
+	if (forced)
+		table->stats.forced++;
+	else
+		table->stats.released++;
+	report_end(table, forced ? CORE_REPLY_FORCED : CORE_REPLY_RELEASED,
+	    session, tag, x, ended.fence, now);
+	holding_ended(table, x, &ended, how, now);
 	hand_off(table, e, now);
 	return CORE_OK;
+}
+
+enum core_status
+core_release(struct core_table *table, struct core_session *session,
+    const char *name, size_t name_len, struct core_handle handle,
+    uint64_t tag, core_time now)
+{
+	return end_hold(table, session, name, name_len, handle,
+	    CORE_END_RELEASED, tag, now);
 }
 
 enum core_status
@@ -1766,33 +1790,10 @@ core_force(struct core_table *table, struct core_session *session,
     const char *name, size_t name_len, uint64_t fence, uint64_t tag,
     core_time now)
 {
-	struct core_entry *e;
-	struct core_reply r;
-	struct core_lock ended;
-	struct hold x = { NULL, NULL };
+	struct core_handle handle = { fence, 0 };
 
-	if (!name_ok(name_len) || fence == 0 || fence > CORE_FENCE_MAX) {
-		reply_simple(table, CORE_REPLY_BADARG, session, tag, NULL);
-		return CORE_ERR_BADARG;
-	}
-	if ((e = entry_find(table, name, name_len)) != NULL) {
-		reclaim(table, e, now);
-		x = hold_find(e, fence);
-		ended = *HOLD(x, lock);
-	}
-	if (e == NULL || !table->rules->force(HOLD(x, lock), fence)) {
-		memset(&r, 0, sizeof(r));
-		r.name = name;
-		r.name_len = name_len;
-		emit(table, CORE_REPLY_NOTHELD, session, tag, e, &r);
-		return CORE_OK;
-	}
-	table->stats.forced++;
-	report_end(table, CORE_REPLY_FORCED, session, tag, x, ended.fence,
-	    now);
-	holding_ended(table, x, &ended, CORE_END_FORCED, now);
-	hand_off(table, e, now);
-	return CORE_OK;
+	return end_hold(table, session, name, name_len, handle,
+	    CORE_END_FORCED, tag, now);
 }
 
 enum core_status
