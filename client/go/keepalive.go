@@ -80,9 +80,18 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 	return nil
 }
 
+// request is a RENEW for the lease granted, as liblockd's keep-alive
+// sends (without lease= lockd would renew for its default lease).
 func (k *keepAlive) request() *request {
-	return newRequest("RENEW").arg("name", k.l.name, MaxName).
+	k.l.mu.Lock()
+	ttl := k.l.ttl
+	k.l.mu.Unlock()
+	req := newRequest("RENEW").arg("name", k.l.name, MaxName).
 		arg("handle", k.l.handle, MaxName)
+	if ttl > 0 {
+		req.optDuration("lease", ttl)
+	}
+	return req
 }
 
 func (k *keepAlive) run(ctx context.Context) {
