@@ -77,6 +77,14 @@ func (l *Lease) KeepAlive(ctx context.Context) error {
 		return err
 	}
 	go k.run(ctx)
+	go func() {
+		// Client.Close stops the renewals too.
+		select {
+		case <-l.c.closing:
+			k.cancel()
+		case <-ctx.Done():
+		}
+	}()
 	return nil
 }
 
