@@ -56,8 +56,9 @@ type Client struct {
 	main      link
 	closing   chan struct{}
 
-	mu     sync.Mutex // guards idle and closed
-	idle   []*conn    // connections of waiting requests, free again
+	mu     sync.Mutex     // guards idle, bound and closed
+	idle   []*conn        // connections of waiting requests, free again
+	bound  map[*conn]bool // onclose=release leases' connections
 	closed bool
 }
 
@@ -100,9 +101,10 @@ func DialConfig(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the client's connections.  Leases stay held until they
-// are released or expire (except onclose=release ones); a running
-// KeepAlive stops renewing, so its lease is reported lost in time.
+// Close closes the client's connections, those of onclose=release
+// leases too (which ends them).  Other leases stay held until they are
+// released or expire; a running KeepAlive stops renewing, so its lease
+// is reported lost in time.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -112,6 +114,10 @@ func (c *Client) Close() error {
 	c.closed = true
 	idle := c.idle
 	c.idle = nil
+	for cn := range c.bound {
+		idle = append(idle, cn)
+	}
+	c.bound = nil
 	close(c.closing)
 	c.mu.Unlock()
 	for _, cn := range idle {
@@ -149,6 +155,25 @@ func (c *Client) waitConn(ctx context.Context, l *link) (*conn, error) {
 	}
 	c.mu.Unlock()
 	return l.connect(ctx)
+}
+
+// bind keeps cn for an onclose=release lease until it closes.
+func (c *Client) bind(cn *conn) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cn.close()
+		return
+	}
+	if c.bound == nil {
+		c.bound = make(map[*conn]bool)
+	}
+	c.bound[cn] = true
+	c.mu.Unlock()
+	<-cn.dead
+	c.mu.Lock()
+	delete(c.bound, cn)
+	c.mu.Unlock()
 }
 
 func (c *Client) putWaitConn(cn *conn) {

@@ -463,3 +463,66 @@ func TestElection(t *testing.T) {
 	}
 	e2.Resign(ctx)
 }
+
+func TestOnCloseReleaseLeaseKeepsItsConnection(t *testing.T) {
+	s := startLockd(t)
+	c := dial(t, s)
+	ctx := ctxT(t)
+	l, err := c.Acquire(ctx, "go/onclose", WithOnCloseRelease())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its connection is its own: not one for other waiting requests to
+	// take (and close when the client keeps enough).
+	c.mu.Lock()
+	pooled := len(c.idle)
+	c.mu.Unlock()
+	if l.bound == nil || pooled != 0 {
+		t.Fatalf("the lease's connection went back to the pool")
+	}
+	for i := 0; i < 6; i++ {
+		if _, err := c.Watch(ctx, "go/onclose", WatchFence(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if in, _ := c.Status(ctx, "go/onclose"); !in.Held || in.Fence != l.Fence() {
+		t.Fatalf("an onclose=release lease ended early: %+v", in)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := c.Status(ctx, "go/onclose"); in.Held {
+		t.Fatalf("still held: %+v", in)
+	}
+	// Its connection closing ends it, and the holder is told.
+	l, err = c.Try(ctx, "go/onclose", WithOnCloseRelease())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.bound.close()
+	select {
+	case <-l.Lost():
+	case <-time.After(2 * time.Second):
+		t.Fatal("a closed onclose=release connection did not lose the lease")
+	}
+	if !eventually(2*time.Second, func() bool {
+		in, _ := c.Status(ctx, "go/onclose")
+		return !in.Held
+	}) {
+		t.Fatal("lockd kept a lease whose connection closed")
+	}
+	// Client.Close ends such leases too.
+	other := dial(t, s)
+	l, err = c.Try(ctx, "go/onclose", WithOnCloseRelease())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	<-l.Lost()
+	if !eventually(2*time.Second, func() bool {
+		in, _ := other.Status(ctx, "go/onclose")
+		return !in.Held
+	}) {
+		t.Fatal("Close left an onclose=release lease held")
+	}
+}

@@ -24,6 +24,7 @@ type call struct {
 	reply Reply
 	lines []Reply // LIST's LOCK lines
 	err   error
+	conn  *conn // an onclose=release grant's connection
 }
 
 type conn struct {

@@ -75,8 +75,8 @@ func WithRID(rid string) AcquireOption {
 }
 
 // WithOnCloseRelease binds the lease to the connection it was granted on
-// (onclose=release).  Acquire then holds that connection for the lease:
-// use it for a lease that must end with this process.
+// (onclose=release).  That connection is the lease's alone: Release
+// closes it, and the lease ends should it break (or this process die).
 func WithOnCloseRelease() AcquireOption {
 	return func(o *acquireOptions) { o.onCloseRelease = true }
 }
@@ -139,7 +139,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...AcquireOption
 	waitFor(req, ctx, o.wait, o.hasWait)
 	if o.onCloseRelease {
 		// The lease lives as long as its connection: give it one.
-		req.waits = true
+		req.waits, req.bind = true, true
 	}
 	return c.grant(ctx, name, req)
 }
@@ -153,7 +153,7 @@ func (c *Client) Try(ctx context.Context, name string, opts ...AcquireOption) (*
 	}
 	req := acquireRequest("TRY", name, &o)
 	if o.onCloseRelease {
-		req.waits = true
+		req.waits, req.bind = true, true
 	}
 	return c.grant(ctx, name, req)
 }
@@ -205,6 +205,7 @@ type Lease struct {
 	work     context.Context
 	stopWork context.CancelFunc
 	keep     *keepAlive
+	bound    *conn // onclose=release: the lease's connection
 }
 
 func (c *Client) newLease(name string, cl *call) (*Lease, error) {
@@ -213,11 +214,21 @@ func (c *Client) newLease(name string, cl *call) (*Lease, error) {
 		return nil, err
 	}
 	l := &Lease{c: c, name: name, fence: fence, handle: handle,
-		lost: make(chan struct{})}
+		lost: make(chan struct{}), bound: cl.conn}
 	l.work, l.stopWork = context.WithCancel(context.Background())
 	l.mu.Lock()
 	l.renewedLocked(cl.sent, ttl)
 	l.mu.Unlock()
+	if l.bound != nil {
+		go func() {
+			// Its connection gone, so is the lease.
+			c.bind(l.bound)
+			l.mu.Lock()
+			l.endLocked(&wrapped{kind: ErrLost, why: "its onclose=release " +
+				"connection closed", err: l.bound.failed()})
+			l.mu.Unlock()
+		}()
+	}
 	return l, nil
 }
 
@@ -460,5 +471,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	l.endLocked(ErrReleased)
 	l.mu.Unlock()
+	if l.bound != nil {
+		l.bound.close()
+	}
 	return nil
 }

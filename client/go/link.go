@@ -282,6 +282,8 @@ func (l *link) attempt(ctx context.Context, req *request) (*call, error) {
 		l.follow(cn, e.Leader())
 	case errors.Is(err, ErrConnection) || errors.Is(err, ErrProtocol):
 		l.follow(cn, "")
+	case req.bind && err == nil && cl.reply.Keyword == "GRANTED":
+		cl.conn = cn // the lease's own: it ends with it
 	case req.waits:
 		l.c.putWaitConn(cn)
 	}

@@ -56,6 +56,7 @@ type request struct {
 	waits      bool // may wait (ACQUIRE with a wait, WATCH): own connection
 	wait       time.Duration
 	forever    bool // waits with no wait= bound
+	bind       bool // onclose=release: a grant keeps its connection
 }
 
 func newRequest(command string) *request {
