@@ -542,6 +542,7 @@ test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
 	    "tests/integration/cluster-guards.sh $(B)" \
 	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
 	    "tests/python/run.sh $(abspath $(B)/lockd)" \
+	    "tests/go/run.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
 	    "tests/packaging/check-deb.sh" \

@@ -11,11 +11,13 @@ units="systemd"
 # wheel, pip) and its TLS tests (openssl makes their certificates).
 python="python3 python3-pytest python3-setuptools python3-wheel python3-pip openssl"
 deb="debhelper dpkg-dev lintian"
+# The Go client (client/go): its vet, gofmt and tests.
+golang="golang-go"
 # The cluster test's partition: network namespaces (ip netns) and nft.
 netns="iproute2 nftables"
 case "${1:-build}" in
 build) want="$build" ;;
-test)  want="$build $units etcd-server curl libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python $deb $netns" ;;
+test)  want="$build $units etcd-server curl libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python $golang $deb $netns" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
 deb)   want="$build $deb" ;;
 bench) want="$build redis-server etcd-server etcd-client libhiredis-dev util-linux" ;;

@@ -12,6 +12,8 @@
 #   ```python   a whole Python program: run by Debian's /usr/bin/python3
 #               with the lockd package from client/python on its path, in
 #               an empty directory; it must exit 0
+#   ```go       a whole Go program (package main): built against the
+#               module in client/go, offline, and run; it must exit 0
 #   ```conf     a lockd config file: lockd must start with it
 #   ```console  a session: "$ nc HOST PORT", then request and reply lines in
 #               turn; each request is sent and its reply must match (numbers
@@ -22,12 +24,14 @@
 # An HTML comment on the line before the fence changes that:
 #   <!-- sample: fragment (why) -->  not a whole program or not runnable
 #       here (it installs, or runs for hours): C is wrapped in main() and
-#       compiled, shell is parsed (bash -n), Python is compiled; none is run
+#       compiled, shell is parsed (bash -n), Python is compiled, Go is
+#       parsed (gofmt -e); none is run
 #   <!-- sample: stub NAME... -->     the shell sample calls NAME, a
 #       stand-in for the reader's own command: it becomes a no-op
 # A block with no info string, or one not listed, fails: every block must
 # say what it is; so does an indented (unfenced) code block.  systemd/lockd.conf is checked as a conf sample too.
-# The Python client's page, client/python/README.md, is read with the docs.
+# The Python and Go clients' pages, client/python/README.md and
+# client/go/README.md, are read with the docs.
 # Ends with the line "N passed, N failed".
 #
 # Usage: tests/docs/run-samples.sh BUILD_DIR [CFLAGS...]
@@ -100,12 +104,14 @@ FNR == 1 { inb = 0; prev = "" }
 inb && /^ *```/ { inb = 0; close(body); prev = ""; next }
 inb { print > body; next }
 { prev = $0 }
-' README.md docs/*.md client/python/README.md > "$tmp/index"
+' README.md docs/*.md client/python/README.md client/go/README.md \
+    > "$tmp/index"
 # Markdown's other code block, four spaces in after a blank line, would
 # escape all this: it must be fenced.
 awk '/^ *```/ { inb = !inb } !inb && blank && /^    [^ *+-]/ {
 	printf "%s:%d\n", FILENAME, FNR } { blank = ($0 ~ /^ *$/) }' \
-    README.md docs/*.md client/python/README.md > "$tmp/indented"
+    README.md docs/*.md client/python/README.md client/go/README.md \
+    > "$tmp/indented"
 while read -r where; do
 	bad "$where: an indented code block: fence it with an info string"
 done < "$tmp/indented"
@@ -202,6 +208,32 @@ $(sed 's/^/    /' "$log")"
 	fi
 }
 
+run_go() {   # where body mark
+	local work=$tmp/$1.go log=$tmp/$1.log
+	case $4 in
+	fragment*)
+		if gofmt -e "$3" >/dev/null 2>"$log"; then
+			ok "$2 Go fragment parses, not run ${4#fragment }"
+		else
+			bad "$2 Go fragment does not parse: $(cat "$log")"
+		fi
+		return ;;
+	esac
+	mkdir -p "$work"
+	with_port "$3" > "$work/main.go"
+	printf 'module sample\n\ngo 1.19\n\nrequire lockd.dev/lockd v0.0.0\n\nreplace lockd.dev/lockd => %s/client/go\n' \
+	    "$top" > "$work/go.mod"
+	# Offline, with Debian's toolchain and the cache tests/go/run.sh uses.
+	if (cd "$work" && GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-buildvcs=false \
+	    GOCACHE="$build/go/cache" GOPATH="$build/go/path" \
+	    timeout 120 go run .) >"$log" 2>&1; then
+		ok "$2 Go sample built and ran against lockd"
+	else
+		bad "$2 Go sample failed:
+$(sed 's/^/    /' "$log")"
+	fi
+}
+
 run_conf() { # where body
 	local log=$tmp/$1.log p i
 	"$build/lockd" --config "$3" --listen 127.0.0.1:0 \
@@ -268,11 +300,12 @@ while IFS=$'\t' read -r n where tag mark; do
 	c) run_c "$n" "$where" "$body" "$mark" ;;
 	sh) run_sh "$n" "$where" "$body" "$mark" ;;
 	python) run_python "$n" "$where" "$body" "$mark" ;;
+	go) run_go "$n" "$where" "$body" "$mark" ;;
 	conf) run_conf "$n" "$where" "$body" ;;
 	console) run_console "$n" "$where" "$body" ;;
 	text) texts=$((texts + 1)) ;;
-	'') bad "$where: a fenced block without an info string: say what it is (c, sh, python, conf, console or text)" ;;
-	*) bad "$where: unknown info string '$tag' (c, sh, python, conf, console or text)" ;;
+	'') bad "$where: a fenced block without an info string: say what it is (c, sh, python, go, conf, console or text)" ;;
+	*) bad "$where: unknown info string '$tag' (c, sh, python, go, conf, console or text)" ;;
 	esac
 done < "$tmp/index"
 
