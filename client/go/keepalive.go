@@ -107,6 +107,7 @@ func (k *keepAlive) run(ctx context.Context) {
 	defer close(k.done)
 	defer k.link.close()
 	follows := 0
+	var backoff time.Duration
 
 	l.mu.Lock()
 	next := l.deadline.Add(-l.ttl + l.ttl/renewDivisor)
@@ -117,10 +118,6 @@ func (k *keepAlive) run(ctx context.Context) {
 		l.mu.Unlock()
 		if ended {
 			return
-		}
-		retry := ttl / retryDivisor
-		if retry < retryMin {
-			retry = retryMin
 		}
 		at := next
 		if at.After(stop) {
@@ -148,6 +145,7 @@ func (k *keepAlive) run(ctx context.Context) {
 			if err = l.renewed(cl, nil); err == nil {
 				k.setError(nil)
 				follows = 0
+				backoff = 0
 				l.mu.Lock()
 				next = l.deadline.Add(-l.ttl + l.ttl/renewDivisor)
 				l.mu.Unlock()
@@ -155,6 +153,8 @@ func (k *keepAlive) run(ctx context.Context) {
 			}
 		}
 		k.setError(err)
+		var retry time.Duration
+		retry, backoff = retryAfter(ttl, backoff)
 		var de *dialError
 		switch {
 		case errors.Is(err, ErrNotLeader):

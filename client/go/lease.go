@@ -300,9 +300,10 @@ func (l *Lease) Err() error {
 // (client/lockctl.c; docs/lockctl.1, "HOW RUN HOLDS THE LOCK"), as shares
 // of the lease L granted, counted from the moment the request that last
 // granted or renewed it was sent: renew every L/3; after a failure retry
-// every L/15 (at least 10 ms), on a new connection at once when the old
-// one broke or a reply is L/6 late; three NOTLEADERs in a row are followed
-// at once, further ones at the retry interval.  The holder is told to stop
+// after 50 ms, the pause doubling to at most 250 ms (and L/15, at least
+// 10 ms: client/schedule.h, which every lockd client keeps), on a new
+// connection at once when the old one broke or a reply is L/6 late; three
+// NOTLEADERs in a row are followed at once, further ones after the pause.  The holder is told to stop
 // (lockctl's SIGTERM: Context cancelled, Lost closed) by L - L/6 - L/10,
 // which leaves a grace of L/6 for the work to wind down (lockctl's SIGTERM
 // to SIGKILL) and a margin of L/10 before the lease could end.  A lease
@@ -310,6 +311,8 @@ func (l *Lease) Err() error {
 // L/6 - L/10 at worst): 10 s or more is safe with lockd's 3 s leader lease.
 const (
 	renewDivisor  = 3
+	retryFirst    = 50 * time.Millisecond
+	retryMax      = 250 * time.Millisecond
 	retryDivisor  = 15
 	retryMin      = 10 * time.Millisecond
 	followAtOnce  = 3
@@ -317,6 +320,30 @@ const (
 	graceDivisor  = 6
 	marginDivisor = 10
 )
+
+// retryAfter is the pause before the next try of a failed renewal of a
+// lease of ttl, and the backoff after it (0 after a success).
+func retryAfter(ttl, backoff time.Duration) (pause, next time.Duration) {
+	limit := ttl / retryDivisor
+	if limit > retryMax {
+		limit = retryMax
+	}
+	if limit < retryMin {
+		limit = retryMin
+	}
+	pause = backoff
+	if pause <= 0 {
+		pause = retryFirst
+	}
+	if pause > limit {
+		pause = limit
+	}
+	next = 2 * pause
+	if next > limit {
+		next = limit
+	}
+	return pause, next
+}
 
 // stopAt is when the holder must be told to stop unless a renewal
 // succeeds first (lockctl's term_deadline).

@@ -168,3 +168,23 @@ func TestBadServerInputIsAnErrorNeverAPanic(t *testing.T) {
 		c.Close()
 	}
 }
+
+func TestRenewalRetriesBackOffFrom50msTo250msOrAFifteenth(t *testing.T) {
+	var got []time.Duration
+	var backoff time.Duration
+	for i := 0; i < 5; i++ {
+		var pause time.Duration
+		pause, backoff = retryAfter(10*time.Second, backoff)
+		got = append(got, pause)
+	}
+	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond,
+		200 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("pauses %v, want %v", got, want)
+		}
+	}
+	if p, _ := retryAfter(300*time.Millisecond, 0); p != 20*time.Millisecond {
+		t.Fatalf("a 300 ms lease retries after %v, want 20ms", p)
+	}
+}
