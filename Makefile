@@ -1,7 +1,8 @@
 # lockd - one plain GNU Makefile.
 #
 #   make            build lockd, liblockd and lockctl (nothing else)
-#   make run        install build dependencies, build, run lockd in the foreground
+#   make run        install build dependencies, build lockd and lockctl, run
+#                   lockd in the foreground (ARGS='--listen ...': its flags)
 #   make test       install test dependencies, build the tests, run every one
 #   make install    install lockd, liblockd, lockctl, man pages and units
 #   make deb        the Debian packages lockd, liblockd0, liblockd-dev, lockctl
@@ -179,10 +180,12 @@ deps-build:
 deps-test:
 	@tools/deps.sh test
 
+# lockd at its defaults (127.0.0.1:7420, ./lockd-data) unless ARGS, lockd's
+# own flags, say otherwise: make run ARGS='--listen 127.0.0.1:7421'.  No flag
+# of make's own comes before them, so a --config in ARGS is not overridden.
 run: deps-build
-	@$(MAKE) --no-print-directory $(B)/lockd
-	@mkdir -p lockd-data
-	exec $(B)/lockd --listen 127.0.0.1:7420 --data-dir ./lockd-data
+	@$(MAKE) --no-print-directory $(B)/lockd $(B)/lockctl
+	exec $(B)/lockd $(ARGS)
 
 # The GNU convention: configuration lives in $(PREFIX)/etc (so PREFIX=/opt/lockd
 # keeps everything under /opt/lockd, and the default is /usr/local/etc), except
