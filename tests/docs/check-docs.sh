@@ -236,6 +236,7 @@ sed -n 's/^# \([a-z][a-z-]*\) = .*/\1/p' systemd/lockd.conf | while read -r key;
 	[ -n "$(default_of "$key")" ] && echo "$key"
 done > "$tmp/commented"
 cp systemd/lockd.conf "$tmp/all.conf"
+: > "$tmp/all.log"
 while read -r key; do
 	sed -i "s/^# $key = /$key = /" "$tmp/all.conf"
 done < "$tmp/commented"
