@@ -275,6 +275,33 @@ find_option(const char *key, size_t len)
 	return NULL;
 }
 
+/* Stores a number into o's field, as wide as its kind's. */
+static void
+set_number(struct config *cfg, const struct option *o, uint64_t v)
+{
+	char *field = (char *)cfg + o->offset;
+
+	switch (o->kind) {
+	case K_DURATION:
+		*(int64_t *)(void *)field = (int64_t)v;
+		break;
+	case K_U32:
+		*(uint32_t *)(void *)field = (uint32_t)v;
+		break;
+	case K_SIZE:
+		*(size_t *)(void *)field = (size_t)v;
+		break;
+	case K_MODE:
+		*(unsigned *)(void *)field = (unsigned)v;
+		break;
+	case K_LEVEL:
+		*(int *)(void *)field = (int)v;
+		break;
+	default:
+		break;
+	}
+}
+
 static int
 apply(struct config *cfg, const struct option *o, const char *value,
     char *err, size_t err_len)
@@ -298,23 +325,17 @@ apply(struct config *cfg, const struct option *o, const char *value,
 			    o->key, value);
 			return -1;
 		}
-		memcpy(field, &ms, sizeof(ms));
+		set_number(cfg, o, (uint64_t)ms);
 		return 0;
 	case K_U32:
-		if (!parse_u64(value, UINT32_MAX, &n)) {
-			snprintf(err, err_len, "--%s: bad number '%s'",
-			    o->key, value);
-			return -1;
-		}
-		*(uint32_t *)(void *)field = (uint32_t)n;
-		return 0;
 	case K_SIZE:
-		if (!parse_u64(value, SIZE_MAX / 2, &n)) {
+		if (!parse_u64(value, o->kind == K_U32 ? UINT32_MAX :
+		    SIZE_MAX / 2, &n)) {
 			snprintf(err, err_len, "--%s: bad number '%s'",
 			    o->key, value);
 			return -1;
 		}
-		*(size_t *)(void *)field = (size_t)n;
+		set_number(cfg, o, n);
 		return 0;
 	case K_MODE:
 		if (!parse_octal(value, 0777, &n)) {
@@ -322,7 +343,7 @@ apply(struct config *cfg, const struct option *o, const char *value,
 			    "0 to 0777)", o->key, value);
 			return -1;
 		}
-		*(unsigned *)(void *)field = (unsigned)n;
+		set_number(cfg, o, n);
 		return 0;
 	case K_LEVEL:
 		if ((level = log_level_parse(value)) < 0) {
@@ -330,7 +351,7 @@ apply(struct config *cfg, const struct option *o, const char *value,
 			    value);
 			return -1;
 		}
-		*(int *)(void *)field = level;
+		set_number(cfg, o, (uint64_t)level);
 		return 0;
 	default:
 		return -1;
@@ -563,32 +584,12 @@ defaults(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	for (i = 0; i < NOPTIONS; i++) {
 		const struct option *o = &options[i];
-		char *field = (char *)cfg + o->offset;
-		uint64_t v = o->def_num;
 
-		switch (o->kind) {
-		case K_STRING:
-			if (o->def_str != NULL)
-				snprintf(field, o->size, "%s", o->def_str);
-			break;
-		case K_DURATION:
-			*(int64_t *)(void *)field = (int64_t)v;
-			break;
-		case K_U32:
-			*(uint32_t *)(void *)field = (uint32_t)v;
-			break;
-		case K_SIZE:
-			*(size_t *)(void *)field = (size_t)v;
-			break;
-		case K_MODE:
-			*(unsigned *)(void *)field = (unsigned)v;
-			break;
-		case K_LEVEL:
-			*(int *)(void *)field = (int)v;
-			break;
-		default:
-			break;
-		}
+		if (o->kind != K_STRING)
+			set_number(cfg, o, o->def_num);
+		else if (o->def_str != NULL)
+			snprintf((char *)cfg + o->offset, o->size, "%s",
+			    o->def_str);
 	}
 	/* systemd may pass several directories separated by ':'. */
 	if (state != NULL && *state != '\0')
