@@ -159,8 +159,8 @@ struct origins {
 static bool
 format_default(const struct option *o, char *buf, size_t len)
 {
-	static const struct { int64_t ms; const char *unit; } units[] = {
-		{ 3600 * 1000, "h" }, { 60 * 1000, "m" }, { 1000, "s" },
+	static const struct { uint64_t ms; const char *unit; } units[] = {
+		{ 3600000, "h" }, { 60000, "m" }, { 1000, "s" },
 	};
 	uint64_t v = o->def_num;
 	size_t i;
@@ -173,9 +173,9 @@ format_default(const struct option *o, char *buf, size_t len)
 		return true;
 	case K_DURATION:
 		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-			if (v > 0 && v % (uint64_t)units[i].ms == 0) {
+			if (v > 0 && v % units[i].ms == 0) {
 				snprintf(buf, len, "%llu%s", (unsigned long long)
-				    (v / (uint64_t)units[i].ms), units[i].unit);
+				    (v / units[i].ms), units[i].unit);
 				return true;
 			}
 		snprintf(buf, len, v > 0 ? "%llums" : "%llu",
