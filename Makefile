@@ -1,7 +1,8 @@
 # lockd - one plain GNU Makefile.
 #
 #   make            build lockd, liblockd and lockctl (nothing else)
-#   make run        install build dependencies, build, run lockd in the foreground
+#   make run        install build dependencies, build lockd and lockctl, run
+#                   lockd in the foreground (ARGS='--listen ...': its flags)
 #   make test       install test dependencies, build the tests, run every one
 #   make install    install lockd, liblockd, lockctl, man pages and units
 #   make deb        the Debian packages lockd, liblockd0, liblockd-dev, lockctl
@@ -179,10 +180,12 @@ deps-build:
 deps-test:
 	@tools/deps.sh test
 
+# lockd at its defaults (127.0.0.1:7420, ./lockd-data) unless ARGS, lockd's
+# own flags, say otherwise: make run ARGS='--listen 127.0.0.1:7421'.  No flag
+# of make's own comes before them, so a --config in ARGS is not overridden.
 run: deps-build
-	@$(MAKE) --no-print-directory $(B)/lockd
-	@mkdir -p lockd-data
-	exec $(B)/lockd --listen 127.0.0.1:7420 --data-dir ./lockd-data
+	@$(MAKE) --no-print-directory $(B)/lockd $(B)/lockctl
+	exec $(B)/lockd $(ARGS)
 
 # The GNU convention: configuration lives in $(PREFIX)/etc (so PREFIX=/opt/lockd
 # keeps everything under /opt/lockd, and the default is /usr/local/etc), except
@@ -206,10 +209,25 @@ INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
               $(PREFIX)/share/man/man3/liblockd.3 \
               $(PREFIX)/share/man/man8/lockd.8 \
               $(UNITDIR)/lockd.service $(UNITDIR)/lockd.socket
+# The directories install makes, deepest first, which uninstall removes
+# when they are left empty: lockd's own always; the prefix's common ones
+# (bin, lib, etc...) only under a prefix other than /usr and /usr/local,
+# whose common directories the system has before any install.
+UNINSTALL_DIRS = $(SYSCONFDIR)/lockd $(LIBDIR)/pkgconfig $(UNITDIR) \
+              $(patsubst %/,%,$(dir $(UNITDIR))) \
+              $(addprefix $(PREFIX)/share/man/man,1 3 8)
+ifeq ($(filter /usr /usr/local,$(PREFIX)),)
+UNINSTALL_DIRS += $(PREFIX)/share/man $(PREFIX)/share $(PREFIX)/include \
+              $(LIBDIR) $(PREFIX)/lib $(PREFIX)/bin $(SYSCONFDIR) $(PREFIX)
+endif
+# The sample config as installed: its first line names where it is.
+INSTALLED_CONF = sed -e 's|/etc/lockd/lockd.conf|$(SYSCONFDIR)/lockd/lockd.conf|' \
+              systemd/lockd.conf
 
 # The sample config is installed only where none exists, and uninstalled
 # only while it is still the sample: an edited config is the admin's.  The
-# unit is rewritten to run $(PREFIX)/bin/lockd with $(SYSCONFDIR)'s config.
+# unit is rewritten to run $(PREFIX)/bin/lockd with $(SYSCONFDIR)'s config,
+# and the config's header to name that file.
 # Into the live system (no DESTDIR; a package runs ldconfig itself) it ends
 # with ldconfig, or programs linked against liblockd.so.0 cannot start.
 install: all
@@ -237,7 +255,8 @@ install: all
 	    systemd/lockd.service > $(DESTDIR)$(UNITDIR)/lockd.service
 	install -m 644 systemd/lockd.socket $(DESTDIR)$(UNITDIR)/
 	test -e $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf || \
-	    install -m 644 systemd/lockd.conf $(DESTDIR)$(SYSCONFDIR)/lockd/
+	    { $(INSTALLED_CONF) > $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf && \
+	      chmod 644 $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf; }
 	@if [ -z "$(DESTDIR)" ]; then \
 	    echo "$(LDCONFIG)"; \
 	    $(LDCONFIG) || echo "make install: $(LDCONFIG) failed; run it as root" >&2; \
@@ -249,9 +268,10 @@ install: all
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	if cmp -s systemd/lockd.conf $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf; \
+	if $(INSTALLED_CONF) | cmp -s - $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf; \
 	then rm -f $(DESTDIR)$(SYSCONFDIR)/lockd/lockd.conf; fi
-	-rmdir $(DESTDIR)$(SYSCONFDIR)/lockd 2>/dev/null
+	@for d in $(UNINSTALL_DIRS); do \
+	    rmdir "$(DESTDIR)$$d" 2>/dev/null || true; done
 
 # make deb: the Debian packages (debian/; docs/operations.md) in build/deb/.
 # dpkg-buildpackage builds inside the tree it is given, so it gets a copy:

@@ -14,8 +14,11 @@
  * the old leader served for at most leader_lease_ms after the new one
  * could have begun, and no lease it granted or renewed outlives its
  * last renewal by more than its lease, so none ends earlier than the old
- * leader would have ended it.  An onclose=release lease becomes an
- * ordinary one: its connection was to the old leader, and is gone.
+ * leader would have ended it.  It may end later, by at most its lease
+ * plus leader_lease_ms (the new leader cannot tell how much of it had
+ * run): the price of reading no other machine's clock.  An
+ * onclose=release lease becomes an ordinary one: its connection was to
+ * the old leader, and is gone.
  * Fence, secret and lease are kept: every handle stays good.
  *
  * A running lock-delay (rec->delay_until set) is a clock reading too, and

@@ -252,6 +252,33 @@ auth_rules_free(struct auth_rules *rules)
 	rules->count = 0;
 }
 
+static int
+compare_names(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+long
+auth_rules_principals(const struct auth_rules *rules)
+{
+	const char **names;
+	long distinct = 0;
+	size_t i;
+
+	if (rules->count == 0)
+		return 0;
+	if ((names = malloc(rules->count * sizeof(*names))) == NULL)
+		return -1;
+	for (i = 0; i < rules->count; i++)
+		names[i] = rules->rule[i].principal;
+	qsort(names, rules->count, sizeof(*names), compare_names);
+	for (i = 0; i < rules->count; i++)
+		if (i == 0 || strcmp(names[i - 1], names[i]) != 0)
+			distinct++;
+	free(names);
+	return distinct;
+}
+
 const char *
 auth_token_principal(const struct auth_rules *rules, const char *token,
     size_t len)

@@ -63,6 +63,10 @@ int auth_rules_load(struct auth_rules *out, const char *path, char *err,
 
 void auth_rules_free(struct auth_rules *rules);
 
+/* How many principals the rules name (a principal of several lines counts
+ * once); -1 when out of memory. */
+long auth_rules_principals(const struct auth_rules *rules);
+
 /*
  * The principal whose line holds the SHA-256 of token[0..len), or NULL.
  * Every line's hash is compared, in constant time, whatever matched.

@@ -20,105 +20,126 @@
 
 enum kind { K_STRING, K_DURATION, K_U32, K_SIZE, K_LEVEL, K_MODE, K_NONE };
 
+/*
+ * The one table of lockd's settings: each flag (and config-file key), what
+ * its value is, where it goes, and its default.  defaults() sets every
+ * default from here, and --help and --print-defaults print them from
+ * here, so what lockd says its defaults are is what it uses; the docs and
+ * systemd/lockd.conf are checked against --print-defaults
+ * (tests/docs/check-docs.sh).  A string setting without a default (def_str
+ * NULL) is off; its help says what that means.
+ */
 struct option {
 	const char *key;
+	const char *arg;      /* the value in --help: HOST:PORT, N, D... */
 	enum kind kind;
 	size_t offset;
 	size_t size;          /* for strings */
+	uint64_t def_num;     /* the default of every kind but K_STRING */
+	const char *def_str;  /* K_STRING's default, or NULL: none */
 	const char *help;
+	const char *def_note; /* after the default in --help, or "" */
 };
 
-#define STR(f) K_STRING, offsetof(struct config, f), \
-	sizeof(((struct config *)0)->f)
-#define NUM(k, f) k, offsetof(struct config, f), 0
+#define STR(f, def) K_STRING, offsetof(struct config, f), \
+	sizeof(((struct config *)0)->f), 0, def
+#define NUM(k, f, def) k, offsetof(struct config, f), 0, def, NULL
 
 static const struct option options[] = {
-	{ "listen", STR(listen),
-	  "HOST:PORT  TCP address (default " CONFIG_DEFAULT_LISTEN
-	  "; port 0 picks a free one; \"none\" disables TCP)" },
-	{ "unix", STR(unix_path), "PATH       also listen on a Unix socket" },
-	{ "unix-mode", NUM(K_MODE, unix_mode),
-	  "MODE       the Unix socket's permissions, octal (default 0660)" },
-	{ "data-dir", STR(data_dir),
-	  "DIR        data directory (default $STATE_DIRECTORY, else "
-	  CONFIG_DEFAULT_DATA_DIR ")" },
-	{ "default-lease", NUM(K_DURATION, default_lease_ms),
-	  "D          lease when none is asked for (default 30s)" },
-	{ "max-lease", NUM(K_DURATION, max_lease_ms),
-	  "D          longest lease; longer ones are capped (default 5m)" },
-	{ "max-lock-delay", NUM(K_DURATION, max_lock_delay_ms),
-	  "D          longest lock-delay; longer ones are capped (default 1m)" },
-	{ "max-connections", NUM(K_U32, max_connections),
-	  "N          concurrent connections (default 10000)" },
-	{ "max-line", NUM(K_SIZE, max_line),
-	  "BYTES      longest request line (default 4096)" },
-	{ "max-output", NUM(K_SIZE, max_output),
-	  "BYTES      replies queued for a client that does not read, then "
-	  "it is cut off (default 1048576)" },
-	{ "max-held", NUM(K_U32, max_held),
-	  "N          held locks in all (default 1000000)" },
-	{ "max-waiters", NUM(K_U32, max_waiters),
-	  "N          waiting ACQUIREs in all (default 1000000)" },
-	{ "max-waiters-per-connection", NUM(K_U32, max_conn_waiters),
-	  "N          waiting ACQUIREs per connection (default 1024)" },
-	{ "max-connections-per-principal",
-	  NUM(K_U32, max_principal_connections),
-	  "N          connections one principal may have (default 0: any)" },
-	{ "max-held-per-principal", NUM(K_U32, max_principal_held),
-	  "N          locks one principal may hold (default 0: any)" },
-	{ "max-waiters-per-principal", NUM(K_U32, max_principal_waiters),
-	  "N          waiting ACQUIREs of one principal (default 0: any)" },
-	{ "map-size", NUM(K_SIZE, map_size),
-	  "BYTES      LMDB map size, the most the store can hold; must fit "
-	  "--max-held (default 4294967296)" },
-	{ "journal-size", NUM(K_SIZE, journal_size),
-	  "BYTES      redo journal in front of LMDB, 65536 to 1073741824 "
-	  "(default 67108864)" },
-	{ "metrics-listen", STR(metrics_listen),
-	  "HOST:PORT  serve Prometheus metrics at /metrics (default off)" },
-	{ "config", STR(config_file),
-	  "FILE       read settings from FILE (same keys, key = value)" },
-	{ "log-level", NUM(K_LEVEL, log_level),
-	  "LEVEL      error|warn|info|debug (default info)" },
-	{ "etcd", STR(etcd),
-	  "URLS       cluster mode: etcd's client URLs, comma-separated "
-	  "(default off: one node, LMDB)" },
-	{ "cluster", STR(cluster),
-	  "NAME       cluster mode: the cluster's name in etcd (default "
-	  CONFIG_DEFAULT_CLUSTER ")" },
-	{ "advertise", STR(advertise),
-	  "HOST:PORT  cluster mode: this node's address in NOTLEADER hints "
-	  "(default the --listen address)" },
-	{ "auth", STR(auth_file),
-	  "FILE       turn authentication on with FILE's rules "
-	  "(docs/security.md; re-read on SIGHUP)" },
-	{ "tls-cert", STR(tls_cert),
-	  "FILE       TLS on every TCP listener with this certificate "
-	  "(PEM; re-read on SIGHUP)" },
-	{ "tls-key", STR(tls_key),
-	  "FILE       the private key of --tls-cert (PEM)" },
-	{ "tls-client-ca", STR(tls_client_ca),
-	  "FILE       require client certificates signed by this CA; "
-	  "the CN is the principal" },
-	{ "tls-handshake-timeout", NUM(K_DURATION, tls_handshake_timeout_ms),
-	  "D          close a TLS client that has not finished its handshake "
-	  "(default 10s)" },
-	{ "etcd-ca", STR(etcd_ca),
-	  "FILE       cluster mode: the CA of etcd's server certificates "
-	  "(https:// URLs; default the system's CAs)" },
-	{ "etcd-cert", STR(etcd_cert),
-	  "FILE       cluster mode: a client certificate for etcd (PEM; "
-	  "re-read on SIGHUP, as --etcd-ca)" },
-	{ "etcd-key", STR(etcd_key),
-	  "FILE       cluster mode: the private key of --etcd-cert (PEM)" },
-	{ "etcd-user", STR(etcd_user),
-	  "NAME       cluster mode: authenticate to etcd as this user" },
-	{ "etcd-password-file", STR(etcd_password_file),
-	  "FILE       cluster mode: the file with --etcd-user's password "
-	  "(re-read on SIGHUP)" },
-	{ "leader-lease", NUM(K_DURATION, leader_lease_ms),
-	  "D          cluster mode: the leader's etcd lease, whole seconds "
-	  "from 2s to 1h (default 3s; docs/cluster.md)" },
+	{ "listen", "HOST:PORT", STR(listen, CONFIG_DEFAULT_LISTEN),
+	  "TCP address; port 0 picks a free one, \"none\" disables TCP", "" },
+	{ "unix", "PATH", STR(unix_path, NULL),
+	  "also listen on a Unix socket", "" },
+	{ "unix-mode", "MODE", NUM(K_MODE, unix_mode,
+	  CONFIG_DEFAULT_UNIX_MODE),
+	  "the Unix socket's permissions, octal", "" },
+	{ "data-dir", "DIR", STR(data_dir, CONFIG_DEFAULT_DATA_DIR),
+	  "data directory", ", or $STATE_DIRECTORY when set" },
+	{ "default-lease", "D", NUM(K_DURATION, default_lease_ms,
+	  CONFIG_DEFAULT_LEASE_MS),
+	  "lease when none is asked for", ", or --max-lease if shorter" },
+	{ "max-lease", "D", NUM(K_DURATION, max_lease_ms,
+	  CONFIG_DEFAULT_MAX_LEASE_MS),
+	  "longest lease; longer ones are capped", "" },
+	{ "max-lock-delay", "D", NUM(K_DURATION, max_lock_delay_ms,
+	  CONFIG_DEFAULT_MAX_LOCK_DELAY_MS),
+	  "longest lock-delay; longer ones are capped", "" },
+	{ "max-connections", "N", NUM(K_U32, max_connections,
+	  CONFIG_DEFAULT_MAX_CONNECTIONS),
+	  "concurrent connections", "" },
+	{ "max-line", "BYTES", NUM(K_SIZE, max_line, PROTO_LINE_MAX_DEFAULT),
+	  "longest request line, 64 to 1048576", "" },
+	{ "max-output", "BYTES", NUM(K_SIZE, max_output,
+	  SERVICE_MAX_OUTPUT_DEFAULT),
+	  "replies queued for a client that does not read, then it is cut "
+	  "off", "" },
+	{ "max-held", "N", NUM(K_U32, max_held, CONFIG_DEFAULT_MAX_HELD),
+	  "held locks in all", "" },
+	{ "max-waiters", "N", NUM(K_U32, max_waiters,
+	  CONFIG_DEFAULT_MAX_WAITERS),
+	  "waiting ACQUIREs in all", "" },
+	{ "max-waiters-per-connection", "N", NUM(K_U32, max_conn_waiters,
+	  CONFIG_DEFAULT_MAX_CONN_WAITERS),
+	  "waiting ACQUIREs per connection", "" },
+	{ "max-connections-per-principal", "N",
+	  NUM(K_U32, max_principal_connections, 0),
+	  "connections one principal may have", ": any" },
+	{ "max-held-per-principal", "N", NUM(K_U32, max_principal_held, 0),
+	  "locks one principal may hold", ": any" },
+	{ "max-waiters-per-principal", "N", NUM(K_U32, max_principal_waiters,
+	  0),
+	  "waiting ACQUIREs of one principal", ": any" },
+	{ "map-size", "BYTES", NUM(K_SIZE, map_size, CONFIG_DEFAULT_MAP_SIZE),
+	  "LMDB map size, the most the store can hold; must fit --max-held",
+	  "" },
+	{ "journal-size", "BYTES", NUM(K_SIZE, journal_size,
+	  STORE_JOURNAL_DEFAULT_SIZE),
+	  "redo journal in front of LMDB, 65536 to 1073741824", "" },
+	{ "metrics-listen", "HOST:PORT", STR(metrics_listen, NULL),
+	  "serve Prometheus metrics at /metrics (default off)", "" },
+	{ "config", "FILE", STR(config_file, NULL),
+	  "read settings from FILE (same keys, key = value)", "" },
+	{ "log-level", "LEVEL", NUM(K_LEVEL, log_level, LOG_INFO),
+	  "error|warn|info|debug", "" },
+	{ "etcd", "URLS", STR(etcd, NULL),
+	  "cluster mode: etcd's client URLs, comma-separated "
+	  "(default off: one node, LMDB)", "" },
+	{ "cluster", "NAME", STR(cluster, CONFIG_DEFAULT_CLUSTER),
+	  "cluster mode: the cluster's name in etcd", "" },
+	{ "advertise", "HOST:PORT", STR(advertise, NULL),
+	  "cluster mode: this node's address in NOTLEADER hints "
+	  "(default the --listen address)", "" },
+	{ "auth", "FILE", STR(auth_file, NULL),
+	  "turn authentication on with FILE's rules "
+	  "(docs/security.md; re-read on SIGHUP)", "" },
+	{ "tls-cert", "FILE", STR(tls_cert, NULL),
+	  "TLS on every TCP listener with this certificate "
+	  "(PEM; re-read on SIGHUP)", "" },
+	{ "tls-key", "FILE", STR(tls_key, NULL),
+	  "the private key of --tls-cert (PEM)", "" },
+	{ "tls-client-ca", "FILE", STR(tls_client_ca, NULL),
+	  "require client certificates signed by this CA; "
+	  "the CN is the principal", "" },
+	{ "tls-handshake-timeout", "D", NUM(K_DURATION,
+	  tls_handshake_timeout_ms, CONFIG_DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS),
+	  "close a TLS client that has not finished its handshake", "" },
+	{ "etcd-ca", "FILE", STR(etcd_ca, NULL),
+	  "cluster mode: the CA of etcd's server certificates "
+	  "(https:// URLs; default the system's CAs)", "" },
+	{ "etcd-cert", "FILE", STR(etcd_cert, NULL),
+	  "cluster mode: a client certificate for etcd (PEM; "
+	  "re-read on SIGHUP, as --etcd-ca)", "" },
+	{ "etcd-key", "FILE", STR(etcd_key, NULL),
+	  "cluster mode: the private key of --etcd-cert (PEM)", "" },
+	{ "etcd-user", "NAME", STR(etcd_user, NULL),
+	  "cluster mode: authenticate to etcd as this user", "" },
+	{ "etcd-password-file", "FILE", STR(etcd_password_file, NULL),
+	  "cluster mode: the file with --etcd-user's password "
+	  "(re-read on SIGHUP)", "" },
+	{ "leader-lease", "D", NUM(K_DURATION, leader_lease_ms,
+	  CONFIG_DEFAULT_LEADER_LEASE_MS),
+	  "cluster mode: the leader's etcd lease, whole seconds "
+	  "from 2s to 1h", "; docs/cluster.md" },
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -131,17 +152,79 @@ struct origins {
 	int line[NOPTIONS];
 };
 
+/*
+ * The default of o as a user writes it, in the config file or after its
+ * flag; false when it has none.  Durations take their largest whole unit.
+ */
+static bool
+format_default(const struct option *o, char *buf, size_t len)
+{
+	static const struct { uint64_t ms; const char *unit; } units[] = {
+		{ 3600000, "h" }, { 60000, "m" }, { 1000, "s" },
+	};
+	uint64_t v = o->def_num;
+	size_t i;
+
+	switch (o->kind) {
+	case K_STRING:
+		if (o->def_str == NULL)
+			return false;
+		snprintf(buf, len, "%s", o->def_str);
+		return true;
+	case K_DURATION:
+		for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (v > 0 && v % units[i].ms == 0) {
+				snprintf(buf, len, "%llu%s", (unsigned long long)
+				    (v / units[i].ms), units[i].unit);
+				return true;
+			}
+		snprintf(buf, len, v > 0 ? "%llums" : "%llu",
+		    (unsigned long long)v);
+		return true;
+	case K_MODE:
+		snprintf(buf, len, "%04llo", (unsigned long long)v);
+		return true;
+	case K_LEVEL:
+		snprintf(buf, len, "%s", log_level_name((int)v));
+		return true;
+	default:
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+		return true;
+	}
+}
+
 static void
 usage(void)
 {
+	char def[64];
 	size_t i;
 
 	printf("usage: lockd [--KEY VALUE | --KEY=VALUE]...\n"
-	    "       lockd --help | --version\n\n");
-	for (i = 0; i < NOPTIONS; i++)
-		printf("  --%-27s %s\n", options[i].key, options[i].help);
+	    "       lockd --help | --version | --print-defaults\n\n");
+	for (i = 0; i < NOPTIONS; i++) {
+		const struct option *o = &options[i];
+
+		printf("  --%-27s %-10s %s", o->key, o->arg, o->help);
+		if (format_default(o, def, sizeof(def)))
+			printf(" (default %s%s)", def, o->def_note);
+		printf("\n");
+	}
+	printf("  --%-27s %-10s %s\n", "print-defaults", "",
+	    "print every default above as a config file, and exit");
 	printf("\nDurations D: 1500 (ms), 1500ms, 30s, 5m, 1h.\n"
 	    "The config file takes the same keys without the dashes.\n");
+}
+
+/* --print-defaults: "key = value" for each setting that has a default. */
+static void
+print_defaults(void)
+{
+	char def[64];
+	size_t i;
+
+	for (i = 0; i < NOPTIONS; i++)
+		if (format_default(&options[i], def, sizeof(def)))
+			printf("%s = %s\n", options[i].key, def);
 }
 
 static bool
@@ -192,6 +275,33 @@ find_option(const char *key, size_t len)
 	return NULL;
 }
 
+/* Stores a number into o's field, as wide as its kind's. */
+static void
+set_number(struct config *cfg, const struct option *o, uint64_t v)
+{
+	char *field = (char *)cfg + o->offset;
+
+	switch (o->kind) {
+	case K_DURATION:
+		*(int64_t *)(void *)field = (int64_t)v;
+		break;
+	case K_U32:
+		*(uint32_t *)(void *)field = (uint32_t)v;
+		break;
+	case K_SIZE:
+		*(size_t *)(void *)field = (size_t)v;
+		break;
+	case K_MODE:
+		*(unsigned *)(void *)field = (unsigned)v;
+		break;
+	case K_LEVEL:
+		*(int *)(void *)field = (int)v;
+		break;
+	default:
+		break;
+	}
+}
+
 static int
 apply(struct config *cfg, const struct option *o, const char *value,
     char *err, size_t err_len)
@@ -215,23 +325,17 @@ apply(struct config *cfg, const struct option *o, const char *value,
 			    o->key, value);
 			return -1;
 		}
-		memcpy(field, &ms, sizeof(ms));
+		set_number(cfg, o, (uint64_t)ms);
 		return 0;
 	case K_U32:
-		if (!parse_u64(value, UINT32_MAX, &n)) {
-			snprintf(err, err_len, "--%s: bad number '%s'",
-			    o->key, value);
-			return -1;
-		}
-		*(uint32_t *)(void *)field = (uint32_t)n;
-		return 0;
 	case K_SIZE:
-		if (!parse_u64(value, SIZE_MAX / 2, &n)) {
+		if (!parse_u64(value, o->kind == K_U32 ? UINT32_MAX :
+		    SIZE_MAX / 2, &n)) {
 			snprintf(err, err_len, "--%s: bad number '%s'",
 			    o->key, value);
 			return -1;
 		}
-		*(size_t *)(void *)field = (size_t)n;
+		set_number(cfg, o, n);
 		return 0;
 	case K_MODE:
 		if (!parse_octal(value, 0777, &n)) {
@@ -239,7 +343,7 @@ apply(struct config *cfg, const struct option *o, const char *value,
 			    "0 to 0777)", o->key, value);
 			return -1;
 		}
-		*(unsigned *)(void *)field = (unsigned)n;
+		set_number(cfg, o, n);
 		return 0;
 	case K_LEVEL:
 		if ((level = log_level_parse(value)) < 0) {
@@ -247,7 +351,7 @@ apply(struct config *cfg, const struct option *o, const char *value,
 			    value);
 			return -1;
 		}
-		*(int *)(void *)field = level;
+		set_number(cfg, o, (uint64_t)level);
 		return 0;
 	default:
 		return -1;
@@ -470,38 +574,27 @@ sockets_passed(void)
 	    parse_u64(fds, 64, &n) && n > 0;
 }
 
+/* Every setting at its default, from the table. */
 static void
 defaults(struct config *cfg)
 {
 	const char *state = getenv("STATE_DIRECTORY");
+	size_t i;
 
 	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->listen, sizeof(cfg->listen), "%s",
-	    CONFIG_DEFAULT_LISTEN);
-	snprintf(cfg->cluster, sizeof(cfg->cluster), "%s",
-	    CONFIG_DEFAULT_CLUSTER);
+	for (i = 0; i < NOPTIONS; i++) {
+		const struct option *o = &options[i];
+
+		if (o->kind != K_STRING)
+			set_number(cfg, o, o->def_num);
+		else if (o->def_str != NULL)
+			snprintf((char *)cfg + o->offset, o->size, "%s",
+			    o->def_str);
+	}
 	/* systemd may pass several directories separated by ':'. */
 	if (state != NULL && *state != '\0')
 		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%.*s",
 		    (int)strcspn(state, ":"), state);
-	else
-		snprintf(cfg->data_dir, sizeof(cfg->data_dir), "%s",
-		    CONFIG_DEFAULT_DATA_DIR);
-	cfg->default_lease_ms = 0;   /* not set: 30 s, capped to max-lease */
-	cfg->max_lease_ms = (int64_t)5 * 60 * 1000;
-	cfg->max_lock_delay_ms = (int64_t)60 * 1000;
-	cfg->max_connections = CONFIG_DEFAULT_MAX_CONNECTIONS;
-	cfg->max_line = PROTO_LINE_MAX_DEFAULT;
-	cfg->max_output = SERVICE_MAX_OUTPUT_DEFAULT;
-	cfg->max_held = CONFIG_DEFAULT_MAX_HELD;
-	cfg->max_waiters = CONFIG_DEFAULT_MAX_WAITERS;
-	cfg->max_conn_waiters = CONFIG_DEFAULT_MAX_CONN_WAITERS;
-	cfg->map_size = CONFIG_DEFAULT_MAP_SIZE;
-	cfg->journal_size = STORE_JOURNAL_DEFAULT_SIZE;
-	cfg->unix_mode = CONFIG_DEFAULT_UNIX_MODE;
-	cfg->log_level = LOG_INFO;
-	cfg->tls_handshake_timeout_ms = (int64_t)10 * 1000;
-	cfg->leader_lease_ms = CONFIG_DEFAULT_LEADER_LEASE_MS;
 }
 
 /* Walks argv; with only_config set, applies --config alone. */
@@ -524,6 +617,11 @@ parse_args(struct config *cfg, int argc, char **argv, bool only_config,
 		if (strcmp(arg, "--version") == 0) {
 			if (!only_config)
 				printf("lockd %s\n", LOCKD_VERSION);
+			return CONFIG_EXIT_OK;
+		}
+		if (strcmp(arg, "--print-defaults") == 0) {
+			if (!only_config)
+				print_defaults();
 			return CONFIG_EXIT_OK;
 		}
 		if (strncmp(arg, "--", 2) != 0) {
@@ -597,6 +695,7 @@ enum config_result
 config_load(struct config *cfg, int argc, char **argv, char *err,
     size_t err_len)
 {
+	const struct option *o;
 	struct origins from;
 	enum config_result r;
 	char name[4200], other[4200];
@@ -619,8 +718,10 @@ config_load(struct config *cfg, int argc, char **argv, char *err,
 		    name_of(&from, "max-lease", true, name, sizeof(name)));
 		return CONFIG_ERROR;
 	}
-	if (cfg->default_lease_ms == 0) {
-		cfg->default_lease_ms = CONFIG_DEFAULT_LEASE_MS;
+	/* Not given, or 0: the default, capped to --max-lease. */
+	o = find_option("default-lease", 13);
+	if (from.line[o - options] == 0 || cfg->default_lease_ms == 0) {
+		cfg->default_lease_ms = (int64_t)o->def_num;
 		if (cfg->default_lease_ms > cfg->max_lease_ms)
 			cfg->default_lease_ms = cfg->max_lease_ms;
 	} else if (cfg->default_lease_ms > cfg->max_lease_ms) {

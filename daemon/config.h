@@ -1,8 +1,9 @@
 /*
  * config.h - lockd's settings: the command line of the spec, plus an
  * optional config file with the same keys ("key = value" lines, '#'
- * comments, also after a value).  Every limit of the daemon is named and
- * defaulted here.
+ * comments, also after a value).  Every limit of the daemon is named
+ * here; config.c's table of options is where each becomes a setting's
+ * default, and what --help and --print-defaults print.
  */
 #ifndef LOCKD_CONFIG_H
 #define LOCKD_CONFIG_H
@@ -16,6 +17,9 @@
 
 #define CONFIG_DEFAULT_LISTEN "127.0.0.1:7420"
 #define CONFIG_DEFAULT_LEASE_MS ((int64_t)30 * 1000)
+#define CONFIG_DEFAULT_MAX_LEASE_MS ((int64_t)5 * 60 * 1000)
+#define CONFIG_DEFAULT_MAX_LOCK_DELAY_MS ((int64_t)60 * 1000)
+#define CONFIG_DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS ((int64_t)10 * 1000)
 #define CONFIG_DEFAULT_DATA_DIR "./lockd-data"
 #define CONFIG_DEFAULT_MAX_CONNECTIONS 10000
 #define CONFIG_DEFAULT_MAX_HELD 1000000

@@ -220,8 +220,14 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		return 2;
 	}
 	log_threshold = (enum log_level)cfg.log_level;
-	log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
-	    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
+	/* A cluster node keeps nothing on disk: its store is etcd. */
+	if (cfg.etcd[0] != '\0')
+		log_event(LOG_INFO, "start", "version=%s pid=%d etcd=%s "
+		    "cluster=%s", LOCKD_VERSION, (int)getpid(), cfg.etcd,
+		    cfg.cluster);
+	else
+		log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
+		    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
 
 	memset(&jcfg, 0, sizeof(jcfg));
 	jcfg.map_size = cfg.map_size;
@@ -297,12 +303,16 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		fprintf(stderr, "lockd: recovery failed: %s\n", srv.svc.error);
 		goto close_store;
 	}
-	log_event(LOG_INFO, "recovered",
-	    "leases=%llu expired=%llu onclose_released=%llu held=%llu "
-	    "fence_hwm=%llu", (unsigned long long)rec.leases,
-	    (unsigned long long)rec.expired, (unsigned long long)rec.onclose,
-	    (unsigned long long)service_held_count(&srv.svc),
-	    (unsigned long long)rec.hwm);
+	/* A cluster node starts as a standby over nothing: what it loads
+	 * when it wins is its takeover line (leader.c). */
+	if (etcd == NULL)
+		log_event(LOG_INFO, "recovered",
+		    "leases=%llu expired=%llu onclose_released=%llu held=%llu "
+		    "fence_hwm=%llu", (unsigned long long)rec.leases,
+		    (unsigned long long)rec.expired,
+		    (unsigned long long)rec.onclose,
+		    (unsigned long long)service_held_count(&srv.svc),
+		    (unsigned long long)rec.hwm);
 
 	if (cfg.auth_file[0] != '\0')
 		srv.svc.auth = &srv.auth;
@@ -316,11 +326,17 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	}
 	{
 		char ready[256];
-		snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving; "
-		    "recovered %llu leases, %llu held, fence high-water mark "
-		    "%llu", (unsigned long long)rec.leases,
-		    (unsigned long long)service_held_count(&srv.svc),
-		    (unsigned long long)rec.hwm);
+		if (etcd != NULL)
+			snprintf(ready, sizeof(ready), "READY=1\nSTATUS="
+			    "cluster %s: standing by until it leads",
+			    cfg.cluster);
+		else
+			snprintf(ready, sizeof(ready), "READY=1\nSTATUS="
+			    "serving; recovered %llu leases, %llu held, fence "
+			    "high-water mark %llu",
+			    (unsigned long long)rec.leases,
+			    (unsigned long long)service_held_count(&srv.svc),
+			    (unsigned long long)rec.hwm);
 		notify_send(ready);
 	}
 	if (etcd != NULL) {

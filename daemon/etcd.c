@@ -1143,17 +1143,30 @@ etcd_password_read(const char *path, char *out, size_t cap, char *err,
 	return 0;
 }
 
-/* SIGHUP: the password file again; a new password drops the token. */
+static bool
+given(const char *s)
+{
+	return s != NULL && s[0] != '\0';
+}
+
+/* SIGHUP: the TLS files for the next connection, the password file again;
+ * a new password drops the token. */
 static void
 on_sighup(uv_signal_t *sig, int signum)
 {
 	struct etcd *etcd = sig->data;
 	char password[ETCD_PASSWORD_MAX], err[600];
+	bool changed;
 
 	(void)signum;
 	/* New connections from now on: they read the CA, certificate and
 	 * key files again (easy_secure). */
 	etcd->reloaded_at = now_ms();
+	if (etcd->tls)
+		log_event(LOG_INFO, "etcd_tls_reloaded", "ca=%s cert=%s "
+		    "msg=\"the next connection to etcd reads them again\"",
+		    given(etcd->ca_file) ? etcd->ca_file : "system",
+		    given(etcd->cert_file) ? etcd->cert_file : "none");
 	if (etcd->password_file[0] == '\0')
 		return;
 	if (etcd_password_read(etcd->password_file, password,
@@ -1162,24 +1175,19 @@ on_sighup(uv_signal_t *sig, int signum)
 		    " msg=\"kept the old password\"", err);
 		return;
 	}
-	if (strcmp(password, etcd->password) != 0) {
+	changed = strcmp(password, etcd->password) != 0;
+	log_event(LOG_INFO, "etcd_password_reloaded", "user=%s changed=%s",
+	    etcd->user, changed ? "yes" : "no");
+	if (changed) {
 		memcpy(etcd->password, password, sizeof(password));
 		etcd->token[0] = '\0';
 		etcd->auth_failed_at = 0;
-		log_event(LOG_INFO, "etcd_password_reloaded", "user=%s",
-		    etcd->user);
 		if (!link_empty(&etcd->waiting)) {
 			uv_timer_stop(&etcd->auth_timer);
 			auth_start(etcd);
 		}
 	}
 	explicit_bzero(password, sizeof(password));
-}
-
-static bool
-given(const char *s)
-{
-	return s != NULL && s[0] != '\0';
 }
 
 /* Does the URL name this machine (127.0.0.0/8, ::1, localhost)? */

@@ -132,10 +132,15 @@ reopen_service(struct leader *l, bool leading)
 		}
 		rc = -1;
 	} else if (leading) {
-		log_event(LOG_INFO, "recovered", "leases=%llu held=%llu "
-		    "fence_hwm=%llu role=leader", (unsigned long long)rec.leases,
+		log_event(LOG_INFO, "takeover", "leases=%llu held=%llu "
+		    "made_ordinary=%llu delays_restarted=%llu fence_hwm=%llu "
+		    "added_ms=%" PRId64 " msg=\"each lease loaded from etcd "
+		    "now ends its own length plus added_ms from now\"",
+		    (unsigned long long)rec.leases,
 		    (unsigned long long)service_held_count(svc),
-		    (unsigned long long)rec.hwm);
+		    (unsigned long long)rec.made_ordinary,
+		    (unsigned long long)rec.delays_restarted,
+		    (unsigned long long)rec.hwm, l->lease_ms);
 	}
 	svc->auth = auth;
 	svc->hooks = hooks;

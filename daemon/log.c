@@ -25,6 +25,13 @@ log_level_parse(const char *s)
 	return -1;
 }
 
+const char *
+log_level_name(int level)
+{
+	return level >= LOG_ERROR && level <= LOG_DEBUG ? level_names[level] :
+	    "?";
+}
+
 /* One line; suppressed, when not 0, is appended as suppressed=N. */
 static void log_line(enum log_level level, const char *event,
     uint64_t suppressed, const char *fmt, va_list ap)

@@ -15,6 +15,8 @@ extern enum log_level log_threshold;
 
 /* Parses "error|warn|info|debug"; returns -1 when unknown. */
 int log_level_parse(const char *s);
+/* The name of a level, as log_level_parse takes it. */
+const char *log_level_name(int level);
 
 /*
  * Logs `event` with the fields given by fmt, which must be key=value pairs

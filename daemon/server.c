@@ -748,8 +748,9 @@ server_reload_auth(struct server *srv)
 	}
 	auth_rules_free(&srv->auth);
 	srv->auth = fresh;
-	log_event(LOG_INFO, "auth_reloaded", "file=%s rules=%zu",
-	    srv->cfg->auth_file, srv->auth.count);
+	log_event(LOG_INFO, "auth_reloaded", "file=%s rules=%zu principals=%ld",
+	    srv->cfg->auth_file, srv->auth.count,
+	    auth_rules_principals(&srv->auth));
 	return 0;
 }
 
@@ -786,8 +787,10 @@ on_sighup(uv_signal_t *sig, int signum)
 		log_event(LOG_ERROR, "tls_reload_error", "error=\"%s\" "
 		    "msg=\"kept the old certificate and key\"", err);
 	else if (srv->tls != NULL)
-		log_event(LOG_INFO, "tls_reloaded", "cert=%s",
-		    srv->cfg->tls_cert);
+		log_event(LOG_INFO, "tls_reloaded", "cert=%s key=%s "
+		    "client_ca=%s", srv->cfg->tls_cert, srv->cfg->tls_key,
+		    srv->cfg->tls_client_ca[0] != '\0' ?
+		    srv->cfg->tls_client_ca : "none");
 }
 
 /* ---- listeners -------------------------------------------------------- */

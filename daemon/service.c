@@ -1327,10 +1327,15 @@ load_flush(struct load *l)
 static void
 load_account(struct load *l, struct core_record *rec)
 {
-	if (l->svc->config.takeover_lease_ms > 0)
+	if (l->svc->config.takeover_lease_ms > 0) {
+		if (rec->fence != 0 && rec->onclose_release)
+			l->rec->made_ordinary++;
+		if (rec->delay_until != 0)
+			l->rec->delays_restarted++;
 		core_takeover_record(rec, l->now,
 		    l->svc->config.takeover_lease_ms,
 		    l->svc->config.core.max_lock_delay_ms);
+	}
 	/* A free name in lock-delay has a record but no lease. */
 	if (rec->fence != 0)
 		l->rec->leases++;

@@ -218,6 +218,10 @@ struct service_recovery {
 	uint64_t expired;        /* reclaimed at once */
 	uint64_t onclose;        /* released: their connection is gone */
 	uint64_t hwm;
+	/* Cluster mode's take-over (core/takeover.h): onclose=release leases
+	 * it made ordinary, and lock-delays it restarted in full. */
+	uint64_t made_ordinary;
+	uint64_t delays_restarted;
 };
 int service_open(struct service *svc, const struct service_config *config,
     struct store *store, const struct service_clock *clock,

@@ -8,7 +8,12 @@
 #     knows;
 #   - every log event daemon/*.c emits (log_event(LEVEL, "name", ...)) is a
 #     row of the log table in docs/operations.md, at its level, and the
-#     table names no event the code never emits.
+#     table names no event the code never emits;
+#   - every default lockd.8's OPTIONS, docs/operations.md's flag table and
+#     systemd/lockd.conf (commented or not) show is the one `lockd
+#     --print-defaults` prints from daemon/config.c's table, each flag has
+#     one row, and the map's bytes per lock they quote are lockd's own;
+#     and lockd starts with every default in lockd.conf uncommented.
 # Ends with the line "N passed, N failed".
 #
 # Usage: tests/docs/check-docs.sh LOCKD_BIN [TOP]
@@ -145,6 +150,113 @@ $(sed 's/^/    /' "$tmp/logerr")"
 else
 	ok "the $(cut -d' ' -f1 "$tmp/events" | sort -u | wc -l) log events of daemon/*.c are the log table of docs/operations.md, at their levels"
 fi
+
+# ---- defaults ------------------------------------------------------------
+# The one list of defaults is lockd's: --print-defaults prints the table
+# in daemon/config.c that lockd takes them from.
+if ! "$lockd" --print-defaults > "$tmp/defaults" 2>&1 ||
+    ! grep -q '^map-size = ' "$tmp/defaults"; then
+	bad "$lockd --print-defaults failed: $(head -3 "$tmp/defaults")"
+fi
+default_of() { sed -n "s/^$1 = //p" "$tmp/defaults"; }
+# The first word after "default" (as in "(default 30s)", "Default lockd"),
+# without quotes and the punctuation that ends a phrase.
+first_default() {
+	grep -o -i -E '(^|[ (])default[: ]+[^ ]+' | head -n 1 |
+	    sed -E 's/^[ (]?[Dd]efault[: ]+//; s/[`"(]//g; s/[),;:.]+$//'
+}
+: > "$tmp/deferr"
+# lockd.8: each OPTIONS entry as one line, "--flag<TAB>its text", roff
+# requests and quotes dropped.
+sed -n '/^\.SH OPTIONS/,/^\.SH [^O]/p' "$tmp/man" | awk '
+	/^\.(TP|SH)/ { if (flag != "") print flag "\t" text
+		flag = ""; text = ""; head = /^\.TP/; next }
+	head { match($0, /--[a-z][a-z-]*/)
+		flag = substr($0, RSTART, RLENGTH); head = 0; next }
+	{ line = $0; sub(/^\.[A-Za-z]+ */, "", line); gsub(/"/, "", line)
+		text = text " " line }
+	END { if (flag != "") print flag "\t" text }' > "$tmp/entries"
+# operations.md's flag table: "--flag<TAB>its default cell".
+sed -n '/^| flag | default | meaning |/,/^$/p' docs/operations.md |
+    awk -F'|' 'NR > 2 { match($2, /--[a-z][a-z-]*/)
+	print substr($2, RSTART, RLENGTH) "\t" $3 }' > "$tmp/rows"
+cut -f1 "$tmp/rows" | sort | uniq -d | while read -r flag; do
+	echo "docs/operations.md's flag table has $flag more than once" >> "$tmp/deferr"
+done
+while IFS=' ' read -r key _ value; do
+	man=$(grep "^--$key	" "$tmp/entries" | cut -f2 | first_default)
+	[ "$man" = "$value" ] ||
+	    echo "lockd.8 gives --$key's default as '$man', lockd as '$value'" >> "$tmp/deferr"
+	row=$(grep "^--$key	" "$tmp/rows" | head -n 1 | cut -f2 |
+	    sed -E 's/^ *//; s/`//g; s/ .*//; s/[,;]$//')
+	[ "$row" = "$value" ] ||
+	    echo "docs/operations.md gives --$key's default as '$row', lockd as '$value'" >> "$tmp/deferr"
+done < "$tmp/defaults"
+# lockd.conf: every "key = value" line, commented or not, of a key with a
+# default.  data-dir is the exception: the file shows systemd's
+# ($STATE_DIRECTORY), which is what lockd uses under its unit.
+grep -n -E '^#? ?[a-z][a-z-]* = [^ ]+$' systemd/lockd.conf |
+    sed -E 's/^([0-9]+):#? ?/\1 /' | while read -r line key _ value; do
+	want=$(default_of "$key")
+	[ -n "$want" ] && [ "$key" != data-dir ] && [ "$want" != "$value" ] &&
+	    echo "systemd/lockd.conf:$line: $key = $value, lockd's default is $want" >> "$tmp/deferr"
+done
+# What the map needs per lock, as lockd's own refusal says it.
+need=$("$lockd" --listen 127.0.0.1:0 --data-dir "$tmp/none" --map-size 1 \
+    --max-held 1000000 2>&1 | sed -n 's/.*needs --map-size \([0-9]*\) .*/\1/p')
+if [ -z "$need" ]; then
+	echo "lockd --map-size 1 --max-held 1000000 did not say what it needs" >> "$tmp/deferr"
+else
+	per=$(awk -v n="$need" 'BEGIN { printf "%.1f", n / 1000000 / 1000 }')
+	for f in docs/lockd.8 docs/operations.md systemd/lockd.conf; do
+		plain "$f" | tr '\n' ' ' |
+		    grep -o -E 'about [0-9.]+ KB (a|per) lock' | sort -u |
+		while read -r _ kb _; do
+			[ "$kb" = "$per" ] ||
+			    echo "$f: about $kb KB a lock; lockd needs $need bytes for 1000000 ($per KB)" >> "$tmp/deferr"
+		done
+		plain "$f" | tr '\n' ' ' |
+		    grep -o -E '[0-9][0-9,]{8,} bytes for (the default )?1,?000,?000' |
+		while read -r bytes _; do
+			[ "$(echo "$bytes" | tr -d ,)" = "$need" ] ||
+			    echo "$f: $bytes bytes for 1000000 locks; lockd needs $need" >> "$tmp/deferr"
+		done
+	done
+fi
+if [ -s "$tmp/deferr" ]; then
+	bad "the documented defaults and lockd's differ:
+$(sed 's/^/    /' "$tmp/deferr")"
+else
+	ok "the $(wc -l < "$tmp/defaults") defaults of lockd --print-defaults are those of lockd.8, docs/operations.md (one row a flag) and systemd/lockd.conf, and the map's $need bytes for 1000000 locks are theirs"
+fi
+
+# The sample config with every default it shows uncommented: lockd starts
+# (on a free port and a temporary directory: flags override the file).
+sed -n 's/^# \([a-z][a-z-]*\) = .*/\1/p' systemd/lockd.conf | while read -r key; do
+	[ -n "$(default_of "$key")" ] && echo "$key"
+done > "$tmp/commented"
+cp systemd/lockd.conf "$tmp/all.conf"
+: > "$tmp/all.log"
+while read -r key; do
+	sed -i "s/^# $key = /$key = /" "$tmp/all.conf"
+done < "$tmp/commented"
+"$lockd" --config "$tmp/all.conf" --listen 127.0.0.1:0 \
+    --data-dir "$tmp/all.data" 2>"$tmp/all.log" &
+pid=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q "listening on" "$tmp/all.log" &&
+    kill -0 "$pid" 2>/dev/null; do
+	sleep 0.05
+	i=$((i + 1))
+done
+if grep -q "listening on" "$tmp/all.log"; then
+	ok "lockd starts with systemd/lockd.conf's $(wc -l < "$tmp/commented") commented defaults uncommented"
+else
+	bad "lockd does not start with systemd/lockd.conf's defaults uncommented ($(tr '\n' ' ' < "$tmp/commented")):
+$(sed 's/^/    /' "$tmp/all.log")"
+fi
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
 
 echo "docs: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -278,11 +278,16 @@ test_auth_sighup_keeps_old_rules_on_a_broken_file_and_takes_a_good_one(
 	harness_expect_error(a, "DENIED");
 
 	/* A good file: the same connection is judged by it from its next
-	 * command on, and bob's token is gone. */
-	write_auth(s, "alice " HASH_S3CRET " lock other/\n", path,
-	    sizeof(path));
+	 * command on, and bob's token is gone (his line takes no token).
+	 * The log says what was loaded: 3 lines of 2 principals. */
+	write_auth(s, "alice " HASH_S3CRET " lock other/\n"
+	    "alice " HASH_S3CRET " read app/\n"
+	    "bob - lock ops/\n", path, sizeof(path));
 	kill(s->pid, SIGHUP);
 	wait_for_log(s, "event=auth_reloaded");
+	if (!harness_log_contains(s, " rules=3 principals=2"))
+		fail_msg("auth_reloaded does not say rules=3 principals=2 "
+		    "(%s)", s->log_path);
 	harness_try(a, "other/1", 0, &g);
 	harness_send(a, "TRY app/2\n");
 	harness_expect_error(a, "DENIED");

@@ -273,10 +273,60 @@ test_cluster_a_node_never_names_itself_as_leader(void **state)
 	    unknown);
 }
 
+/*
+ * What a cluster node's log says it did: it started on etcd (its URLs and
+ * the cluster's name, no data directory and no single node's recovery)
+ * and, once leading, what its take-over loaded (docs/operations.md).
+ */
+static void
+expect_cluster_log(const struct harness_server *s, const char *takeover)
+{
+	static const char *const never[] = { "data_dir=", "event=recovered" };
+	char want[sizeof(etcd.urls) + 32];
+	size_t i;
+
+	snprintf(want, sizeof(want), " etcd=%s cluster=t", etcd.urls);
+	if (!harness_log_contains(s, want) ||
+	    !harness_log_contains(s, "event=cluster cluster=t advertise="))
+		fail_msg("the log of %s does not say it started on %s as "
+		    "cluster t", s->log_path, etcd.urls);
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		if (harness_log_contains(s, never[i]))
+			fail_msg("%s: a cluster node logs %s", s->log_path,
+			    never[i]);
+	if (takeover != NULL && !harness_log_contains(s, takeover))
+		fail_msg("%s has no \"%s\"", s->log_path, takeover);
+}
+
+/*
+ * The ttl a STATUS line gives: after a fail-over a lease ends at the
+ * latest its own length plus the leader lease after the take-over, which
+ * was before the STATUS was sent.
+ */
+static void
+expect_ttl_within_the_takeover_bound(const char *line, int64_t lease_ms)
+{
+	const char *ttl = strstr(line, " ttl=");
+	long long left;
+
+	assert_non_null(ttl);
+	left = strtoll(ttl + 5, NULL, 10);
+	printf("# after the fail-over: ttl=%lld of a %lld ms lease, at most "
+	    "%lld\n", left, (long long)lease_ms,
+	    (long long)(lease_ms + LEADER_LEASE_MS));
+	if (left > lease_ms + LEADER_LEASE_MS)
+		fail_msg("a %lld ms lease ends %lld ms after a STATUS that "
+		    "followed the take-over: more than its length plus the "
+		    "leader lease (%d ms)", (long long)lease_ms, left,
+		    LEADER_LEASE_MS);
+}
+
 static void
 test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
 {
 	struct harness_conn *c;
+	const char *line;
+	char copy[256];
 	int64_t stopped, took;
 	int leader, next;
 
@@ -284,6 +334,7 @@ test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
 	start_cluster(2);
 	leader = cluster_harness_leader_of(nodes, NODES, RECOVER_MS);
 	assert_true(leader >= 0);
+	expect_cluster_log(nodes[leader], "event=takeover leases=0 held=0 ");
 	c = harness_connect(nodes[leader]);
 	harness_send(c, "ACQUIRE kept wait=0 lease=30s\r\n");
 	harness_expect_prefix(c, "GRANTED kept fence=1 ");
@@ -297,9 +348,13 @@ test_cluster_sigterm_of_the_leader_hands_over_at_once(void **state)
 	printf("# hand-over after SIGTERM: %lld ms\n", (long long)took);
 	/* It gave its lease back: well under a leader lease. */
 	assert_true(took < LEADER_LEASE_MS * 3 / 4);
+	expect_cluster_log(nodes[next], "event=takeover leases=1 held=1 "
+	    "made_ordinary=0 delays_restarted=0 fence_hwm=1 added_ms=2000 ");
 	c = harness_connect(nodes[next]);
 	harness_send(c, "STATUS kept\r\n");
-	harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
+	line = harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
+	snprintf(copy, sizeof(copy), "%s", line);
+	expect_ttl_within_the_takeover_bound(copy, 30000);
 }
 
 /*

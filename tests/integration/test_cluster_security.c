@@ -569,11 +569,19 @@ test_cluster_security_password_changed_then_reloaded_on_sighup(
 	kill(n[0]->pid, SIGHUP);
 	assert_int_equal(cluster_harness_leader_of(n, 1, RECOVER_MS), 0);
 	assert_true(harness_log_contains(n[0],
-	    "event=etcd_password_reloaded"));
+	    "event=etcd_password_reloaded user=node-c changed=yes"));
 	c = harness_connect(n[0]);
 	harness_send(c, "STATUS kept\r\nACQUIRE other wait=0\r\n");
 	harness_expect_prefix(c, "STATUS kept held=1 fence=1 ");
 	harness_expect_prefix(c, "GRANTED other fence=2 ");
+	/* A SIGHUP that finds the same password says so too. */
+	kill(n[0]->pid, SIGHUP);
+	deadline = harness_now_ms() + HARNESS_REPLY_TIMEOUT_MS;
+	while (!harness_log_contains(n[0], "event=etcd_password_reloaded "
+	    "user=node-c changed=no") && harness_now_ms() < deadline)
+		harness_sleep_ms(10);
+	assert_true(harness_log_contains(n[0], "event=etcd_password_reloaded "
+	    "user=node-c changed=no"));
 	assert_int_equal(harness_server_stop(n[0], HARNESS_STOP_TIMEOUT_MS,
 	    NULL), 0);
 }
@@ -623,6 +631,10 @@ test_cluster_security_sighup_reconnects_with_the_new_ca_file(void **state)
 	copy_file(etcd.wrong_ca, ca);
 	kill(n[0]->pid, SIGHUP);
 	deadline = harness_now_ms() + 8000;
+	while (!harness_log_contains(n[0], "event=etcd_tls_reloaded ca=") &&
+	    harness_now_ms() < deadline)
+		harness_sleep_ms(10);
+	assert_true(harness_log_contains(n[0], "event=etcd_tls_reloaded ca="));
 	while (harness_now_ms() < deadline && unavailable < 3) {
 		c = harness_connect(n[0]);
 		if (harness_try_send(c, "ACQUIRE other wait=0\r\n", 22,

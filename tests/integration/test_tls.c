@@ -431,6 +431,8 @@ test_tls_sighup_loads_a_new_certificate_for_new_connections(void **state)
 	    harness_now_ms() < deadline)
 		harness_sleep_ms(10);
 	assert_true(harness_log_contains(s, "event=tls_reloaded"));
+	/* It names what it loaded. */
+	assert_true(harness_log_contains(s, "/server.key client_ca=none"));
 	assert_true(tls_open(&fresh, s->port, path(&c, "otherca.pem"), NULL,
 	    NULL, 0));
 	expect_reply(&fresh, "PING\n", "PONG");

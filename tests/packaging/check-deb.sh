@@ -162,6 +162,14 @@ if dpkg-query -W -f='${Conffiles}\n' lockd | grep -q '^ /etc/lockd/lockd.conf ';
 else
 	bad "/etc/lockd/lockd.conf is not a conffile of lockd"
 fi
+# The conffile is the sample, whose header names /etc/lockd/lockd.conf and
+# whose defaults tests/docs/check-docs.sh holds to lockd's.
+if cmp -s systemd/lockd.conf /etc/lockd/lockd.conf &&
+    head -n 1 /etc/lockd/lockd.conf | grep -q '^# /etc/lockd/lockd.conf - '; then
+	ok "/etc/lockd/lockd.conf is systemd/lockd.conf, its header naming itself"
+else
+	bad "/etc/lockd/lockd.conf differs from systemd/lockd.conf: $(head -n 1 /etc/lockd/lockd.conf)"
+fi
 unit=/lib/systemd/system/lockd.service
 if grep -q '^ExecStart=/usr/bin/lockd --config /etc/lockd/lockd.conf$' "$unit" &&
     grep -q '^DynamicUser=yes$' "$unit" && grep -q '^StateDirectory=lockd$' "$unit"; then

@@ -2,10 +2,11 @@
 # check-install.sh - `make install DESTDIR=...` installs exactly the
 # expected files; a program built only from the installed lockd.h and
 # lockd.pc links (shared and static) and talks to a real lockd; `make
-# uninstall` removes exactly what was installed.  The config goes to
-# $(PREFIX)/etc, or /etc for PREFIX=/usr; an install into the live system
-# (no DESTDIR) runs ldconfig, a staged one does not.  Ends with the line
-# "N passed, N failed".
+# uninstall` removes exactly what was installed, and the directories it
+# made but for the common ones of /usr and /usr/local.  The config goes to
+# $(PREFIX)/etc, or /etc for PREFIX=/usr, and its first line names where
+# it went; an install into the live system (no DESTDIR) runs ldconfig, a
+# staged one does not.  Ends with the line "N passed, N failed".
 #
 # Usage: tests/systemd/check-install.sh BUILD_DIR [CFLAGS...]
 # (the CFLAGS of that build, e.g. the sanitizer flags, for the test program)
@@ -80,10 +81,29 @@ else
 	ok "a staged install (DESTDIR) leaves ldconfig to the package"
 fi
 
-# SYSCONFDIR follows PREFIX (GNU), except that PREFIX=/usr uses /etc.
-for p in /opt/lockd:/opt/lockd/etc /usr:/etc; do
+# The directories left in DIR after an uninstall, one a line, sorted.
+dirs_left() {
+	(cd "$1" && find . -mindepth 1 -type d | sed 's|^\./||' | sort)
+}
+# The installed config's first line names the file itself.
+conf_names_itself() { # file path
+	head -n 1 "$1" 2>/dev/null | grep -q "^# $2 - "
+}
+if conf_names_itself "$root$prefix/etc/lockd/lockd.conf" \
+    "$prefix/etc/lockd/lockd.conf"; then
+	ok "the installed config's header names $prefix/etc/lockd/lockd.conf"
+else
+	bad "the installed config's header does not name $prefix/etc/lockd/lockd.conf: $(head -n 2 "$root$prefix/etc/lockd/lockd.conf" 2>&1)"
+fi
+
+# SYSCONFDIR follows PREFIX (GNU), except that PREFIX=/usr uses /etc (as
+# in the Debian package, debian/rules).  Uninstalled, a prefix of lockd's
+# own leaves no directory; /usr only the common ones.
+for p in /opt/lockd:/opt/lockd/etc:opt /usr:/etc:usr; do
 	pre=${p%%:*}
 	etc=${p#*:}
+	left_ok=${etc#*:}
+	etc=${etc%%:*}
 	stage=$tmp/stage$(echo "$pre" | tr / _)
 	make --no-print-directory -s install DESTDIR="$stage" B="$build" \
 	    PREFIX="$pre" LDCONFIG="$tmp/ldconfig" >"$tmp/stage.log" 2>&1
@@ -94,6 +114,29 @@ for p in /opt/lockd:/opt/lockd/etc /usr:/etc; do
 		ok "PREFIX=$pre: the config is $etc/lockd/lockd.conf, and the unit says so"
 	else
 		bad "PREFIX=$pre: config at '$confs', expected $etc/lockd/lockd.conf; $(tail -2 "$tmp/stage.log")"
+	fi
+	if conf_names_itself "$stage$etc/lockd/lockd.conf" \
+	    "$etc/lockd/lockd.conf"; then
+		ok "PREFIX=$pre: the config's header names $etc/lockd/lockd.conf"
+	else
+		bad "PREFIX=$pre: the config's header does not name $etc/lockd/lockd.conf: $(head -n 2 "$stage$etc/lockd/lockd.conf" 2>&1)"
+	fi
+	make --no-print-directory -s uninstall DESTDIR="$stage" B="$build" \
+	    PREFIX="$pre" >"$tmp/stage.log" 2>&1
+	if [ "$pre" = /usr ]; then
+		left_ok="etc
+usr
+usr/bin
+usr/include
+usr/lib
+usr/share
+usr/share/man"
+	fi
+	left=$(dirs_left "$stage")
+	if [ "$left" = "$left_ok" ]; then
+		ok "PREFIX=$pre: make uninstall leaves the directories it made only where the system has them ($(echo $left))"
+	else
+		bad "PREFIX=$pre: directories left after uninstall: $(echo $left) (expected $(echo $left_ok))"
 	fi
 done
 
@@ -183,6 +226,22 @@ if [ -z "$left" ]; then
 else
 	bad "left after uninstall: $left"
 fi
+# /usr/local's common directories stay (Debian has them before any
+# install); every other one install made goes.
+left=$(dirs_left "$root")
+common="usr
+usr/local
+usr/local/bin
+usr/local/etc
+usr/local/include
+usr/local/lib
+usr/local/share
+usr/local/share/man"
+if [ "$left" = "$common" ]; then
+	ok "make uninstall removes the directories it made but /usr/local's common ones"
+else
+	bad "directories left after uninstall: $(echo $left) (expected $(echo $common))"
+fi
 
 # Into the live system (no DESTDIR; a prefix in the temporary directory):
 # ldconfig runs, so a program linked against liblockd.so.0 can start.
@@ -200,6 +259,11 @@ if [ "$had_etc" = 0 ] && [ -e /etc/lockd/lockd.conf ]; then
 fi
 make --no-print-directory -s uninstall PREFIX="$live" B="$build" \
     >/dev/null 2>&1
+if [ -e "$live" ]; then
+	bad "make uninstall PREFIX=$live left: $(dirs_left "$live" | tr '\n' ' ')"
+else
+	ok "make uninstall PREFIX=$live removes the prefix it made"
+fi
 
 echo "install: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
