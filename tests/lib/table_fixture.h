@@ -1,5 +1,5 @@
 /*
- * table_fixture.h - a lock table (core/table.c) for the unit tests that
+ * table_fixture.h - a lock table (core/table.c and the files beside it) for the unit tests that
  * drive it by hand (tests/unit/test_table.c, test_holders.c): its
  * sessions, seams for allocation and secrets, a sink that keeps every
  * reply in order, and the changed records drained on demand.  Everything
