@@ -1,6 +1,7 @@
 /*
- * table_fixture.h - a lock table (core/table.c and the files beside it) for the unit tests that
- * drive it by hand (tests/unit/test_table.c, test_holders.c): its
+ * table_fixture.h - a lock table (core/table.c and the files beside it)
+ * for the unit tests that drive it by hand (tests/unit/test_table.c,
+ * test_holders.c): its
  * sessions, seams for allocation and secrets, a sink that keeps every
  * reply in order, and the changed records drained on demand.  Everything
  * here is plain memory and explicit time: no clock, no I/O.
