@@ -5,7 +5,8 @@
 #                   lockd in the foreground (ARGS='--listen ...': its flags)
 #   make test       install test dependencies, build the tests, run every one
 #   make install    install lockd, liblockd, lockctl, man pages and units
-#   make deb        the Debian packages lockd, liblockd0, liblockd-dev, lockctl
+#   make deb        the Debian packages lockd, liblockd0, liblockd-dev, lockctl,
+#                   python3-lockd
 #   make fuzz       build the libFuzzer targets with clang and run them (long)
 #   make bench      lockd against Redis and etcd, side by side (docs/performance.md)
 #   make bench-cluster  cluster mode against etcd's lock API, fail-over time
@@ -122,7 +123,9 @@ $(B)/lockd: $(B)/daemon/main.o $(DAEMON_LINK)
 # objects in which only lockd_* symbols stay global, so a program linking it
 # statically cannot clash with proto's names; liblockd.so exports the same
 # set through client/liblockd.map.  A lockd.pc for the build tree lets the
-# examples and the sample programs build the way a user's program does.
+# examples and the sample programs build the way a user's program does;
+# lockd-static.pc is the one for `cc -static`, which needs libuv's static
+# library under its own name (libuv-static.pc: -luv_a on Debian).
 CLIENT_SRC       := client/lockd.c client/keepalive.c client/request.c \
                     client/uv.c client/endpoint.c
 CLIENT_OBJ       := $(CLIENT_SRC:%.c=$(B)/%.o)
@@ -134,7 +137,8 @@ CLIENT_PKG_CONFIG = PKG_CONFIG_PATH=$(abspath $(CLIENT_PC_DIR)) pkg-config
 CLIENT_LIBS      := $(B)/liblockd.a $(B)/$(CLIENT_SONAME) $(B)/liblockd.so
 OBJCOPY ?= objcopy
 
-client: $(CLIENT_LIBS) $(B)/lockctl $(CLIENT_PC_DIR)/lockd.pc
+client: $(CLIENT_LIBS) $(B)/lockctl $(CLIENT_PC_DIR)/lockd.pc \
+    $(CLIENT_PC_DIR)/lockd-static.pc
 
 # The keep-alive helper runs a thread; the async client (lockd_uv.h) is
 # built on libuv, which liblockd.so links and lockd.pc requires.
@@ -167,7 +171,7 @@ $(B)/lockctl: $(B)/client/lockctl.o $(B)/liblockd.a
 
 # lockd.pc for the build tree: headers from client/, the library from $(B),
 # and an rpath so that programs built against it run from the tree.
-$(CLIENT_PC_DIR)/lockd.pc: client/lockd.pc.in Makefile
+$(CLIENT_PC_DIR)/%.pc: client/%.pc.in Makefile
 	@mkdir -p $(dir $@)
 	sed -e 's|@prefix@|$(abspath .)|' -e 's|@libdir@|$(abspath $(B))|' \
 	    -e 's|@includedir@|$(abspath client)|' \
@@ -204,6 +208,7 @@ LDCONFIG   ?= ldconfig
 INSTALLED   = $(PREFIX)/bin/lockd $(PREFIX)/bin/lockctl \
               $(LIBDIR)/liblockd.a $(LIBDIR)/$(CLIENT_SONAME) \
               $(LIBDIR)/liblockd.so $(LIBDIR)/pkgconfig/lockd.pc \
+              $(LIBDIR)/pkgconfig/lockd-static.pc \
               $(PREFIX)/include/lockd.h $(PREFIX)/include/lockd_uv.h \
               $(PREFIX)/share/man/man1/lockctl.1 \
               $(PREFIX)/share/man/man3/liblockd.3 \
@@ -242,11 +247,13 @@ install: all
 	ln -sf $(CLIENT_SONAME) $(DESTDIR)$(LIBDIR)/liblockd.so
 	install -m 644 client/lockd.h client/lockd_uv.h \
 	    $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@prefix@|$(PREFIX)|' \
-	    -e 's|@libdir@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
-	    -e 's|@includedir@|$${prefix}/include|' \
-	    -e 's|@version@|$(CLIENT_VERSION)|' -e 's|@rpath@||' \
-	    client/lockd.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/lockd.pc
+	for pc in lockd lockd-static; do \
+	    sed -e 's|@prefix@|$(PREFIX)|' \
+	        -e 's|@libdir@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+	        -e 's|@includedir@|$${prefix}/include|' \
+	        -e 's|@version@|$(CLIENT_VERSION)|' -e 's|@rpath@||' \
+	        client/$$pc.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/$$pc.pc || exit 1; \
+	done
 	install -m 644 docs/lockctl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 docs/liblockd.3 $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 docs/lockd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
@@ -279,7 +286,8 @@ uninstall:
 # in the working tree now), or without git everything but the build
 # directories.  Always a plain build: this make's variables (SANITIZE=1
 # from make test SANITIZE=1, B) must not reach the package's make through
-# the environment.
+# the environment.  Debian's own tools build it: PATH is the system's,
+# so that a python3 first on the user's PATH (pyenv) is not pybuild's.
 DEB_DIR     := build/deb
 DEB_VERSION  = $(shell dpkg-parsechangelog -l debian/changelog -S Version)
 
@@ -302,7 +310,8 @@ deb: deps-deb
 	        --exclude=./build-fuzz --exclude=./lockd-data -cf - .; \
 	fi | tar -C $(DEB_DIR)/src -xf -
 	cd $(DEB_DIR)/src && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
-	    -u SANITIZE -u B DEB_BUILD_OPTIONS="nocheck parallel=2 $(DEB_BUILD_OPTIONS)" \
+	    -u SANITIZE -u B PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+	    DEB_BUILD_OPTIONS="nocheck parallel=2 $(DEB_BUILD_OPTIONS)" \
 	    dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
 	    { tail -30 ../build.log >&2; echo "make deb: failed; the whole log:" \
 	      "$(DEB_DIR)/build.log" >&2; exit 1; }
@@ -550,7 +559,8 @@ fuzz-guard: $(FUZZ_SERVICE)
 # client's pytest suite (client/python/tests, against $(B)/lockd and
 # lockd-faulty), and the checks of the units, the install, the Debian
 # packages (built, installed into this machine, used and purged: it skips
-# where they are installed), the docs and their samples.
+# where they are installed; then under systemd in a container), the docs
+# and their samples.
 TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
             $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
 
@@ -566,10 +576,19 @@ test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
 	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
 	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
 	    "tests/packaging/check-deb.sh" \
+	    "tests/systemd/check-nspawn.sh" \
 	    "tests/bench/check-report.sh" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
 	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
 	    "tests/docs/cron-tls.sh $(B)"
+
+# The packages under a real systemd: a Debian 12 root booted by
+# systemd-nspawn (built once into /var/cache/lockd-tests), driven through
+# apt, systemctl and journalctl; it reuses build/deb when no file of the
+# tree is newer (make test's check-deb.sh has just built it).
+.PHONY: check-systemd
+check-systemd: deps-test
+	@tests/systemd/check-nspawn.sh
 
 # --- long runs: soak, abuse, valgrind ---------------------------------------
 .PHONY: crash-test soak abuse soak-abuse valgrind

@@ -9,15 +9,18 @@ build="libuv1-dev liblmdb-dev libsystemd-dev libcurl4-openssl-dev libjansson-dev
 units="systemd"
 # The Python client: its tests (pytest), its pip install (setuptools,
 # wheel, pip) and its TLS tests (openssl makes their certificates).
-python="python3 python3-pytest python3-setuptools python3-wheel python3-pip openssl"
-deb="debhelper dpkg-dev lintian"
+python="python3 python3-pytest python3-setuptools python3-wheel python3-pip python3-venv openssl"
+# The packages (python3-lockd through dh-python and pybuild).
+deb="debhelper dpkg-dev lintian dh-python python3-all python3-setuptools pybuild-plugin-pyproject"
+# The packages under a real systemd: a Debian root booted by systemd-nspawn.
+nspawn="systemd-container debootstrap"
 # The Go client (client/go): its vet, gofmt and tests.
 golang="golang-go"
 # The cluster test's partition: network namespaces (ip netns) and nft.
 netns="iproute2 nftables"
 case "${1:-build}" in
 build) want="$build" ;;
-test)  want="$build $units etcd-server curl libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python $golang $deb $netns" ;;
+test)  want="$build $units $nspawn etcd-server curl libcmocka-dev clang libclang-rt-14-dev lmdb-utils prometheus faketime netcat-openbsd $python $golang $deb $netns" ;;
 fuzz)  want="$build clang libclang-rt-14-dev" ;;
 deb)   want="$build $deb" ;;
 bench) want="$build redis-server etcd-server etcd-client libhiredis-dev util-linux" ;;

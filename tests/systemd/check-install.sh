@@ -54,6 +54,7 @@ usr/local/include/lockd_uv.h
 usr/local/lib/liblockd.a
 usr/local/lib/liblockd.so
 usr/local/lib/liblockd.so.0
+usr/local/lib/pkgconfig/lockd-static.pc
 usr/local/lib/pkgconfig/lockd.pc
 usr/local/lib/systemd/system/lockd.service
 usr/local/lib/systemd/system/lockd.socket
