@@ -143,7 +143,8 @@ slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
 	s->batch = 0;
 	s->depends = 0;
 	s->resolved = false;
-	s->forced = false;
+	s->told.kind = SERVICE_TOLD_OWN;
+	s->told.error = PROTO_ERR_NONE;
 	s->len = 0;
 	s->cap = (uint32_t)cap;
 	if (conn->slots_tail != NULL)
@@ -157,17 +158,21 @@ slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
 }
 
 /*
- * Delivers the reply text of request `seq` on conn.  `batch` is the batch
- * that must be durable first, `depends` the batch in flight that the reply
- * rests on (0: none); the failure of either makes it ERR UNAVAILABLE.
+ * Delivers the reply text of request `seq` on conn, which told what
+ * `told` says.  `batch` is the batch that must be durable first,
+ * `depends` the batch in flight that the reply rests on (0: none); the
+ * failure of either makes it ERR UNAVAILABLE.
  */
 static void
 deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
-    uint64_t batch, uint64_t depends, const char *text, size_t len)
+    uint64_t batch, uint64_t depends, struct service_told told,
+    const char *text, size_t len)
 {
 	struct service_slot *s;
 	bool gated = batch != 0 || depends != 0;
 
+	if (seq == conn->next_seq)
+		conn->answered_seq = seq;
 	if (conn->overflow)
 		return;
 	if (conn->slots_head == NULL && !gated) {
@@ -198,19 +203,33 @@ deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
 	s->batch = batch;
 	s->depends = depends;
 	s->resolved = true;
-	s->forced = svc->replying_forced;
+	s->told = told;
 	service__advance(svc, conn);
 }
 
-/* Routes a reply for request `seq` of conn: the request being executed
- * answers in place; others (a queued ACQUIRE) find their slot. */
+/* A reply of the service's own (not the core's) for request seq. */
 static void
 answer(struct service *svc, struct service_conn *conn, uint64_t seq,
     uint64_t batch, uint64_t depends, const char *text, size_t len)
 {
-	if (conn == svc->current && seq == svc->current_seq)
-		svc->current_answered = true;
-	deliver(svc, conn, seq, batch, depends, text, len);
+	struct service_told own = { SERVICE_TOLD_OWN, PROTO_ERR_NONE };
+
+	deliver(svc, conn, seq, batch, depends, own, text, len);
+}
+
+/* An ERR line, counted, answering a core's reply of kind `kind` or
+ * (SERVICE_TOLD_OWN) the service's own check. */
+static void
+error_line(struct service *svc, struct service_conn *conn, uint64_t seq,
+    uint64_t batch, uint64_t depends, uint8_t kind,
+    enum proto_error_code code, const char *text)
+{
+	struct service_told told = { kind, (uint8_t)code };
+	char line[PROTO_REPLY_MAX];
+	size_t n = proto_format_error(line, sizeof(line), code, text);
+
+	svc->stats.protocol_errors[code]++;
+	deliver(svc, conn, seq, batch, depends, told, line, n);
 }
 
 static void
@@ -218,11 +237,8 @@ answer_error(struct service *svc, struct service_conn *conn, uint64_t seq,
     uint64_t batch, uint64_t depends, enum proto_error_code code,
     const char *text)
 {
-	char line[PROTO_REPLY_MAX];
-	size_t n = proto_format_error(line, sizeof(line), code, text);
-
-	svc->stats.protocol_errors[code]++;
-	answer(svc, conn, seq, batch, depends, line, n);
+	error_line(svc, conn, seq, batch, depends, SERVICE_TOLD_OWN, code,
+	    text);
 }
 
 /* ---- the core's replies and events ----------------------------------- */
@@ -279,10 +295,11 @@ static void
 reply(struct service *svc, const struct core_reply *r, bool promises,
     const char *line, size_t n)
 {
+	struct service_told told = { (uint8_t)r->kind, PROTO_ERR_NONE };
 	uint64_t batch, depends;
 
 	reply_gates(svc, r, promises, &batch, &depends);
-	answer(svc, conn_of(r), r->tag, batch, depends, line, n);
+	deliver(svc, conn_of(r), r->tag, batch, depends, told, line, n);
 }
 
 static void
@@ -292,7 +309,8 @@ reply_error(struct service *svc, const struct core_reply *r,
 	uint64_t batch, depends;
 
 	reply_gates(svc, r, false, &batch, &depends);
-	answer_error(svc, conn_of(r), r->tag, batch, depends, code, text);
+	error_line(svc, conn_of(r), r->tag, batch, depends,
+	    (uint8_t)r->kind, code, text);
 }
 
 /*
@@ -446,9 +464,7 @@ on_core_reply(void *ctx, const struct core_reply *r)
 		    (unsigned long long)r->fence);
 		n = proto_format_released(line, sizeof(line), r->name,
 		    r->name_len);
-		svc->replying_forced = true;
 		reply(svc, r, true, line, n);
-		svc->replying_forced = false;
 		return;
 	case CORE_REPLY_CHANGED: {
 		const struct core_lock_status *st = r->status;
@@ -999,14 +1015,10 @@ execute(struct service *svc, struct service_conn *conn,
 	const char *why;
 
 	svc->stats.requests++;
-	svc->current = conn;
-	svc->current_seq = seq;
-	svc->current_answered = false;
 	if ((why = refusal(svc, conn, req, &code)) != NULL) {
 		if (code == PROTO_ERR_DENIED)
 			svc->stats.denied++;
 		answer_error(svc, conn, seq, 0, 0, code, why);
-		svc->current = NULL;
 		return;
 	}
 	/* A leader whose lease could have run out serves nothing, even
@@ -1028,19 +1040,16 @@ execute(struct service *svc, struct service_conn *conn,
 		} else
 			answer_error(svc, conn, seq, 0, 0,
 			    PROTO_ERR_NOTLEADER, "no leader is known");
-		svc->current = NULL;
 		return;
 	}
 	if (over_held_quota(svc, conn, req)) {
 		answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
 		    "too many held locks for this principal");
-		svc->current = NULL;
 		return;
 	}
 	commands[req->command](svc, conn, req, seq, now);
-	if (!svc->current_answered)   /* a waiting ACQUIRE */
+	if (conn->answered_seq != seq)   /* a waiting ACQUIRE or WATCH */
 		slot_add(svc, conn, seq, PROTO_REPLY_MAX);
-	svc->current = NULL;
 }
 
 static void
@@ -1049,10 +1058,7 @@ reject(struct service *svc, struct service_conn *conn,
 {
 	uint64_t seq = ++conn->next_seq;
 
-	svc->current = conn;
-	svc->current_seq = seq;
 	answer_error(svc, conn, seq, 0, 0, err->code, err->message);
-	svc->current = NULL;
 }
 
 /* Parses and executes what p[0..len) holds; returns the bytes used. */

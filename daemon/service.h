@@ -96,6 +96,9 @@ struct service_conn {
 	struct service_slot *slots_head, *slots_tail;  /* not yet writable */
 	size_t slots_bytes;
 	uint64_t next_seq;
+	/* next_seq once the newest request has its reply: one executed
+	 * without (a queued ACQUIRE, a WATCH) gets a slot to hold its place. */
+	uint64_t answered_seq;
 	bool discarding;    /* dropping the rest of an overlong line */
 	bool input_ended;   /* the client will send nothing more */
 	bool quit;          /* QUIT or the end of input: execute no more,
@@ -178,13 +181,6 @@ struct service {
 	struct core_link conns;
 	struct core_link ready;
 	struct core_link waiting;
-	/* The request being executed, so its immediate reply needs no slot. */
-	struct service_conn *current;
-	uint64_t current_seq;
-	bool current_answered;
-	/* The reply being delivered is a FORCE's RELEASED, so that a failed
-	 * commit takes it back from forced, not released. */
-	bool replying_forced;
 	struct service_stats stats;
 	struct store_stats store_stats;  /* as of the last commit's end */
 	struct metrics metrics;

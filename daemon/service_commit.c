@@ -183,40 +183,33 @@ collect_record(void *ctx, const char *name, size_t name_len,
 /* A reply that was counted when it was decided will not be sent: its
  * count is taken back, so that the counters count what clients were told. */
 static void
-untell(struct service *svc, const char *text, size_t len, bool forced)
+untell(struct service *svc, struct service_told told)
 {
 	struct service_untold *u = &svc->stats.untold;
-	struct proto_reply rep;
-	struct proto_error err;
-	size_t used;
 
-	if (proto_parse_reply(text, len, PROTO_REPLY_MAX, &rep, &used,
-	    &err) != PROTO_DONE)
+	if (told.error != PROTO_ERR_NONE) {
+		svc->stats.protocol_errors[told.error]--;
+		if (told.error == PROTO_ERR_TIMEOUT)
+			u->timeouts++;
+		else if (told.error == PROTO_ERR_CONFLICT)
+			u->conflicts++;
 		return;
-	switch (rep.kind) {
-	case PROTO_REPLY_GRANTED:
+	}
+	switch (told.kind) {
+	case CORE_REPLY_GRANTED:
 		u->granted++;
 		break;
-	case PROTO_REPLY_RENEWED:
+	case CORE_REPLY_RENEWED:
 		u->renewed++;
 		break;
-	case PROTO_REPLY_RELEASED:
-		/* A FORCE's RELEASED counted a forced hold, not a
-		 * release. */
-		if (forced)
-			u->forced++;
-		else
-			u->released++;
+	case CORE_REPLY_RELEASED:
+		u->released++;
 		break;
-	case PROTO_REPLY_HELD:
+	case CORE_REPLY_FORCED:     /* its RELEASED counted a forced hold */
+		u->forced++;
+		break;
+	case CORE_REPLY_HELD:
 		u->unavailable++;
-		break;
-	case PROTO_REPLY_ERROR:
-		svc->stats.protocol_errors[rep.error]--;
-		if (rep.error == PROTO_ERR_TIMEOUT)
-			u->timeouts++;
-		else if (rep.error == PROTO_ERR_CONFLICT)
-			u->conflicts++;
 		break;
 	default:
 		break;
@@ -245,9 +238,11 @@ fail_replies(struct service *svc, uint64_t batch)
 			if (!s->resolved ||
 			    (s->batch != batch && s->depends != batch))
 				continue;
-			untell(svc, s->text, s->len, s->forced);
+			untell(svc, s->told);
 			s->len = (uint32_t)proto_format_error(s->text,
 			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
+			s->told.kind = SERVICE_TOLD_OWN;
+			s->told.error = PROTO_ERR_UNAVAILABLE;
 			s->batch = 0;
 			s->depends = 0;
 			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;

@@ -16,6 +16,19 @@
 
 #include "daemon/service.h"
 
+/*
+ * What a reply told its client, as the counters counted it when it was
+ * decided: the core's reply it answers (SERVICE_TOLD_OWN for one of the
+ * service's own: PONG, STATUS, a refusal...) and, for an ERR line, its
+ * code.  A reply that fails with its batch is taken back from the
+ * counters by this, never by reading its text again.
+ */
+struct service_told {
+	uint8_t kind;            /* enum core_reply_kind, or SERVICE_TOLD_OWN */
+	uint8_t error;           /* enum proto_error_code; PROTO_ERR_NONE */
+};
+#define SERVICE_TOLD_OWN 0xff
+
 /* A reply waiting for its turn, or for its batch to be committed. */
 struct service_slot {
 	struct service_slot *next;
@@ -23,7 +36,7 @@ struct service_slot {
 	uint64_t batch;          /* must be durable first; 0: none */
 	uint64_t depends;        /* the batch in flight it rests on; 0: none */
 	bool resolved;           /* the text is there */
-	bool forced;             /* a FORCE's RELEASED (for the counters) */
+	struct service_told told;   /* what the text says, for the counters */
 	uint32_t len;            /* LIST's reply may pass 64 KiB */
 	uint32_t cap;
 	char text[];             /* cap bytes */
