@@ -256,7 +256,7 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		    LEADER_STORE_TIMEOUT_MS, err, sizeof(err));
 		if (store != NULL)
 			store_etcd_standby(store, true);
-		srv.svc.cluster.enabled = true;
+		service_cluster_enable(&srv.svc);
 	} else
 		store = seams != NULL && seams->open_store != NULL ?
 		    seams->open_store(cfg.data_dir, cfg.map_size, err,

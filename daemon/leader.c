@@ -50,13 +50,13 @@ key_json(const struct leader *l)
 static void
 set_leader_hint(struct leader *l, const json_t *kv)
 {
-	struct service_cluster *c = &l->srv->svc.cluster;
+	char leader[sizeof(service_cluster(&l->srv->svc)->leader)];
 	size_t len = 0;
 
-	if (kv == NULL || etcd_field_bytes(kv, "value", true, c->leader,
-	    sizeof(c->leader) - 1, &len) != 0)
+	if (kv == NULL || etcd_field_bytes(kv, "value", true, leader,
+	    sizeof(leader) - 1, &len) != 0)
 		len = 0;
-	c->leader[len] = '\0';
+	leader[len] = '\0';
 	/*
 	 * This node's own address in a key it does not hold: its previous
 	 * process's (kill -9 and a quick restart), or its own lease that
@@ -64,16 +64,17 @@ set_leader_hint(struct leader *l, const json_t *kv)
 	 * under it, and a client sent "here" would ask again and again: it
 	 * names no leader.  The key goes when its lease runs out.
 	 */
-	if (len > 0 && strcmp(c->leader, l->advertise) == 0) {
+	if (len > 0 && strcmp(leader, l->advertise) == 0) {
 		if (!l->own_stale_key)
 			log_event(LOG_WARN, "stale_leader_key", "advertise=%s "
 			    "action=\"wait for its lease to run out\"",
 			    l->advertise);
 		l->own_stale_key = true;
-		c->leader[0] = '\0';
+		leader[0] = '\0';
 	} else {
 		l->own_stale_key = false;
 	}
+	service_cluster_follow(&l->srv->svc, leader);
 }
 
 /* Gives a lease back to etcd, not waiting for the answer. */
@@ -152,12 +153,10 @@ reopen_service(struct leader *l, bool leading)
 static void
 step_down(struct leader *l, const char *why)
 {
-	struct service_cluster *c = &l->srv->svc.cluster;
-	bool was = c->leading;
+	bool was = service_cluster(&l->srv->svc)->leading;
 
 	uv_timer_stop(&l->deadline);
-	c->leading = false;
-	c->leader[0] = '\0';
+	service_cluster_follow(&l->srv->svc, NULL);
 	l->state = LEADER_WATCHING;
 	if (was) {
 		l->losses++;
@@ -194,14 +193,14 @@ arm_deadline(struct leader *l)
 	/* Broken on purpose, only in build/broken/lockd-serve-past-lease
 	 * (the Makefile's guards of test_cluster.c): no deadline at all. */
 	(void)left;
-	l->srv->svc.cluster.serving_until = INT64_MAX / 2;
+	service_cluster_serve_until(&l->srv->svc, INT64_MAX / 2);
 	return;
 #endif
 
 	uv_timer_start(&l->deadline, on_deadline, left, 0);
 	/* The same moment on the service's clock, for its own check. */
-	l->srv->svc.cluster.serving_until =
-	    l->clock.mono(l->clock.ctx) + (core_time)left;
+	service_cluster_serve_until(&l->srv->svc,
+	    l->clock.mono(l->clock.ctx) + (core_time)left);
 }
 
 /* The lease is good until sent_at + ttl: serve until a margin before. */
@@ -215,8 +214,6 @@ extend(struct leader *l, uint64_t sent_at, int64_t ttl_s)
 static void
 win(struct leader *l)
 {
-	struct service_cluster *c = &l->srv->svc.cluster;
-
 	if (l->srv->committing) {
 		/* The last role's batch is still in flight: not yet. */
 		step_down(l, "a batch of the last term is in flight");
@@ -234,8 +231,7 @@ win(struct leader *l)
 		return;
 	}
 	l->wins++;
-	c->leading = true;
-	snprintf(c->leader, sizeof(c->leader), "%s", l->advertise);
+	service_cluster_lead(&l->srv->svc, l->advertise);
 	log_event(LOG_INFO, "leadership", "role=leader advertise=%s "
 	    "revision=%" PRId64, l->advertise, l->create_revision);
 	server_kick(l->srv);
@@ -246,16 +242,13 @@ win(struct leader *l)
 static void
 unreachable(struct leader *l, bool yes, const char *error)
 {
-	struct service_cluster *c = &l->srv->svc.cluster;
-
-	if (yes && !c->etcd_unreachable)
+	if (yes && !service_cluster(&l->srv->svc)->etcd_unreachable)
 		log_event(LOG_WARN, "etcd_unreachable", "error=\"%.200s\"",
 		    error);
-	c->etcd_unreachable = yes;
 	/* etcd answered, and refused lockd's credentials or permissions:
 	 * clients are told so, not that etcd is out of reach (the log's
 	 * etcd_auth_error line has the details). */
-	c->etcd_refused = yes && etcd_auth_refused(l->etcd);
+	service_cluster_etcd(&l->srv->svc, yes, etcd_auth_refused(l->etcd));
 }
 
 static void
@@ -423,7 +416,7 @@ store_lost(void *ctx)
 		    "action=step_down", l->store->error);
 		store_etcd_heal(l->store);
 	}
-	if (l->srv->svc.cluster.leading) {
+	if (service_cluster(&l->srv->svc)->leading) {
 		step_down(l, deposed ? "another node holds the leader key" :
 		    "it must start over from what etcd holds");
 	} else {
@@ -478,7 +471,7 @@ leader_stop(struct leader *l)
 	uv_timer_stop(&l->deadline);
 	uv_close((uv_handle_t *)&l->tick, NULL);
 	uv_close((uv_handle_t *)&l->deadline, NULL);
-	l->srv->svc.cluster.leading = false;
+	service_cluster_follow(&l->srv->svc, NULL);
 	etcd_detach(l->etcd);
 	if (l->lease_id != 0) {
 		/* The key goes with its lease: a standby takes over now

@@ -1005,6 +1005,49 @@ over_held_quota(struct service *svc, const struct service_conn *conn,
 	return true;
 }
 
+/* ---- cluster mode ----------------------------------------------------- */
+
+void
+service_cluster_enable(struct service *svc)
+{
+	svc->cluster.enabled = true;
+}
+
+void
+service_cluster_lead(struct service *svc, const char *self)
+{
+	svc->cluster.leading = true;
+	snprintf(svc->cluster.leader, sizeof(svc->cluster.leader), "%s",
+	    self);
+}
+
+void
+service_cluster_serve_until(struct service *svc, core_time until)
+{
+	svc->cluster.serving_until = until;
+}
+
+void
+service_cluster_follow(struct service *svc, const char *leader)
+{
+	svc->cluster.leading = false;
+	snprintf(svc->cluster.leader, sizeof(svc->cluster.leader), "%s",
+	    leader != NULL ? leader : "");
+}
+
+void
+service_cluster_etcd(struct service *svc, bool unreachable, bool refused)
+{
+	svc->cluster.etcd_unreachable = unreachable;
+	svc->cluster.etcd_refused = unreachable && refused;
+}
+
+const struct service_cluster *
+service_cluster(const struct service *svc)
+{
+	return &svc->cluster;
+}
+
 /* Runs one request and makes sure it holds its place in the reply order. */
 static void
 execute(struct service *svc, struct service_conn *conn,

@@ -138,8 +138,8 @@ struct service_stats {
 };
 
 /*
- * Cluster mode, as leadership (leader.c) sets it; all zero on a single
- * node.  A node that does not lead answers every lock command
+ * Cluster mode, as leadership (leader.c) sets it through the
+ * service_cluster_* calls below; all zero on a single node.  A node that does not lead answers every lock command
  * ERR NOTLEADER, naming the leader when it knows it, or ERR UNAVAILABLE
  * while it cannot reach etcd; PING, HELP, QUIT and STATS work everywhere,
  * and STATS says role=leader or role=follower.
@@ -354,6 +354,27 @@ void service_for_each_conn(struct service *svc,
  * protocol errors, and with the limit hits when at_limit (too many
  * connections, not a stop). */
 void service_count_refused_connection(struct service *svc, bool at_limit);
+
+/*
+ * Cluster mode: leadership (leader.c) tells the service its role through
+ * these, and reads it back through service_cluster(); a single node never
+ * calls them.  service_cluster_enable marks the service a cluster node
+ * (kept across service_open); service_cluster_lead makes it serve as the
+ * leader whose --advertise address is self, until the time that
+ * service_cluster_serve_until set last (the service's clock: a leader
+ * whose lease could have run out serves nothing, even before its timer
+ * fires); service_cluster_follow makes it a node that does not serve,
+ * naming `leader` in NOTLEADER (NULL or "": none known); and
+ * service_cluster_etcd says whether etcd was out of reach at the last
+ * word, and whether that was etcd refusing this node's credentials.
+ */
+void service_cluster_enable(struct service *svc);
+void service_cluster_lead(struct service *svc, const char *self);
+void service_cluster_serve_until(struct service *svc, core_time until);
+void service_cluster_follow(struct service *svc, const char *leader);
+void service_cluster_etcd(struct service *svc, bool unreachable,
+    bool refused);
+const struct service_cluster *service_cluster(const struct service *svc);
 
 /* Whether this lockd serves locks now - recovery done - for /readyz. */
 bool service_ready(const struct service *svc);

@@ -463,7 +463,8 @@ etcd_sim_lost(const struct world *w)
 static void
 set_deadline(struct world *w)
 {
-	w->svc->cluster.serving_until = w->etcd->valid_until - w->boot_off;
+	service_cluster_serve_until(w->svc,
+	    w->etcd->valid_until - w->boot_off);
 }
 
 /* Another node holds the leader key from `at` on. */
@@ -629,12 +630,12 @@ void
 etcd_sim_opened(struct world *w)
 {
 	struct etcd_sim *e = w->etcd;
-	struct service_cluster *c = &w->svc->cluster;
+	char self[32];
 
-	c->enabled = true;
-	c->leading = true;
-	c->etcd_unreachable = false;
-	snprintf(c->leader, sizeof(c->leader), "node%d:7420", e->serving);
+	snprintf(self, sizeof(self), "node%d:7420", e->serving);
+	service_cluster_enable(w->svc);
+	service_cluster_lead(w->svc, self);
+	service_cluster_etcd(w->svc, false, false);
 	/* Its lease was granted as it campaigned, just now. */
 	e->valid_until = w->now + e->leader_lease - e->margin;
 	e->ka_next = w->now + e->keepalive;

@@ -28,7 +28,7 @@ world_new(void)
 	struct service_world *w = service_world_new();
 
 	memset(w->clock.boot_id, 0xcd, 16);
-	w->svc.cluster.enabled = true;   /* kept by service_open */
+	service_cluster_enable(&w->svc);   /* kept by service_open */
 	service_world_open(w);
 	return w;
 }
@@ -49,8 +49,7 @@ test_cluster_service_follower_sends_lock_commands_to_the_leader(void **state)
 	const char *r;
 
 	(void)state;
-	snprintf(w->svc.cluster.leader, sizeof(w->svc.cluster.leader),
-	    "10.0.0.2:7420");
+	service_cluster_follow(&w->svc, "10.0.0.2:7420");
 	assert_string_equal(ask(w, "ACQUIRE a\r\n"), "ERR NOTLEADER "
 	    "leader=10.0.0.2:7420 this node does not serve locks\r\n");
 	assert_string_equal(ask(w, "TRY a\r\n"), "ERR NOTLEADER "
@@ -61,14 +60,14 @@ test_cluster_service_follower_sends_lock_commands_to_the_leader(void **state)
 	r = ask(w, "STATS\r\n");
 	assert_non_null(strstr(r, " fence_hwm=0 "));
 	assert_non_null(strstr(r, " watches=0 role=follower\r\n"));
-	w->svc.cluster.leader[0] = '\0';
+	service_cluster_follow(&w->svc, NULL);
 	assert_string_equal(ask(w, "RELEASE a 1-0000000000000001\r\n"),
 	    "ERR NOTLEADER no leader is known\r\n");
-	w->svc.cluster.etcd_unreachable = true;
+	service_cluster_etcd(&w->svc, true, false);
 	assert_string_equal(ask(w, "ACQUIRE a\r\n"),
 	    "ERR UNAVAILABLE etcd cannot be reached\r\n");
 	/* etcd answered, and refused the node's credentials: said so. */
-	w->svc.cluster.etcd_refused = true;
+	service_cluster_etcd(&w->svc, true, true);
 	assert_string_equal(ask(w, "ACQUIRE a\r\n"), "ERR UNAVAILABLE etcd "
 	    "refused this node's credentials (its log says why)\r\n");
 	service_world_free(w);
@@ -81,10 +80,8 @@ test_cluster_service_leader_past_its_lease_serves_nothing(void **state)
 	const char *r;
 
 	(void)state;
-	w->svc.cluster.leading = true;
-	w->svc.cluster.serving_until = w->mono + 1000;
-	snprintf(w->svc.cluster.leader, sizeof(w->svc.cluster.leader),
-	    "10.0.0.1:7420");
+	service_cluster_lead(&w->svc, "10.0.0.1:7420");
+	service_cluster_serve_until(&w->svc, w->mono + 1000);
 	r = ask(w, "ACQUIRE a wait=0\r\n");
 	assert_int_equal(strncmp(r, "GRANTED a fence=1 ", 18), 0);
 	assert_non_null(strstr(ask(w, "STATS\r\n"), " role=leader\r\n"));
@@ -104,8 +101,8 @@ test_cluster_service_new_leader_load_applies_the_takeover_rule(void **state)
 	const char *r;
 
 	(void)state;
-	w->svc.cluster.leading = true;
-	w->svc.cluster.serving_until = w->mono + 100000;
+	service_cluster_lead(&w->svc, "10.0.0.1:7420");
+	service_cluster_serve_until(&w->svc, w->mono + 100000);
 	r = ask(w, "ACQUIRE a wait=0 lease=10s\r\n");
 	assert_int_equal(strncmp(r, "GRANTED a fence=1 ", 18), 0);
 	r = ask(w, "ACQUIRE b wait=0 lease=10s onclose=release\r\n");
@@ -139,8 +136,8 @@ test_cluster_service_fall_back_after_a_takeover_keeps_the_takeover_expiry(
 	const char *r, *h;
 
 	(void)state;
-	w->svc.cluster.leading = true;
-	w->svc.cluster.serving_until = w->mono + 100000;
+	service_cluster_lead(&w->svc, "10.0.0.1:7420");
+	service_cluster_serve_until(&w->svc, w->mono + 100000);
 	r = ask(w, "ACQUIRE a wait=0 lease=10s\r\n");
 	assert_int_equal(strncmp(r, "GRANTED a fence=1 ", 18), 0);
 	h = strstr(r, "handle=");
@@ -153,8 +150,8 @@ test_cluster_service_fall_back_after_a_takeover_keeps_the_takeover_expiry(
 	w->wall += 8000;
 	w->config.takeover_lease_ms = 3000;
 	service_world_open(w);
-	w->svc.cluster.leading = true;
-	w->svc.cluster.serving_until = w->mono + 100000;
+	service_cluster_lead(&w->svc, "10.0.0.1:7420");
+	service_cluster_serve_until(&w->svc, w->mono + 100000);
 	service_world_advance(w, 500);
 	assert_string_equal(ask(w, "STATUS a\r\n"),
 	    "STATUS a held=1 fence=1 ttl=12500 queue=0\r\n");
