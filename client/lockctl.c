@@ -66,8 +66,19 @@
 #define LEFTOVER_GRACE_MS 1000
 /* How often the group is looked at while something of it is left. */
 #define GROUP_POLL_MS 10
-/* run -w: flock's bare numbers are seconds, with up to this many digits. */
-#define WAIT_SECONDS_DIGITS 9
+/* A bare number is seconds (as flock, timeout(1), sleep(1)), up to this
+ * many digits before the point. */
+#define SECONDS_DIGITS 9
+/*
+ * The shortest lease lockctl takes: run renews every third of the lease and
+ * gives up on a reply a sixth of it late, and a script renews through a new
+ * lockctl each time; below this, a renewal on a loaded machine (a process
+ * start, a TLS connect) would not come in time.  0 still means lockd's
+ * default lease.
+ */
+#define LEASE_MIN_MS 300
+/* How much of a word lockctl repeats in an error message. */
+#define SHOWN_MAX 40
 
 static const char usage_text[] =
 "usage: lockctl [-H HOST|URL] [-p PORT | -U SOCKET] [-t TIMEOUT] [TLS, TOKEN]\n"
@@ -127,12 +138,32 @@ static const char usage_text[] =
 "      --token-file FILE        AUTH with the token on FILE's first line;\n"
 "                               else $LOCKD_TOKEN, if set (never in argv)\n"
 "\n"
-"Durations: 1500 (ms), 1500ms, 30s, 5m, 1h (but run -w 10 is 10 s, as with\n"
-"flock).  TIMEOUT bounds connecting and each reply (default 10s).\n"
+"Durations: a bare number is seconds (10, 0.5), as with flock, timeout(1)\n"
+"and sleep(1); or with a unit: 1500ms, 30s, 5m, 1h.  A lease is at least\n"
+"300ms (0: lockd's default).  TIMEOUT bounds connecting and each reply\n"
+"(default 10s).\n"
 "Exit codes: 0 done, 1 busy (or run's -E code; force: not that fence;\n"
 "leader: nobody holds it), 64 usage, 69 lockd unreachable, 70 refused\n"
 "(a refused token too), 75 wait timed out (acquire; run -X), 79 lease lost;\n"
 "run exits with COMMAND's status (128+N when killed by signal N).\n";
+
+/*
+ * A word from the command line as an error message shows it: whole when
+ * short, else its first bytes and its length, so that a 100 KB argument
+ * does not flood the terminal.
+ */
+static const char *
+shown(const char *word)
+{
+	static char text[SHOWN_MAX + 64];
+	size_t len = strlen(word);
+
+	if (len <= SHOWN_MAX)
+		return word;
+	snprintf(text, sizeof(text), "%.*s... (%zu bytes)", SHOWN_MAX, word,
+	    len);
+	return text;
+}
 
 /* A usage error: one line saying why, one saying where to look. */
 static int
@@ -150,7 +181,7 @@ static int
 fail(const char *what, const char *name, const lockd_context *c, int rc)
 {
 	fprintf(stderr, "lockctl: %s%s%s: %s\n", what, name ? " " : "",
-	    name ? name : "", c->errstr[0] != '\0' ? c->errstr :
+	    name ? shown(name) : "", c->errstr[0] != '\0' ? c->errstr :
 	    lockd_strerror(rc));
 	switch (rc) {
 	case LOCKD_ERR_IO:
@@ -170,12 +201,66 @@ fail(const char *what, const char *name, const lockd_context *c, int rc)
 	}
 }
 
+/*
+ * A duration as lockctl reads every one of its options: a bare number is
+ * seconds, with a decimal fraction ("10", "0.5", ".007"; a fraction finer
+ * than a millisecond rounds up), as flock, timeout(1) and sleep(1) read
+ * theirs; anything else is a lockd duration with its unit ("1500ms", "30s").
+ */
+static bool
+parse_seconds(const char *s, int64_t *ms)
+{
+	int64_t whole = 0, frac = 0;
+	int digits = 0, places = 0;
+	const char *p = s;
+	bool round_up = false;
+
+	for (; *p >= '0' && *p <= '9'; p++, digits++)
+		if (digits < SECONDS_DIGITS)
+			whole = whole * 10 + (*p - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++, places++) {
+			if (places < 3)
+				frac = frac * 10 + (*p - '0');
+			else if (*p != '0')
+				round_up = true;
+		}
+	if (*p == '\0' && (digits > 0 || places > 0)) {
+		if (digits > SECONDS_DIGITS)
+			return false;
+		for (; places < 3; places++)
+			frac *= 10;
+		*ms = whole * 1000 + frac + (round_up ? 1 : 0);
+		return true;
+	}
+	/* A unit is needed from here on: "1500" was seconds above. */
+	if (*p == '\0' || *p == '.')
+		return false;
+	return lockd_parse_duration(s, ms) == LOCKD_OK;
+}
+
 static bool
 parse_duration(const char *s, int64_t *ms, const char *what)
 {
-	if (lockd_parse_duration(s, ms) == LOCKD_OK)
+	if (parse_seconds(s, ms))
 		return true;
-	fprintf(stderr, "lockctl: bad %s '%s'\n", what, s);
+	fprintf(stderr, "lockctl: bad %s '%s': a number of seconds (10, 0.5) "
+	    "or a duration with its unit (1500ms, 30s, 5m, 1h)\n", what,
+	    shown(s));
+	return false;
+}
+
+/* -l: a duration, and one lockctl can keep (or 0, lockd's default). */
+static bool
+parse_lease(const char *s, int64_t *ms)
+{
+	if (!parse_duration(s, ms, "lease"))
+		return false;
+	if (*ms == 0 || *ms >= LEASE_MIN_MS)
+		return true;
+	fprintf(stderr, "lockctl: lease '%s' is %" PRId64 " ms, too short to "
+	    "keep: give at least %dms (a bare number is seconds)\n", shown(s),
+	    *ms, LEASE_MIN_MS);
 	return false;
 }
 
@@ -294,11 +379,25 @@ parse_limit(const char *s, unsigned int *limit)
 
 	if (!parse_int(s, 1, LOCKD_LIMIT_MAX, &n)) {
 		fprintf(stderr, "lockctl: -N takes a limit 1-%d, not '%s'\n",
-		    LOCKD_LIMIT_MAX, s);
+		    LOCKD_LIMIT_MAX, shown(s));
 		return false;
 	}
 	*limit = (unsigned int)n;
 	return true;
+}
+
+/* --owner's label: 1 to LOCKD_OWNER_MAX bytes, no blanks. */
+static bool
+owner_ok(const char *label)
+{
+	size_t len = strlen(label);
+
+	if (len > 0 && len <= LOCKD_OWNER_MAX &&
+	    strpbrk(label, " \t\r\n") == NULL)
+		return true;
+	fprintf(stderr, "lockctl: bad owner '%s' (1 to %d bytes, no blanks)\n",
+	    shown(label), LOCKD_OWNER_MAX);
+	return false;
 }
 
 /* -s with -N above 1 asks for what no lock is. */
@@ -333,16 +432,8 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 	    NULL)) != -1) {
 		switch (ch) {
 		case OPT_OWNER:
-			if (!long_ok)
+			if (!long_ok || !owner_ok(optarg))
 				return false;
-			if (strlen(optarg) == 0 ||
-			    strlen(optarg) > LOCKD_OWNER_MAX ||
-			    strpbrk(optarg, " \t\r\n") != NULL) {
-				fprintf(stderr, "lockctl: bad owner '%s' (1 to "
-				    "%d bytes, no blanks)\n", optarg,
-				    LOCKD_OWNER_MAX);
-				return false;
-			}
 			w->owner = optarg;
 			break;
 		case OPT_DELAY:
@@ -370,7 +461,7 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 				return false;
 			break;
 		case 'l':
-			if (!parse_duration(optarg, &w->lease_ms, "lease"))
+			if (!parse_lease(optarg, &w->lease_ms))
 				return false;
 			break;
 		case 'w':
@@ -780,40 +871,6 @@ struct cli {
 };
 
 /*
- * run -w as flock(1) reads it: a bare number is seconds, with a decimal
- * fraction ("10", "0.5", ".007"); anything else is a lockd duration
- * ("1500ms", "30s").  A fraction finer than a millisecond rounds up.
- */
-static bool
-parse_wait(const char *s, int64_t *ms)
-{
-	int64_t whole = 0, frac = 0;
-	int digits = 0, places = 0;
-	const char *p = s;
-	bool round_up = false;
-
-	for (; *p >= '0' && *p <= '9'; p++, digits++)
-		if (digits < WAIT_SECONDS_DIGITS)
-			whole = whole * 10 + (*p - '0');
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++, places++) {
-			if (places < 3)
-				frac = frac * 10 + (*p - '0');
-			else if (*p != '0')
-				round_up = true;
-		}
-	if (*p == '\0' && (digits > 0 || places > 0)) {
-		if (digits > WAIT_SECONDS_DIGITS)
-			return false;
-		for (; places < 3; places++)
-			frac *= 10;
-		*ms = whole * 1000 + frac + (round_up ? 1 : 0);
-		return true;
-	}
-	return lockd_parse_duration(s, ms) == LOCKD_OK;
-}
-
-/*
  * Checks the connecting options against each other and takes the token
  * from $LOCKD_TOKEN when no --token-file is given.  0, or EXIT_USAGE
  * after saying why.
@@ -915,11 +972,8 @@ parse_options(int argc, char **argv, struct cli *cli)
 				cli->has_wait = false;
 				break;
 			}
-			if (!parse_wait(optarg, &cli->wait_ms)) {
-				fprintf(stderr, "lockctl: bad wait '%s'\n",
-				    optarg);
+			if (!parse_duration(optarg, &cli->wait_ms, "wait"))
 				return false;
-			}
 			cli->has_wait = true;
 			break;
 		case 'E':
@@ -929,7 +983,7 @@ parse_options(int argc, char **argv, struct cli *cli)
 			}
 			break;
 		case 'l':
-			if (!parse_duration(optarg, &cli->lease_ms, "lease"))
+			if (!parse_lease(optarg, &cli->lease_ms))
 				return false;
 			break;
 		case 'X':
@@ -952,14 +1006,8 @@ parse_options(int argc, char **argv, struct cli *cli)
 			cli->verbose = true;
 			break;
 		case OPT_OWNER:
-			if (strlen(optarg) == 0 ||
-			    strlen(optarg) > LOCKD_OWNER_MAX ||
-			    strpbrk(optarg, " \t\r\n") != NULL) {
-				fprintf(stderr, "lockctl: bad owner '%s' (1 to "
-				    "%d bytes, no blanks)\n", optarg,
-				    LOCKD_OWNER_MAX);
+			if (!owner_ok(optarg))
 				return false;
-			}
 			cli->owner = optarg;
 			break;
 		case OPT_DELAY:
@@ -1825,7 +1873,8 @@ main(int argc, char **argv)
 		if (strcmp(argv[0], commands[i].name) == 0)
 			cmd = &commands[i];
 	if (cmd == NULL) {
-		fprintf(stderr, "lockctl: unknown command '%s'\n", argv[0]);
+		fprintf(stderr, "lockctl: unknown command '%s'\n",
+		    shown(argv[0]));
 		return usage(NULL);
 	}
 	if (!parse_words(argc, argv, cmd->optstring, cmd->nargs, &w)) {

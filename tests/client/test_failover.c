@@ -176,7 +176,7 @@ test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 	/* lockctl: -t bounds the search; no leader is exit 69. */
 	{
 		const char *argv[] = {
-			harness_program("lockctl"), "-H", list, "-t", "1000",
+			harness_program("lockctl"), "-H", list, "-t", "1s",
 			"status", "loop", NULL,
 		};
 		char err[512];
@@ -710,7 +710,7 @@ spawn_run(const char *lease, const char *name, const char *script,
 {
 	const char *argv[] = {
 		harness_program("lockctl"), "-H", cluster.endpoints, "-t",
-		"1000",
+		"1s",
 		"run", "-l", lease, name, "-c", script, NULL,
 	};
 

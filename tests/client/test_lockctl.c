@@ -355,6 +355,80 @@ test_lockctl_usage_errors_exit_64(void **state)
 	assert_false(held("a", NULL));
 }
 
+/*
+ * Issue 25, item 8: a bare number is seconds in every option, as flock,
+ * timeout(1) and sleep(1) read theirs; a lease lockctl cannot keep is
+ * refused before anything is sent.
+ */
+static void
+test_lockctl_a_bare_number_is_seconds_in_every_option(void **state)
+{
+	struct grant g;
+
+	(void)state;
+	assert_int_equal(lockctl("acquire", "-l", "2", "ctl/secs", NULL), 0);
+	parse_grant(out, &g);
+	assert_int_equal(g.lease, 2000);
+	assert_int_equal(lockctl("renew", "-l", "1.5", "ctl/secs", g.handle,
+	    NULL), 0);
+	assert_non_null(strstr(out, " lease=1500\n"));
+	assert_int_equal(lockctl("release", "ctl/secs", g.handle, NULL), 0);
+	/* The report's own command: a 2 s lease, and the command's status. */
+	assert_int_equal(lockctl("run", "-l", "2", "ctl/secs", "--", "true",
+	    NULL), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(lockctl("-t", "2", "try", "--delay", "1", "-l",
+	    "1m", "ctl/secs", NULL), 0);
+	parse_grant(out, &g);
+	assert_int_equal(lockctl("release", "ctl/secs", g.handle, NULL), 0);
+	/* Too short to keep: refused with why, and nothing is taken. */
+	assert_int_equal(lockctl("run", "-l", "2ms", "ctl/short", "--",
+	    "true", NULL), EXIT_USAGE);
+	assert_non_null(strstr(err, "too short"));
+	assert_non_null(strstr(err, "300ms"));
+	assert_int_equal(lockctl("acquire", "-l", "0.1", "ctl/short", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("try", "-l", "299ms", "ctl/short", NULL),
+	    EXIT_USAGE);
+	assert_false(held("ctl/short", NULL));
+	/* 0 is still lockd's default lease. */
+	assert_int_equal(lockctl("try", "-l", "0", "ctl/short", NULL), 0);
+	parse_grant(out, &g);
+	assert_int_equal(g.lease, 30000);
+	assert_int_equal(lockctl("release", "ctl/short", g.handle, NULL), 0);
+	assert_int_equal(lockctl("-t", "1x", "ping", NULL), EXIT_USAGE);
+	assert_non_null(strstr(err, "a number of seconds"));
+}
+
+/*
+ * Issue 25, item 14: an error repeats at most the first bytes of a long
+ * word, and says how long it was.
+ */
+static void
+test_lockctl_errors_cut_a_long_name(void **state)
+{
+	static char name[100 * 1024 + 1];
+	const char *words[] = { "try", "status", "--owner" };
+	size_t i;
+
+	(void)state;
+	memset(name, 'n', sizeof(name) - 1);
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		int rc = i < 2 ? lockctl(words[i], name, NULL) :
+		    lockctl("try", "--owner", name, "ctl/x", NULL);
+
+		assert_int_equal(rc, EXIT_USAGE);
+		assert_true(strlen(err) < 400);
+		assert_non_null(strstr(err, "(102400 bytes)"));
+	}
+	assert_int_equal(lockctl("-l", name, "run", "x", "--", "true", NULL),
+	    EXIT_USAGE);
+	assert_true(strlen(err) < 300);
+	assert_int_equal(lockctl(name, NULL), EXIT_USAGE);
+	assert_true(strlen(err) < 300);
+	assert_non_null(strstr(err, "(102400 bytes)"));
+}
+
 /* lockctl run. */
 
 static void
@@ -860,8 +934,8 @@ test_lockctl_owner_and_delay_on_acquire_and_try(void **state)
 	assert_string_equal(out, "web-1\n");
 	/* A lease that runs out: the lock-delay holds the name. */
 	assert_int_equal(lockctl("acquire", "--owner", "web-2", "--delay",
-	    "60s", "-l", "200", "ctl/owned", NULL), 0);
-	harness_sleep_ms(300);
+	    "60s", "-l", "300ms", "ctl/owned", NULL), 0);
+	harness_sleep_ms(400);
 	assert_int_equal(lockctl("status", "ctl/owned", NULL), 0);
 	assert_string_equal(out_field("held"), "0");
 	assert_in_range(atoll(out_field("delay")), 1, 60000);
@@ -1465,6 +1539,9 @@ main(void)
 		cmocka_unit_test(test_lockctl_try_and_acquire_on_a_held_lock),
 		cmocka_unit_test(test_lockctl_unreachable_lockd_exits_69),
 		cmocka_unit_test(test_lockctl_usage_errors_exit_64),
+		cmocka_unit_test(
+		    test_lockctl_a_bare_number_is_seconds_in_every_option),
+		cmocka_unit_test(test_lockctl_errors_cut_a_long_name),
 		cmocka_unit_test(test_lockctl_run_gives_the_command_its_lease),
 		cmocka_unit_test(test_lockctl_run_exits_with_the_command_status),
 		cmocka_unit_test(
