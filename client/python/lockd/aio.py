@@ -358,8 +358,9 @@ class AsyncClient:
             return _proto.new_rid()
         return rid
 
-    async def renew(self, lease, length=None):
-        return await self._call(_proto.req_renew(lease, length))
+    async def renew(self, held=None, lease=None, *, length=None):
+        """As Client.renew: the Lease held, for a lease of ``lease``."""
+        return await self._call(_proto.req_renew(held, lease, length))
 
     async def release(self, lease):
         return await self._call(_proto.req_release(lease))

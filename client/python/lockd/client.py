@@ -394,10 +394,12 @@ class Client:
             return _proto.new_rid()
         return rid
 
-    def renew(self, lease, length=None):
-        """Extends lease to now + length (default: its current length)
-        and returns it, updated.  ConflictError: it is not ours any more."""
-        return self._call(_proto.req_renew(lease, length))
+    def renew(self, held=None, lease=None, *, length=None):
+        """Extends the Lease held to now + ``lease`` (a duration, as in
+        acquire(); None: its current length) and returns it, updated.
+        ConflictError: it is not ours any more.  (``length=`` is the
+        old name of ``lease=``, deprecated.)"""
+        return self._call(_proto.req_renew(held, lease, length))
 
     def release(self, lease):
         """True when released, False when the handle was stale (NOTHELD):
@@ -503,8 +505,8 @@ class Pipeline:
         return self._add(_proto.req_try(name, lease, onclose, owner, delay,
                                         rid, limit, mode))
 
-    def renew(self, lease, length=None):
-        return self._add(_proto.req_renew(lease, length))
+    def renew(self, held=None, lease=None, *, length=None):
+        return self._add(_proto.req_renew(held, lease, length))
 
     def release(self, lease):
         return self._add(_proto.req_release(lease))
