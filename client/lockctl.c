@@ -15,8 +15,9 @@
  * The deadlines of killing the command when the lease could be lost are
  * computed from the last renewal the server confirmed, so both signals land
  * before the lease could have been granted to anyone else.  A watchdog
- * process, forked before the command starts, kills the command's process
- * group if lockctl itself dies, and only then releases the lease.
+ * process, forked before the command starts, stops the command's process
+ * group if lockctl itself dies (SIGTERM, then SIGKILL by the time lockctl
+ * published in a shared page), and only then releases the lease.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,10 +26,12 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1077,6 +1080,9 @@ struct run {
 	pid_t child;              /* the command; its pid is its group's */
 	pid_t watchdog;           /* 0 once reaped */
 	int watchdog_fd;          /* our end of its pipe; -1 once closed */
+	/* Shared with the watchdog: by when the group must be dead should
+	 * lockctl die now (lockd_now_ms()); NULL: at once. */
+	_Atomic int64_t *kill_by;
 	int status;
 	bool exited;              /* the command itself ended */
 	bool group_gone;          /* and nothing is left in its group */
@@ -1404,6 +1410,21 @@ sooner(int timeout, int64_t at, int64_t now)
 	return timeout < 0 || t < timeout ? t : timeout;
 }
 
+/*
+ * Tells the watchdog how long the group may take to stop should lockctl
+ * die now: what lockctl's own rule allows, SIGKILL a margin before the
+ * lease could end (or at the SIGKILL already due once the lease is lost).
+ * Published after every turn of the loop; a value one turn old is never
+ * later than the rule, since the deadline only moves on with a renewal.
+ */
+static void
+tell_watchdog(struct run *r)
+{
+	if (r->kill_by != NULL)
+		atomic_store(r->kill_by, r->lost ? r->kill_at :
+		    r->lease.deadline_ms - margin_of(r));
+}
+
 /* The loop: renew, forward signals, stop the command if the lease goes. */
 static void
 supervise(struct run *r)
@@ -1415,6 +1436,7 @@ supervise(struct run *r)
 	r->next_renew = r->lease.deadline_ms - r->lease.lease_ms +
 	    r->lease.lease_ms / RENEW_DIVISOR;
 	for (;;) {
+		tell_watchdog(r);
 		now = lockd_now_ms();
 		if (!r->lost && now >= term_deadline(r)) {
 			char why[LOCKD_ERRSTR_SIZE + 64];
@@ -1485,9 +1507,13 @@ supervise(struct run *r)
 /*
  * The watchdog, forked once the command's group exists: it waits on a pipe
  * that only lockctl can write.  A byte means lockctl saw to the group
- * itself; end-of-file means lockctl died, and then the group is killed,
- * and once nothing of it is left the lease is released (the lease is not
- * bound to lockctl's connection, so until then nobody else can have it).
+ * itself; end-of-file means lockctl died, and then the group is stopped as
+ * lockctl stops it when the lease is lost: SIGTERM, so that the job's
+ * traps run, and SIGKILL after a grace of a sixth of the lease or at the
+ * time lockctl last published, whichever comes first (at once when that
+ * has passed).  Once nothing of the group is left the lease is released
+ * (the lease is not bound to lockctl's connection, so until then nobody
+ * else can have it).
  */
 static void
 watchdog_main(struct run *r, int fd)
@@ -1496,7 +1522,7 @@ watchdog_main(struct run *r, int fd)
 	    SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU };
 	sigset_t none;
 	lockd_context *c;
-	int64_t give_up;
+	int64_t now, give_up, kill_at;
 	size_t i;
 	ssize_t n;
 	char byte;
@@ -1526,7 +1552,17 @@ watchdog_main(struct run *r, int fd)
 	if (n == 1)
 		_exit(0);
 	/* lockctl's last renewal was before now, so the lease ends by then. */
-	give_up = lockd_now_ms() + r->lease.lease_ms;
+	now = lockd_now_ms();
+	give_up = now + r->lease.lease_ms;
+	kill_at = r->kill_by != NULL ? atomic_load(r->kill_by) : now;
+	if (kill_at > now + grace_of(r))
+		kill_at = now + grace_of(r);
+	if (kill_at > now) {
+		kill(-r->child, SIGCONT);
+		kill(-r->child, SIGTERM);
+		while (group_alive(r->child) && lockd_now_ms() < kill_at)
+			poll(NULL, 0, GROUP_POLL_MS);
+	}
 	do {
 		kill(-r->child, SIGKILL);
 		poll(NULL, 0, GROUP_POLL_MS);
@@ -1567,6 +1603,10 @@ exec_command(const struct run *r, char **command, const sigset_t *mask,
 	if (n != 1)
 		_exit(126);
 	close(go);
+#ifdef __linux__
+	/* From here the watchdog sees to it, with a SIGTERM first. */
+	prctl(PR_SET_PDEATHSIG, 0);
+#endif
 	snprintf(fence, sizeof(fence), "%" PRIu64, r->lease.fence);
 	if (setenv("LOCKD_NAME", r->lease.name, 1) != 0 ||
 	    setenv("LOCKD_FENCE", fence, 1) != 0 ||
@@ -1585,6 +1625,7 @@ start_command(struct run *r, char **command)
 	sigset_t block, old;
 	int go[2], watch[2];
 	char byte = 'g';
+	void *shared;
 
 	if (install_handlers() != 0 || pipe2(go, O_CLOEXEC) != 0) {
 		perror("lockctl: signals");
@@ -1607,6 +1648,14 @@ start_command(struct run *r, char **command)
 	}
 	setpgid(r->child, r->child);
 	r->watchdog_fd = -1;
+	/* Without the page the watchdog cannot know the time left: it
+	 * kills at once. */
+	shared = mmap(NULL, sizeof(*r->kill_by), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared != MAP_FAILED) {
+		r->kill_by = shared;
+		tell_watchdog(r);
+	}
 	if (pipe2(watch, O_CLOEXEC) == 0) {
 		r->watchdog = fork();
 		if (r->watchdog == 0) {

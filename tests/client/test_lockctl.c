@@ -760,6 +760,52 @@ test_lockctl_run_dying_frees_the_lock_and_stops_the_command(void **state)
 	assert_true(wait_gone(child, 2000) > 0);
 }
 
+/*
+ * Issue 25, item 7: a lockctl that dies stops its job as a lost lease
+ * does, SIGTERM first, so that the job's trap runs, and SIGKILL after a
+ * grace (a sixth of the lease, 1 s here) for a job that ignores it; the
+ * lock passes on only once the job is gone, before the lease could end.
+ */
+static void
+test_lockctl_run_dying_terms_the_job_before_killing_it(void **state)
+{
+	char polite[256], stubborn[256];
+	pid_t a, b, pa, pb;
+	int64_t killed, gone_b;
+	char text[64];
+
+	(void)state;
+	snprintf(polite, sizeof(polite), "echo $$ > %s; trap 'echo term > %s; "
+	    "exit 3' TERM; while :; do sleep 0.05; done",
+	    path_of("dying-polite.pid"), path_of("dying-polite.term"));
+	snprintf(stubborn, sizeof(stubborn), "trap '' TERM; echo $$ > %s; "
+	    "while :; do sleep 0.05; done", path_of("dying-stubborn.pid"));
+	a = spawn_lockctl(NULL, NULL, "run", "-l", "6s", "ctl/dying-polite",
+	    "--", "/bin/sh", "-c", polite, NULL);
+	b = spawn_lockctl(NULL, NULL, "run", "-l", "6s", "ctl/dying-stubborn",
+	    "--", "/bin/sh", "-c", stubborn, NULL);
+	pa = read_pid(path_of("dying-polite.pid"));
+	pb = read_pid(path_of("dying-stubborn.pid"));
+	killed = harness_now_ms();
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	assert_int_equal(harness_wait(a, RUN_TIMEOUT_MS), 128 + SIGKILL);
+	assert_int_equal(harness_wait(b, RUN_TIMEOUT_MS), 128 + SIGKILL);
+	/* The polite job's trap ran, and it ended at once. */
+	assert_true(wait_gone(pa, 2000) > 0);
+	assert_true(harness_wait_for_file(path_of("dying-polite.term"), 2000));
+	assert_true(harness_read_file(path_of("dying-polite.term"), text,
+	    sizeof(text)));
+	assert_string_equal(text, "term\n");
+	assert_true(wait_until_free("ctl/dying-polite", 2000));
+	/* The stubborn one: SIGKILL after the grace, well inside the lease. */
+	gone_b = wait_gone(pb, 5000);
+	assert_true(gone_b > 0);
+	assert_in_range(gone_b - killed, 900, 3000);
+	assert_true(wait_until_free("ctl/dying-stubborn", 2000));
+	assert_true(harness_now_ms() - killed < 6000 - 600);
+}
+
 /* ---- protocol v2's commands ------------------------------------------ */
 
 /* try and acquire with -N (a semaphore) and -s (a shared lock). */
@@ -1580,6 +1626,8 @@ main(void)
 		cmocka_unit_test(
 		    test_lockctl_run_stops_what_the_job_left_behind_before_releasing),
 		cmocka_unit_test(test_lockctl_run_outlives_its_watchdog),
+		cmocka_unit_test(
+		    test_lockctl_run_dying_terms_the_job_before_killing_it),
 		cmocka_unit_test(
 		    test_lockctl_limit_and_shared_on_try_and_acquire),
 		cmocka_unit_test(
