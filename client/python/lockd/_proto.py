@@ -10,6 +10,7 @@ import math
 import os
 import re
 import secrets
+import ssl
 import time
 import warnings
 
@@ -78,6 +79,30 @@ def seconds(value, what="timeout"):
     takes; None and 0 mean no timeout."""
     ms = duration_ms(value, what)
     return None if not ms else ms / 1000.0
+
+
+# What a server's TLS alert refusing this client means, by the reason
+# Python's ssl gives it.  With TLS 1.3 the client's handshake is over
+# before the server looks at its certificate, so the alert comes with the
+# first read.  TLS 1.2 sends a handshake failure for a missing certificate,
+# and for other things too: "may".
+_TLS_REFUSALS = {
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED":
+        "the server requires a client certificate (TLS alert: certificate"
+        " required): give tls_cert_file= and tls_key_file=",
+    "SSLV3_ALERT_HANDSHAKE_FAILURE":
+        "the server refused the handshake (TLS alert: handshake failure):"
+        " it may require a client certificate (tls_cert_file=,"
+        " tls_key_file=)",
+}
+
+
+def io_error_text(error):
+    """An OSError from a socket as a sentence: for a TLS alert that
+    refuses this client, what it means; else the error itself."""
+    if isinstance(error, ssl.SSLError) and error.reason in _TLS_REFUSALS:
+        return _TLS_REFUSALS[error.reason]
+    return str(error)
 
 
 # How much of a caller's value an error message repeats.

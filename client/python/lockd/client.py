@@ -110,7 +110,8 @@ class Client:
                 try:
                     self._open(ep, deadline)
                 except (OSError, CommandTimeoutError) as e:
-                    errors.append(f"{_proto.endpoint_text(ep)}: {e}")
+                    errors.append(f"{_proto.endpoint_text(ep)}:"
+                                  f" {_proto.io_error_text(e)}")
                     continue
                 self._preferred = idx
                 self.endpoint = ep
@@ -204,7 +205,8 @@ class Client:
         except socket.timeout:
             self._fail(CommandTimeoutError("sending to lockd timed out"))
         except OSError as e:
-            self._fail(LockdConnectionError(f"sending to lockd: {e}"))
+            self._fail(LockdConnectionError(
+                f"sending to lockd: {_proto.io_error_text(e)}"))
 
     def _readline(self, deadline):
         while True:
@@ -222,7 +224,8 @@ class Client:
                 self._fail(CommandTimeoutError(
                     "no reply from lockd in time"))
             except OSError as e:
-                self._fail(LockdConnectionError(f"reading from lockd: {e}"))
+                self._fail(LockdConnectionError(
+                    f"reading from lockd: {_proto.io_error_text(e)}"))
             if not chunk:
                 self._fail(ConnectionClosedError(
                     "lockd closed the connection"))
