@@ -548,7 +548,8 @@ test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
 	    "tests/bench/check-report.sh" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
 	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
-	    "tests/docs/cron-tls.sh $(B)"
+	    "tests/docs/cron-tls.sh $(B)" \
+	    "tests/docs/security-tls.sh $(B)"
 
 # --- long runs: soak, abuse, valgrind ---------------------------------------
 .PHONY: crash-test soak abuse soak-abuse valgrind
