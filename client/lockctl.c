@@ -104,6 +104,8 @@ static const char usage_text[] =
 "  watch NAME                          print each change of NAME's holder\n"
 "                                      until interrupted\n"
 "  leader NAME                         the owner label of NAME's holder\n"
+"  nodes                               each -H node's role, the leader it\n"
+"                                      knows and whether it reaches etcd\n"
 "  ping                                check that lockd answers\n"
 "  run [RUN OPTIONS] NAME [--] COMMAND [ARG...]\n"
 "  run [RUN OPTIONS] NAME -c 'COMMAND LINE'\n"
@@ -146,7 +148,8 @@ static const char usage_text[] =
 "300ms (0: lockd's default).  TIMEOUT bounds connecting and each reply\n"
 "(default 10s).\n"
 "Exit codes: 0 done, 1 busy (or run's -E code; force: not that fence;\n"
-"leader: nobody holds it), 64 usage, 69 lockd unreachable, 70 refused\n"
+"leader: nobody holds it), 64 usage, 69 lockd unreachable (nodes: no\n"
+"node leads), 70 refused\n"
 "(a refused token too), 75 wait timed out (acquire; run -X), 79 lease lost;\n"
 "run exits with COMMAND's status (128+N when killed by signal N).\n";
 
@@ -1860,6 +1863,117 @@ cmd_run(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 
+/*
+ * nodes: STATS of each endpoint given (-H's list, or the one node), one
+ * line each: endpoint=, role= (leader, follower, single for a lockd not in
+ * cluster mode, down when it cannot be reached, unknown when STATS was
+ * refused), and in cluster mode the leader it knows and how etcd answers
+ * it.  Exits 0 when a node leads (or a single node answers), 69 when
+ * none does (as a NOTLEADER everywhere would), 70 when none was seen to
+ * lead and some refused STATS.
+ */
+
+/* The value of key= among STATS's words, into out ("" when absent). */
+static void
+stats_word(const char *stats, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key), len;
+	const char *p = stats;
+
+	out[0] = '\0';
+	while ((p = strstr(p, key)) != NULL) {
+		if ((p == stats || p[-1] == ' ') && p[klen] == '=') {
+			p += klen + 1;
+			len = strcspn(p, " \r\n");
+			snprintf(out, size, "%.*s", (int)len, p);
+			return;
+		}
+		p += klen;
+	}
+}
+
+/* One node's line; true when it leads (or is a single lockd). */
+static bool
+node_line(const lockd_options *o, const char *endpoint, bool *refused)
+{
+	char stats[LOCKD_STATS_MAX], role[32], leader[300], etcd[32];
+	lockd_context *c = lockd_connect(o);
+	int rc = c == NULL ? LOCKD_ERR_OOM : c->err;
+
+	if (rc == 0)
+		rc = lockd_stats(c, stats, sizeof(stats));
+	if (rc != LOCKD_OK) {
+		fprintf(stderr, "lockctl: %s: %s\n", endpoint, c == NULL ?
+		    "out of memory" : c->errstr);
+		printf("endpoint=%s role=%s\n", endpoint,
+		    lockd_error_is_fatal(rc) || rc == LOCKD_ERR_SHUTDOWN ?
+		    "down" : "unknown");
+		if (rc == LOCKD_ERR_DENIED)
+			*refused = true;
+		lockd_free(c);
+		return false;
+	}
+	lockd_free(c);
+	stats_word(stats, "role", role, sizeof(role));
+	if (role[0] == '\0') {
+		printf("endpoint=%s role=single\n", endpoint);
+		return true;
+	}
+	stats_word(stats, "leader", leader, sizeof(leader));
+	stats_word(stats, "etcd", etcd, sizeof(etcd));
+	printf("endpoint=%s role=%s leader=%s etcd=%s\n", endpoint, role,
+	    leader[0] != '\0' ? leader : "none", etcd[0] != '\0' ? etcd :
+	    "unknown");
+	return strcmp(role, "leader") == 0;
+}
+
+static int
+cmd_nodes(const struct cli *cli, int argc)
+{
+	const char *all = cli->options.url != NULL ? cli->options.url :
+	    cli->options.host;
+	char item[300];
+	const char *p, *comma;
+	lockd_options o;
+	bool led = false, refused = false;
+	size_t len;
+
+	if (argc != 1)
+		return usage("nodes takes no words: give the nodes with -H");
+	o = cli->options;
+	if (all == NULL || cli->options.unix_path != NULL) {
+		/* One node: -U, or the default host and -p's port. */
+		if (cli->options.unix_path == NULL)
+			snprintf(item, sizeof(item), "%s:%d",
+			    LOCKD_DEFAULT_HOST, cli->options.port > 0 ?
+			    cli->options.port : LOCKD_DEFAULT_PORT);
+		led = node_line(&o, cli->options.unix_path != NULL ?
+		    cli->options.unix_path : item, &refused);
+	} else {
+		for (p = all; ; p = comma + 1) {
+			comma = strchr(p, ',');
+			len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+			if (len == 0 || len >= sizeof(item))
+				return usage("nodes: a bad -H list");
+			memcpy(item, p, len);
+			item[len] = '\0';
+			if (cli->options.url != NULL)
+				o.url = item;
+			else
+				o.host = item;
+			if (node_line(&o, item, &refused))
+				led = true;
+			if (comma == NULL)
+				break;
+		}
+	}
+	if (led)
+		return 0;
+	fprintf(stderr, "lockctl: no node leads%s\n", refused ?
+	    " that lockctl could see (STATS was refused)" : "");
+	return refused ? EXIT_FAILED : EXIT_UNREACHABLE;
+}
+
 struct command {
 	const char *name;
 	const char *optstring;
@@ -1918,6 +2032,12 @@ main(int argc, char **argv)
 		return rc;
 	cli.options.connect_timeout_ms = cli.timeout_ms;
 	cli.options.command_timeout_ms = cli.timeout_ms;
+	if (strcmp(argv[0], "nodes") == 0) {
+		rc = cmd_nodes(&cli, argc);
+		if (fflush(stdout) != 0 && rc == 0)
+			rc = EXIT_FAILED;
+		return rc;
+	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[0], commands[i].name) == 0)
 			cmd = &commands[i];

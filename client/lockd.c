@@ -1461,6 +1461,27 @@ lockd_ping(lockd_context *c)
 	    NULL);
 }
 
+int
+lockd_stats(lockd_context *c, char *out, size_t size)
+{
+	struct lockd__request r;
+	struct lockd__info got;
+	lockd_reply reply;
+	int rc;
+
+	if (out == NULL || size == 0) {
+		snprintf(c->errstr, sizeof(c->errstr), "no room for STATS");
+		return lockd__record(c, LOCKD_ERR_INVALID);
+	}
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	rc = lockd__call(c, &r, lockd__request_stats(&r, c->errstr), &reply,
+	    &got);
+	if (rc == LOCKD_OK)
+		snprintf(out, size, "%s", got.stats);
+	return rc;
+}
+
 /* ---- protocol v2 ------------------------------------------------------ */
 
 /* request.h: shared with the libuv client. */

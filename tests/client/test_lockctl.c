@@ -429,6 +429,38 @@ test_lockctl_errors_cut_a_long_name(void **state)
 	assert_non_null(strstr(err, "(102400 bytes)"));
 }
 
+/*
+ * Issue 25, item 9: lockctl nodes on a single lockd (not a cluster): it
+ * answers, so it serves its locks; an endpoint that does not answer is
+ * down, and with none up nobody leads (69).
+ */
+static void
+test_lockctl_nodes_on_a_single_lockd(void **state)
+{
+	char want[96], port[16], list[64];
+	const char *argv[] = { harness_program("lockctl"), "-H", list,
+	    "nodes", NULL };
+
+	(void)state;
+	assert_int_equal(lockctl("nodes", NULL), 0);
+	snprintf(want, sizeof(want), "endpoint=127.0.0.1:%s role=single\n",
+	    harness_shared_port);
+	assert_string_equal(out, want);
+	snprintf(port, sizeof(port), "%d", harness_closed_port());
+	snprintf(list, sizeof(list), "127.0.0.1:%s,127.0.0.1:%s",
+	    harness_shared_port, port);
+	assert_int_equal(harness_run((char *const *)argv, RUN_TIMEOUT_MS,
+	    out, sizeof(out), err, sizeof(err)), 0);
+	snprintf(want, sizeof(want), "endpoint=127.0.0.1:%s role=down\n",
+	    port);
+	assert_non_null(strstr(out, want));
+	snprintf(list, sizeof(list), "127.0.0.1:%s", port);
+	assert_int_equal(harness_run((char *const *)argv, RUN_TIMEOUT_MS,
+	    out, sizeof(out), err, sizeof(err)), EXIT_UNREACHABLE);
+	assert_non_null(strstr(err, "no node leads"));
+	assert_int_equal(lockctl("nodes", "extra", NULL), EXIT_USAGE);
+}
+
 /* lockctl run. */
 
 static void
@@ -1588,6 +1620,7 @@ main(void)
 		cmocka_unit_test(
 		    test_lockctl_a_bare_number_is_seconds_in_every_option),
 		cmocka_unit_test(test_lockctl_errors_cut_a_long_name),
+		cmocka_unit_test(test_lockctl_nodes_on_a_single_lockd),
 		cmocka_unit_test(test_lockctl_run_gives_the_command_its_lease),
 		cmocka_unit_test(test_lockctl_run_exits_with_the_command_status),
 		cmocka_unit_test(
