@@ -580,7 +580,8 @@ test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
 	    "tests/bench/check-report.sh" \
 	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
 	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
-	    "tests/docs/cron-tls.sh $(B)"
+	    "tests/docs/cron-tls.sh $(B)" \
+	    "tests/docs/security-tls.sh $(B)"
 
 # The packages under a real systemd: a Debian 12 root booted by
 # systemd-nspawn (built once into /var/cache/lockd-tests), driven through

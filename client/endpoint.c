@@ -216,6 +216,50 @@ lockd__endpoint_tls_name(const struct lockd__endpoint *e, SSL *ssl)
 	    SSL_set1_host(ssl, e->server_name) == 1;
 }
 
+/*
+ * The alerts a server sends when it will not take this client's
+ * certificate, or its lack of one, as a sentence that says so.  With TLS
+ * 1.3 the client's handshake is over before the server has looked at its
+ * certificate, so the alert comes with the first read after it.  A
+ * handshake failure is what TLS 1.2 sends for a missing certificate, but
+ * for other reasons too (no common cipher): "may".
+ */
+static bool
+tls_refusal(SSL *ssl, unsigned long code, char *buf, size_t size)
+{
+	bool has_cert = SSL_get_certificate(ssl) != NULL;
+
+	if (ERR_GET_LIB(code) != ERR_LIB_SSL)
+		return false;
+	switch (ERR_GET_REASON(code)) {
+	case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+		snprintf(buf, size, "the server requires a client certificate "
+		    "and key (TLS alert: certificate required)");
+		return true;
+	case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+		if (has_cert)
+			return false;
+		snprintf(buf, size, "the server refused the handshake (TLS "
+		    "alert: handshake failure): it may require a client "
+		    "certificate");
+		return true;
+	case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+	case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+	case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+		if (!has_cert)
+			return false;
+		snprintf(buf, size, "the server refused the client certificate "
+		    "(%s)", ERR_reason_error_string(code) != NULL ?
+		    ERR_reason_error_string(code) : "TLS alert");
+		return true;
+	default:
+		return false;
+	}
+}
+
 void
 lockd__tls_why(SSL *ssl, char *buf, size_t size)
 {
@@ -225,6 +269,8 @@ lockd__tls_why(SSL *ssl, char *buf, size_t size)
 	if (verify != X509_V_OK)
 		snprintf(buf, size, "certificate: %s",
 		    X509_verify_cert_error_string(verify));
+	else if (code != 0 && tls_refusal(ssl, code, buf, size))
+		;
 	else if (code != 0)
 		snprintf(buf, size, "%s", ERR_reason_error_string(code) ?
 		    ERR_reason_error_string(code) : "TLS error");

@@ -82,8 +82,9 @@ size_t lockd__endpoints_next(const struct lockd__endpoint *list, size_t count,
  * it as SNI; false when OpenSSL refuses the name. */
 bool lockd__endpoint_tls_name(const struct lockd__endpoint *e, SSL *ssl);
 
-/* A sentence for a failed handshake (verify result or OpenSSL's error),
- * in buf. */
+/* A sentence for a failed handshake or a TLS read or write that failed
+ * (the verify result, a server refusing the client's certificate or its
+ * lack of one, or OpenSSL's error), in buf; clears OpenSSL's errors. */
 void lockd__tls_why(SSL *ssl, char *buf, size_t size);
 
 /*

@@ -15,8 +15,9 @@
  * The deadlines of killing the command when the lease could be lost are
  * computed from the last renewal the server confirmed, so both signals land
  * before the lease could have been granted to anyone else.  A watchdog
- * process, forked before the command starts, kills the command's process
- * group if lockctl itself dies, and only then releases the lease.
+ * process, forked before the command starts, stops the command's process
+ * group if lockctl itself dies (SIGTERM, then SIGKILL by the time lockctl
+ * published in a shared page), and only then releases the lease.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -25,10 +26,12 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,8 +68,19 @@
 #define LEFTOVER_GRACE_MS 1000
 /* How often the group is looked at while something of it is left. */
 #define GROUP_POLL_MS 10
-/* run -w: flock's bare numbers are seconds, with up to this many digits. */
-#define WAIT_SECONDS_DIGITS 9
+/* A bare number is seconds (as flock, timeout(1), sleep(1)), up to this
+ * many digits before the point. */
+#define SECONDS_DIGITS 9
+/*
+ * The shortest lease lockctl takes: run renews every third of the lease and
+ * gives up on a reply a sixth of it late, and a script renews through a new
+ * lockctl each time; below this, a renewal on a loaded machine (a process
+ * start, a TLS connect) would not come in time.  0 still means lockd's
+ * default lease.
+ */
+#define LEASE_MIN_MS 300
+/* How much of a word lockctl repeats in an error message. */
+#define SHOWN_MAX 40
 
 static const char usage_text[] =
 "usage: lockctl [-H HOST|URL] [-p PORT | -U SOCKET] [-t TIMEOUT] [TLS, TOKEN]\n"
@@ -89,6 +103,8 @@ static const char usage_text[] =
 "  watch NAME                          print each change of NAME's holder\n"
 "                                      until interrupted\n"
 "  leader NAME                         the owner label of NAME's holder\n"
+"  nodes                               each -H node's role, the leader it\n"
+"                                      knows and whether it reaches etcd\n"
 "  ping                                check that lockd answers\n"
 "  run [RUN OPTIONS] NAME [--] COMMAND [ARG...]\n"
 "  run [RUN OPTIONS] NAME -c 'COMMAND LINE'\n"
@@ -126,12 +142,33 @@ static const char usage_text[] =
 "      --token-file FILE        AUTH with the token on FILE's first line;\n"
 "                               else $LOCKD_TOKEN, if set (never in argv)\n"
 "\n"
-"Durations: 1500 (ms), 1500ms, 30s, 5m, 1h (but run -w 10 is 10 s, as with\n"
-"flock).  TIMEOUT bounds connecting and each reply (default 10s).\n"
+"Durations: a bare number is seconds (10, 0.5), as with flock, timeout(1)\n"
+"and sleep(1); or with a unit: 1500ms, 30s, 5m, 1h.  A lease is at least\n"
+"300ms (0: lockd's default).  TIMEOUT bounds connecting and each reply\n"
+"(default 10s).\n"
 "Exit codes: 0 done, 1 busy (or run's -E code; force: not that fence;\n"
-"leader: nobody holds it), 64 usage, 69 lockd unreachable, 70 refused\n"
+"leader: nobody holds it), 64 usage, 69 lockd unreachable (nodes: no\n"
+"node leads), 70 refused\n"
 "(a refused token too), 75 wait timed out (acquire; run -X), 79 lease lost;\n"
 "run exits with COMMAND's status (128+N when killed by signal N).\n";
+
+/*
+ * A word from the command line as an error message shows it: whole when
+ * short, else its first bytes and its length, so that a 100 KB argument
+ * does not flood the terminal.
+ */
+static const char *
+shown(const char *word)
+{
+	static char text[SHOWN_MAX + 64];
+	size_t len = strlen(word);
+
+	if (len <= SHOWN_MAX)
+		return word;
+	snprintf(text, sizeof(text), "%.*s... (%zu bytes)", SHOWN_MAX, word,
+	    len);
+	return text;
+}
 
 /* A usage error: one line saying why, one saying where to look. */
 static int
@@ -149,7 +186,7 @@ static int
 fail(const char *what, const char *name, const lockd_context *c, int rc)
 {
 	fprintf(stderr, "lockctl: %s%s%s: %s\n", what, name ? " " : "",
-	    name ? name : "", c->errstr[0] != '\0' ? c->errstr :
+	    name ? shown(name) : "", c->errstr[0] != '\0' ? c->errstr :
 	    lockd_strerror(rc));
 	switch (rc) {
 	case LOCKD_ERR_IO:
@@ -169,12 +206,66 @@ fail(const char *what, const char *name, const lockd_context *c, int rc)
 	}
 }
 
+/*
+ * A duration as lockctl reads every one of its options: a bare number is
+ * seconds, with a decimal fraction ("10", "0.5", ".007"; a fraction finer
+ * than a millisecond rounds up), as flock, timeout(1) and sleep(1) read
+ * theirs; anything else is a lockd duration with its unit ("1500ms", "30s").
+ */
+static bool
+parse_seconds(const char *s, int64_t *ms)
+{
+	int64_t whole = 0, frac = 0;
+	int digits = 0, places = 0;
+	const char *p = s;
+	bool round_up = false;
+
+	for (; *p >= '0' && *p <= '9'; p++, digits++)
+		if (digits < SECONDS_DIGITS)
+			whole = whole * 10 + (*p - '0');
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++, places++) {
+			if (places < 3)
+				frac = frac * 10 + (*p - '0');
+			else if (*p != '0')
+				round_up = true;
+		}
+	if (*p == '\0' && (digits > 0 || places > 0)) {
+		if (digits > SECONDS_DIGITS)
+			return false;
+		for (; places < 3; places++)
+			frac *= 10;
+		*ms = whole * 1000 + frac + (round_up ? 1 : 0);
+		return true;
+	}
+	/* A unit is needed from here on: "1500" was seconds above. */
+	if (*p == '\0' || *p == '.')
+		return false;
+	return lockd_parse_duration(s, ms) == LOCKD_OK;
+}
+
 static bool
 parse_duration(const char *s, int64_t *ms, const char *what)
 {
-	if (lockd_parse_duration(s, ms) == LOCKD_OK)
+	if (parse_seconds(s, ms))
 		return true;
-	fprintf(stderr, "lockctl: bad %s '%s'\n", what, s);
+	fprintf(stderr, "lockctl: bad %s '%s': a number of seconds (10, 0.5) "
+	    "or a duration with its unit (1500ms, 30s, 5m, 1h)\n", what,
+	    shown(s));
+	return false;
+}
+
+/* -l: a duration, and one lockctl can keep (or 0, lockd's default). */
+static bool
+parse_lease(const char *s, int64_t *ms)
+{
+	if (!parse_duration(s, ms, "lease"))
+		return false;
+	if (*ms == 0 || *ms >= LEASE_MIN_MS)
+		return true;
+	fprintf(stderr, "lockctl: lease '%s' is %" PRId64 " ms, too short to "
+	    "keep: give at least %dms (a bare number is seconds)\n", shown(s),
+	    *ms, LEASE_MIN_MS);
 	return false;
 }
 
@@ -293,11 +384,25 @@ parse_limit(const char *s, unsigned int *limit)
 
 	if (!parse_int(s, 1, LOCKD_LIMIT_MAX, &n)) {
 		fprintf(stderr, "lockctl: -N takes a limit 1-%d, not '%s'\n",
-		    LOCKD_LIMIT_MAX, s);
+		    LOCKD_LIMIT_MAX, shown(s));
 		return false;
 	}
 	*limit = (unsigned int)n;
 	return true;
+}
+
+/* --owner's label: 1 to LOCKD_OWNER_MAX bytes, no blanks. */
+static bool
+owner_ok(const char *label)
+{
+	size_t len = strlen(label);
+
+	if (len > 0 && len <= LOCKD_OWNER_MAX &&
+	    strpbrk(label, " \t\r\n") == NULL)
+		return true;
+	fprintf(stderr, "lockctl: bad owner '%s' (1 to %d bytes, no blanks)\n",
+	    shown(label), LOCKD_OWNER_MAX);
+	return false;
 }
 
 /* -s with -N above 1 asks for what no lock is. */
@@ -332,16 +437,8 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 	    NULL)) != -1) {
 		switch (ch) {
 		case OPT_OWNER:
-			if (!long_ok)
+			if (!long_ok || !owner_ok(optarg))
 				return false;
-			if (strlen(optarg) == 0 ||
-			    strlen(optarg) > LOCKD_OWNER_MAX ||
-			    strpbrk(optarg, " \t\r\n") != NULL) {
-				fprintf(stderr, "lockctl: bad owner '%s' (1 to "
-				    "%d bytes, no blanks)\n", optarg,
-				    LOCKD_OWNER_MAX);
-				return false;
-			}
 			w->owner = optarg;
 			break;
 		case OPT_DELAY:
@@ -369,7 +466,7 @@ parse_words(int argc, char **argv, const char *optstring, int nargs,
 				return false;
 			break;
 		case 'l':
-			if (!parse_duration(optarg, &w->lease_ms, "lease"))
+			if (!parse_lease(optarg, &w->lease_ms))
 				return false;
 			break;
 		case 'w':
@@ -779,40 +876,6 @@ struct cli {
 };
 
 /*
- * run -w as flock(1) reads it: a bare number is seconds, with a decimal
- * fraction ("10", "0.5", ".007"); anything else is a lockd duration
- * ("1500ms", "30s").  A fraction finer than a millisecond rounds up.
- */
-static bool
-parse_wait(const char *s, int64_t *ms)
-{
-	int64_t whole = 0, frac = 0;
-	int digits = 0, places = 0;
-	const char *p = s;
-	bool round_up = false;
-
-	for (; *p >= '0' && *p <= '9'; p++, digits++)
-		if (digits < WAIT_SECONDS_DIGITS)
-			whole = whole * 10 + (*p - '0');
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++, places++) {
-			if (places < 3)
-				frac = frac * 10 + (*p - '0');
-			else if (*p != '0')
-				round_up = true;
-		}
-	if (*p == '\0' && (digits > 0 || places > 0)) {
-		if (digits > WAIT_SECONDS_DIGITS)
-			return false;
-		for (; places < 3; places++)
-			frac *= 10;
-		*ms = whole * 1000 + frac + (round_up ? 1 : 0);
-		return true;
-	}
-	return lockd_parse_duration(s, ms) == LOCKD_OK;
-}
-
-/*
  * Checks the connecting options against each other and takes the token
  * from $LOCKD_TOKEN when no --token-file is given.  0, or EXIT_USAGE
  * after saying why.
@@ -914,11 +977,8 @@ parse_options(int argc, char **argv, struct cli *cli)
 				cli->has_wait = false;
 				break;
 			}
-			if (!parse_wait(optarg, &cli->wait_ms)) {
-				fprintf(stderr, "lockctl: bad wait '%s'\n",
-				    optarg);
+			if (!parse_duration(optarg, &cli->wait_ms, "wait"))
 				return false;
-			}
 			cli->has_wait = true;
 			break;
 		case 'E':
@@ -928,7 +988,7 @@ parse_options(int argc, char **argv, struct cli *cli)
 			}
 			break;
 		case 'l':
-			if (!parse_duration(optarg, &cli->lease_ms, "lease"))
+			if (!parse_lease(optarg, &cli->lease_ms))
 				return false;
 			break;
 		case 'X':
@@ -951,14 +1011,8 @@ parse_options(int argc, char **argv, struct cli *cli)
 			cli->verbose = true;
 			break;
 		case OPT_OWNER:
-			if (strlen(optarg) == 0 ||
-			    strlen(optarg) > LOCKD_OWNER_MAX ||
-			    strpbrk(optarg, " \t\r\n") != NULL) {
-				fprintf(stderr, "lockctl: bad owner '%s' (1 to "
-				    "%d bytes, no blanks)\n", optarg,
-				    LOCKD_OWNER_MAX);
+			if (!owner_ok(optarg))
 				return false;
-			}
 			cli->owner = optarg;
 			break;
 		case OPT_DELAY:
@@ -1028,6 +1082,9 @@ struct run {
 	pid_t child;              /* the command; its pid is its group's */
 	pid_t watchdog;           /* 0 once reaped */
 	int watchdog_fd;          /* our end of its pipe; -1 once closed */
+	/* Shared with the watchdog: by when the group must be dead should
+	 * lockctl die now (lockd_now_ms()); NULL: at once. */
+	_Atomic int64_t *kill_by;
 	int status;
 	bool exited;              /* the command itself ended */
 	bool group_gone;          /* and nothing is left in its group */
@@ -1356,6 +1413,21 @@ sooner(int timeout, int64_t at, int64_t now)
 	return timeout < 0 || t < timeout ? t : timeout;
 }
 
+/*
+ * Tells the watchdog how long the group may take to stop should lockctl
+ * die now: what lockctl's own rule allows, SIGKILL a margin before the
+ * lease could end (or at the SIGKILL already due once the lease is lost).
+ * Published after every turn of the loop; a value one turn old is never
+ * later than the rule, since the deadline only moves on with a renewal.
+ */
+static void
+tell_watchdog(struct run *r)
+{
+	if (r->kill_by != NULL)
+		atomic_store(r->kill_by, r->lost ? r->kill_at :
+		    r->lease.deadline_ms - margin_of(r));
+}
+
 /* The loop: renew, forward signals, stop the command if the lease goes. */
 static void
 supervise(struct run *r)
@@ -1367,6 +1439,7 @@ supervise(struct run *r)
 	r->next_renew = lockd__renew_at(r->lease.deadline_ms,
 	    r->lease.lease_ms);
 	for (;;) {
+		tell_watchdog(r);
 		now = lockd_now_ms();
 		if (!r->lost && now >= term_deadline(r)) {
 			char why[LOCKD_ERRSTR_SIZE + 64];
@@ -1437,9 +1510,13 @@ supervise(struct run *r)
 /*
  * The watchdog, forked once the command's group exists: it waits on a pipe
  * that only lockctl can write.  A byte means lockctl saw to the group
- * itself; end-of-file means lockctl died, and then the group is killed,
- * and once nothing of it is left the lease is released (the lease is not
- * bound to lockctl's connection, so until then nobody else can have it).
+ * itself; end-of-file means lockctl died, and then the group is stopped as
+ * lockctl stops it when the lease is lost: SIGTERM, so that the job's
+ * traps run, and SIGKILL after a grace of a sixth of the lease or at the
+ * time lockctl last published, whichever comes first (at once when that
+ * has passed).  Once nothing of the group is left the lease is released
+ * (the lease is not bound to lockctl's connection, so until then nobody
+ * else can have it).
  */
 static void
 watchdog_main(struct run *r, int fd)
@@ -1448,7 +1525,7 @@ watchdog_main(struct run *r, int fd)
 	    SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU };
 	sigset_t none;
 	lockd_context *c;
-	int64_t give_up;
+	int64_t now, give_up, kill_at;
 	size_t i;
 	ssize_t n;
 	char byte;
@@ -1478,7 +1555,17 @@ watchdog_main(struct run *r, int fd)
 	if (n == 1)
 		_exit(0);
 	/* lockctl's last renewal was before now, so the lease ends by then. */
-	give_up = lockd_now_ms() + r->lease.lease_ms;
+	now = lockd_now_ms();
+	give_up = now + r->lease.lease_ms;
+	kill_at = r->kill_by != NULL ? atomic_load(r->kill_by) : now;
+	if (kill_at > now + grace_of(r))
+		kill_at = now + grace_of(r);
+	if (kill_at > now) {
+		kill(-r->child, SIGCONT);
+		kill(-r->child, SIGTERM);
+		while (group_alive(r->child) && lockd_now_ms() < kill_at)
+			poll(NULL, 0, GROUP_POLL_MS);
+	}
 	do {
 		kill(-r->child, SIGKILL);
 		poll(NULL, 0, GROUP_POLL_MS);
@@ -1519,6 +1606,10 @@ exec_command(const struct run *r, char **command, const sigset_t *mask,
 	if (n != 1)
 		_exit(126);
 	close(go);
+#ifdef __linux__
+	/* From here the watchdog sees to it, with a SIGTERM first. */
+	prctl(PR_SET_PDEATHSIG, 0);
+#endif
 	snprintf(fence, sizeof(fence), "%" PRIu64, r->lease.fence);
 	if (setenv("LOCKD_NAME", r->lease.name, 1) != 0 ||
 	    setenv("LOCKD_FENCE", fence, 1) != 0 ||
@@ -1537,6 +1628,7 @@ start_command(struct run *r, char **command)
 	sigset_t block, old;
 	int go[2], watch[2];
 	char byte = 'g';
+	void *shared;
 
 	if (install_handlers() != 0 || pipe2(go, O_CLOEXEC) != 0) {
 		perror("lockctl: signals");
@@ -1559,6 +1651,14 @@ start_command(struct run *r, char **command)
 	}
 	setpgid(r->child, r->child);
 	r->watchdog_fd = -1;
+	/* Without the page the watchdog cannot know the time left: it
+	 * kills at once. */
+	shared = mmap(NULL, sizeof(*r->kill_by), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared != MAP_FAILED) {
+		r->kill_by = shared;
+		tell_watchdog(r);
+	}
 	if (pipe2(watch, O_CLOEXEC) == 0) {
 		r->watchdog = fork();
 		if (r->watchdog == 0) {
@@ -1765,6 +1865,117 @@ cmd_run(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 
+/*
+ * nodes: STATS of each endpoint given (-H's list, or the one node), one
+ * line each: endpoint=, role= (leader, follower, single for a lockd not in
+ * cluster mode, down when it cannot be reached, unknown when STATS was
+ * refused), and in cluster mode the leader it knows and how etcd answers
+ * it.  Exits 0 when a node leads (or a single node answers), 69 when
+ * none does (as a NOTLEADER everywhere would), 70 when none was seen to
+ * lead and some refused STATS.
+ */
+
+/* The value of key= among STATS's words, into out ("" when absent). */
+static void
+stats_word(const char *stats, const char *key, char *out, size_t size)
+{
+	size_t klen = strlen(key), len;
+	const char *p = stats;
+
+	out[0] = '\0';
+	while ((p = strstr(p, key)) != NULL) {
+		if ((p == stats || p[-1] == ' ') && p[klen] == '=') {
+			p += klen + 1;
+			len = strcspn(p, " \r\n");
+			snprintf(out, size, "%.*s", (int)len, p);
+			return;
+		}
+		p += klen;
+	}
+}
+
+/* One node's line; true when it leads (or is a single lockd). */
+static bool
+node_line(const lockd_options *o, const char *endpoint, bool *refused)
+{
+	char stats[LOCKD_STATS_MAX], role[32], leader[300], etcd[32];
+	lockd_context *c = lockd_connect(o);
+	int rc = c == NULL ? LOCKD_ERR_OOM : c->err;
+
+	if (rc == 0)
+		rc = lockd_stats(c, stats, sizeof(stats));
+	if (rc != LOCKD_OK) {
+		fprintf(stderr, "lockctl: %s: %s\n", endpoint, c == NULL ?
+		    "out of memory" : c->errstr);
+		printf("endpoint=%s role=%s\n", endpoint,
+		    lockd_error_is_fatal(rc) || rc == LOCKD_ERR_SHUTDOWN ?
+		    "down" : "unknown");
+		if (rc == LOCKD_ERR_DENIED)
+			*refused = true;
+		lockd_free(c);
+		return false;
+	}
+	lockd_free(c);
+	stats_word(stats, "role", role, sizeof(role));
+	if (role[0] == '\0') {
+		printf("endpoint=%s role=single\n", endpoint);
+		return true;
+	}
+	stats_word(stats, "leader", leader, sizeof(leader));
+	stats_word(stats, "etcd", etcd, sizeof(etcd));
+	printf("endpoint=%s role=%s leader=%s etcd=%s\n", endpoint, role,
+	    leader[0] != '\0' ? leader : "none", etcd[0] != '\0' ? etcd :
+	    "unknown");
+	return strcmp(role, "leader") == 0;
+}
+
+static int
+cmd_nodes(const struct cli *cli, int argc)
+{
+	const char *all = cli->options.url != NULL ? cli->options.url :
+	    cli->options.host;
+	char item[300];
+	const char *p, *comma;
+	lockd_options o;
+	bool led = false, refused = false;
+	size_t len;
+
+	if (argc != 1)
+		return usage("nodes takes no words: give the nodes with -H");
+	o = cli->options;
+	if (all == NULL || cli->options.unix_path != NULL) {
+		/* One node: -U, or the default host and -p's port. */
+		if (cli->options.unix_path == NULL)
+			snprintf(item, sizeof(item), "%s:%d",
+			    LOCKD_DEFAULT_HOST, cli->options.port > 0 ?
+			    cli->options.port : LOCKD_DEFAULT_PORT);
+		led = node_line(&o, cli->options.unix_path != NULL ?
+		    cli->options.unix_path : item, &refused);
+	} else {
+		for (p = all; ; p = comma + 1) {
+			comma = strchr(p, ',');
+			len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+			if (len == 0 || len >= sizeof(item))
+				return usage("nodes: a bad -H list");
+			memcpy(item, p, len);
+			item[len] = '\0';
+			if (cli->options.url != NULL)
+				o.url = item;
+			else
+				o.host = item;
+			if (node_line(&o, item, &refused))
+				led = true;
+			if (comma == NULL)
+				break;
+		}
+	}
+	if (led)
+		return 0;
+	fprintf(stderr, "lockctl: no node leads%s\n", refused ?
+	    " that lockctl could see (STATS was refused)" : "");
+	return refused ? EXIT_FAILED : EXIT_UNREACHABLE;
+}
+
 struct command {
 	const char *name;
 	const char *optstring;
@@ -1823,11 +2034,18 @@ main(int argc, char **argv)
 		return rc;
 	cli.options.connect_timeout_ms = cli.timeout_ms;
 	cli.options.command_timeout_ms = cli.timeout_ms;
+	if (strcmp(argv[0], "nodes") == 0) {
+		rc = cmd_nodes(&cli, argc);
+		if (fflush(stdout) != 0 && rc == 0)
+			rc = EXIT_FAILED;
+		return rc;
+	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(argv[0], commands[i].name) == 0)
 			cmd = &commands[i];
 	if (cmd == NULL) {
-		fprintf(stderr, "lockctl: unknown command '%s'\n", argv[0]);
+		fprintf(stderr, "lockctl: unknown command '%s'\n",
+		    shown(argv[0]));
 		return usage(NULL);
 	}
 	if (!parse_words(argc, argv, cmd->optstring, cmd->nargs, &w)) {

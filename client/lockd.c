@@ -57,6 +57,7 @@ struct lockd__state {
 	int64_t failover_timeout_ms;  /* 0: no fail-over */
 	bool unusable;        /* the options were bad: every call fails */
 	SSL *ssl;             /* TLS on this connection; NULL: plain */
+	char tls_why[LOCKD_ERRSTR_SIZE];  /* why TLS failed (errno EPROTO) */
 	int64_t connect_timeout_ms;
 	int64_t command_timeout_ms;
 
@@ -153,6 +154,7 @@ lockd__reset_stream(lockd_context *c)
 	c->fd = -1;
 	s->out_len = s->out_pos = 0;
 	s->in_len = s->in_pos = 0;
+	s->tls_why[0] = '\0';
 	lockd__queue_clear(&s->pending);
 	s->sent = s->received = 0;
 	s->appended = s->written = 0;
@@ -332,7 +334,7 @@ static int
 lockd__tls_handshake(lockd_context *c, int64_t deadline)
 {
 	struct lockd__state *s = c->state;
-	char why[96];
+	char why[LOCKD_ERRSTR_SIZE];
 	int rc, revents;
 
 	if ((s->ssl = SSL_new(s->at->tls_ctx)) == NULL ||
@@ -369,6 +371,7 @@ lockd__tls_handshake(lockd_context *c, int64_t deadline)
 
 static ssize_t lockd__send(lockd_context *c, const void *p, size_t len);
 static ssize_t lockd__recv(lockd_context *c, void *p, size_t len);
+static int lockd__io_fail(lockd_context *c, const char *what);
 
 /*
  * AUTH with the token, before any request: the reply is read here, so
@@ -398,8 +401,7 @@ lockd__authenticate(lockd_context *c, int64_t deadline)
 		}
 		if (n < 0 && errno != EAGAIN && errno != EINTR) {
 			OPENSSL_cleanse(line, sizeof(line));
-			return lockd__fail(c, LOCKD_ERR_IO, "write: %s",
-			    strerror(errno));
+			return lockd__io_fail(c, "write");
 		}
 		if (lockd__wait(c->fd, POLLOUT | POLLIN, deadline) <= 0)
 			break;
@@ -424,8 +426,7 @@ lockd__authenticate(lockd_context *c, int64_t deadline)
 			return lockd__fail(c, LOCKD_ERR_EOF,
 			    "server closed the connection after AUTH");
 		if (errno != EAGAIN && errno != EINTR)
-			return lockd__fail(c, LOCKD_ERR_IO, "read: %s",
-			    strerror(errno));
+			return lockd__io_fail(c, "read");
 		revents = lockd__wait(c->fd, POLLIN, deadline);
 		if (revents == 0)
 			return lockd__fail(c, LOCKD_ERR_TIMEOUT,
@@ -820,10 +821,27 @@ lockd__tls_result(lockd_context *c, int n)
 			return 0;
 		return -1;
 	default:
-		ERR_clear_error();
+		lockd__tls_why(c->state->ssl, c->state->tls_why,
+		    sizeof(c->state->tls_why));
 		errno = EPROTO;
 		return -1;
 	}
+}
+
+/*
+ * A send or receive failed with errno: "<what>: <errno's reason>", or for
+ * TLS the reason OpenSSL gave (the server's alert refusing this client).
+ */
+static int
+lockd__io_fail(lockd_context *c, const char *what)
+{
+	struct lockd__state *s = c->state;
+
+	if (errno == EPROTO && s->ssl != NULL)
+		return lockd__fail(c, LOCKD_ERR_IO, "TLS with %s:%d: %s",
+		    s->at->host, s->at->port, s->tls_why[0] != '\0' ?
+		    s->tls_why : "TLS error");
+	return lockd__fail(c, LOCKD_ERR_IO, "%s: %s", what, strerror(errno));
 }
 
 static ssize_t
@@ -907,8 +925,7 @@ lockd__read_some(lockd_context *c)
 			continue;
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 			return got ? 1 : 0;
-		return lockd__fail(c, LOCKD_ERR_IO, "read: %s",
-		    errno == EPROTO ? "TLS error" : strerror(errno));
+		return lockd__io_fail(c, "read");
 	}
 }
 
@@ -986,8 +1003,7 @@ lockd__flush_until(lockd_context *c, int64_t deadline)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return lockd__fail(c, LOCKD_ERR_IO, "write: %s",
-			    strerror(errno));
+			return lockd__io_fail(c, "write");
 		revents = lockd__wait(c->fd, POLLOUT | POLLIN, deadline);
 		if (revents == 0)
 			return lockd__fail(c, LOCKD_ERR_TIMEOUT,
@@ -1435,6 +1451,27 @@ lockd_ping(lockd_context *c)
 		return c->err;
 	return lockd__call(c, &r, lockd__request_ping(&r, c->errstr), &reply,
 	    NULL);
+}
+
+int
+lockd_stats(lockd_context *c, char *out, size_t size)
+{
+	struct lockd__request r;
+	struct lockd__info got;
+	lockd_reply reply;
+	int rc;
+
+	if (out == NULL || size == 0) {
+		snprintf(c->errstr, sizeof(c->errstr), "no room for STATS");
+		return lockd__record(c, LOCKD_ERR_INVALID);
+	}
+	if (lockd__check_idle(c) != LOCKD_OK)
+		return c->err;
+	rc = lockd__call(c, &r, lockd__request_stats(&r, c->errstr), &reply,
+	    &got);
+	if (rc == LOCKD_OK)
+		snprintf(out, size, "%s", got.stats);
+	return rc;
 }
 
 /* ---- protocol v2 ------------------------------------------------------ */

@@ -170,7 +170,8 @@ typedef enum lockd_command {
 	LOCKD_CMD_FORCE,
 	LOCKD_CMD_CHECK,
 	LOCKD_CMD_WATCH,
-	LOCKD_CMD_LIST
+	LOCKD_CMD_LIST,
+	LOCKD_CMD_STATS
 } lockd_command;
 
 /*
@@ -340,6 +341,15 @@ int lockd_release(lockd_context *c, const lockd_lease *lease);
 int lockd_status(lockd_context *c, const char *name,
     lockd_lock_status *status);
 int lockd_ping(lockd_context *c);
+/*
+ * STATS: lockd's counters, the words of its reply ("key=value ..."),
+ * NUL-terminated into out (size bytes; LOCKD_STATS_MAX holds any).  In
+ * cluster mode they end with role=leader|follower, leader=<host:port>
+ * when the node knows one, and etcd=ok|unreachable|refused.  STATS is
+ * answered by every node of a cluster; with --auth it needs admin.
+ */
+#define LOCKD_STATS_MAX 1024
+int lockd_stats(lockd_context *c, char *out, size_t size);
 
 /*
  * Protocol v2.  lockd_acquire_ex and lockd_try_ex take every option

@@ -156,6 +156,9 @@ lockd__finish(struct lockd__request *r, const struct proto_request *req,
 	case PROTO_CMD_LIST:
 		p->command = LOCKD_CMD_LIST;
 		break;
+	case PROTO_CMD_STATS:
+		p->command = LOCKD_CMD_STATS;
+		break;
 	default:
 		/* The v1 commands share their order. */
 		p->command = (lockd_command)req->command;
@@ -246,6 +249,16 @@ lockd__request_ping(struct lockd__request *r, char *errstr)
 	struct proto_request req;
 
 	if (lockd__begin(&req, PROTO_CMD_PING, NULL, errstr) != LOCKD_OK)
+		return LOCKD_ERR_INVALID;
+	return lockd__finish(r, &req, NULL, errstr);
+}
+
+int
+lockd__request_stats(struct lockd__request *r, char *errstr)
+{
+	struct proto_request req;
+
+	if (lockd__begin(&req, PROTO_CMD_STATS, NULL, errstr) != LOCKD_OK)
 		return LOCKD_ERR_INVALID;
 	return lockd__finish(r, &req, NULL, errstr);
 }
@@ -530,7 +543,8 @@ lockd__interpret(const struct lockd__pending *p,
 		info->lock.queue = pr->count;
 		return LOCKD_OK;
 	}
-	if (p->command != LOCKD_CMD_PING && (pr->name_len != p->name_len ||
+	if (p->command != LOCKD_CMD_PING && p->command != LOCKD_CMD_STATS &&
+	    (pr->name_len != p->name_len ||
 	    memcmp(pr->name, p->name, p->name_len) != 0))
 		return lockd__error(errstr, LOCKD_ERR_PROTOCOL,
 		    "reply for another lock name");
@@ -603,6 +617,12 @@ lockd__interpret(const struct lockd__pending *p,
 		if (pr->kind == PROTO_REPLY_PONG)
 			return LOCKD_OK;
 		break;
+	case LOCKD_CMD_STATS:
+		if (pr->kind != PROTO_REPLY_STATS)
+			break;
+		snprintf(info->stats, sizeof(info->stats), "%.*s",
+		    (int)pr->text_len, pr->text);
+		return LOCKD_OK;
 	}
 	return lockd__error(errstr, LOCKD_ERR_PROTOCOL,
 	    "reply does not answer the request");

@@ -67,6 +67,7 @@ int lockd__request_release(struct lockd__request *r,
 int lockd__request_status(struct lockd__request *r, const char *name,
     char *errstr);
 int lockd__request_ping(struct lockd__request *r, char *errstr);
+int lockd__request_stats(struct lockd__request *r, char *errstr);
 /* Protocol v2: ACQUIRE or TRY with every option (o NULL: defaults). */
 int lockd__request_acquire_ex(struct lockd__request *r, bool try_only,
     const char *name, const lockd_acquire_options *o, char *errstr);
@@ -102,6 +103,7 @@ bool lockd__request_has_rid(const struct lockd__request *r);
 struct lockd__info {
 	lockd_lock_info lock;
 	lockd_lock_holders holders;
+	char stats[LOCKD_STATS_MAX];   /* STATS: its words, NUL-terminated */
 };
 
 /*

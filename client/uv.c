@@ -515,7 +515,7 @@ static void
 lockd__uv_handshake(lockd_uv_client *c)
 {
 	SSL *ssl = c->conn->ssl;
-	char why[96];
+	char why[LOCKD_ERRSTR_SIZE];
 	int rc;
 
 	ERR_clear_error();
@@ -572,7 +572,7 @@ static bool
 lockd__uv_decrypt(lockd_uv_client *c)
 {
 	SSL *ssl = c->conn->ssl;
-	char why[96];
+	char why[LOCKD_ERRSTR_SIZE];
 	int n;
 
 	for (;;) {
@@ -609,7 +609,7 @@ lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct lockd__uv_conn *conn = stream->data;
 	lockd_uv_client *c = conn->client;
-	char why[96];
+	char why[LOCKD_ERRSTR_SIZE];
 
 	(void)buf;
 	if (conn->dropped || nread == 0)

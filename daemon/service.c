@@ -813,10 +813,20 @@ cmd_stats(struct service *svc, struct service_conn *conn,
 	(void)now;
 	n = service_stats(svc, stats, STATS_FIELDS_MAX);
 	n = proto_format_stats(line, sizeof(line), stats, n);
-	if (svc->cluster.enabled && n > 2 && n + 16 < sizeof(line))
+	/*
+	 * Cluster mode: the node's role, the leader it knows (its own
+	 * address when it leads), and how its last word from etcd went -
+	 * what an operator asks of each node (lockctl nodes).
+	 */
+	if (svc->cluster.enabled && n > 2 && n + 64 +
+	    strlen(svc->cluster.leader) < sizeof(line))
 		n = (size_t)snprintf(line + n - 2, sizeof(line) - (n - 2),
-		    " role=%s\r\n", svc->cluster.leading ? "leader" :
-		    "follower") + n - 2;
+		    " role=%s%s%s etcd=%s\r\n", svc->cluster.leading ?
+		    "leader" : "follower", svc->cluster.leader[0] != '\0' ?
+		    " leader=" : "", svc->cluster.leader,
+		    !svc->cluster.etcd_unreachable ? "ok" :
+		    svc->cluster.etcd_refused ? "refused" : "unreachable") +
+		    n - 2;
 	answer(svc, conn, seq, 0, 0, line, n);
 }
 

@@ -176,7 +176,7 @@ test_failover_notleader_loop_between_two_bad_hints_ends(void **state)
 	/* lockctl: -t bounds the search; no leader is exit 69. */
 	{
 		const char *argv[] = {
-			harness_program("lockctl"), "-H", list, "-t", "1000",
+			harness_program("lockctl"), "-H", list, "-t", "1s",
 			"status", "loop", NULL,
 		};
 		char err[512];
@@ -759,7 +759,7 @@ spawn_run(const char *lease, const char *name, const char *script,
 {
 	const char *argv[] = {
 		harness_program("lockctl"), "-H", cluster.endpoints, "-t",
-		"1000",
+		"1s",
 		"run", "-l", lease, name, "-c", script, NULL,
 	};
 
@@ -886,6 +886,89 @@ test_failover_run_stops_its_command_when_no_leader_comes_back(void **state)
 	harness_server_resume(cluster.nodes[other]);
 }
 
+/* lockctl nodes against the cluster: its exit code, output into out. */
+static int
+lockctl_nodes(char *out, size_t size)
+{
+	const char *argv[] = {
+		harness_program("lockctl"), "-H", cluster.endpoints, "-t",
+		"2s", "nodes", NULL,
+	};
+	char err[1024];
+
+	return harness_run((char *const *)argv, 20000, out, size, err,
+	    sizeof(err));
+}
+
+/* The line of out for node i, or fails the test. */
+static const char *
+node_line_of(const char *out, int i, char *line, size_t size)
+{
+	char want[64];
+	const char *p, *end;
+
+	snprintf(want, sizeof(want), "endpoint=127.0.0.1:%d ",
+	    cluster.nodes[i] != NULL ? cluster.nodes[i]->port : 0);
+	if ((p = strstr(out, want)) == NULL)
+		fail_msg("no line for node %d in \"%s\"", i, out);
+	end = strchr(p, '\n');
+	snprintf(line, size, "%.*s", (int)(end != NULL ? end - p :
+	    (ptrdiff_t)strlen(p)), p);
+	return line;
+}
+
+/*
+ * Issue 25, item 9: lockctl nodes shows each node's role, the leader it
+ * knows and whether it reaches etcd, on a real 3-node cluster over a real
+ * etcd; a node that is down says so; with etcd gone no node leads, and
+ * lockctl exits 69.
+ */
+static void
+test_failover_lockctl_nodes_shows_roles_leader_and_etcd(void **state)
+{
+	char out[2048], line[256], want[128];
+	int leader, i, rc = -1, port[CLUSTER_HARNESS_NODES];
+	int64_t deadline;
+
+	(void)state;
+	cluster_harness_start(&cluster, 3, "f", NULL);
+	leader = cluster_harness_find_leader(&cluster);
+	assert_true(leader >= 0);
+	for (i = 0; i < CLUSTER_HARNESS_NODES; i++) {
+		port[i] = cluster.nodes[i]->port;
+		if (i != leader)
+			cluster_harness_await_hint(&cluster, i, leader);
+	}
+	assert_int_equal(lockctl_nodes(out, sizeof(out)), 0);
+	printf("# %s", out);
+	for (i = 0; i < CLUSTER_HARNESS_NODES; i++) {
+		snprintf(want, sizeof(want), "endpoint=127.0.0.1:%d role=%s "
+		    "leader=127.0.0.1:%d etcd=ok", port[i], i == leader ?
+		    "leader" : "follower", port[leader]);
+		assert_string_equal(node_line_of(out, i, line, sizeof(line)),
+		    want);
+	}
+	/* A follower gone: down, and the cluster still has a leader. */
+	i = (leader + 1) % CLUSTER_HARNESS_NODES;
+	snprintf(want, sizeof(want), "endpoint=127.0.0.1:%d role=down",
+	    port[i]);
+	(void)node_line_of(out, i, line, sizeof(line));
+	cluster_harness_kill(&cluster, i);
+	assert_int_equal(lockctl_nodes(out, sizeof(out)), 0);
+	assert_non_null(strstr(out, want));
+	/* etcd gone: the leader's lease runs out, nobody leads. */
+	for (i = 0; i < 3; i++)
+		etcd_member_kill(&cluster.etcd, i);
+	deadline = harness_now_ms() + CLUSTER_HARNESS_RECOVER_MS;
+	while (harness_now_ms() < deadline &&
+	    (rc = lockctl_nodes(out, sizeof(out))) == 0)
+		harness_sleep_ms(200);
+	printf("# %s", out);
+	assert_int_equal(rc, 69);
+	assert_null(strstr(out, "role=leader"));
+	assert_non_null(strstr(out, "etcd=unreachable"));
+}
+
 int
 main(void)
 {
@@ -924,6 +1007,9 @@ main(void)
 		    harness_setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_failover_run_stops_its_command_when_no_leader_comes_back,
+		    harness_setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_failover_lockctl_nodes_shows_roles_leader_and_etcd,
 		    harness_setup, teardown),
 	};
 

@@ -355,6 +355,112 @@ test_lockctl_usage_errors_exit_64(void **state)
 	assert_false(held("a", NULL));
 }
 
+/*
+ * Issue 25, item 8: a bare number is seconds in every option, as flock,
+ * timeout(1) and sleep(1) read theirs; a lease lockctl cannot keep is
+ * refused before anything is sent.
+ */
+static void
+test_lockctl_a_bare_number_is_seconds_in_every_option(void **state)
+{
+	struct grant g;
+
+	(void)state;
+	assert_int_equal(lockctl("acquire", "-l", "2", "ctl/secs", NULL), 0);
+	parse_grant(out, &g);
+	assert_int_equal(g.lease, 2000);
+	assert_int_equal(lockctl("renew", "-l", "1.5", "ctl/secs", g.handle,
+	    NULL), 0);
+	assert_non_null(strstr(out, " lease=1500\n"));
+	assert_int_equal(lockctl("release", "ctl/secs", g.handle, NULL), 0);
+	/* The report's own command: a 2 s lease, and the command's status. */
+	assert_int_equal(lockctl("run", "-l", "2", "ctl/secs", "--", "true",
+	    NULL), 0);
+	assert_string_equal(err, "");
+	assert_int_equal(lockctl("-t", "2", "try", "--delay", "1", "-l",
+	    "1m", "ctl/secs", NULL), 0);
+	parse_grant(out, &g);
+	assert_int_equal(lockctl("release", "ctl/secs", g.handle, NULL), 0);
+	/* Too short to keep: refused with why, and nothing is taken. */
+	assert_int_equal(lockctl("run", "-l", "2ms", "ctl/short", "--",
+	    "true", NULL), EXIT_USAGE);
+	assert_non_null(strstr(err, "too short"));
+	assert_non_null(strstr(err, "300ms"));
+	assert_int_equal(lockctl("acquire", "-l", "0.1", "ctl/short", NULL),
+	    EXIT_USAGE);
+	assert_int_equal(lockctl("try", "-l", "299ms", "ctl/short", NULL),
+	    EXIT_USAGE);
+	assert_false(held("ctl/short", NULL));
+	/* 0 is still lockd's default lease. */
+	assert_int_equal(lockctl("try", "-l", "0", "ctl/short", NULL), 0);
+	parse_grant(out, &g);
+	assert_int_equal(g.lease, 30000);
+	assert_int_equal(lockctl("release", "ctl/short", g.handle, NULL), 0);
+	assert_int_equal(lockctl("-t", "1x", "ping", NULL), EXIT_USAGE);
+	assert_non_null(strstr(err, "a number of seconds"));
+}
+
+/*
+ * Issue 25, item 14: an error repeats at most the first bytes of a long
+ * word, and says how long it was.
+ */
+static void
+test_lockctl_errors_cut_a_long_name(void **state)
+{
+	static char name[100 * 1024 + 1];
+	const char *words[] = { "try", "status", "--owner" };
+	size_t i;
+
+	(void)state;
+	memset(name, 'n', sizeof(name) - 1);
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		int rc = i < 2 ? lockctl(words[i], name, NULL) :
+		    lockctl("try", "--owner", name, "ctl/x", NULL);
+
+		assert_int_equal(rc, EXIT_USAGE);
+		assert_true(strlen(err) < 400);
+		assert_non_null(strstr(err, "(102400 bytes)"));
+	}
+	assert_int_equal(lockctl("-l", name, "run", "x", "--", "true", NULL),
+	    EXIT_USAGE);
+	assert_true(strlen(err) < 300);
+	assert_int_equal(lockctl(name, NULL), EXIT_USAGE);
+	assert_true(strlen(err) < 300);
+	assert_non_null(strstr(err, "(102400 bytes)"));
+}
+
+/*
+ * Issue 25, item 9: lockctl nodes on a single lockd (not a cluster): it
+ * answers, so it serves its locks; an endpoint that does not answer is
+ * down, and with none up nobody leads (69).
+ */
+static void
+test_lockctl_nodes_on_a_single_lockd(void **state)
+{
+	char want[96], port[16], list[64];
+	const char *argv[] = { harness_program("lockctl"), "-H", list,
+	    "nodes", NULL };
+
+	(void)state;
+	assert_int_equal(lockctl("nodes", NULL), 0);
+	snprintf(want, sizeof(want), "endpoint=127.0.0.1:%s role=single\n",
+	    harness_shared_port);
+	assert_string_equal(out, want);
+	snprintf(port, sizeof(port), "%d", harness_closed_port());
+	snprintf(list, sizeof(list), "127.0.0.1:%s,127.0.0.1:%s",
+	    harness_shared_port, port);
+	assert_int_equal(harness_run((char *const *)argv, RUN_TIMEOUT_MS,
+	    out, sizeof(out), err, sizeof(err)), 0);
+	snprintf(want, sizeof(want), "endpoint=127.0.0.1:%s role=down\n",
+	    port);
+	assert_non_null(strstr(out, want));
+	snprintf(list, sizeof(list), "127.0.0.1:%s", port);
+	assert_int_equal(harness_run((char *const *)argv, RUN_TIMEOUT_MS,
+	    out, sizeof(out), err, sizeof(err)), EXIT_UNREACHABLE);
+	assert_non_null(strstr(err, "no node leads"));
+	assert_int_equal(lockctl("nodes", "extra", NULL), EXIT_USAGE);
+}
+
 /* lockctl run. */
 
 static void
@@ -686,6 +792,52 @@ test_lockctl_run_dying_frees_the_lock_and_stops_the_command(void **state)
 	assert_true(wait_gone(child, 2000) > 0);
 }
 
+/*
+ * Issue 25, item 7: a lockctl that dies stops its job as a lost lease
+ * does, SIGTERM first, so that the job's trap runs, and SIGKILL after a
+ * grace (a sixth of the lease, 1 s here) for a job that ignores it; the
+ * lock passes on only once the job is gone, before the lease could end.
+ */
+static void
+test_lockctl_run_dying_terms_the_job_before_killing_it(void **state)
+{
+	char polite[256], stubborn[256];
+	pid_t a, b, pa, pb;
+	int64_t killed, gone_b;
+	char text[64];
+
+	(void)state;
+	snprintf(polite, sizeof(polite), "echo $$ > %s; trap 'echo term > %s; "
+	    "exit 3' TERM; while :; do sleep 0.05; done",
+	    path_of("dying-polite.pid"), path_of("dying-polite.term"));
+	snprintf(stubborn, sizeof(stubborn), "trap '' TERM; echo $$ > %s; "
+	    "while :; do sleep 0.05; done", path_of("dying-stubborn.pid"));
+	a = spawn_lockctl(NULL, NULL, "run", "-l", "6s", "ctl/dying-polite",
+	    "--", "/bin/sh", "-c", polite, NULL);
+	b = spawn_lockctl(NULL, NULL, "run", "-l", "6s", "ctl/dying-stubborn",
+	    "--", "/bin/sh", "-c", stubborn, NULL);
+	pa = read_pid(path_of("dying-polite.pid"));
+	pb = read_pid(path_of("dying-stubborn.pid"));
+	killed = harness_now_ms();
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	assert_int_equal(harness_wait(a, RUN_TIMEOUT_MS), 128 + SIGKILL);
+	assert_int_equal(harness_wait(b, RUN_TIMEOUT_MS), 128 + SIGKILL);
+	/* The polite job's trap ran, and it ended at once. */
+	assert_true(wait_gone(pa, 2000) > 0);
+	assert_true(harness_wait_for_file(path_of("dying-polite.term"), 2000));
+	assert_true(harness_read_file(path_of("dying-polite.term"), text,
+	    sizeof(text)));
+	assert_string_equal(text, "term\n");
+	assert_true(wait_until_free("ctl/dying-polite", 2000));
+	/* The stubborn one: SIGKILL after the grace, well inside the lease. */
+	gone_b = wait_gone(pb, 5000);
+	assert_true(gone_b > 0);
+	assert_in_range(gone_b - killed, 900, 3000);
+	assert_true(wait_until_free("ctl/dying-stubborn", 2000));
+	assert_true(harness_now_ms() - killed < 6000 - 600);
+}
+
 /* ---- protocol v2's commands ------------------------------------------ */
 
 /* try and acquire with -N (a semaphore) and -s (a shared lock). */
@@ -860,8 +1012,8 @@ test_lockctl_owner_and_delay_on_acquire_and_try(void **state)
 	assert_string_equal(out, "web-1\n");
 	/* A lease that runs out: the lock-delay holds the name. */
 	assert_int_equal(lockctl("acquire", "--owner", "web-2", "--delay",
-	    "60s", "-l", "200", "ctl/owned", NULL), 0);
-	harness_sleep_ms(300);
+	    "60s", "-l", "300ms", "ctl/owned", NULL), 0);
+	harness_sleep_ms(400);
 	assert_int_equal(lockctl("status", "ctl/owned", NULL), 0);
 	assert_string_equal(out_field("held"), "0");
 	assert_in_range(atoll(out_field("delay")), 1, 60000);
@@ -1465,6 +1617,10 @@ main(void)
 		cmocka_unit_test(test_lockctl_try_and_acquire_on_a_held_lock),
 		cmocka_unit_test(test_lockctl_unreachable_lockd_exits_69),
 		cmocka_unit_test(test_lockctl_usage_errors_exit_64),
+		cmocka_unit_test(
+		    test_lockctl_a_bare_number_is_seconds_in_every_option),
+		cmocka_unit_test(test_lockctl_errors_cut_a_long_name),
+		cmocka_unit_test(test_lockctl_nodes_on_a_single_lockd),
 		cmocka_unit_test(test_lockctl_run_gives_the_command_its_lease),
 		cmocka_unit_test(test_lockctl_run_exits_with_the_command_status),
 		cmocka_unit_test(
@@ -1503,6 +1659,8 @@ main(void)
 		cmocka_unit_test(
 		    test_lockctl_run_stops_what_the_job_left_behind_before_releasing),
 		cmocka_unit_test(test_lockctl_run_outlives_its_watchdog),
+		cmocka_unit_test(
+		    test_lockctl_run_dying_terms_the_job_before_killing_it),
 		cmocka_unit_test(
 		    test_lockctl_limit_and_shared_on_try_and_acquire),
 		cmocka_unit_test(

@@ -38,6 +38,8 @@
 
 static char dir[HARNESS_PATH_MAX];
 
+static int lockctl(char *out, char *err, const char *first, ...);
+
 static const char *
 file(const char *name)
 {
@@ -256,6 +258,52 @@ test_client_tls_client_certificate_is_the_principal(void **state)
 	lockd_free(c);
 }
 
+/*
+ * Issue 25, item 6: a lockd with --tls-client-ca refuses a client that
+ * shows no certificate (TLS 1.3: with an alert on the client's first
+ * read, after its handshake); liblockd and lockctl say so, not "read:
+ * Protocol error".  With a certificate from a CA lockd does not trust,
+ * they say the certificate was refused.
+ */
+static void
+test_client_tls_a_missing_client_certificate_is_named(void **state)
+{
+	struct harness_server *s;
+	lockd_options o;
+	lockd_context *c;
+	char url[128], out[4096], err[4096];
+
+	(void)state;
+	make_certs();
+	s = start(true);
+	url_of(s, "lockds", "127.0.0.1", url, sizeof(url));
+	o = tls_options(url);
+	o.token = "s3cret";
+	c = lockd_connect(&o);
+	assert_int_equal(c->err, LOCKD_ERR_IO);
+	assert_non_null(strstr(c->errstr, "requires a client certificate"));
+	assert_non_null(strstr(c->errstr, "certificate required"));
+	lockd_free(c);
+	/* Without a token, the alert comes with the first reply. */
+	o.token = NULL;
+	c = lockd_connect(&o);
+	assert_int_equal(lockd_ping(c), LOCKD_ERR_IO);
+	assert_non_null(strstr(c->errstr, "requires a client certificate"));
+	lockd_free(c);
+	o.tls_cert_file = file("mallory.pem");
+	o.tls_key_file = file("mallory.key");
+	c = lockd_connect(&o);
+	if (c->err == 0)
+		assert_int_equal(lockd_ping(c), LOCKD_ERR_IO);
+	assert_non_null(strstr(c->errstr, "refused the client certificate"));
+	lockd_free(c);
+	write_file("token", "s3cret\n");
+	assert_int_equal(lockctl(out, err, "-H", url, "--ca", file("ca.pem"),
+	    "--token-file", file("token"), "try", "ops/c", NULL), 69);
+	assert_non_null(strstr(err, "requires a client certificate"));
+	assert_null(strstr(err, "Protocol error"));
+}
+
 static void
 test_client_tls_pipelined_replies_cross_record_boundaries(void **state)
 {
@@ -391,6 +439,8 @@ main(void)
 		    test_client_tls_bad_token_is_denied_and_token_file_is_reread),
 		HARNESS_TEST(
 		    test_client_tls_client_certificate_is_the_principal),
+		HARNESS_TEST(
+		    test_client_tls_a_missing_client_certificate_is_named),
 		HARNESS_TEST(
 		    test_client_tls_pipelined_replies_cross_record_boundaries),
 		HARNESS_TEST(test_client_tls_keepalive_renews_over_tls),

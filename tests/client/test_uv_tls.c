@@ -230,6 +230,40 @@ test_uv_tls_refuses_a_server_it_cannot_verify(void **state)
 	assert_null(lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL));
 }
 
+/*
+ * Issue 25, item 6: with --tls-client-ca, a client without a certificate
+ * is refused by an alert after its TLS 1.3 handshake; the error says so.
+ */
+static void
+test_uv_tls_a_missing_client_certificate_is_named(void **state)
+{
+	struct harness_server *s;
+	struct harness_uv_result r;
+	lockd_uv_client *c;
+	lockd_options o;
+	char url[128];
+
+	(void)state;
+	s = start_lockd(true);
+	snprintf(url, sizeof(url), "lockds://127.0.0.1:%d", s->port);
+	o = tls_options(url);
+	o.token = "s3cret";
+	c = lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL);
+	assert_non_null(c);
+	RUN(r, lockd_uv_ping(c, harness_uv_on_reply, &r));
+	assert_int_equal(r.result, LOCKD_ERR_IO);
+	assert_non_null(strstr(lockd_uv_errstr(c),
+	    "requires a client certificate"));
+	harness_uv_close(c);
+	o.token = NULL;
+	c = lockd_uv_connect(&harness_uv_loop, &o, NULL, NULL);
+	RUN(r, lockd_uv_ping(c, harness_uv_on_reply, &r));
+	assert_int_equal(r.result, LOCKD_ERR_IO);
+	assert_non_null(strstr(lockd_uv_errstr(c),
+	    "requires a client certificate"));
+	harness_uv_close(c);
+}
+
 static void
 test_uv_tls_a_wrong_token_gets_denied(void **state)
 {
@@ -521,6 +555,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		HARNESS_TEST(test_uv_tls_takes_renews_and_releases_over_tls_with_a_token),
 		HARNESS_TEST(test_uv_tls_refuses_a_server_it_cannot_verify),
+		HARNESS_TEST(test_uv_tls_a_missing_client_certificate_is_named),
 		HARNESS_TEST(test_uv_tls_a_wrong_token_gets_denied),
 		HARNESS_TEST(test_uv_tls_plain_lockd_url_sends_auth_in_the_clear),
 		HARNESS_TEST(test_uv_tls_a_client_certificate_is_the_principal),

@@ -3,9 +3,9 @@
  * (daemon/service.c), over the in-memory store and a clock the test moves:
  * a follower answers lock commands ERR NOTLEADER (with the leader when it
  * knows it) or ERR UNAVAILABLE without etcd, and PING and STATS itself;
- * STATS ends in role=; a leader whose lease could have run out serves
- * nothing even before leadership has stepped it down; and a new leader's
- * load applies the take-over rule.
+ * STATS ends in role=, leader= and etcd=; a leader whose lease could have
+ * run out serves nothing even before leadership has stepped it down; and a
+ * new leader's load applies the take-over rule.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,17 +59,25 @@ test_cluster_service_follower_sends_lock_commands_to_the_leader(void **state)
 	assert_string_equal(ask(w, "PING\r\n"), "PONG\r\n");
 	r = ask(w, "STATS\r\n");
 	assert_non_null(strstr(r, " fence_hwm=0 "));
-	assert_non_null(strstr(r, " watches=0 role=follower\r\n"));
+	/* The leader it knows and how etcd answers (lockctl nodes). */
+	assert_non_null(strstr(r, " watches=0 role=follower "
+	    "leader=10.0.0.2:7420 etcd=ok\r\n"));
 	service_cluster_follow(&w->svc, NULL);
+	assert_non_null(strstr(ask(w, "STATS\r\n"),
+	    " role=follower etcd=ok\r\n"));
 	assert_string_equal(ask(w, "RELEASE a 1-0000000000000001\r\n"),
 	    "ERR NOTLEADER no leader is known\r\n");
 	service_cluster_etcd(&w->svc, true, false);
 	assert_string_equal(ask(w, "ACQUIRE a\r\n"),
 	    "ERR UNAVAILABLE etcd cannot be reached\r\n");
+	assert_non_null(strstr(ask(w, "STATS\r\n"),
+	    " role=follower etcd=unreachable\r\n"));
 	/* etcd answered, and refused the node's credentials: said so. */
 	service_cluster_etcd(&w->svc, true, true);
 	assert_string_equal(ask(w, "ACQUIRE a\r\n"), "ERR UNAVAILABLE etcd "
 	    "refused this node's credentials (its log says why)\r\n");
+	assert_non_null(strstr(ask(w, "STATS\r\n"),
+	    " role=follower etcd=refused\r\n"));
 	service_world_free(w);
 }
 
@@ -84,7 +92,8 @@ test_cluster_service_leader_past_its_lease_serves_nothing(void **state)
 	service_cluster_serve_until(&w->svc, w->mono + 1000);
 	r = ask(w, "ACQUIRE a wait=0\r\n");
 	assert_int_equal(strncmp(r, "GRANTED a fence=1 ", 18), 0);
-	assert_non_null(strstr(ask(w, "STATS\r\n"), " role=leader\r\n"));
+	assert_non_null(strstr(ask(w, "STATS\r\n"),
+	    " role=leader leader=10.0.0.1:7420 etcd=ok\r\n"));
 	/* Its timer has not fired yet: the service checks on its own, and
 	 * does not name itself. */
 	service_world_advance(w, 1000);

@@ -10,7 +10,9 @@ import math
 import os
 import re
 import secrets
+import ssl
 import time
+import warnings
 
 from .errors import ProtocolError, error_from_reply
 
@@ -56,19 +58,19 @@ def duration_ms(value, what="duration"):
     if isinstance(value, (int, float)):
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"{what} must be a non-negative duration,"
-                             f" not {value!r}")
+                             f" not {shown(value)}")
         ms = round(value * 1000)
     elif isinstance(value, str):
         m = _DURATION.match(value.strip())
         if m is None:
             raise ValueError(
-                f"{what} {value!r}: write a number of seconds or a string"
+                f"{what} {shown(value)}: write a number of seconds or a string"
                 " with its unit: '1500ms', '30s', '5m', '1h'")
         ms = int(m.group(1)) * _UNITS[m.group(2)]
     else:
-        raise TypeError(f"{what}: not a duration: {value!r}")
+        raise TypeError(f"{what}: not a duration: {shown(value)}")
     if ms > MAX_DURATION_MS:
-        raise ValueError(f"{what} {value!r} is above 365 days")
+        raise ValueError(f"{what} {shown(value)} is above 365 days")
     return ms
 
 
@@ -79,6 +81,43 @@ def seconds(value, what="timeout"):
     return None if not ms else ms / 1000.0
 
 
+# What a server's TLS alert refusing this client means, by the reason
+# Python's ssl gives it.  With TLS 1.3 the client's handshake is over
+# before the server looks at its certificate, so the alert comes with the
+# first read.  TLS 1.2 sends a handshake failure for a missing certificate,
+# and for other things too: "may".
+_TLS_REFUSALS = {
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED":
+        "the server requires a client certificate (TLS alert: certificate"
+        " required): give tls_cert_file= and tls_key_file=",
+    "SSLV3_ALERT_HANDSHAKE_FAILURE":
+        "the server refused the handshake (TLS alert: handshake failure):"
+        " it may require a client certificate (tls_cert_file=,"
+        " tls_key_file=)",
+}
+
+
+def io_error_text(error):
+    """An OSError from a socket as a sentence: for a TLS alert that
+    refuses this client, what it means; else the error itself."""
+    if isinstance(error, ssl.SSLError) and error.reason in _TLS_REFUSALS:
+        return _TLS_REFUSALS[error.reason]
+    return str(error)
+
+
+# How much of a caller's value an error message repeats.
+SHOWN_MAX = 40
+
+
+def shown(value):
+    """value as an error message shows it: repr() when short, else the
+    repr of its first characters and its length, so that a 100 KB name
+    does not fill the traceback."""
+    if isinstance(value, (str, bytes)) and len(value) > SHOWN_MAX:
+        return f"{value[:SHOWN_MAX]!r}... ({len(value)} characters)"
+    return repr(value)
+
+
 def check_word(value, what, limit):
     """A name, owner or rid as the protocol allows: 1..limit bytes, no
     whitespace or control byte.  Returns it as a str."""
@@ -86,7 +125,7 @@ def check_word(value, what, limit):
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
     raw = value.encode("utf-8", "surrogateescape")
     if not 1 <= len(raw) <= limit or _WORD_BAD.search(value):
-        raise ValueError(f"bad {what} {value!r}: 1 to {limit} bytes, no"
+        raise ValueError(f"bad {what} {shown(value)}: 1 to {limit} bytes, no"
                          " whitespace or control characters")
     return value
 
@@ -98,7 +137,8 @@ def check_name(name):
 def fence_of_handle(handle):
     m = _HANDLE.match(handle) if isinstance(handle, str) else None
     if m is None or int(m.group(1)) > (1 << 63) - 1:
-        raise ValueError(f"bad handle {handle!r}: <fence>-<16 hex digits>")
+        raise ValueError(f"bad handle {shown(handle)}:"
+                         " <fence>-<16 hex digits>")
     return int(m.group(1))
 
 
@@ -117,17 +157,18 @@ def parse_endpoint(value, default_port=DEFAULT_PORT):
             return ("unix", str(port))
         return (str(host), int(port))
     if not isinstance(value, str) or not value:
-        raise ValueError(f"bad endpoint {value!r}")
+        raise ValueError(f"bad endpoint {shown(value)}")
     for scheme in ("lockds://", "lockd://"):
         if value.startswith(scheme):
             rest = value[len(scheme):]
             if rest.startswith("/"):
                 if scheme == "lockds://":
-                    raise ValueError(f"bad URL {value!r}: TLS is for TCP,"
+                    raise ValueError(f"bad URL {shown(value)}: TLS is for TCP,"
                                      " not a Unix socket")
                 return ("unix", rest)
             if not rest or "/" in rest or rest.startswith(":"):
-                raise ValueError(f"bad URL {value!r}: lockd://HOST[:PORT],"
+                raise ValueError(f"bad URL {shown(value)}:"
+                                 " lockd://HOST[:PORT],"
                                  " lockds://HOST[:PORT] or lockd:///PATH")
             return parse_endpoint(rest)
     if value.startswith("unix:"):
@@ -137,20 +178,20 @@ def parse_endpoint(value, default_port=DEFAULT_PORT):
     if value.startswith("["):
         host, close, rest = value[1:].partition("]")
         if not close or (rest and not rest.startswith(":")):
-            raise ValueError(f"bad endpoint {value!r}")
+            raise ValueError(f"bad endpoint {shown(value)}")
         port = rest[1:] if rest.startswith(":") else ""
         if rest == ":":
-            raise ValueError(f"bad endpoint {value!r}: port")
+            raise ValueError(f"bad endpoint {shown(value)}: port")
     elif value.count(":") == 1:
         host, _, port = value.partition(":")
         if not port:
-            raise ValueError(f"bad endpoint {value!r}: port")
+            raise ValueError(f"bad endpoint {shown(value)}: port")
     else:
         host, port = value, ""
     if not host:
-        raise ValueError(f"bad endpoint {value!r}: no host")
+        raise ValueError(f"bad endpoint {shown(value)}: no host")
     if port and not (port.isdigit() and 0 < int(port) < 65536):
-        raise ValueError(f"bad endpoint {value!r}: port 1-65535")
+        raise ValueError(f"bad endpoint {shown(value)}: port 1-65535")
     return (host, int(port) if port else default_port)
 
 
@@ -423,7 +464,7 @@ def _kind(limit, mode):
         if not 1 <= limit <= LIMIT_MAX:
             raise ValueError(f"limit is 1 to {LIMIT_MAX}, not {limit}")
     if mode is not None and mode not in MODES:
-        raise ValueError(f"mode is 'exclusive' or 'shared', not {mode!r}")
+        raise ValueError(f"mode is 'exclusive' or 'shared', not {shown(mode)}")
     if mode == "shared" and limit is not None and limit > 1:
         raise ValueError("a shared lock has no limit above 1")
     return _options(limit=limit if limit is not None and limit > 1 else None,
@@ -462,14 +503,30 @@ def req_try(name, lease=None, onclose="keep", owner=None, delay=None,
     return Request("TRY", name, line)
 
 
-def req_renew(lease, length=None):
-    if not isinstance(lease, Lease):
-        raise TypeError("renew takes a Lease")
-    ms = duration_ms(length, "lease")
+def req_renew(held, lease=None, length=None):
+    """RENEW of the Lease held, for a lease of ``lease`` (a duration, as
+    acquire()'s ``lease=``; None: the held lease's current length).
+
+    Earlier releases spelt it ``renew(lease, length=None)``: the Lease as
+    a keyword (``renew(lease=held)``) and ``length=`` still work, the
+    latter with a DeprecationWarning."""
+    if held is None and isinstance(lease, Lease):
+        held, lease = lease, None
+    if length is not None:
+        if lease is not None:
+            raise TypeError("renew: give the lease once, as lease= (length="
+                            " is its old name)")
+        warnings.warn("renew(length=...) is now renew(..., lease=...), as"
+                      " in acquire()", DeprecationWarning, stacklevel=3)
+        lease = length
+    if not isinstance(held, Lease):
+        raise TypeError("renew takes a Lease, then optionally lease=, the"
+                        " lease's new length")
+    ms = duration_ms(lease, "lease")
     if ms is None:
-        ms = lease.lease_ms or None
-    line = f"RENEW {lease.name} {lease.handle}" + _options(lease=ms) + "\n"
-    return Request("RENEW", lease.name, line, lease=lease)
+        ms = held.lease_ms or None
+    line = f"RENEW {held.name} {held.handle}" + _options(lease=ms) + "\n"
+    return Request("RENEW", held.name, line, lease=held)
 
 
 def req_release(lease):

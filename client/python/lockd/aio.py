@@ -59,7 +59,8 @@ class _Connection:
                     raise ProtocolError("a reply line is too long") from None
                 except OSError as e:
                     raise LockdConnectionError(
-                        f"reading from lockd: {e}") from None
+                        "reading from lockd:"
+                        f" {_proto.io_error_text(e)}") from None
                 raw = raw[:-1]
                 if raw.endswith(b"\r"):
                     raw = raw[:-1]
@@ -175,7 +176,8 @@ class AsyncClient:
                 errors.append(f"{_proto.endpoint_text(ep)}: timed out")
                 continue
             except OSError as e:
-                errors.append(f"{_proto.endpoint_text(ep)}: {e}")
+                errors.append(f"{_proto.endpoint_text(ep)}:"
+                              f" {_proto.io_error_text(e)}")
                 continue
             self._preferred = idx
             break
@@ -218,7 +220,11 @@ class AsyncClient:
         try:
             await conn.writer.drain()
         except OSError as e:
-            conn.fail(LockdConnectionError(f"sending to lockd: {e}"))
+            # Why the connection was lost (a TLS alert) is the reader's,
+            # when it came in while the write was waiting.
+            why = conn.reader.exception() or e
+            conn.fail(LockdConnectionError(
+                f"sending to lockd: {_proto.io_error_text(why)}"))
         if timeout is None:
             return await fut
         try:
@@ -356,8 +362,9 @@ class AsyncClient:
             return _proto.new_rid()
         return rid
 
-    async def renew(self, lease, length=None):
-        return await self._call(_proto.req_renew(lease, length))
+    async def renew(self, held=None, lease=None, *, length=None):
+        """As Client.renew: the Lease held, for a lease of ``lease``."""
+        return await self._call(_proto.req_renew(held, lease, length))
 
     async def release(self, lease):
         return await self._call(_proto.req_release(lease))

@@ -110,7 +110,8 @@ class Client:
                 try:
                     self._open(ep, deadline)
                 except (OSError, CommandTimeoutError) as e:
-                    errors.append(f"{_proto.endpoint_text(ep)}: {e}")
+                    errors.append(f"{_proto.endpoint_text(ep)}:"
+                                  f" {_proto.io_error_text(e)}")
                     continue
                 self._preferred = idx
                 self.endpoint = ep
@@ -204,7 +205,8 @@ class Client:
         except socket.timeout:
             self._fail(CommandTimeoutError("sending to lockd timed out"))
         except OSError as e:
-            self._fail(LockdConnectionError(f"sending to lockd: {e}"))
+            self._fail(LockdConnectionError(
+                f"sending to lockd: {_proto.io_error_text(e)}"))
 
     def _readline(self, deadline):
         while True:
@@ -222,7 +224,8 @@ class Client:
                 self._fail(CommandTimeoutError(
                     "no reply from lockd in time"))
             except OSError as e:
-                self._fail(LockdConnectionError(f"reading from lockd: {e}"))
+                self._fail(LockdConnectionError(
+                    f"reading from lockd: {_proto.io_error_text(e)}"))
             if not chunk:
                 self._fail(ConnectionClosedError(
                     "lockd closed the connection"))
@@ -392,10 +395,12 @@ class Client:
             return _proto.new_rid()
         return rid
 
-    def renew(self, lease, length=None):
-        """Extends lease to now + length (default: its current length)
-        and returns it, updated.  ConflictError: it is not ours any more."""
-        return self._call(_proto.req_renew(lease, length))
+    def renew(self, held=None, lease=None, *, length=None):
+        """Extends the Lease held to now + ``lease`` (a duration, as in
+        acquire(); None: its current length) and returns it, updated.
+        ConflictError: it is not ours any more.  (``length=`` is the
+        old name of ``lease=``, deprecated.)"""
+        return self._call(_proto.req_renew(held, lease, length))
 
     def release(self, lease):
         """True when released, False when the handle was stale (NOTHELD):
@@ -501,8 +506,8 @@ class Pipeline:
         return self._add(_proto.req_try(name, lease, onclose, owner, delay,
                                         rid, limit, mode))
 
-    def renew(self, lease, length=None):
-        return self._add(_proto.req_renew(lease, length))
+    def renew(self, held=None, lease=None, *, length=None):
+        return self._add(_proto.req_renew(held, lease, length))
 
     def release(self, lease):
         return self._add(_proto.req_release(lease))

@@ -21,6 +21,22 @@ def client(server, **kw):
     return lockd.AsyncClient(port=server.port, **kw)
 
 
+def test_renew_calls_the_duration_lease_as_acquire_does(server):
+    """Issue 25, item 11: the same names as the blocking client's."""
+    async def main():
+        async with client(server) as c:
+            held = await c.acquire("renamed", lease="10s")
+            assert (await c.renew(held, lease="20s")).lease_ms == 20000
+            assert (await c.renew(held, "30s")).lease_ms == 30000
+            assert (await c.renew(lease=held)).lease_ms == 30000
+            with pytest.warns(DeprecationWarning, match="lease="):
+                assert (await c.renew(held, length="40s")).lease_ms == 40000
+            with pytest.raises(TypeError, match="lease="):
+                await c.renew(held, lease="1s", length="2s")
+            assert await c.release(held) is True
+    run(main())
+
+
 def test_grant_busy_timeout_and_growing_fences(server):
     async def main():
         async with client(server) as a, client(server) as b:

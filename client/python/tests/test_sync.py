@@ -72,6 +72,38 @@ def test_renew_status_and_a_stale_release(server):
     assert not st.held and st.fence == 0 and st.queue == 0
 
 
+def test_renew_calls_the_duration_lease_as_acquire_does(server):
+    """Issue 25, item 11: acquire(lease=...) and renew(held, lease=...)
+    name the duration alike; the old spellings still work."""
+    c = client(server)
+    held = c.acquire("renamed", lease="10s")
+    assert c.renew(held, lease="20s") is held and held.lease_ms == 20000
+    assert c.renew(held, "30s").lease_ms == 30000
+    assert c.renew(lease=held).lease_ms == 30000       # the old keyword
+    with pytest.warns(DeprecationWarning, match="lease="):
+        assert c.renew(held, length="40s").lease_ms == 40000
+    with pytest.raises(TypeError, match="lease="):
+        c.renew(held, lease="1s", length="2s")
+    with pytest.raises(TypeError, match="takes a Lease"):
+        c.renew()
+    p = c.pipeline()
+    p.renew(held, lease="50s")
+    assert p.execute()[0].lease_ms == 50000
+    assert c.release(held) is True
+
+
+def test_errors_cut_a_long_value(server):
+    """Issue 25, item 14: a 100 KB name is not repeated in full."""
+    c = client(server)
+    for call in (lambda: c.acquire("n" * 100_000),
+                 lambda: c.status("n" * 100_000),
+                 lambda: c.acquire("ok", owner="o" * 100_000),
+                 lambda: lockd.Lease("x", "h" * 100_000)):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert len(str(e.value)) < 200 and "100000 characters" in str(e.value)
+
+
 def test_a_saved_handle_renews_and_releases(server):
     c = client(server)
     lease = c.acquire("saved", lease=5)

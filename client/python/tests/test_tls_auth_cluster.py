@@ -131,6 +131,32 @@ def test_tls_client_certificate_is_the_principal(make_lockd, certs):
             client(name).ping()
 
 
+def test_a_missing_client_certificate_is_named(make_lockd, certs,
+                                              monkeypatch):
+    """Issue 25, item 6: lockd with --tls-client-ca ends a client that
+    shows no certificate with a TLS alert, after a TLS 1.3 handshake;
+    the error says what is missing, blocking and asyncio alike."""
+    server = tls_lockd(make_lockd, certs, "--tls-client-ca",
+                       str(certs / "ca.pem"), "--auth", str(certs / "auth"))
+    monkeypatch.setenv("LOCKD_TOKEN", "s3cret")
+    c = lockd.Client(port=server.port, tls_ca_file=str(certs / "ca.pem"),
+                     **TIMEOUTS)
+    with pytest.raises(lockd.LockdConnectionError) as e:
+        c.ping()
+    assert "requires a client certificate" in str(e.value)
+    assert "tls_cert_file" in str(e.value)
+
+    async def main():
+        a = lockd.AsyncClient(port=server.port,
+                              tls_ca_file=str(certs / "ca.pem"), **TIMEOUTS)
+        with pytest.raises(lockd.LockdConnectionError) as e:
+            await a.ping()
+        await a.close()
+        return str(e.value)
+    assert "requires a client certificate" in asyncio.run(
+        asyncio.wait_for(main(), 30))
+
+
 def test_asyncio_over_tls_with_a_client_certificate(make_lockd, certs):
     server = tls_lockd(make_lockd, certs, "--tls-client-ca",
                        str(certs / "ca.pem"), "--auth", str(certs / "auth"))
