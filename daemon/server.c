@@ -565,7 +565,7 @@ commit_if_due(struct server *srv)
 	rc = service_commit_begin(&srv->svc);
 	if (rc < 0) {
 		commit_failed(srv);
-	} else if (rc == 1 && srv->svc.store->ops->commit_start != NULL) {
+	} else if (rc == 1 && service_commit_is_async(&srv->svc)) {
 		srv->committing = true;
 		if (service_commit_write_start(&srv->svc, commit_written,
 		    srv) != 0) {

@@ -93,8 +93,8 @@ check_output_cap(struct service *svc, struct service_conn *conn)
 static bool
 slot_ready(const struct service *svc, const struct service_slot *s)
 {
-	return s->resolved && s->batch <= svc->durable_seq &&
-	    s->depends <= svc->durable_seq;
+	return s->resolved && s->batch <= svc->commit.durable_seq &&
+	    s->depends <= svc->commit.durable_seq;
 }
 
 /* service_int.h */
@@ -1352,6 +1352,7 @@ service_config_defaults(struct service_config *config)
 struct load {
 	struct service *svc;
 	struct service_recovery *rec;
+	struct store_batch *rewrite;   /* other boots' records, rebased */
 	core_time now;
 	int64_t wall;
 	/* Decoded, not yet restored; the names are copies, as the store's
@@ -1430,8 +1431,8 @@ load_rewrite(struct load *l, const struct recovery_name *name)
 		    name->holders > 0 ? name->recs[i].fence : 0, key);
 		n = format_record_rebase(&name->recs[i], l->svc->clock.boot_id,
 		    name->walls[i], val);
-		if (store_batch_add(&l->svc->batch, STORE_PUT, key, key_len,
-		    val, n) != 0) {
+		if (store_batch_add(l->rewrite, STORE_PUT, key, key_len, val,
+		    n) != 0) {
 			snprintf(l->svc->error, sizeof(l->svc->error),
 			    "out of memory");
 			return -1;
@@ -1497,6 +1498,7 @@ service_open(struct service *svc, const struct service_config *config,
     struct service_recovery *recovered)
 {
 	struct service_recovery scratch;
+	struct store_batch rewrite;
 	struct core_sink sink;
 	struct recovery gather;
 	struct load l;
@@ -1511,22 +1513,24 @@ service_open(struct service *svc, const struct service_config *config,
 	svc->config = *config;
 	svc->store = store;
 	svc->clock = *clock;
-	svc->batch_seq = 1;
 	quota_init(&svc->quota, &config->principal);
 	metrics_init(&svc->metrics);
 	svc->metrics.start_time = (double)clock->wall(clock->ctx) / 1000;
 	link_init(&svc->conns);
 	link_init(&svc->ready);
 	link_init(&svc->waiting);
-	store_batch_init(&svc->batch);
+	service__commit_open(svc);
+	store_batch_init(&rewrite);
 	service_sink_init(svc, &sink);
 	if (core_table_init(&svc->table, &config->core, &core_rules_std,
 	    sink) != CORE_OK) {
 		snprintf(svc->error, sizeof(svc->error), "out of memory");
+		service__commit_close(svc);
 		return -1;
 	}
 	l.svc = svc;
 	l.rec = recovered;
+	l.rewrite = &rewrite;
 	l.now = clock->mono(clock->ctx);
 	l.wall = clock->wall(clock->ctx);
 	l.n = 0;
@@ -1546,27 +1550,22 @@ service_open(struct service *svc, const struct service_config *config,
 			    gather.error[0] != '\0' ? gather.error :
 			    store->error);
 		recovery_free(&gather);
-		core_table_destroy(&svc->table);
-		store_batch_free(&svc->batch);
-		return -1;
+		goto fail;
 	}
 	recovery_free(&gather);
 	/* The records of another boot, rewritten for this one (load_rewrite),
 	 * go in first: the releases and expiries below come after them. */
-	if (svc->batch.count > 0 && store->ops->commit(store,
-	    &svc->batch) != 0) {
+	if (rewrite.count > 0 && store->ops->commit(store, &rewrite) != 0) {
 		snprintf(svc->error, sizeof(svc->error), "cannot rewrite "
 		    "the restored leases for this boot: %.200s",
 		    store->error);
-		core_table_destroy(&svc->table);
-		store_batch_free(&svc->batch);
-		return -1;
+		goto fail;
 	}
-	store_batch_reset(&svc->batch);
+	store_batch_free(&rewrite);
 	core_table_restore_hwm(&svc->table, hwm);
 	if (store->ops->stats != NULL)
 		store->ops->stats(store, &svc->store_stats);
-	svc->committed_hwm = hwm;
+	service__commit_stored_hwm(svc, hwm);
 	recovered->hwm = svc->table.hwm;
 	/* Leases that ended while lockd was down end now, and that (like the
 	 * onclose leases released during the load) is made durable. */
@@ -1574,12 +1573,15 @@ service_open(struct service *svc, const struct service_config *config,
 	if (service_commit(svc) != 0) {
 		snprintf(svc->error, sizeof(svc->error),
 		    "cannot commit recovery: %.200s", store->error);
-		core_table_destroy(&svc->table);
-		store_batch_free(&svc->batch);
-		return -1;
+		goto fail;
 	}
 	svc->serving = true;
 	return 0;
+fail:
+	core_table_destroy(&svc->table);
+	store_batch_free(&rewrite);
+	service__commit_close(svc);
+	return -1;
 }
 
 void
@@ -1603,8 +1605,7 @@ service_close(struct service *svc)
 		service_conn_close(svc, container_of(svc->conns.next,
 		    struct service_conn, all_link));
 	core_table_destroy(&svc->table);
-	store_batch_free(&svc->batch);
-	free(svc->inflight_names);
+	service__commit_close(svc);
 	quota_free(&svc->quota);
 }
 

@@ -139,10 +139,11 @@ struct service_stats {
 
 /*
  * Cluster mode, as leadership (leader.c) sets it through the
- * service_cluster_* calls below; all zero on a single node.  A node that does not lead answers every lock command
- * ERR NOTLEADER, naming the leader when it knows it, or ERR UNAVAILABLE
- * while it cannot reach etcd; PING, HELP, QUIT and STATS work everywhere,
- * and STATS says role=leader or role=follower.
+ * service_cluster_* calls below; all zero on a single node.  A node that
+ * does not lead answers every lock command ERR NOTLEADER, naming the
+ * leader when it knows it, or ERR UNAVAILABLE while it cannot reach etcd;
+ * PING, HELP, QUIT and STATS work everywhere, and STATS says role=leader
+ * or role=follower.
  */
 struct service_cluster {
 	bool enabled;
@@ -153,13 +154,13 @@ struct service_cluster {
 	char leader[300];          /* the leader's --advertise; "" unknown */
 };
 
-struct service {
-	struct service_config config;
-	struct core_table table;
-	struct store *store;
-	struct service_clock clock;
-	struct service_hooks hooks;
-	struct service_cluster cluster;  /* kept across service_open */
+/*
+ * Group commit's state (service_commit.c): the batches, the index of the
+ * names the one in flight writes, and when a commit is due.  Only
+ * service_commit.c reads or writes it; the rest of the service asks it
+ * through service_commit_*() and service_int.h's service__*() calls.
+ */
+struct service_commit_state {
 	struct store_batch batch;  /* the batch in flight, or the last one */
 	uint64_t batch_seq;      /* the batch now forming */
 	uint64_t durable_seq;    /* the last batch on disk */
@@ -178,6 +179,16 @@ struct service {
 	uint64_t committed_hwm;
 	bool commit_needed;      /* a reply waits for batch_seq */
 	core_time lazy_since;    /* unpromised changes pending since; 0: none */
+};
+
+struct service {
+	struct service_config config;
+	struct core_table table;
+	struct store *store;
+	struct service_clock clock;
+	struct service_hooks hooks;
+	struct service_cluster cluster;  /* kept across service_open */
+	struct service_commit_state commit;   /* service_commit.c's */
 	struct core_link conns;
 	struct core_link ready;
 	struct core_link waiting;
@@ -309,6 +320,10 @@ int service_commit_end(struct service *svc);
  */
 int service_commit_write_start(struct service *svc, void (*done)(void *ctx),
     void *ctx);
+/* Does the service's store write asynchronously on the loop (etcd):
+ * then service_commit_write_start, else service_commit_write on a worker
+ * thread. */
+bool service_commit_is_async(const struct service *svc);
 bool service_commit_inflight(const struct service *svc);
 
 /* True when changes wait for a commit (e.g. after a failed one). */

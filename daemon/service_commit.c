@@ -25,6 +25,32 @@
 #include "daemon/service.h"
 #include "daemon/service_int.h"
 
+/* ---- its state -------------------------------------------------------- */
+
+/* service_int.h */
+void
+service__commit_open(struct service *svc)
+{
+	memset(&svc->commit, 0, sizeof(svc->commit));
+	svc->commit.batch_seq = 1;
+	store_batch_init(&svc->commit.batch);
+}
+
+void
+service__commit_close(struct service *svc)
+{
+	store_batch_free(&svc->commit.batch);
+	free(svc->commit.inflight_names);
+	svc->commit.inflight_names = NULL;
+	svc->commit.inflight_cap = 0;
+}
+
+void
+service__commit_stored_hwm(struct service *svc, uint64_t hwm)
+{
+	svc->commit.committed_hwm = hwm;
+}
+
 /* ---- the batch in flight ---------------------------------------------- */
 
 /* Indexes the names the batch in flight writes (open addressing over
@@ -33,33 +59,34 @@
 static void
 inflight_index(struct service *svc)
 {
-	const struct store_batch *b = &svc->batch;
+	const struct store_batch *b = &svc->commit.batch;
 	struct store_batch_op op;
 	size_t cap = 16, pos = 0, at, i;
 
-	svc->inflight_indexed = true;
-	svc->inflight_all = false;
+	svc->commit.inflight_indexed = true;
+	svc->commit.inflight_all = false;
 	while (cap < 2 * b->count)
 		cap *= 2;
-	if (cap > svc->inflight_cap) {
-		size_t *p = realloc(svc->inflight_names, cap * sizeof(*p));
+	if (cap > svc->commit.inflight_cap) {
+		size_t *p = realloc(svc->commit.inflight_names,
+		    cap * sizeof(*p));
 		if (p == NULL) {
-			svc->inflight_all = true;
+			svc->commit.inflight_all = true;
 			return;
 		}
-		svc->inflight_names = p;
-		svc->inflight_cap = cap;
+		svc->commit.inflight_names = p;
+		svc->commit.inflight_cap = cap;
 	}
-	svc->inflight_mask = cap - 1;
-	memset(svc->inflight_names, 0, cap * sizeof(size_t));
+	svc->commit.inflight_mask = cap - 1;
+	memset(svc->commit.inflight_names, 0, cap * sizeof(size_t));
 	/* By name: a holder's key is its lock's. */
 	for (at = pos; store_batch_next(b, &pos, &op); at = pos) {
 		i = core_name_hash(svc->config.core.hash_key, op.name,
 		    format_key_name_len(op.name, op.name_len)) &
-		    svc->inflight_mask;
-		while (svc->inflight_names[i] != 0)
-			i = (i + 1) & svc->inflight_mask;
-		svc->inflight_names[i] = at + 1;
+		    svc->commit.inflight_mask;
+		while (svc->commit.inflight_names[i] != 0)
+			i = (i + 1) & svc->commit.inflight_mask;
+		svc->commit.inflight_names[i] = at + 1;
 	}
 }
 
@@ -70,20 +97,21 @@ service__inflight_depends(struct service *svc, const char *name, size_t len)
 	struct store_batch_op op;
 	size_t i, pos;
 
-	if (svc->inflight_seq == 0 || len == 0)
+	if (svc->commit.inflight_seq == 0 || len == 0)
 		return 0;
-	if (!svc->inflight_indexed)
+	if (!svc->commit.inflight_indexed)
 		inflight_index(svc);
-	if (svc->inflight_all)
-		return svc->inflight_seq;
+	if (svc->commit.inflight_all)
+		return svc->commit.inflight_seq;
 	i = core_name_hash(svc->config.core.hash_key, name, len) &
-	    svc->inflight_mask;
-	for (; svc->inflight_names[i] != 0; i = (i + 1) & svc->inflight_mask) {
-		pos = svc->inflight_names[i] - 1;
-		if (store_batch_next(&svc->batch, &pos, &op) &&
+	    svc->commit.inflight_mask;
+	for (; svc->commit.inflight_names[i] != 0;
+	    i = (i + 1) & svc->commit.inflight_mask) {
+		pos = svc->commit.inflight_names[i] - 1;
+		if (store_batch_next(&svc->commit.batch, &pos, &op) &&
 		    format_key_name_len(op.name, op.name_len) == len &&
 		    memcmp(op.name, name, len) == 0)
-			return svc->inflight_seq;
+			return svc->commit.inflight_seq;
 	}
 	return 0;
 }
@@ -102,18 +130,19 @@ service__inflight_depends(struct service *svc, const char *name, size_t len)
 bool
 service__promise_open(const struct service *svc, uint64_t batch)
 {
-	return batch > svc->durable_seq &&
-	    (batch == svc->batch_seq || batch == svc->inflight_seq ||
-	    batch == svc->unsynced_seq);
+	return batch > svc->commit.durable_seq &&
+	    (batch == svc->commit.batch_seq ||
+	    batch == svc->commit.inflight_seq ||
+	    batch == svc->commit.unsynced_seq);
 }
 
 uint64_t
 service__promise(struct service *svc, uint64_t *user)
 {
 	if (user != NULL)
-		*user = svc->batch_seq;
-	svc->commit_needed = true;
-	return svc->batch_seq;
+		*user = svc->commit.batch_seq;
+	svc->commit.commit_needed = true;
+	return svc->commit.batch_seq;
 }
 
 /* ---- group commit ----------------------------------------------------- */
@@ -158,12 +187,13 @@ service__batch_key(struct service *svc, const char *name, size_t name_len,
 	if (rec != NULL) {
 		n = format_record_encode(rec, svc->clock.boot_id, now, wall,
 		    val);
-		return store_batch_add(&svc->batch, STORE_PUT, key, key_len,
-		    val, n);
+		return store_batch_add(&svc->commit.batch, STORE_PUT, key,
+		    key_len, val, n);
 	}
-	rc = store_batch_add(&svc->batch, STORE_DEL, key, key_len, NULL, 0);
+	rc = store_batch_add(&svc->commit.batch, STORE_DEL, key, key_len,
+	    NULL, 0);
 	if (rc == 0 && delete_settled(svc, name, name_len))
-		store_batch_settle(&svc->batch);
+		store_batch_settle(&svc->commit.batch);
 	return rc;
 }
 
@@ -522,20 +552,20 @@ precise_now(const struct service *svc)
 bool
 service_commit_pending(const struct service *svc)
 {
-	return svc->commit_needed || svc->table.changed != NULL ||
-	    svc->table.hwm != svc->committed_hwm;
+	return svc->commit.commit_needed || svc->table.changed != NULL ||
+	    svc->table.hwm != svc->commit.committed_hwm;
 }
 
 bool
 service_commit_owed(const struct service *svc)
 {
-	return service_commit_pending(svc) || svc->unsynced_seq != 0;
+	return service_commit_pending(svc) || svc->commit.unsynced_seq != 0;
 }
 
 bool
 service_commit_inflight(const struct service *svc)
 {
-	return svc->inflight_seq != 0 || svc->syncing;
+	return svc->commit.inflight_seq != 0 || svc->commit.syncing;
 }
 
 /*
@@ -549,8 +579,8 @@ service_commit_inflight(const struct service *svc)
 static bool
 sync_now(const struct service *svc)
 {
-	return svc->hooks.sync != NULL && svc->unsynced_seq != 0 &&
-	    !svc->commit_needed;
+	return svc->hooks.sync != NULL && svc->commit.unsynced_seq != 0 &&
+	    !svc->commit.commit_needed;
 }
 
 int
@@ -559,34 +589,34 @@ service_commit_begin(struct service *svc)
 	struct collect c = { svc, svc->clock.mono(svc->clock.ctx),
 	    svc->clock.wall(svc->clock.ctx), false };
 
-	if (svc->inflight_seq != 0 || svc->syncing)
+	if (svc->commit.inflight_seq != 0 || svc->commit.syncing)
 		return 0;
 	if (sync_now(svc)) {
-		svc->syncing = true;
-		svc->inflight_rc = 0;
-		svc->inflight_ns = -1;
+		svc->commit.syncing = true;
+		svc->commit.inflight_rc = 0;
+		svc->commit.inflight_ns = -1;
 		return 1;
 	}
 	if (!service_commit_pending(svc))
 		return 0;
-	store_batch_reset(&svc->batch);
-	svc->lazy_since = 0;
+	store_batch_reset(&svc->commit.batch);
+	svc->commit.lazy_since = 0;
 	core_table_changes(&svc->table, collect_record, &c, NULL);
-	if (svc->table.hwm != svc->committed_hwm) {
-		svc->batch.has_hwm = true;
-		svc->batch.hwm = svc->table.hwm;
+	if (svc->table.hwm != svc->commit.committed_hwm) {
+		svc->commit.batch.has_hwm = true;
+		svc->commit.batch.hwm = svc->table.hwm;
 	}
-	svc->inflight_seq = svc->batch_seq++;
-	svc->inflight_indexed = false;
-	svc->commit_needed = false;
-	svc->inflight_rc = 0;
-	svc->inflight_ns = -1;
-	if (svc->batch.count == 0 && !svc->batch.has_hwm)
+	svc->commit.inflight_seq = svc->commit.batch_seq++;
+	svc->commit.inflight_indexed = false;
+	svc->commit.commit_needed = false;
+	svc->commit.inflight_rc = 0;
+	svc->commit.inflight_ns = -1;
+	if (svc->commit.batch.count == 0 && !svc->commit.batch.has_hwm)
 		return service_commit_end(svc);   /* only idle entries went */
 	if (c.failed) {
 		snprintf(svc->store->error, sizeof(svc->store->error),
 		    "out of memory building the batch");
-		svc->inflight_rc = -1;
+		svc->commit.inflight_rc = -1;
 		return service_commit_end(svc);
 	}
 	return 1;
@@ -597,20 +627,21 @@ service_commit_write(struct service *svc)
 {
 	int64_t t0;
 
-	if (svc->syncing) {
-		svc->inflight_rc = svc->hooks.sync(svc->hooks.ctx);
+	if (svc->commit.syncing) {
+		svc->commit.inflight_rc = svc->hooks.sync(svc->hooks.ctx);
 		return;
 	}
 	if (svc->hooks.before_commit != NULL &&
 	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
 		snprintf(svc->store->error, sizeof(svc->store->error),
 		    "injected failure");
-		svc->inflight_rc = -1;
+		svc->commit.inflight_rc = -1;
 		return;
 	}
 	t0 = precise_now(svc);
-	svc->inflight_rc = svc->store->ops->commit(svc->store, &svc->batch);
-	svc->inflight_ns = precise_now(svc) - t0;
+	svc->commit.inflight_rc = svc->store->ops->commit(svc->store,
+	    &svc->commit.batch);
+	svc->commit.inflight_ns = precise_now(svc) - t0;
 }
 
 static void
@@ -618,16 +649,22 @@ write_ended(void *ctx, int rc)
 {
 	struct service *svc = ctx;
 
-	svc->inflight_rc = rc;
-	svc->inflight_ns = precise_now(svc) - svc->inflight_t0;
-	svc->written(svc->written_ctx);
+	svc->commit.inflight_rc = rc;
+	svc->commit.inflight_ns = precise_now(svc) - svc->commit.inflight_t0;
+	svc->commit.written(svc->commit.written_ctx);
+}
+
+bool
+service_commit_is_async(const struct service *svc)
+{
+	return svc->store->ops->commit_start != NULL;
 }
 
 int
 service_commit_write_start(struct service *svc, void (*done)(void *ctx),
     void *ctx)
 {
-	if (svc->syncing || svc->store->ops->commit_start == NULL) {
+	if (svc->commit.syncing || !service_commit_is_async(svc)) {
 		service_commit_write(svc);
 		return 1;
 	}
@@ -635,15 +672,15 @@ service_commit_write_start(struct service *svc, void (*done)(void *ctx),
 	    svc->hooks.before_commit(svc->hooks.ctx) != 0) {
 		snprintf(svc->store->error, sizeof(svc->store->error),
 		    "injected failure");
-		svc->inflight_rc = -1;
+		svc->commit.inflight_rc = -1;
 		return 1;
 	}
-	svc->written = done;
-	svc->written_ctx = ctx;
-	svc->inflight_t0 = precise_now(svc);
-	if (svc->store->ops->commit_start(svc->store, &svc->batch,
+	svc->commit.written = done;
+	svc->commit.written_ctx = ctx;
+	svc->commit.inflight_t0 = precise_now(svc);
+	if (svc->store->ops->commit_start(svc->store, &svc->commit.batch,
 	    write_ended, svc) != 0) {
-		svc->inflight_rc = -1;
+		svc->commit.inflight_rc = -1;
 		return 1;
 	}
 	return 0;
@@ -652,13 +689,13 @@ service_commit_write_start(struct service *svc, void (*done)(void *ctx),
 int
 service_commit_end(struct service *svc)
 {
-	uint64_t batch = svc->inflight_seq;
+	uint64_t batch = svc->commit.inflight_seq;
 	struct core_link *l, *next;
 	bool written;
 
-	if (svc->syncing) {
-		svc->syncing = false;
-		if (svc->inflight_rc != 0) {
+	if (svc->commit.syncing) {
+		svc->commit.syncing = false;
+		if (svc->commit.inflight_rc != 0) {
 			/* The last batch is in LMDB and its replies wait; it
 			 * can be neither undone nor known durable: stop,
 			 * recovery starts over from the disk. */
@@ -667,42 +704,44 @@ service_commit_end(struct service *svc)
 			    svc->store->error);
 			abort();
 		}
-		svc->unsynced_seq = 0;
-		svc->durable_seq = svc->batch_seq - 1;
+		svc->commit.unsynced_seq = 0;
+		svc->commit.durable_seq = svc->commit.batch_seq - 1;
 		goto release;
 	}
 	if (batch == 0)
 		return 0;
-	svc->inflight_seq = 0;
+	svc->commit.inflight_seq = 0;
 	if (svc->store->ops->stats != NULL)
 		svc->store->ops->stats(svc->store, &svc->store_stats);
-	if (svc->inflight_ns >= 0)
+	if (svc->commit.inflight_ns >= 0)
 		metrics_observe(&svc->metrics.commit_duration,
-		    (double)svc->inflight_ns / 1e9);
-	if (svc->inflight_rc != 0) {
+		    (double)svc->commit.inflight_ns / 1e9);
+	if (svc->commit.inflight_rc != 0) {
 		svc->stats.commit_failures++;
 		log_event(LOG_ERROR, "store_error",
-		    "op=commit records=%zu error=\"%s\"", svc->batch.count,
-		    svc->store->error);
+		    "op=commit records=%zu error=\"%s\"",
+		    svc->commit.batch.count, svc->store->error);
 		fail_replies(svc, batch);
-		fall_back(svc, &svc->batch, svc->clock.mono(svc->clock.ctx),
+		fall_back(svc, &svc->commit.batch,
+		    svc->clock.mono(svc->clock.ctx),
 		    svc->clock.wall(svc->clock.ctx));
 		return -1;
 	}
-	if (svc->batch.count > 0 || svc->batch.has_hwm) {
+	if (svc->commit.batch.count > 0 || svc->commit.batch.has_hwm) {
 		svc->stats.commits++;
-		svc->stats.commit_records += svc->batch.count;
+		svc->stats.commit_records += svc->commit.batch.count;
 		metrics_observe(&svc->metrics.commit_records,
-		    (double)svc->batch.count);
+		    (double)svc->commit.batch.count);
 	}
-	if (svc->batch.has_hwm)
-		svc->committed_hwm = svc->batch.hwm;
-	written = svc->batch.count > 0 || svc->batch.has_hwm;
+	if (svc->commit.batch.has_hwm)
+		svc->commit.committed_hwm = svc->commit.batch.hwm;
+	written = svc->commit.batch.count > 0 || svc->commit.batch.has_hwm;
 	if (svc->hooks.sync != NULL && written) {
-		svc->durable_seq = batch - 1;   /* its flush synced them */
-		svc->unsynced_seq = batch;
-	} else if (svc->hooks.sync == NULL || svc->unsynced_seq == 0) {
-		svc->durable_seq = batch;
+		/* Its flush synced them. */
+		svc->commit.durable_seq = batch - 1;
+		svc->commit.unsynced_seq = batch;
+	} else if (svc->hooks.sync == NULL || svc->commit.unsynced_seq == 0) {
+		svc->commit.durable_seq = batch;
 	}   /* else an empty batch: its replies wait for the sync */
 	if (svc->hooks.after_commit != NULL)
 		svc->hooks.after_commit(svc->hooks.ctx);
@@ -737,18 +776,18 @@ service_commit_due(struct service *svc)
 {
 	core_time now;
 
-	if (svc->inflight_seq != 0 || svc->syncing)
+	if (svc->commit.inflight_seq != 0 || svc->commit.syncing)
 		return false;   /* the next batch forms meanwhile */
-	if (svc->commit_needed || sync_now(svc))
+	if (svc->commit.commit_needed || sync_now(svc))
 		return true;
 	if (!service_commit_pending(svc))
 		return false;
 	now = svc->clock.mono(svc->clock.ctx);
-	if (svc->lazy_since == 0) {
-		svc->lazy_since = now;
+	if (svc->commit.lazy_since == 0) {
+		svc->commit.lazy_since = now;
 		return false;
 	}
-	return now - svc->lazy_since >= SERVICE_LAZY_COMMIT_MS;
+	return now - svc->commit.lazy_since >= SERVICE_LAZY_COMMIT_MS;
 }
 
 int
@@ -762,8 +801,8 @@ service_next_deadline(const struct service *svc)
 {
 	core_time next = core_next_deadline(&svc->table);
 
-	if (svc->lazy_since != 0 &&
-	    svc->lazy_since + SERVICE_LAZY_COMMIT_MS < next)
-		next = svc->lazy_since + SERVICE_LAZY_COMMIT_MS;
+	if (svc->commit.lazy_since != 0 &&
+	    svc->commit.lazy_since + SERVICE_LAZY_COMMIT_MS < next)
+		next = svc->commit.lazy_since + SERVICE_LAZY_COMMIT_MS;
 	return next;
 }

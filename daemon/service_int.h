@@ -50,6 +50,16 @@ struct service_slot {
 #define UNAVAILABLE_LINE_LEN \
 	(sizeof("ERR UNAVAILABLE " UNAVAILABLE_TEXT "\r\n") - 1)
 
+/*
+ * service_commit.c: group commit's state made ready for a service being
+ * opened (nothing formed, nothing durable, the batch empty), and freed.
+ * service__commit_stored_hwm tells it the high-water mark the store
+ * holds, so that no commit writes it again until it changes.
+ */
+void service__commit_open(struct service *svc);
+void service__commit_close(struct service *svc);
+void service__commit_stored_hwm(struct service *svc, uint64_t hwm);
+
 /* service.c: moves the writable prefix of conn's slots to its output. */
 void service__advance(struct service *svc, struct service_conn *conn);
 

@@ -1822,7 +1822,7 @@ check_table(bool after_tick)
 	/* A pending WATCH counts against its session like a waiter. */
 	FUZZ_CHECK(sessions == waiters + watches);
 	FUZZ_CHECK(fz.svc.stats.connections == list_length(&fz.svc.conns));
-	FUZZ_CHECK(fz.svc.committed_hwm == fz.mem.hwm);
+	FUZZ_CHECK(fz.svc.commit.committed_hwm == fz.mem.hwm);
 	FUZZ_CHECK(t->hwm >= fz.mem.hwm);
 }
 

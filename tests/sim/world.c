@@ -537,7 +537,7 @@ observe(struct world *w, bool after_tick)
 		for (k = 0; k < w->nseen[i]; k++)
 			if (!holds_fence(th, n, w->seen[i][k].fence))
 				hist_dropped(w->hist, i, w->seen[i][k].fence,
-				    seq, w->now, w->svc->batch_seq);
+				    seq, w->now, w->svc->commit.batch_seq);
 		for (k = 0; k < n; k++)
 			w->seen[i][k] = (struct seen_hold){ th[k].lock->fence,
 			    th[k].lock->expiry + w->boot_off,
@@ -565,7 +565,7 @@ observe(struct world *w, bool after_tick)
 	}
 }
 
-/* True when the failed batch (still in svc->batch) wrote name i (under
+/* True when the failed batch (still in svc->commit.batch) wrote name i (under
  * any of its keys). */
 static bool
 in_failed_batch(const struct world *w, int i)
@@ -573,7 +573,7 @@ in_failed_batch(const struct world *w, int i)
 	struct store_batch_op op;
 	size_t pos = 0;
 
-	while (store_batch_next(&w->svc->batch, &pos, &op))
+	while (store_batch_next(&w->svc->commit.batch, &pos, &op))
 		if (format_key_name_len(op.name, op.name_len) ==
 		    w->name_len[i] &&
 		    memcmp(op.name, w->name_text[i], w->name_len[i]) == 0)
@@ -610,7 +610,7 @@ restored(struct world *w, int i, const struct record *r, bool recovery,
 	if (!recovery && !holds_fence(th, n, r->fence) &&
 	    !seen_has(w, i, r->fence))
 		hist_dropped(w->hist, i, r->fence, hist_next_seq(w->hist),
-		    w->now, w->svc->batch_seq);
+		    w->now, w->svc->commit.batch_seq);
 }
 
 /* A failed commit gave name i back another limit than its waiters were
@@ -688,7 +688,7 @@ void
 world_open_gate(struct world *w)
 {
 	if (w->opt->variant == SIM_VARIANT_REPLIES_BEFORE_COMMIT && w->up)
-		w->svc->durable_seq = UINT64_MAX;
+		w->svc->commit.durable_seq = UINT64_MAX;
 }
 
 void
@@ -700,7 +700,7 @@ world_after_commit(struct world *w, int rc)
 		world_trace(w, "commit failed");
 		restores(w, false);
 	} else if (w->up) {
-		hist_durable(w->hist, w->svc->durable_seq);
+		hist_durable(w->hist, w->svc->commit.durable_seq);
 	}
 	observe(w, false);
 	world_open_gate(w);
@@ -714,17 +714,19 @@ ungate(struct world *w)
 
 	if (w->opt->variant != SIM_VARIANT_INFLIGHT_UNGATED)
 		return;
-	if (svc->inflight_cap < 16) {
-		size_t *p = realloc(svc->inflight_names, 16 * sizeof(*p));
+	if (svc->commit.inflight_cap < 16) {
+		size_t *p = realloc(svc->commit.inflight_names,
+		    16 * sizeof(*p));
 		if (p == NULL)
 			world_fatal("out of memory");
-		svc->inflight_names = p;
-		svc->inflight_cap = 16;
+		svc->commit.inflight_names = p;
+		svc->commit.inflight_cap = 16;
 	}
-	memset(svc->inflight_names, 0, svc->inflight_cap * sizeof(size_t));
-	svc->inflight_mask = svc->inflight_cap - 1;
-	svc->inflight_indexed = true;
-	svc->inflight_all = false;
+	memset(svc->commit.inflight_names, 0,
+	    svc->commit.inflight_cap * sizeof(size_t));
+	svc->commit.inflight_mask = svc->commit.inflight_cap - 1;
+	svc->commit.inflight_indexed = true;
+	svc->commit.inflight_all = false;
 }
 
 /* The thread pool writes the batch in flight. */
@@ -791,14 +793,14 @@ world_end_pass(struct world *w)
 		char names[256];
 		size_t pos = 0, n = 0;
 		names[0] = '\0';
-		while (store_batch_next(&w->svc->batch, &pos, &op) &&
+		while (store_batch_next(&w->svc->commit.batch, &pos, &op) &&
 		    n + op.name_len + 8 < sizeof(names))
 			n += (size_t)snprintf(names + n, sizeof(names) - n,
 			    " %s%.*s", op.op == STORE_DEL ? "-" : "",
 			    (int)op.name_len, op.name);
 		world_trace(w, "batch %llu begins:%s%s",
-		    (unsigned long long)w->svc->inflight_seq, names,
-		    w->svc->batch.has_hwm ? " hwm" : "");
+		    (unsigned long long)w->svc->commit.inflight_seq, names,
+		    w->svc->commit.batch.has_hwm ? " hwm" : "");
 	}
 	ungate(w);
 	if (w->async && world_random_percent(w, 60)) {

@@ -1028,7 +1028,7 @@ test_service_batch_key_maps_a_holder_to_its_key(void **state)
 
 	(void)state;
 	service_world_open(w);
-	store_batch_reset(&w->svc.batch);
+	store_batch_reset(&w->svc.commit.batch);
 	assert_int_equal(service__batch_key(&w->svc, "sem", 3, 5, &sem,
 	    w->mono, w->wall), 0);
 	assert_int_equal(service__batch_key(&w->svc, "lock", 4, 0, &plain,
@@ -1037,30 +1037,30 @@ test_service_batch_key_maps_a_holder_to_its_key(void **state)
 	    w->mono, w->wall), 0);
 	assert_int_equal(service__batch_key(&w->svc, "", 0, 5, &sem,
 	    w->mono, w->wall), -1);
-	assert_true(store_batch_next(&w->svc.batch, &pos, &op));
+	assert_true(store_batch_next(&w->svc.commit.batch, &pos, &op));
 	assert_true(op.op == STORE_PUT && op.name_len == 12);
 	assert_memory_equal(op.name, "sem\0\0\0\0\0\0\0\0\x05", 12);
 	assert_true(format_record_decode(op.val, op.val_len,
 	    w->clock.boot_id, 300000, w->mono, w->wall, &back));
 	assert_true(back.fence == 5 && back.limit == 3 && back.secret == 1);
-	assert_true(store_batch_next(&w->svc.batch, &pos, &op));
+	assert_true(store_batch_next(&w->svc.commit.batch, &pos, &op));
 	assert_true(op.op == STORE_PUT && op.name_len == 4 &&
 	    memcmp(op.name, "lock", 4) == 0);
-	assert_true(store_batch_next(&w->svc.batch, &pos, &op));
+	assert_true(store_batch_next(&w->svc.commit.batch, &pos, &op));
 	assert_true(op.op == STORE_DEL && op.name_len == 12 &&
 	    op.val_len == 0);
 	assert_memory_equal(op.name, "sem\0\0\0\0\0\0\0\x01\x02", 12);
-	assert_false(store_batch_next(&w->svc.batch, &pos, &op));
+	assert_false(store_batch_next(&w->svc.commit.batch, &pos, &op));
 	/* In flight, it holds back replies about "sem" (by its holders'
 	 * keys) and "lock", not about "se" or "sem2". */
-	w->svc.inflight_seq = 77;
-	w->svc.inflight_indexed = false;
+	w->svc.commit.inflight_seq = 77;
+	w->svc.commit.inflight_indexed = false;
 	assert_int_equal(service__inflight_depends(&w->svc, "sem", 3), 77);
 	assert_int_equal(service__inflight_depends(&w->svc, "lock", 4), 77);
 	assert_int_equal(service__inflight_depends(&w->svc, "se", 2), 0);
 	assert_int_equal(service__inflight_depends(&w->svc, "sem2", 4), 0);
-	w->svc.inflight_seq = 0;
-	store_batch_reset(&w->svc.batch);
+	w->svc.commit.inflight_seq = 0;
+	store_batch_reset(&w->svc.commit.batch);
 	service_world_free(w);
 }
 
