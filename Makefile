@@ -502,6 +502,7 @@ FUZZ_CFLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 \
 FUZZ_PROTO   := build-fuzz/fuzz_proto
 FUZZ_SERVICE := build-fuzz/fuzz_service
 FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
+                    daemon/service_reply.c \
                     daemon/service_commit.c daemon/format.c \
                     daemon/store.c daemon/metrics.c daemon/log.c \
                     daemon/auth.c daemon/quota.c daemon/recovery.c \

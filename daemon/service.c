@@ -1,21 +1,15 @@
 /*
- * service.c - request handling, reply ordering, group commit and recovery,
- * over an abstract clock and store.  No sockets, no libuv, no threads: the
- * server (server.c) and the simulator (tests/sim) both drive this file.
+ * service.c - request handling and recovery, over an abstract clock and
+ * store: each request line parsed, checked (authentication, cluster role,
+ * quotas) and executed against the lock table, the core's answers turned
+ * into reply lines, and the store loaded into the table at open.  No
+ * sockets, no libuv, no threads: the server (server.c) and the simulator
+ * (tests/sim) both drive this file.
  *
- * Replies leave in request order.  A reply that can go at once is appended
- * to the connection's output; one that cannot - an ACQUIRE still waiting, a
- * GRANTED or RENEWED whose state is not yet on disk, a reply about a lock
- * the batch being written touches, or anything behind those - waits in a
- * slot.  A slot names the batches it waits for: its own (GRANTED, RENEWED)
- * and the one in flight when it was made, if that batch writes its lock.
- * Should either fail, the reply becomes ERR UNAVAILABLE.
- *
- * A commit has three steps, so that the store's write can run on another
- * thread while the loop goes on: service_commit_begin() collects the
- * changes into the batch, service_commit_write() writes it (and touches
- * nothing but the store and the batch), service_commit_end() releases the
- * replies that waited for it, or fails them and falls back to the store.
+ * Replies leave in request order, each when the batch it rests on is
+ * durable: service_reply.c keeps that order, and group commit
+ * (service_commit.c) writes the batches.  This file asks both; neither
+ * calls back into it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,217 +23,6 @@
 #include "daemon/service.h"
 #include "daemon/service_int.h"
 
-
-/* ---- buffers ---------------------------------------------------------- */
-
-/* A connection's buffers start this small and double as they fill. */
-#define BUF_FIRST_CAP 512
-/* An output buffer grown past this is freed once written out, so that one
- * burst of replies does not pin its memory for the connection's life. */
-#define OUT_KEEP_CAP 65536
-
-static bool
-buf_append(struct service_buf *b, const char *data, size_t len)
-{
-	if (len == 0)
-		return true;
-	if (b->len + len > b->cap) {
-		size_t cap = b->cap ? b->cap : BUF_FIRST_CAP;
-		char *p;
-		while (cap < b->len + len)
-			cap *= 2;
-		if ((p = realloc(b->data, cap)) == NULL)
-			return false;
-		b->data = p;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, data, len);
-	b->len += len;
-	return true;
-}
-
-static void
-buf_free(struct service_buf *b)
-{
-	free(b->data);
-	memset(b, 0, sizeof(*b));
-}
-
-/* ---- reply delivery --------------------------------------------------- */
-
-static void
-mark_ready(struct service *svc, struct service_conn *conn)
-{
-	if (link_empty(&conn->ready_link))
-		link_append(&svc->ready, &conn->ready_link);
-}
-
-static void
-check_output_cap(struct service *svc, struct service_conn *conn)
-{
-	if (conn->overflow ||
-	    conn->out.len + conn->slots_bytes <= svc->config.max_output)
-		return;
-	conn->overflow = true;
-	svc->stats.output_overflows++;
-	svc->metrics.limit_hits[METRICS_LIMIT_OUTPUT]++;
-	log_limited(&svc->limit_log, LOG_WARN, "limit",
-	    "kind=output conn=%llu bytes=%zu",
-	    (unsigned long long)conn->session.id,
-	    conn->out.len + conn->slots_bytes);
-	mark_ready(svc, conn);
-}
-
-static bool
-slot_ready(const struct service *svc, const struct service_slot *s)
-{
-	return s->resolved && s->batch <= svc->commit.durable_seq &&
-	    s->depends <= svc->commit.durable_seq;
-}
-
-/* service_int.h */
-void
-service__advance(struct service *svc, struct service_conn *conn)
-{
-	struct service_slot *s;
-	bool moved = false;
-
-	while ((s = conn->slots_head) != NULL && slot_ready(svc, s)) {
-		if (!conn->overflow && !buf_append(&conn->out, s->text, s->len))
-			conn->overflow = true;
-		conn->slots_head = s->next;
-		if (conn->slots_head == NULL)
-			conn->slots_tail = NULL;
-		conn->slots_bytes -= sizeof(*s) + s->cap;
-		free(s);
-		moved = true;
-	}
-	if (s != NULL && s->resolved) {
-		if (link_empty(&conn->waiting_link))
-			link_append(&svc->waiting, &conn->waiting_link);
-	} else if (!link_empty(&conn->waiting_link)) {
-		link_remove(&conn->waiting_link);
-	}
-	if (moved || conn->overflow)
-		mark_ready(svc, conn);
-}
-
-/* A slot for request seq whose reply will take at most cap bytes. */
-static struct service_slot *
-slot_add(struct service *svc, struct service_conn *conn, uint64_t seq,
-    size_t cap)
-{
-	struct service_slot *s = malloc(sizeof(*s) + cap);
-
-	if (s == NULL) {
-		/* Without a slot the reply order cannot be kept: give up on
-		 * this client rather than answer out of order. */
-		conn->overflow = true;
-		mark_ready(svc, conn);
-		return NULL;
-	}
-	s->next = NULL;
-	s->seq = seq;
-	s->batch = 0;
-	s->depends = 0;
-	s->resolved = false;
-	s->told.kind = SERVICE_TOLD_OWN;
-	s->told.error = PROTO_ERR_NONE;
-	s->len = 0;
-	s->cap = (uint32_t)cap;
-	if (conn->slots_tail != NULL)
-		conn->slots_tail->next = s;
-	else
-		conn->slots_head = s;
-	conn->slots_tail = s;
-	conn->slots_bytes += sizeof(*s) + cap;
-	check_output_cap(svc, conn);
-	return s;
-}
-
-/*
- * Delivers the reply text of request `seq` on conn, which told what
- * `told` says.  `batch` is the batch that must be durable first,
- * `depends` the batch in flight that the reply rests on (0: none); the
- * failure of either makes it ERR UNAVAILABLE.
- */
-static void
-deliver(struct service *svc, struct service_conn *conn, uint64_t seq,
-    uint64_t batch, uint64_t depends, struct service_told told,
-    const char *text, size_t len)
-{
-	struct service_slot *s;
-	bool gated = batch != 0 || depends != 0;
-
-	if (seq == conn->next_seq)
-		conn->answered_seq = seq;
-	if (conn->overflow)
-		return;
-	if (conn->slots_head == NULL && !gated) {
-		/* The common case: nothing ahead of it, nothing to wait for. */
-		if (!buf_append(&conn->out, text, len))
-			conn->overflow = true;
-		mark_ready(svc, conn);
-		check_output_cap(svc, conn);
-		return;
-	}
-	for (s = conn->slots_head; s != NULL; s = s->next)
-		if (s->seq == seq)
-			break;
-	/* A reply that waits for a commit may yet become ERR UNAVAILABLE. */
-	if (s == NULL && (s = slot_add(svc, conn, seq,
-	    gated && len < UNAVAILABLE_LINE_LEN ? UNAVAILABLE_LINE_LEN :
-	    len)) == NULL)
-		return;
-	if (len > s->cap) {
-		/* Only a waiting ACQUIRE's slot exists before its reply,
-		 * and its replies all fit PROTO_REPLY_MAX. */
-		conn->overflow = true;
-		mark_ready(svc, conn);
-		return;
-	}
-	memcpy(s->text, text, len);
-	s->len = (uint32_t)len;
-	s->batch = batch;
-	s->depends = depends;
-	s->resolved = true;
-	s->told = told;
-	service__advance(svc, conn);
-}
-
-/* A reply of the service's own (not the core's) for request seq. */
-static void
-answer(struct service *svc, struct service_conn *conn, uint64_t seq,
-    uint64_t batch, uint64_t depends, const char *text, size_t len)
-{
-	struct service_told own = { SERVICE_TOLD_OWN, PROTO_ERR_NONE };
-
-	deliver(svc, conn, seq, batch, depends, own, text, len);
-}
-
-/* An ERR line, counted, answering a core's reply of kind `kind` or
- * (SERVICE_TOLD_OWN) the service's own check. */
-static void
-error_line(struct service *svc, struct service_conn *conn, uint64_t seq,
-    uint64_t batch, uint64_t depends, uint8_t kind,
-    enum proto_error_code code, const char *text)
-{
-	struct service_told told = { kind, (uint8_t)code };
-	char line[PROTO_REPLY_MAX];
-	size_t n = proto_format_error(line, sizeof(line), code, text);
-
-	svc->stats.protocol_errors[code]++;
-	deliver(svc, conn, seq, batch, depends, told, line, n);
-}
-
-static void
-answer_error(struct service *svc, struct service_conn *conn, uint64_t seq,
-    uint64_t batch, uint64_t depends, enum proto_error_code code,
-    const char *text)
-{
-	error_line(svc, conn, seq, batch, depends, SERVICE_TOLD_OWN, code,
-	    text);
-}
 
 /* ---- the core's replies and events ----------------------------------- */
 
@@ -299,7 +82,8 @@ reply(struct service *svc, const struct core_reply *r, bool promises,
 	uint64_t batch, depends;
 
 	reply_gates(svc, r, promises, &batch, &depends);
-	deliver(svc, conn_of(r), r->tag, batch, depends, told, line, n);
+	service__deliver(svc, conn_of(r), r->tag, batch, depends, told, line,
+	    n);
 }
 
 static void
@@ -309,7 +93,7 @@ reply_error(struct service *svc, const struct core_reply *r,
 	uint64_t batch, depends;
 
 	reply_gates(svc, r, false, &batch, &depends);
-	error_line(svc, conn_of(r), r->tag, batch, depends,
+	service__error_line(svc, conn_of(r), r->tag, batch, depends,
 	    (uint8_t)r->kind, code, text);
 }
 
@@ -627,8 +411,8 @@ cmd_status(struct service *svc, struct service_conn *conn,
 	n = proto_format_status(line, sizeof(line), req->name, req->name_len,
 	    st.held, st.fence, st.ttl_ms, st.queue);
 	n = append_status_fields(line, n, sizeof(line), &st);
-	answer(svc, conn, seq, 0, service__inflight_depends(svc, req->name,
-	    req->name_len), line, n);
+	service__answer(svc, conn, seq, 0, service__inflight_depends(svc,
+	    req->name, req->name_len), line, n);
 }
 
 /* FORCE <name> <fence>: RELEASED once durable, or NOTHELD. */
@@ -663,8 +447,8 @@ cmd_check(struct service *svc, struct service_conn *conn,
 		    (int)req->name_len, req->name,
 		    (unsigned long long)(st.held ? st.fence : 0));
 	}
-	answer(svc, conn, seq, 0, service__inflight_depends(svc, req->name,
-	    req->name_len), line, (size_t)n);
+	service__answer(svc, conn, seq, 0, service__inflight_depends(svc,
+	    req->name, req->name_len), line, (size_t)n);
 }
 
 /* WATCH <name> [fence=] [wait=]: a long poll the core answers once. */
@@ -732,7 +516,7 @@ cmd_list(struct service *svc, struct service_conn *conn,
 			}
 			n = format_status_line(line, sizeof(line), "LOCK",
 			    e->name, e->name_len, &st);
-			if (n == 0 || !buf_append(&text, line, n))
+			if (n == 0 || !service__buf_append(&text, line, n))
 				goto nomem;
 			d = service__inflight_depends(svc, e->name,
 			    e->name_len);
@@ -749,18 +533,18 @@ cmd_list(struct service *svc, struct service_conn *conn,
 	else
 		k = snprintf(line, sizeof(line), "END count=%u\r\n",
 		    (unsigned)count);
-	if (k <= 0 || !buf_append(&text, line, (size_t)k))
+	if (k <= 0 || !service__buf_append(&text, line, (size_t)k))
 		goto nomem;
-	answer(svc, conn, seq, 0, depends, text.data, text.len);
-	buf_free(&text);
+	service__answer(svc, conn, seq, 0, depends, text.data, text.len);
+	service__buf_free(&text);
 	if (ranges != &whole)
 		free(ranges);
 	return;
 nomem:
-	buf_free(&text);
+	service__buf_free(&text);
 	if (ranges != &whole)
 		free(ranges);
-	answer_error(svc, conn, seq, 0, 0, PROTO_ERR_UNAVAILABLE,
+	service__answer_error(svc, conn, seq, 0, 0, PROTO_ERR_UNAVAILABLE,
 	    "out of memory");
 }
 
@@ -772,7 +556,7 @@ cmd_ping(struct service *svc, struct service_conn *conn,
 
 	(void)req;
 	(void)now;
-	answer(svc, conn, seq, 0, 0, line,
+	service__answer(svc, conn, seq, 0, 0, line,
 	    proto_format_pong(line, sizeof(line)));
 }
 
@@ -785,7 +569,7 @@ cmd_quit(struct service *svc, struct service_conn *conn,
 	(void)req;
 	(void)now;
 	conn->quit = true;
-	answer(svc, conn, seq, 0, 0, line,
+	service__answer(svc, conn, seq, 0, 0, line,
 	    proto_format_bye(line, sizeof(line)));
 }
 
@@ -797,7 +581,7 @@ cmd_help(struct service *svc, struct service_conn *conn,
 
 	(void)req;
 	(void)now;
-	answer(svc, conn, seq, 0, 0, line,
+	service__answer(svc, conn, seq, 0, 0, line,
 	    proto_format_help(line, sizeof(line)));
 }
 
@@ -827,7 +611,7 @@ cmd_stats(struct service *svc, struct service_conn *conn,
 		    !svc->cluster.etcd_unreachable ? "ok" :
 		    svc->cluster.etcd_refused ? "refused" : "unreachable") +
 		    n - 2;
-	answer(svc, conn, seq, 0, 0, line, n);
+	service__answer(svc, conn, seq, 0, 0, line, n);
 }
 
 /*
@@ -890,20 +674,20 @@ cmd_auth(struct service *svc, struct service_conn *conn,
 		if (++conn->auth_failures >= AUTH_MAX_FAILURES) {
 			/* Answered, then closed: guessing costs a connect. */
 			conn->quit = true;
-			answer_error(svc, conn, seq, 0, 0, PROTO_ERR_DENIED,
-			    "too many failed AUTH, closing");
+			service__answer_error(svc, conn, seq, 0, 0,
+			    PROTO_ERR_DENIED, "too many failed AUTH, closing");
 		} else {
-			answer_error(svc, conn, seq, 0, 0, PROTO_ERR_DENIED,
-			    "bad token");
+			service__answer_error(svc, conn, seq, 0, 0,
+			    PROTO_ERR_DENIED, "bad token");
 		}
 		return;
 	}
 	if (principal_switch(svc, conn, principal) != 0) {
-		answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
+		service__answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
 		    "too many connections for this principal");
 		return;
 	}
-	answer(svc, conn, seq, 0, 0, line, proto_format_authed(line,
+	service__answer(svc, conn, seq, 0, 0, line, proto_format_authed(line,
 	    sizeof(line), conn->principal, strlen(conn->principal)));
 }
 
@@ -1071,7 +855,7 @@ execute(struct service *svc, struct service_conn *conn,
 	if ((why = refusal(svc, conn, req, &code)) != NULL) {
 		if (code == PROTO_ERR_DENIED)
 			svc->stats.denied++;
-		answer_error(svc, conn, seq, 0, 0, code, why);
+		service__answer_error(svc, conn, seq, 0, 0, code, why);
 		return;
 	}
 	/* A leader whose lease could have run out serves nothing, even
@@ -1080,7 +864,7 @@ execute(struct service *svc, struct service_conn *conn,
 	    (!svc->cluster.leading || now >= svc->cluster.serving_until)) {
 		char text[PROTO_REPLY_MAX];
 		if (svc->cluster.etcd_unreachable)
-			answer_error(svc, conn, seq, 0, 0,
+			service__answer_error(svc, conn, seq, 0, 0,
 			    PROTO_ERR_UNAVAILABLE, svc->cluster.etcd_refused ?
 			    "etcd refused this node's credentials (its log "
 			    "says why)" : "etcd cannot be reached");
@@ -1088,21 +872,21 @@ execute(struct service *svc, struct service_conn *conn,
 		    svc->cluster.leader[0] != '\0') {
 			snprintf(text, sizeof(text), "leader=%.200s this node "
 			    "does not serve locks", svc->cluster.leader);
-			answer_error(svc, conn, seq, 0, 0,
+			service__answer_error(svc, conn, seq, 0, 0,
 			    PROTO_ERR_NOTLEADER, text);
 		} else
-			answer_error(svc, conn, seq, 0, 0,
+			service__answer_error(svc, conn, seq, 0, 0,
 			    PROTO_ERR_NOTLEADER, "no leader is known");
 		return;
 	}
 	if (over_held_quota(svc, conn, req)) {
-		answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
+		service__answer_error(svc, conn, seq, 0, 0, PROTO_ERR_LIMIT,
 		    "too many held locks for this principal");
 		return;
 	}
 	commands[req->command](svc, conn, req, seq, now);
 	if (conn->answered_seq != seq)   /* a waiting ACQUIRE or WATCH */
-		slot_add(svc, conn, seq, PROTO_REPLY_MAX);
+		service__slot_reserve(svc, conn, seq);
 }
 
 static void
@@ -1111,7 +895,7 @@ reject(struct service *svc, struct service_conn *conn,
 {
 	uint64_t seq = ++conn->next_seq;
 
-	answer_error(svc, conn, seq, 0, 0, err->code, err->message);
+	service__answer_error(svc, conn, seq, 0, 0, err->code, err->message);
 }
 
 /* Parses and executes what p[0..len) holds; returns the bytes used. */
@@ -1173,15 +957,15 @@ service_conn_feed(struct service *svc, struct service_conn *conn,
 	if (conn->in.len == 0) {
 		/* Straight from the caller's buffer; keep a partial line. */
 		used = parse_all(svc, conn, data, len, now);
-		if (used < len && !buf_append(&conn->in, data + used,
+		if (used < len && !service__buf_append(&conn->in, data + used,
 		    len - used))
 			conn->overflow = true;
 		conn->in_scanned = conn->in.len;
 		return;
 	}
-	if (!buf_append(&conn->in, data, len)) {
+	if (!service__buf_append(&conn->in, data, len)) {
 		conn->overflow = true;
-		mark_ready(svc, conn);
+		service__mark_ready(svc, conn);
 		return;
 	}
 	if (memchr(conn->in.data + conn->in_scanned, '\n',
@@ -1195,19 +979,8 @@ service_conn_feed(struct service *svc, struct service_conn *conn,
 	conn->in.len -= used;
 	conn->in_scanned = conn->in.len;
 	if (conn->in.len == 0)
-		buf_free(&conn->in);   /* idle connections keep no buffer */
-}
-
-void
-service_conn_written(struct service_conn *conn, size_t n)
-{
-	if (n == 0)
-		return;
-	if (n < conn->out.len)
-		memmove(conn->out.data, conn->out.data + n, conn->out.len - n);
-	conn->out.len -= n;
-	if (conn->out.len == 0 && conn->out.cap > OUT_KEEP_CAP)
-		buf_free(&conn->out);
+		/* Idle connections keep no buffer. */
+		service__buf_free(&conn->in);
 }
 
 /* ---- connections ------------------------------------------------------ */
@@ -1250,41 +1023,23 @@ service_conn_refuse(struct service *svc, struct service_conn *conn,
 {
 	uint64_t seq = ++conn->next_seq;
 
-	answer_error(svc, conn, seq, 0, 0, code, text);
+	service__answer_error(svc, conn, seq, 0, 0, code, text);
 	conn->quit = true;
 }
 
 void
 service_conn_close(struct service *svc, struct service_conn *conn)
 {
-	struct service_slot *s, *next;
-
 	core_disconnect(&svc->table, &conn->session,
 	    svc->clock.mono(svc->clock.ctx));
 	principal_switch(svc, conn, "");   /* cannot fail */
-	for (s = conn->slots_head; s != NULL; s = next) {
-		next = s->next;
-		free(s);
-	}
-	conn->slots_head = conn->slots_tail = NULL;
+	service__slots_free(conn);
 	link_remove(&conn->all_link);
 	link_remove(&conn->ready_link);
 	link_remove(&conn->waiting_link);
-	buf_free(&conn->in);
-	buf_free(&conn->out);
+	service__buf_free(&conn->in);
+	service__buf_free(&conn->out);
 	svc->stats.connections--;
-}
-
-struct service_conn *
-service_next_ready(struct service *svc)
-{
-	struct service_conn *conn;
-
-	if (link_empty(&svc->ready))
-		return NULL;
-	conn = container_of(svc->ready.next, struct service_conn, ready_link);
-	link_remove(&conn->ready_link);
-	return conn;
 }
 
 struct service_conn *

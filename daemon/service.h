@@ -192,6 +192,9 @@ struct service {
 	struct core_link conns;
 	struct core_link ready;
 	struct core_link waiting;
+	/* Replies waiting for batches up to this one may leave: what group
+	 * commit last told reply ordering (service__release). */
+	uint64_t released_seq;
 	struct service_stats stats;
 	struct store_stats store_stats;  /* as of the last commit's end */
 	struct metrics metrics;

@@ -210,79 +210,6 @@ collect_record(void *ctx, const char *name, size_t name_len,
 		c->failed = true;
 }
 
-/* A reply that was counted when it was decided will not be sent: its
- * count is taken back, so that the counters count what clients were told. */
-static void
-untell(struct service *svc, struct service_told told)
-{
-	struct service_untold *u = &svc->stats.untold;
-
-	if (told.error != PROTO_ERR_NONE) {
-		svc->stats.protocol_errors[told.error]--;
-		if (told.error == PROTO_ERR_TIMEOUT)
-			u->timeouts++;
-		else if (told.error == PROTO_ERR_CONFLICT)
-			u->conflicts++;
-		return;
-	}
-	switch (told.kind) {
-	case CORE_REPLY_GRANTED:
-		u->granted++;
-		break;
-	case CORE_REPLY_RENEWED:
-		u->renewed++;
-		break;
-	case CORE_REPLY_RELEASED:
-		u->released++;
-		break;
-	case CORE_REPLY_FORCED:     /* its RELEASED counted a forced hold */
-		u->forced++;
-		break;
-	case CORE_REPLY_HELD:
-		u->unavailable++;
-		break;
-	default:
-		break;
-	}
-}
-
-/*
- * Turns every reply waiting on `batch` - its own GRANTED and RENEWED, and
- * what rests on it - into UNAVAILABLE.  Every connection is looked at: such
- * a reply may sit behind a waiting ACQUIRE, on a connection that is not on
- * the waiting list.
- */
-static void
-fail_replies(struct service *svc, uint64_t batch)
-{
-	struct core_link *l, *next;
-
-	for (l = svc->conns.next; l != &svc->conns; l = next) {
-		struct service_conn *conn = container_of(l,
-		    struct service_conn, all_link);
-		struct service_slot *s;
-		bool failed = false;
-
-		next = l->next;
-		for (s = conn->slots_head; s != NULL; s = s->next) {
-			if (!s->resolved ||
-			    (s->batch != batch && s->depends != batch))
-				continue;
-			untell(svc, s->told);
-			s->len = (uint32_t)proto_format_error(s->text,
-			    s->cap, PROTO_ERR_UNAVAILABLE, UNAVAILABLE_TEXT);
-			s->told.kind = SERVICE_TOLD_OWN;
-			s->told.error = PROTO_ERR_UNAVAILABLE;
-			s->batch = 0;
-			s->depends = 0;
-			svc->stats.protocol_errors[PROTO_ERR_UNAVAILABLE]++;
-			failed = true;
-		}
-		if (failed)
-			service__advance(svc, conn);
-	}
-}
-
 /* The live connection with this id, if any (a fall-back's rare path). */
 static struct core_session *
 session_of(struct service *svc, uint64_t id)
@@ -690,7 +617,6 @@ int
 service_commit_end(struct service *svc)
 {
 	uint64_t batch = svc->commit.inflight_seq;
-	struct core_link *l, *next;
 	bool written;
 
 	if (svc->commit.syncing) {
@@ -721,7 +647,7 @@ service_commit_end(struct service *svc)
 		log_event(LOG_ERROR, "store_error",
 		    "op=commit records=%zu error=\"%s\"",
 		    svc->commit.batch.count, svc->store->error);
-		fail_replies(svc, batch);
+		service__fail_replies(svc, batch);
 		fall_back(svc, &svc->commit.batch,
 		    svc->clock.mono(svc->clock.ctx),
 		    svc->clock.wall(svc->clock.ctx));
@@ -746,11 +672,7 @@ service_commit_end(struct service *svc)
 	if (svc->hooks.after_commit != NULL)
 		svc->hooks.after_commit(svc->hooks.ctx);
 release:
-	for (l = svc->waiting.next; l != &svc->waiting; l = next) {
-		next = l->next;
-		service__advance(svc, container_of(l, struct service_conn,
-		    waiting_link));
-	}
+	service__release(svc, svc->commit.durable_seq);
 	return 0;
 }
 

@@ -1,8 +1,10 @@
 /*
  * service_int.h - what the files of the service share and nobody else may
- * see: the reply slot, the in-flight index and the promises of group commit
- * (service_commit.c), and reply delivery (service.c).  The server, the
- * simulator and the tests use service.h only.
+ * see: reply ordering (service_reply.c: the slot, delivery, and what group
+ * commit tells it), and the state, the in-flight index and the promises
+ * of group commit (service_commit.c).  service.c, request handling, calls
+ * both; group commit calls reply ordering; reply ordering calls neither.
+ * The server, the simulator and the tests use service.h only.
  *
  * Internal non-static names carry a double underscore (service__), as
  * libuv's do.
@@ -60,8 +62,52 @@ void service__commit_open(struct service *svc);
 void service__commit_close(struct service *svc);
 void service__commit_stored_hwm(struct service *svc, uint64_t hwm);
 
-/* service.c: moves the writable prefix of conn's slots to its output. */
-void service__advance(struct service *svc, struct service_conn *conn);
+/* ---- service_reply.c: reply ordering --------------------------------- */
+
+/* A buffer grown as needed (false without memory), and freed. */
+bool service__buf_append(struct service_buf *b, const char *data,
+    size_t len);
+void service__buf_free(struct service_buf *b);
+/* conn has output to write, or must close: service_next_ready gives it. */
+void service__mark_ready(struct service *svc, struct service_conn *conn);
+/*
+ * Delivers the reply text of request seq on conn, which told what `told`
+ * says.  `batch` is the batch that must be durable first, `depends` the
+ * batch in flight that the reply rests on (0: none); the failure of
+ * either makes it ERR UNAVAILABLE.
+ */
+void service__deliver(struct service *svc, struct service_conn *conn,
+    uint64_t seq, uint64_t batch, uint64_t depends,
+    struct service_told told, const char *text, size_t len);
+/* A reply of the service's own (not the core's) for request seq. */
+void service__answer(struct service *svc, struct service_conn *conn,
+    uint64_t seq, uint64_t batch, uint64_t depends, const char *text,
+    size_t len);
+/* An ERR line, counted, answering a core's reply of kind `kind` or
+ * (SERVICE_TOLD_OWN) one of the service's own checks. */
+void service__error_line(struct service *svc, struct service_conn *conn,
+    uint64_t seq, uint64_t batch, uint64_t depends, uint8_t kind,
+    enum proto_error_code code, const char *text);
+void service__answer_error(struct service *svc, struct service_conn *conn,
+    uint64_t seq, uint64_t batch, uint64_t depends,
+    enum proto_error_code code, const char *text);
+/* Request seq was executed without a reply yet (a waiting ACQUIRE or
+ * WATCH): a slot keeps its place in the reply order. */
+void service__slot_reserve(struct service *svc, struct service_conn *conn,
+    uint64_t seq);
+/* Frees conn's slots (it closed). */
+void service__slots_free(struct service_conn *conn);
+/*
+ * Group commit's word on the replies: every batch up to `durable` is
+ * durable, so the replies that waited for them leave (service__release);
+ * `batch` failed, so every reply waiting on it - its own GRANTED and
+ * RENEWED, and what rests on it - becomes ERR UNAVAILABLE and is taken
+ * back from the counters (service__fail_replies).
+ */
+void service__release(struct service *svc, uint64_t durable);
+void service__fail_replies(struct service *svc, uint64_t batch);
+
+/* ---- service_commit.c: group commit ---------------------------------- */
 
 /* service_commit.c: the batch in flight when it writes this lock (any of
  * its keys: its own, its holders'), else 0: a reply about the lock must

@@ -687,8 +687,10 @@ restores(struct world *w, bool all)
 void
 world_open_gate(struct world *w)
 {
-	if (w->opt->variant == SIM_VARIANT_REPLIES_BEFORE_COMMIT && w->up)
+	if (w->opt->variant == SIM_VARIANT_REPLIES_BEFORE_COMMIT && w->up) {
 		w->svc->commit.durable_seq = UINT64_MAX;
+		w->svc->released_seq = UINT64_MAX;
+	}
 }
 
 void
