@@ -166,7 +166,7 @@ $(B)/$(CLIENT_SONAME): $(CLIENT_PIC_OBJ) client/liblockd.map
 $(B)/liblockd.so: $(B)/$(CLIENT_SONAME)
 	ln -sf $(CLIENT_SONAME) $@
 
-$(B)/lockctl: $(B)/client/lockctl.o $(B)/liblockd.a
+$(B)/lockctl: $(B)/client/lockctl.o $(B)/client/lockctl_run.o $(B)/liblockd.a
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ $(UV_LIBS) $(OPENSSL_LIBS)
 
 # lockd.pc for the build tree: headers from client/, the library from $(B),

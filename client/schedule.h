@@ -1,8 +1,9 @@
 /*
  * schedule.h - the renewal schedule every lockd client keeps (internal,
  * never installed): liblockd's keep-alive thread (keepalive.c), the libuv
- * keep-alive (uv.c) and `lockctl run` (lockctl.c) include it, and the
- * Python client keeps the same numbers (client/python/lockd/_proto.py).
+ * keep-alive (uv.c) and `lockctl run` (lockctl_run.c) include it, and the
+ * Python and Go clients keep the same numbers (client/python/lockd/_proto.py,
+ * client/go/lease.go).
  *
  * As shares of the lease L last granted: a renewal goes out L/3 into it;
  * the lease counts as lost L/10 before it ends (lockctl stops its command

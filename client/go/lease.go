@@ -297,7 +297,7 @@ func (l *Lease) Err() error {
 }
 
 // The keep-alive's and the guard's schedule, lockctl run's exactly
-// (client/lockctl.c; docs/lockctl.1, "HOW RUN HOLDS THE LOCK"), as shares
+// (client/lockctl_run.c; docs/lockctl.1, "HOW RUN HOLDS THE LOCK"), as shares
 // of the lease L granted, counted from the moment the request that last
 // granted or renewed it was sent: renew every L/3; after a failure retry
 // after 50 ms, the pause doubling to at most 250 ms (and L/15, at least
