@@ -177,6 +177,112 @@ advertise_of(const struct config *cfg, const struct server *srv, char *out,
 		    "no reachable leader\"", out);
 }
 
+/* The service's configuration from lockd's: limits, leases, and the
+ * secrets and hash key drawn from pool. */
+static void
+service_config_of(const struct config *cfg, struct random_pool *pool,
+    struct service_config *scfg)
+{
+	service_config_defaults(scfg);
+	scfg->core.default_lease_ms = cfg->default_lease_ms;
+	scfg->core.max_lease_ms = cfg->max_lease_ms;
+	scfg->core.max_lock_delay_ms = cfg->max_lock_delay_ms;
+	scfg->core.max_held = cfg->max_held;
+	scfg->core.max_waiters = cfg->max_waiters;
+	scfg->core.max_waiters_per_session = cfg->max_conn_waiters;
+	scfg->principal.connections = cfg->max_principal_connections;
+	scfg->principal.held = cfg->max_principal_held;
+	scfg->principal.waiters = cfg->max_principal_waiters;
+	scfg->core.secret = random_secret;
+	scfg->core.secret_ctx = pool;
+	scfg->core.hash_key[0] = random_secret(pool);
+	scfg->core.hash_key[1] = random_secret(pool);
+	scfg->max_line = cfg->max_line;
+	scfg->max_output = cfg->max_output;
+}
+
+/*
+ * The store lockd serves from: on a single node the journal in front of
+ * LMDB (or the seams' own), in cluster mode etcd, with *etcd its client
+ * (standing by: leadership loads the state when it wins).  NULL after
+ * saying why, with *status the exit code: 2 for etcd options that cannot
+ * be used, 1 for a store that cannot be opened.
+ */
+static struct store *
+open_store(const struct config *cfg, const struct daemon_seams *seams,
+    uv_loop_t *loop, struct etcd **etcd, int *status)
+{
+	struct store_journal_config jcfg;
+	struct store *store;
+	char err[512];
+
+	*etcd = NULL;
+	*status = 2;
+	if (cfg->etcd[0] != '\0') {
+		struct etcd_security sec = { cfg->etcd_ca, cfg->etcd_cert,
+		    cfg->etcd_key, cfg->etcd_user, cfg->etcd_password_file };
+
+		if ((*etcd = etcd_open(loop, cfg->etcd, err, sizeof(err))) ==
+		    NULL) {
+			fprintf(stderr, "lockd: %s\n", err);
+			return NULL;
+		}
+		if (etcd_secure(*etcd, &sec, err, sizeof(err)) != 0) {
+			fprintf(stderr, "lockd: %s\n", err);
+			return NULL;
+		}
+		store = store_etcd_open(*etcd, cfg->cluster,
+		    LEADER_STORE_TIMEOUT_MS, err, sizeof(err));
+		if (store != NULL)
+			store_etcd_standby(store, true);
+	} else if (seams != NULL && seams->open_store != NULL) {
+		store = seams->open_store(cfg->data_dir, cfg->map_size, err,
+		    sizeof(err));
+	} else {
+		memset(&jcfg, 0, sizeof(jcfg));
+		jcfg.map_size = cfg->map_size;
+		jcfg.journal_size = cfg->journal_size;
+		if (seams != NULL) {
+			jcfg.lmdb_flags = seams->lmdb_flags;
+			jcfg.journal_nosync = seams->journal_nosync;
+		}
+		store = store_journal_open(cfg->data_dir, &jcfg, err,
+		    sizeof(err));
+	}
+	if (store == NULL) {
+		*status = 1;
+		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
+		fprintf(stderr, "lockd: %s\n", err);
+	}
+	return store;
+}
+
+/* Tells systemd lockd is ready, and what it serves. */
+static void
+notify_ready(const struct config *cfg, struct service *svc,
+    const struct service_recovery *rec, bool cluster)
+{
+	char ready[256];
+
+	if (cluster)
+		snprintf(ready, sizeof(ready), "READY=1\nSTATUS=cluster %s: "
+		    "standing by until it leads", cfg->cluster);
+	else
+		snprintf(ready, sizeof(ready), "READY=1\nSTATUS=serving; "
+		    "recovered %llu leases, %llu held, fence high-water mark "
+		    "%llu", (unsigned long long)rec->leases,
+		    (unsigned long long)service_held_count(svc),
+		    (unsigned long long)rec->hwm);
+	notify_send(ready);
+}
+
+/*
+ * lockd: reads the configuration, opens the store, recovers, serves until
+ * told to stop.  Each step that fails unwinds what the ones before it made,
+ * through the one ladder at the end (as LMDB does it): 2 for a bad
+ * configuration, 1 for a store, recovery or listener that fails, 0 after a
+ * clean stop.
+ */
 int
 daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 {
@@ -188,11 +294,10 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	struct service_recovery rec;
 	struct service_clock clock;
 	struct config cfg;
-	struct store *store;
-	struct store_journal_config jcfg;
+	struct store *store = NULL;
 	char err[512];
 	uv_loop_t *loop = uv_default_loop();
-	int status = 1;
+	int status = 2;
 
 	switch (config_load(&cfg, argc, argv, err, sizeof(err))) {
 	case CONFIG_EXIT_OK:
@@ -211,13 +316,12 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	if (cfg.auth_file[0] != '\0' && auth_rules_load(&srv.auth,
 	    cfg.auth_file, err, sizeof(err)) != 0) {
 		fprintf(stderr, "lockd: --auth %s\n", err);
-		return 2;
+		goto free_auth;
 	}
 	srv.cfg = &cfg;
 	if (server_reload_tls(&srv, err, sizeof(err)) != 0) {
 		fprintf(stderr, "lockd: %s\n", err);
-		auth_rules_free(&srv.auth);
-		return 2;
+		goto free_auth;
 	}
 	log_threshold = (enum log_level)cfg.log_level;
 	/* A cluster node keeps nothing on disk: its store is etcd. */
@@ -228,69 +332,18 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 	else
 		log_event(LOG_INFO, "start", "version=%s pid=%d data_dir=%s",
 		    LOCKD_VERSION, (int)getpid(), cfg.data_dir);
-
-	memset(&jcfg, 0, sizeof(jcfg));
-	jcfg.map_size = cfg.map_size;
-	jcfg.journal_size = cfg.journal_size;
-	if (seams != NULL) {
-		jcfg.lmdb_flags = seams->lmdb_flags;
-		jcfg.journal_nosync = seams->journal_nosync;
-	}
-	if (cfg.etcd[0] != '\0') {
-		/* Cluster mode: a node starts as a standby over an empty
-		 * store; leadership loads the state when it wins. */
-		struct etcd_security sec = { cfg.etcd_ca, cfg.etcd_cert,
-		    cfg.etcd_key, cfg.etcd_user, cfg.etcd_password_file };
-		if ((etcd = etcd_open(loop, cfg.etcd, err, sizeof(err))) ==
-		    NULL) {
-			fprintf(stderr, "lockd: %s\n", err);
-			return 2;
-		}
-		if (etcd_secure(etcd, &sec, err, sizeof(err)) != 0) {
-			fprintf(stderr, "lockd: %s\n", err);
-			etcd_close(etcd);
-			uv_run(loop, UV_RUN_NOWAIT);
-			return 2;
-		}
-		store = store_etcd_open(etcd, cfg.cluster,
-		    LEADER_STORE_TIMEOUT_MS, err, sizeof(err));
-		if (store != NULL)
-			store_etcd_standby(store, true);
+	if ((store = open_store(&cfg, seams, loop, &etcd, &status)) == NULL)
+		goto close_etcd;
+	if (etcd != NULL)
 		service_cluster_enable(&srv.svc);
-	} else
-		store = seams != NULL && seams->open_store != NULL ?
-		    seams->open_store(cfg.data_dir, cfg.map_size, err,
-		    sizeof(err)) :
-		    store_journal_open(cfg.data_dir, &jcfg, err, sizeof(err));
-	if (store == NULL) {
-		log_event(LOG_ERROR, "store_error", "error=\"%s\"", err);
-		fprintf(stderr, "lockd: %s\n", err);
-		auth_rules_free(&srv.auth);
-		SSL_CTX_free(srv.tls);
-		return 1;
-	}
+	status = 1;
 
-	service_config_defaults(&scfg);
-	scfg.core.default_lease_ms = cfg.default_lease_ms;
-	scfg.core.max_lease_ms = cfg.max_lease_ms;
-	scfg.core.max_lock_delay_ms = cfg.max_lock_delay_ms;
-	scfg.core.max_held = cfg.max_held;
-	scfg.core.max_waiters = cfg.max_waiters;
-	scfg.core.max_waiters_per_session = cfg.max_conn_waiters;
-	scfg.principal.connections = cfg.max_principal_connections;
-	scfg.principal.held = cfg.max_principal_held;
-	scfg.principal.waiters = cfg.max_principal_waiters;
-	scfg.core.secret = random_secret;
-	scfg.core.secret_ctx = &pool;
-	scfg.core.hash_key[0] = random_secret(&pool);
-	scfg.core.hash_key[1] = random_secret(&pool);
+	service_config_of(&cfg, &pool, &scfg);
 	/* Room for every stored lease at once: recovery then never grows
 	 * (and rehashes) the table.  Without a count it grows as it loads. */
 	if (store->ops->count != NULL &&
 	    store->ops->count(store, &scfg.core.expected_locks) != 0)
 		scfg.core.expected_locks = 0;
-	scfg.max_line = cfg.max_line;
-	scfg.max_output = cfg.max_output;
 	memset(&clock, 0, sizeof(clock));
 	clock.mono = clock_mono;
 	clock.wall = clock_wall;
@@ -324,21 +377,7 @@ daemon_run(int argc, char **argv, const struct daemon_seams *seams)
 		fprintf(stderr, "lockd: cannot listen (see log)\n");
 		goto close_service;
 	}
-	{
-		char ready[256];
-		if (etcd != NULL)
-			snprintf(ready, sizeof(ready), "READY=1\nSTATUS="
-			    "cluster %s: standing by until it leads",
-			    cfg.cluster);
-		else
-			snprintf(ready, sizeof(ready), "READY=1\nSTATUS="
-			    "serving; recovered %llu leases, %llu held, fence "
-			    "high-water mark %llu",
-			    (unsigned long long)rec.leases,
-			    (unsigned long long)service_held_count(&srv.svc),
-			    (unsigned long long)rec.hwm);
-		notify_send(ready);
-	}
+	notify_ready(&cfg, &srv.svc, &rec, etcd != NULL);
 	if (etcd != NULL) {
 		char advertise[300];
 		advertise_of(&cfg, &srv, advertise, sizeof(advertise));
@@ -354,11 +393,16 @@ close_service:
 	service_close(&srv.svc);
 close_store:
 	store->ops->close(store);
+close_etcd:
 	etcd_close(etcd);
-	auth_rules_free(&srv.auth);
+	/* etcd never served: its handles' close callbacks run now. */
+	if (etcd != NULL && store == NULL)
+		uv_run(loop, UV_RUN_NOWAIT);
 	if (srv.tls != NULL)
 		SSL_CTX_free(srv.tls);
 	srv.tls = NULL;
+free_auth:
+	auth_rules_free(&srv.auth);
 	/* After a failed server_init its handles are still open and this
 	 * returns UV_EBUSY: lockd exits anyway. */
 	uv_loop_close(loop);
