@@ -3,7 +3,9 @@
  * `GET /metrics` with the Prometheus text format on the lock service's own
  * event loop, and the health checks of load balancers and watchdogs:
  * `/healthz` (200 while the loop answers) and `/readyz` (200 while locks
- * are served - recovery done - else 503).  One request per connection (Connection: close).  Any other
+ * are served - recovery done - else 503).  One request per connection
+ * (Connection: close).  The request head is parsed by http_parse.c, a pure
+ * function over the bytes read; this file moves the bytes.  Any other
  * path is 404, any other method 405; a malformed request, one larger than
  * HTTP_MAX_REQUEST or one not complete within HTTP_TIMEOUT_MS is answered
  * 400 (or dropped) and closed.  Nothing here touches the lock table but
@@ -24,6 +26,7 @@
 #include "daemon/auth.h"
 #include "daemon/config.h"
 #include "daemon/http.h"
+#include "daemon/http_parse.h"
 #include "daemon/log.h"
 #include "daemon/tls.h"
 
@@ -177,68 +180,23 @@ respond_text(struct http_conn *c, int code, const char *reason,
 	    strlen(text));
 }
 
-/* Is the request target [target, target + len) this path, with or
- * without a query? */
-static bool
-path_is(const char *target, size_t len, const char *path)
-{
-	size_t n = strlen(path);
-
-	return len >= n && memcmp(target, path, n) == 0 &&
-	    (len == n || target[n] == '?');
-}
-
-/*
- * The token of an "Authorization: Bearer <token>" header in the head
- * p[0..len), or NULL; *token_len gets its length.
- */
-static const char *
-bearer_token(const char *p, size_t len, size_t *token_len)
-{
-	static const char name[] = "authorization:";
-	const char *end = p + len, *line, *eol, *v;
-
-	for (line = p; line < end; line = eol + 1) {
-		if ((eol = memchr(line, '\n', (size_t)(end - line))) == NULL)
-			return NULL;
-		if ((size_t)(eol - line) < sizeof(name) - 1 ||
-		    strncasecmp(line, name, sizeof(name) - 1) != 0)
-			continue;
-		/* The blanks stop at the line's LF at the latest. */
-		v = line + sizeof(name) - 1;
-		v += strspn(v, " \t");
-		if ((size_t)(eol - v) < 7 || strncasecmp(v, "bearer ", 7) != 0)
-			return NULL;
-		v += 7;
-		while (v < eol && *v == ' ')
-			v++;
-		*token_len = (size_t)(eol - v);
-		while (*token_len > 0 && (v[*token_len - 1] == '\r' ||
-		    v[*token_len - 1] == ' ' || v[*token_len - 1] == '\t'))
-			(*token_len)--;
-		return *token_len > 0 ? v : NULL;
-	}
-	return NULL;
-}
-
 /*
  * With --auth: may this scrape read the counters?  Yes for a principal
  * with admin on some prefix (what STATS needs), from a bearer token or
  * else the client certificate.
  */
 static bool
-scrape_allowed(struct http_conn *c, const char *head, size_t len)
+scrape_allowed(struct http_conn *c, const struct http_request *req)
 {
 	const struct auth_rules *rules = c->http->svc->auth;
-	const char *token, *principal = NULL;
+	const char *principal = NULL;
 	char cn[TLS_CN_MAX + 1];
-	size_t token_len;
 
 	if (rules == NULL)
 		return true;
-	if ((token = bearer_token(head, len, &token_len)) != NULL) {
-		if ((principal = auth_token_principal(rules, token,
-		    token_len)) == NULL)
+	if (req->token != NULL) {
+		if ((principal = auth_token_principal(rules, req->token,
+		    req->token_len)) == NULL)
 			c->http->svc->stats.auth_failures++;
 	} else if (c->is_tls && tls_conn_peer_cn(&c->tls, cn) &&
 	    strncmp(cn, "uid:", 4) != 0) {
@@ -251,55 +209,35 @@ scrape_allowed(struct http_conn *c, const char *head, size_t len)
 	return false;
 }
 
-/* Looks at a complete request head: request line, then headers. */
+/* Answers a complete request head, parsed. */
 static void
-handle(struct http_conn *c, size_t head_len)
+handle(struct http_conn *c, const struct http_request *req)
 {
-	const char *p = c->in, *end = c->in + head_len, *sp1, *sp2, *eol;
 	struct metrics_text t = { NULL, 0, 0, 0 };
-	size_t i;
+	bool head = req->method == HTTP_METHOD_HEAD;
 
-	for (i = 0; i < head_len; i++) {
-		unsigned char ch = (unsigned char)p[i];
-		if ((ch < 0x20 && ch != '\r' && ch != '\n' && ch != '\t') ||
-		    ch == 0x7f) {
-			respond_text(c, 400, "Bad Request", "bad request\n");
-			return;
-		}
-	}
-	eol = memchr(p, '\n', (size_t)(end - p));
-	sp1 = memchr(p, ' ', (size_t)(eol - p));
-	sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
-	if (sp1 == NULL || sp2 == NULL || sp1 == p || sp2 == sp1 + 1 ||
-	    (size_t)(eol - sp2) < 9 || strncmp(sp2 + 1, "HTTP/1.", 7) != 0) {
-		respond_text(c, 400, "Bad Request", "bad request\n");
-		return;
-	}
-	if (!((sp1 - p == 3 && memcmp(p, "GET", 3) == 0) ||
-	    (sp1 - p == 4 && memcmp(p, "HEAD", 4) == 0))) {
+	if (req->method == HTTP_METHOD_OTHER) {
 		respond_text(c, 405, "Method Not Allowed", "only GET\n");
 		return;
 	}
-	if (path_is(sp1 + 1, (size_t)(sp2 - sp1 - 1), "/healthz")) {
-		respond_text(c, 200, "OK", p[0] == 'H' ? "" : "ok\n");
+	if (http_target_is(req, "/healthz")) {
+		respond_text(c, 200, "OK", head ? "" : "ok\n");
 		return;
 	}
-	if (path_is(sp1 + 1, (size_t)(sp2 - sp1 - 1), "/readyz")) {
+	if (http_target_is(req, "/readyz")) {
 		if (service_ready(c->http->svc))
-			respond_text(c, 200, "OK", p[0] == 'H' ? "" :
-			    "ready\n");
+			respond_text(c, 200, "OK", head ? "" : "ready\n");
 		else
 			respond_text(c, 503, "Service Unavailable",
-			    p[0] == 'H' ? "" : "not serving locks\n");
+			    head ? "" : "not serving locks\n");
 		return;
 	}
-	if (!(sp2 - sp1 - 1 == 8 && memcmp(sp1 + 1, "/metrics", 8) == 0) &&
-	    !(sp2 - sp1 - 1 > 8 && memcmp(sp1 + 1, "/metrics?", 9) == 0)) {
+	if (!http_target_is(req, "/metrics")) {
 		respond_text(c, 404, "Not Found",
 		    "not found; try /metrics, /healthz or /readyz\n");
 		return;
 	}
-	if (!scrape_allowed(c, p, head_len)) {
+	if (!scrape_allowed(c, req)) {
 		respond(c, 401, "Unauthorized", "text/plain; charset=utf-8",
 		    "WWW-Authenticate: Bearer realm=\"lockd\"\r\n",
 		    HTTP_UNAUTHORIZED_TEXT, strlen(HTTP_UNAUTHORIZED_TEXT));
@@ -312,7 +250,7 @@ handle(struct http_conn *c, size_t head_len)
 		return;
 	}
 	respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", "",
-	    t.data, p[0] == 'H' ? 0 : t.len);
+	    t.data, head ? 0 : t.len);
 	free(t.data);
 }
 
@@ -346,19 +284,21 @@ on_plain(void *ctx, const char *p, size_t n)
 static void
 examine(struct http_conn *c)
 {
-	const char *end;
+	struct http_request req;
 
-	end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
-	if (end != NULL) {
-		handle(c, (size_t)(end - c->in) + 4);
+	switch (http_parse_request(c->in, c->in_len, &req)) {
+	case HTTP_PARSE_DONE:
+		handle(c, &req);
+		return;
+	case HTTP_PARSE_BAD:
+		respond_text(c, 400, "Bad Request", "bad request\n");
+		return;
+	case HTTP_PARSE_PARTIAL:
+		if (c->in_len == sizeof(c->in) || c->too_large)
+			respond_text(c, 400, "Bad Request",
+			    "request too large\n");
 		return;
 	}
-	if ((end = memmem(c->in, c->in_len, "\n\n", 2)) != NULL) {
-		handle(c, (size_t)(end - c->in) + 2);
-		return;
-	}
-	if (c->in_len == sizeof(c->in) || c->too_large)
-		respond_text(c, 400, "Bad Request", "request too large\n");
 }
 
 static void
