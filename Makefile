@@ -509,6 +509,7 @@ FUZZ_SERVICE_SRC := tests/fuzz/fuzz_service.c daemon/service.c \
                     tests/lib/store_mem.c tests/lib/rng.c $(CORE_SRC) \
                     tests/lib/broken_rules.c $(PROTO_SRC)
 FUZZ_TLS     := build-fuzz/fuzz_tls
+FUZZ_HTTP    := build-fuzz/fuzz_http
 FUZZ_TLS_SRC := tests/fuzz/fuzz_tls.c daemon/tls.c $(filter-out \
                 tests/fuzz/fuzz_service.c tests/lib/rng.c \
                 tests/lib/broken_rules.c,$(FUZZ_SERVICE_SRC))
@@ -526,6 +527,11 @@ $(FUZZ_SERVICE): $(FUZZ_SERVICE_SRC) $(wildcard core/*.h proto/*.h \
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
 	    $(FUZZ_SERVICE_SRC) -o $@ $(OPENSSL_LIBS)
 
+$(FUZZ_HTTP): tests/fuzz/fuzz_http.c daemon/http_parse.c daemon/http_parse.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARNINGS) -fno-sanitize-recover=undefined \
+	    tests/fuzz/fuzz_http.c daemon/http_parse.c -o $@
+
 $(FUZZ_TLS): $(FUZZ_TLS_SRC) $(wildcard core/*.h proto/*.h daemon/*.h \
     tests/lib/*.h)
 	@mkdir -p $(dir $@)
@@ -535,20 +541,25 @@ $(FUZZ_TLS): $(FUZZ_TLS_SRC) $(wildcard core/*.h proto/*.h daemon/*.h \
 .PHONY: fuzz fuzz-smoke-all fuzz-guard
 fuzz:
 	@tools/deps.sh fuzz
-	@$(MAKE) --no-print-directory $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS)
+	@$(MAKE) --no-print-directory $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS) \
+	    $(FUZZ_HTTP)
 	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
 	    $(FUZZ_SECONDS) && \
 	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
 	    tests/fuzz/corpus/service $(FUZZ_SECONDS) && \
 	 tests/fuzz/run-fuzz.sh tls $(FUZZ_TLS) tests/fuzz/corpus/tls \
+	    $(FUZZ_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh http $(FUZZ_HTTP) tests/fuzz/corpus/http \
 	    $(FUZZ_SECONDS)
 
-fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS)
+fuzz-smoke-all: $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS) $(FUZZ_HTTP)
 	@tests/fuzz/run-fuzz.sh proto $(FUZZ_PROTO) tests/fuzz/corpus/proto \
 	    $(FUZZ_SMOKE_SECONDS) && \
 	 tests/fuzz/run-fuzz.sh service $(FUZZ_SERVICE) \
 	    tests/fuzz/corpus/service $(FUZZ_SMOKE_SECONDS) && \
 	 tests/fuzz/run-fuzz.sh tls $(FUZZ_TLS) tests/fuzz/corpus/tls \
+	    $(FUZZ_SMOKE_SECONDS) && \
+	 tests/fuzz/run-fuzz.sh http $(FUZZ_HTTP) tests/fuzz/corpus/http \
 	    $(FUZZ_SMOKE_SECONDS)
 
 # The service fuzzer's guard: a broken service must be caught.

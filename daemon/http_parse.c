@@ -7,16 +7,21 @@
 
 #include "daemon/http_parse.h"
 
-/* Where the head ends (just after its empty line) in buf[0..len), or 0. */
+/*
+ * Where the head ends (just after its first empty line, CRLF or LF) in
+ * buf[0..len), or 0.  The first of the two, so that the head is the same
+ * however the bytes were split into reads.
+ */
 static size_t
 head_end(const char *buf, size_t len)
 {
-	const char *end;
+	const char *crlf = memmem(buf, len, "\r\n\r\n", 4);
+	const char *lf = memmem(buf, len, "\n\n", 2);
 
-	if ((end = memmem(buf, len, "\r\n\r\n", 4)) != NULL)
-		return (size_t)(end - buf) + 4;
-	if ((end = memmem(buf, len, "\n\n", 2)) != NULL)
-		return (size_t)(end - buf) + 2;
+	if (crlf != NULL && (lf == NULL || crlf < lf))
+		return (size_t)(crlf - buf) + 4;
+	if (lf != NULL)
+		return (size_t)(lf - buf) + 2;
 	return 0;
 }
 
@@ -62,6 +67,7 @@ http_parse_request(const char *buf, size_t len, struct http_request *req)
 	memset(req, 0, sizeof(*req));
 	if (head_len == 0)
 		return HTTP_PARSE_PARTIAL;
+	req->head_len = head_len;
 	end = p + head_len;
 	for (i = 0; i < head_len; i++) {
 		unsigned char ch = (unsigned char)p[i];
@@ -87,7 +93,6 @@ http_parse_request(const char *buf, size_t len, struct http_request *req)
 	req->token = bearer_token(p, head_len, &req->token_len);
 	if (req->token == NULL)
 		req->token_len = 0;
-	req->head_len = head_len;
 	return HTTP_PARSE_DONE;
 }
 

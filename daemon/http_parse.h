@@ -30,12 +30,13 @@ struct http_request {
 	/* An "Authorization: Bearer <token>" header's token; NULL: none. */
 	const char *token;
 	size_t token_len;
-	size_t head_len;          /* the head's bytes, its empty line too */
+	size_t head_len;          /* DONE or BAD: the head's bytes, its
+	                           * empty line too */
 };
 
 /*
- * Parses the request head at the start of buf[0..len): its end is the
- * first CRLF CRLF, or else the first LF LF.  A head is BAD with a control
+ * Parses the request head at the start of buf[0..len): its end is its
+ * first empty line (CRLF CRLF or LF LF, whichever comes first).  A head is BAD with a control
  * byte other than CR, LF and tab, or a request line that is not
  * "METHOD SP TARGET SP HTTP/1.x".  The caller says when a PARTIAL head has
  * grown too large.
