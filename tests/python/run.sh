@@ -12,7 +12,7 @@ LOCKD_BIN=${1:-$top/build/lockd}
 export LOCKD_BIN
 # Debian's interpreter, whatever python3 comes first on PATH (pyenv).
 python=/usr/bin/python3
-min_passed=130
+min_passed=135
 
 cd "$top/client/python" || exit 1
 out=$(mktemp)

@@ -13,9 +13,10 @@ _DEFAULT = object()
 # search for a node that serves may take, the attempts it may make, and
 # the pause between attempts once each endpoint had one.
 FAILOVER_DEFAULT = 10.0
-FAILOVER_HOPS_MAX = 64
-FAILOVER_BACKOFF = 0.05
-FAILOVER_BACKOFF_MAX = 0.25
+# The fail-over search's limits live with its rules, in _proto.
+FAILOVER_HOPS_MAX = _proto.FAILOVER_HOPS_MAX
+FAILOVER_BACKOFF = _proto.FAILOVER_BACKOFF
+FAILOVER_BACKOFF_MAX = _proto.FAILOVER_BACKOFF_MAX
 
 
 class Options:

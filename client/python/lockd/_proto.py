@@ -14,7 +14,8 @@ import ssl
 import time
 import warnings
 
-from .errors import ProtocolError, error_from_reply
+from .errors import (CommandTimeoutError, ProtocolError, ServerError,
+                     error_from_reply)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7420
@@ -218,6 +219,65 @@ def next_endpoint(endpoints, current, leader):
         if at != current:
             return at
     return (current + 1) % len(endpoints)
+
+
+# The fail-over search (liblockd's lockd__call): at most this many
+# attempts; each endpoint once at once, then pauses of 50 ms doubling to
+# 250 ms.
+FAILOVER_HOPS_MAX = 64
+FAILOVER_BACKOFF = 0.05
+FAILOVER_BACKOFF_MAX = 0.25
+
+
+def gave_up(error, attempts, took):
+    """The error a fail-over that found no node to serve ends with: the
+    last one's kind, saying so."""
+    why = (f"no leader answered in {attempts} attempts over"
+           f" {int(took * 1000)} ms; last: {error}")
+    if isinstance(error, ServerError):
+        return type(error)(error.code, why)
+    return type(error)(why)
+
+
+class FailoverSearch:
+    """The bookkeeping of one call's fail-over search, the same for the
+    blocking and the asyncio client (they differ only in how they wait):
+    after each failed attempt, the pause before the next one, or the
+    error that ends the search.  ``timeout`` is the fail-over time,
+    ``endpoints`` how many there are, ``deadline`` the call's own (on
+    now()'s clock; None: none)."""
+
+    def __init__(self, timeout, endpoints, deadline=None):
+        self.timeout = timeout
+        self.endpoints = endpoints
+        self.deadline = deadline
+        self.start = now()
+        self.attempt = 0
+        self.backoff = FAILOVER_BACKOFF
+
+    def pause_after(self, error, began):
+        """An attempt failed with error; began is when its request went
+        out (None: no connection was made).  Returns the seconds to wait
+        before the next attempt; raises the error that ends the search."""
+        self.attempt += 1
+        t = now()
+        # An attempt that ran longer than the fail-over time was a
+        # healthy wait (an ACQUIRE, a WATCH): count from its end.  (A
+        # stall that timed out was no wait: it counts.)
+        if began is not None and t - began > self.timeout and \
+                not isinstance(error, CommandTimeoutError):
+            self.start, self.attempt = t, 1
+            self.backoff = FAILOVER_BACKOFF
+        left = self.start + self.timeout - t
+        if self.deadline is not None:
+            left = min(left, self.deadline - t)
+        if self.attempt >= FAILOVER_HOPS_MAX or left <= 0:
+            raise gave_up(error, self.attempt, t - self.start)
+        if self.attempt < self.endpoints:
+            return 0.0     # each endpoint once at once
+        pause = min(self.backoff, left)
+        self.backoff = min(self.backoff * 2, FAILOVER_BACKOFF_MAX)
+        return pause
 
 
 # The renewal schedule of every lockd client (liblockd's client/schedule.h

@@ -15,9 +15,7 @@ import inspect
 
 from . import _proto
 from ._options import Options
-from ._options import (FAILOVER_BACKOFF, FAILOVER_BACKOFF_MAX,
-                       FAILOVER_HOPS_MAX)
-from .client import _earliest, _gave_up
+from .client import _earliest
 from .errors import (BadRequestError, CommandTimeoutError,
                      ConnectionClosedError, LeaseLostError, LimitError,
                      LockdConnectionError, LockdError, NotLeaderError,
@@ -270,11 +268,10 @@ class AsyncClient:
         return result
 
     async def _call_failover(self, req, timeout):
-        failover = self.options.failover_timeout
         start = _proto.now()
         deadline = None if timeout is None else start + timeout
-        backoff = FAILOVER_BACKOFF
-        attempt = 0
+        search = _proto.FailoverSearch(self.options.failover_timeout,
+                                       len(self._endpoints), deadline)
         while True:
             began = None
             try:
@@ -302,20 +299,9 @@ class AsyncClient:
                         raise result
                     error = result
                     self._follow(result, conn)
-            attempt += 1
-            now = _proto.now()
-            # (A stall that timed out was no wait: it counts.)
-            if began is not None and now - began > failover and \
-                    not isinstance(error, CommandTimeoutError):
-                start, attempt, backoff = now, 1, FAILOVER_BACKOFF
-            left = start + failover - now
-            if deadline is not None:
-                left = min(left, deadline - now)
-            if attempt >= FAILOVER_HOPS_MAX or left <= 0:
-                raise _gave_up(error, attempt, now - start)
-            if attempt >= len(self._endpoints):
-                await asyncio.sleep(min(backoff, left))
-                backoff = min(backoff * 2, FAILOVER_BACKOFF_MAX)
+            pause = search.pause_after(error, began)
+            if pause > 0:
+                await asyncio.sleep(pause)
 
     def _leave(self, conn):
         """conn is done with (None: none could be made).  False when

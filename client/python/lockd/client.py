@@ -16,8 +16,6 @@ import traceback
 
 from . import _proto
 from ._options import Options
-from ._options import (FAILOVER_BACKOFF, FAILOVER_BACKOFF_MAX,
-                       FAILOVER_HOPS_MAX)
 from .errors import (BadRequestError, CommandTimeoutError,
                      ConnectionClosedError, LeaseLostError, LimitError,
                      LockdConnectionError, LockdError, NotLeaderError,
@@ -36,16 +34,6 @@ def _earliest(a, b):
     if a is None:
         return b
     return a if b is None else min(a, b)
-
-
-def _gave_up(error, attempts, took):
-    """The error a fail-over that found no node to serve ends with: the
-    last one's kind, saying so."""
-    why = (f"no leader answered in {attempts} attempts over"
-           f" {int(took * 1000)} ms; last: {error}")
-    if isinstance(error, ServerError):
-        return type(error)(error.code, why)
-    return type(error)(why)
 
 
 class Client:
@@ -282,10 +270,8 @@ class Client:
         return result
 
     def _call_failover(self, req, deadline):
-        failover = self.options.failover_timeout
-        start = _proto.now()
-        backoff = FAILOVER_BACKOFF
-        attempt = 0
+        search = _proto.FailoverSearch(self.options.failover_timeout,
+                                       len(self._endpoints), deadline)
         while True:
             error = None
             began = None
@@ -319,23 +305,9 @@ class Client:
                         raise result
                     error = result
                     self._follow(result)
-            attempt += 1
-            now = _proto.now()
-            # An attempt that ran longer than the fail-over time was a
-            # healthy wait (an ACQUIRE, a WATCH): count from its end.
-            # (A stall that timed out was no wait: it counts.)
-            if began is not None and now - began > failover and \
-                    not isinstance(error, CommandTimeoutError):
-                start, attempt, backoff = now, 1, FAILOVER_BACKOFF
-            left = start + failover - now
-            if deadline is not None:
-                left = min(left, deadline - now)
-            if attempt >= FAILOVER_HOPS_MAX or left <= 0:
-                raise _gave_up(error, attempt, now - start)
-            # Each endpoint once at once; then with a pause.
-            if attempt >= len(self._endpoints):
-                time.sleep(min(backoff, left))
-                backoff = min(backoff * 2, FAILOVER_BACKOFF_MAX)
+            pause = search.pause_after(error, began)
+            if pause > 0:
+                time.sleep(pause)
 
     def _next_endpoint(self):
         """The connection broke or stalled: the next one goes to the

@@ -160,3 +160,17 @@ def test_renewal_retries_back_off_from_50_ms_to_250_ms_or_a_15th():
     # A short lease: never more than a fifteenth of it (here 20 ms).
     assert _proto.retry_after(300, 0)[0] == 0.02
     assert _proto.retry_after(60, 0)[0] == 0.01
+
+
+def test_a_failover_search_tries_each_endpoint_then_backs_off(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(_proto, "now", lambda: clock[0])
+    search = _proto.FailoverSearch(1.0, 3)
+    err = lockd.UnavailableError("UNAVAILABLE", "etcd cannot be reached")
+    # Each of the three endpoints once at once, then 50, 100, 200, 250 ms.
+    pauses = [search.pause_after(err, None) for _ in range(6)]
+    assert pauses == [0.0, 0.0, 0.05, 0.1, 0.2, 0.25]
+    # The fail-over time runs out: the search ends with the last error.
+    clock[0] += 1.0
+    with pytest.raises(lockd.UnavailableError, match="no leader answered"):
+        search.pause_after(err, None)
