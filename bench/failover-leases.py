@@ -40,7 +40,8 @@ One line a kill, then a summary, then `N passed, N failed` counting kept
 and lost leases.  Run by `make bench-failover`, which sets LOCKD,
 LOCKCTL, HOLDER and PYTHONPATH (client/python).  Knobs: FAILOVER_KILLS
 (30), FAILOVER_WORST_EVERY (3; 0: never), FAILOVER_LOAD_RATE (50),
-FAILOVER_SEED (random), FAILOVER_KEEP=1 (keep the work directory; it is
+FAILOVER_SEED (random), FAILOVER_LEADER_LEASE (lockd's --leader-lease;
+its default, 3s: a longer one shows that losses are caught), FAILOVER_KEEP=1 (keep the work directory; it is
 kept anyway, without etcd's data, when a lease was lost),
 FAILOVER_RESULTS (the result file), BENCH_TMPDIR (where the work
 directory goes: etcd's WAL wants a real disk).  Everything it starts
@@ -311,6 +312,7 @@ class Bench:
         self.kills = int(os.environ.get("FAILOVER_KILLS", "30"))
         self.worst_every = int(os.environ.get("FAILOVER_WORST_EVERY", "3"))
         self.load_rate = float(os.environ.get("FAILOVER_LOAD_RATE", "50"))
+        self.leader_lease = os.environ.get("FAILOVER_LEADER_LEASE")
         seed = os.environ.get("FAILOVER_SEED") or str(random.randrange(1 << 30))
         self.seed = int(seed)
         self.rng = random.Random(self.seed)
@@ -400,7 +402,9 @@ class Bench:
         self.nodes[i] = self.start([
             self.lockd, "--data-dir", os.path.join(self.work, f"n{i}"),
             "--listen", addr, "--advertise", addr, "--etcd", self.urls,
-            "--cluster", "failover"], path)
+            "--cluster", "failover"]
+            + (["--leader-lease", self.leader_lease] if self.leader_lease
+               else []), path)
         self.node_log[i] = path
         self.wait_log(path, f"listening on {addr}", 30, self.nodes[i])
 
@@ -499,14 +503,14 @@ class Bench:
             holders[kind] = self.start(args, out, err, env)
         line = {"kill": k}
         # All four held, as the serving node says.
+        # A holder that could not take its lease is a failure of its
+        # own; the kill goes on for the others.
         end = time.time() + 20
         while time.time() < end:
-            if all(self.expiry(n)[0] is not None for n in names.values()):
-                break
-            if any(h.ended is not None for h in holders.values()):
+            if all(self.expiry(names[kind])[0] is not None
+                   or holders[kind].ended is not None for kind in KINDS):
                 break
             time.sleep(0.05)
-        granted = time.time()
         missing = [kind for kind in KINDS if self.expiry(names[kind])[0] is None]
         waited_on = KINDS[k % len(KINDS)]
         waiter = self.start([self.lockctl, "-H", hosts, "acquire", "-l", "1s",
@@ -535,9 +539,9 @@ class Bench:
             line["mode"] = "random"
         time.sleep(max(0.0, t_kill - time.time()))
         leader = self.leader()
-        if leader is None or missing:
+        if leader is None or len(missing) == len(KINDS):
             line["error"] = ("no leader before the kill" if leader is None
-                             else "not granted: " + ",".join(missing))
+                             else "no holder took its lease")
             for p in list(holders.values()) + [waiter, loader]:
                 p.kill()
             return line, holders
@@ -574,7 +578,8 @@ class Bench:
         for kind in KINDS:
             h = holders[kind]
             rc = h.rc
-            outcome = ("kept" if rc == 0 else "lost" if rc == EXIT_LOST
+            outcome = ("not-held" if kind in missing else
+                       "kept" if rc == 0 else "lost" if rc == EXIT_LOST
                        else f"error(rc={rc})")
             item = {"outcome": outcome}
             expiry, fence = before[kind]
@@ -627,7 +632,9 @@ class Bench:
         w = line["waiter"]
         words.append(f"waiter={'EARLY' if w.get('early') else 'ok'}"
                      f",rc={w['rc']},on={w['on']}")
-        words.append("load=" + line["load"].replace(" ", ","))
+        m = re.match(r"cycles=(\d+) errors=(\d+)", line["load"])
+        words.append(f"load_cycles={m.group(1)},errors={m.group(2)}" if m
+                     else f"load={line['load']!r}")
         out = " ".join(words)
         for kind in KINDS:
             if "why" in line[kind]:
@@ -645,7 +652,8 @@ class Bench:
 
         done = [ln for ln in lines if "error" not in ln]
         out = [f"kills: {len(lines)} ({len(lines) - len(done)} not run: "
-               "no leader or not granted)" if len(done) < len(lines)
+               "no leader, or no holder took its lease)"
+               if len(done) < len(lines)
                else f"kills: {len(lines)}"]
         out.append("fail-over, kill -9 to the first STATUS answered: "
                    + pct([ln["serve_ms"] for ln in done if "serve_ms" in ln]))
@@ -663,7 +671,7 @@ class Bench:
             passed += kept
             failed += lost + other
             out.append(f"{kind:9s}: kept {kept}, lost {lost}"
-                       + (f", errors {other}" if other else "")
+                       + (f", not held or failed {other}" if other else "")
                        + "; kill to first renewal on the new leader: "
                        + pct([i["renew_ms"] for i in items if "renew_ms" in i])
                        + "; at the worst point: "
@@ -689,7 +697,7 @@ class Bench:
             f"# kills={self.kills} worst_every={self.worst_every} "
             f"lease={LEASE_S:.0f}s hold={HOLD_S}s load_rate={self.load_rate}/s "
             f"seed={self.seed}; {MEMBERS} etcd members, {NODES} lockd nodes "
-            "(--leader-lease 3s, the default)"]
+            f"(--leader-lease {self.leader_lease or '3s, the default'})"]
         with open(self.results, "w") as f:
             f.write("\n".join(header) + "\n")
         log("\n".join(header))
