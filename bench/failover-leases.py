@@ -34,7 +34,9 @@ that took over gives each lease now + lease + leader lease; a renewal
 gives now + lease, so the first answer whose expiry minus the lease is
 after the kill and not in the future dates the renewal to the
 millisecond (the holders also print the renewals they saw, in the work
-directory).
+directory).  A kill at which a holder had given up is no measure of its
+renewal: its margin (from the renewal to the moment it would give up)
+is negative there, or it has none.
 
 One line a kill, then a summary, then `N passed, N failed` counting kept
 and lost leases.  Run by `make bench-failover`, which sets LOCKD,
@@ -47,8 +49,10 @@ FAILOVER_RESULTS (the result file), BENCH_TMPDIR (where the work
 directory goes: etcd's WAL wants a real disk).  Everything it starts
 listens on 127.0.0.1 and is stopped by PID; every wait is bounded.
 
-Also run as its own helpers: `failover-leases.py python-holder HOSTS
-NAME SECONDS` and `failover-leases.py load HOSTS PREFIX SECONDS RATE`.
+`failover-leases.py summary RESULTS` prints the summary of a result file
+again.  Also run as its own helpers: `failover-leases.py python-holder
+HOSTS NAME SECONDS` and `failover-leases.py load HOSTS PREFIX SECONDS
+RATE`.
 """
 import datetime
 import json
@@ -71,6 +75,13 @@ WORST_AFTER_S = 3.2          # after the last renewal: just before L/3
 HOLD_S = 20                  # each holder's hold, from its grant
 POLL_S = 0.02                # the observer's period, per node
 KINDS = ("lockctl", "keepalive", "uv", "python")
+# How long after its last renewal each kind gives its lease up: lockctl
+# sends SIGTERM at L/6 + L/10 before the end, the others count it lost at
+# L/10 before (client/schedule.h, docs/lockctl.1).
+GIVES_UP_S = {"lockctl": LEASE_S - LEASE_S / 6 - LEASE_S / 10,
+              "keepalive": LEASE_S - LEASE_S / 10,
+              "uv": LEASE_S - LEASE_S / 10,
+              "python": LEASE_S - LEASE_S / 10}
 EXIT_LOST = 79
 MEMBERS = 3
 NODES = 3
@@ -464,19 +475,26 @@ class Bench:
                     return r[1] + r[5] / 1000.0, r[4]
         return None, None
 
-    def renewal_after(self, name, t_kill):
+    def renewal_after(self, name, t_kill, ended):
         """When name's lease was first renewed after t_kill (see the top of
-        the file), or None."""
-        recs = self.records_of(name, t_kill)
+        the file) by a holder that ended at ended (None: runs), or None.
+        An expiry is known to within the round trip of its STATUS: a
+        change counts when it is larger than both round trips."""
+        recs = [r for r in self.records_of(name, t_kill)
+                if ended is None or r[1] < ended]
         if not recs:
             return None
-        first_expiry = recs[0][1] + recs[0][5] / 1000.0
-        for index, (_, received, _, _, _, ttl) in enumerate(recs):
-            expiry = received + ttl / 1000.0
-            renewed = expiry - LEASE_S
-            if renewed <= t_kill or renewed > received + 0.05:
+
+        def expiry(rec):
+            return (rec[0] + rec[1]) / 2 + rec[5] / 1000.0
+
+        first = recs[0]
+        for index, rec in enumerate(recs):
+            renewed = expiry(rec) - LEASE_S
+            if renewed <= t_kill or renewed > rec[1] + 0.05:
                 continue
-            if index == 0 or abs(expiry - first_expiry) > 0.1:
+            slack = 0.05 + (rec[1] - rec[0]) + (first[1] - first[0])
+            if index == 0 or abs(expiry(rec) - expiry(first)) > slack:
                 return renewed
         return None
 
@@ -586,7 +604,7 @@ class Bench:
             if expiry:
                 item["since_renewal_ms"] = round(
                     (t_kill - (expiry - LEASE_S)) * 1000)
-            renewed = self.renewal_after(names[kind], t_kill)
+            renewed = self.renewal_after(names[kind], t_kill, h.ended)
             if renewed:
                 item["renew_ms"] = round((renewed - t_kill) * 1000)
             # Until the holder let go: then the waiter may have it.
@@ -595,8 +613,10 @@ class Bench:
             if fence and any(r[4] != fence for r in after):
                 item["fence_changed"] = True
             if outcome != "kept":
-                text = (h.text("err") + h.text("out")).strip().splitlines()
-                why = [ln for ln in text if "lost" in ln] or text[-1:]
+                err = h.text("err").strip().splitlines()
+                out = h.text("out").strip().splitlines()
+                why = [ln for ln in err + out if "lost" in ln] or err or \
+                    out[-1:]
                 item["why"] = why[0] if why else "?"
             line[kind] = item
         # The waiter must be granted only once its holder let go (or lost).
@@ -665,6 +685,14 @@ class Bench:
         passed = failed = 0
         for kind in KINDS:
             items = [ln[kind] for ln in done]
+            # The margin: from the renewal on the new leader to the moment
+            # this kind would have given the lease up.
+            renewing = [(ln, i) for ln, i in zip(done, items)
+                        if i["outcome"] in ("kept", "lost")]
+            margins = [(round(GIVES_UP_S[kind] * 1000 - i["since_renewal_ms"]
+                              - i["renew_ms"]), ln["kill"])
+                       for ln, i in renewing
+                       if "renew_ms" in i and "since_renewal_ms" in i]
             kept = sum(1 for i in items if i["outcome"] == "kept")
             lost = sum(1 for i in items if i["outcome"] == "lost")
             other = len(items) - kept - lost
@@ -673,11 +701,15 @@ class Bench:
             out.append(f"{kind:9s}: kept {kept}, lost {lost}"
                        + (f", not held or failed {other}" if other else "")
                        + "; kill to first renewal on the new leader: "
-                       + pct([i["renew_ms"] for i in items if "renew_ms" in i])
-                       + "; at the worst point: "
-                       + pct([ln[kind]["renew_ms"] for ln in done
+                       + pct([i["renew_ms"] for _, i in renewing
+                              if "renew_ms" in i])
+                       + "; at its worst point: "
+                       + pct([i["renew_ms"] for ln, i in renewing
                               if ln["mode"] == f"worst:{kind}"
-                              and "renew_ms" in ln[kind]]))
+                              and "renew_ms" in i])
+                       + ("; least margin before it would give up: "
+                          f"{min(margins)[0]} ms (kill {min(margins)[1]})"
+                          if margins else ""))
         early = sum(1 for ln in done if ln["waiter"].get("early"))
         fences = sum(1 for ln in done for kind in KINDS
                      if ln[kind].get("fence_changed"))
@@ -752,6 +784,12 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "load":
         return load(sys.argv[2], sys.argv[3], float(sys.argv[4]),
                     float(sys.argv[5]))
+    if len(sys.argv) == 3 and sys.argv[1] == "summary":
+        with open(sys.argv[2]) as f:
+            lines = [json.loads(ln[2:]) for ln in f if ln.startswith("# {")]
+        text, failed = Bench.summary(lines)
+        print(text)
+        return 1 if failed else 0
     if len(sys.argv) > 1:
         sys.exit(__doc__)
 
