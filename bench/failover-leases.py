@@ -520,9 +520,9 @@ class Bench:
                         str(int(LEASE_S * 1000)), str(HOLD_S)]
             holders[kind] = self.start(args, out, err, env)
         line = {"kill": k}
-        # All four held, as the serving node says.
-        # A holder that could not take its lease is a failure of its
-        # own; the kill goes on for the others.
+        # All four held, as the serving node says.  A holder that could
+        # not take its lease is a failure of its own; the kill goes on
+        # for the others.
         end = time.time() + 20
         while time.time() < end:
             if all(self.expiry(names[kind])[0] is not None
