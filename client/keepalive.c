@@ -290,7 +290,7 @@ lockd_keepalive_start(const lockd_options *options, const lockd_lease *lease,
 {
 	static const lockd_options defaults;
 	lockd_keepalive *k;
-	int64_t first;
+	int64_t first, deadline, next, backoff = 0;
 	int rc;
 
 	if ((k = calloc(1, sizeof(*k))) == NULL)
@@ -320,11 +320,21 @@ lockd_keepalive_start(const lockd_options *options, const lockd_lease *lease,
 	}
 	k->renewing = *lease;
 
-	/* The first renewal, here, gives the schedule a base we have seen. */
+	/* The first renewal, here, gives the schedule a base we have seen.
+	 * It is retried as a later one is: with a cluster's endpoints, the
+	 * first may be a follower whose NOTLEADER names the leader. */
 	first = k->options.command_timeout_ms > 0 ?
 	    k->options.command_timeout_ms : lease->lease_ms > 0 ?
 	    lease->lease_ms : LOCKD__KEEPALIVE_FIRST_DEFAULT_MS;
-	rc = lockd__keepalive_renew(k, lockd_now_ms() + first);
+	deadline = lockd_now_ms() + first;
+	while ((rc = lockd__keepalive_renew(k, deadline)) != LOCKD_OK &&
+	    lockd__keepalive_retryable(rc)) {
+		next = lockd_now_ms() + lockd__retry_after(lease->lease_ms,
+		    &backoff);
+		if (next >= deadline)
+			break;
+		lockd__keepalive_wait(k, -1, next);
+	}
 	if (rc != LOCKD_OK) {
 		snprintf(k->errstr, sizeof(k->errstr), "%s",
 		    k->ctx != NULL ? k->ctx->errstr : "out of memory");

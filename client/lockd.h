@@ -519,9 +519,11 @@ int lockd_lease_init(lockd_lease *lease, const char *name, const char *handle);
  * so the caller's context is never touched from another thread).
  *
  * lockd_keepalive_start() connects and renews once before it returns, so
- * that its schedule starts from a renewal it has seen.  It returns NULL only
- * when out of memory; check lockd_keepalive_lost(): when that first step
- * failed it is the error and no thread runs.
+ * that its schedule starts from a renewal it has seen (retried as a later
+ * renewal is, within the command timeout: with a cluster's endpoints it
+ * follows a NOTLEADER to the leader).  It returns NULL only when out of
+ * memory; check lockd_keepalive_lost(): when that first step failed it is
+ * the error and no thread runs.
  *
  * The lease is reported lost as soon as a renewal is refused (CONFLICT or
  * any other answer but UNAVAILABLE and LIMIT, which are retried) or the

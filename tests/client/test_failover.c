@@ -246,6 +246,55 @@ test_failover_a_node_naming_itself_is_not_asked_again(void **state)
 	waitpid(pid, NULL, 0);
 }
 
+/*
+ * lockd_keepalive_start renews once before it returns.  Given every
+ * endpoint of a cluster whose first is a follower, that renewal must go
+ * where the follower's NOTLEADER points, as every later one does; before,
+ * it was one attempt on the first endpoint, and the helper never started
+ * ("NOTLEADER" from lockd_keepalive_lost) unless the first endpoint led
+ * (bench/failover-leases.py met it after the first fail-over).
+ */
+static void
+test_failover_keepalive_starting_at_a_follower_renews_at_the_leader(
+    void **state)
+{
+	struct harness_server *s = harness_start(NULL);
+	const char *dir = harness_tempdir();
+	char list[64], counter[256];
+	int lfd, port;
+	lockd_keepalive *k;
+	lockd_options o;
+	lockd_context *c;
+	lockd_lease lease, renewed;
+	pid_t pid;
+
+	(void)state;
+	assert_true((lfd = harness_listen_loopback(&port)) >= 0);
+	snprintf(counter, sizeof(counter), "%s/follower", dir);
+	pid = cluster_harness_notleader_fake(lfd, s->port, counter);
+	snprintf(list, sizeof(list), "127.0.0.1:%d,127.0.0.1:%d", port,
+	    s->port);
+	c = connect_list(list);
+	assert_int_equal(lockd_acquire(c, "kept-alive", 6000, 0,
+	    LOCKD_ONCLOSE_KEEP, &lease), LOCKD_OK);
+	memset(&o, 0, sizeof(o));
+	o.host = list;
+	o.connect_timeout_ms = CONNECT_MS;
+	o.command_timeout_ms = 5000;
+	k = lockd_keepalive_start(&o, &lease, NULL, NULL);
+	assert_non_null(k);
+	if (lockd_keepalive_lost(k) != 0)
+		fail_msg("the keep-alive did not start: %s",
+		    lockd_keepalive_errstr(k));
+	lockd_keepalive_lease(k, &renewed);
+	assert_true(renewed.deadline_ms > lease.deadline_ms);
+	assert_int_equal(lockd_keepalive_stop(k), 0);
+	assert_int_equal(lockd_release(c, &lease), LOCKD_OK);
+	lockd_free(c);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 /* ---- the cluster -------------------------------------------------------- */
 
 static void
@@ -983,6 +1032,8 @@ main(void)
 		    test_failover_acquire_whose_reply_was_lost_finds_its_grant),
 		HARNESS_TEST(
 		    test_failover_lockctl_acquire_with_a_rid_repeats_its_grant),
+		HARNESS_TEST(
+		    test_failover_keepalive_starting_at_a_follower_renews_at_the_leader),
 		cmocka_unit_test(
 		    test_failover_semaphore_acquire_whose_reply_was_lost_finds_its_grant),
 		HARNESS_TEST(
