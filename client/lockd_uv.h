@@ -229,7 +229,8 @@ void lockd_uv_close(lockd_uv_client *client, lockd_uv_close_cb *cb,
  *
  * Loss, as lockd_keepalive_start's: a renewal refused (CONFLICT, or any
  * answer but UNAVAILABLE, LIMIT, SHUTDOWN and NOTLEADER, which are retried
- * like a broken connection, every fifteenth of the lease), or no renewal
+ * like a broken connection after 50 ms, the pause doubling to at most
+ * 250 ms or a fifteenth of the lease), or no renewal
  * succeeded by a tenth of the lease before the lease could end.  Then
  * lost_cb is called once with the error and a sentence, and renewing
  * stops.

@@ -308,7 +308,8 @@ func (l *Lease) Err() error {
 // which leaves a grace of L/6 for the work to wind down (lockctl's SIGTERM
 // to SIGKILL) and a margin of L/10 before the lease could end.  A lease
 // survives a fail-over that takes less than about 40% of it (L - L/3 -
-// L/6 - L/10 at worst): 10 s or more is safe with lockd's 3 s leader lease.
+// L/6 - L/10 at worst): 10 s or more is safe with lockd's 3 s leader lease
+// while etcd keeps its own leader (docs/client.md).
 const (
 	renewDivisor  = 3
 	retryFirst    = 50 * time.Millisecond
