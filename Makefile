@@ -537,8 +537,16 @@ TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
 test: deps-test
 	@$(MAKE) --no-print-directory test-run
 
+# The programs run TEST_JOBS at a time (tools/run-tests.sh); those that
+# measure time or load run alone, after the others ("serial:").
+TEST_JOBS ?= 3
+TEST_SERIAL := $(B)/tests/crash_fencing $(ABUSE_TEST_BIN) \
+               $(B)/tests/client_failover $(B)/tests/client_uv_failover
+
 test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(TEST_BIN) \
+	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh -j $(TEST_JOBS) \
+	    $(filter-out $(TEST_SERIAL),$(TEST_BIN)) \
+	    $(addprefix serial:,$(TEST_SERIAL)) \
 	    "tests/integration/cluster-guards.sh $(B)" \
 	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
 	    "tests/python/run.sh $(abspath $(B)/lockd)" \
