@@ -190,7 +190,8 @@ else
 fi
 
 # The installed lockd, on a free loopback port with its own data.
-/usr/bin/lockd --listen 127.0.0.1:0 --data-dir "$tmp/data" 2>"$tmp/lockd.log" &
+/usr/bin/lockd --listen 127.0.0.1:0 --data-dir "$tmp/data" --journal-size 65536 \
+	2>"$tmp/lockd.log" &
 pid=$!
 port=""
 i=0
@@ -282,6 +283,7 @@ made_private=0
 if [ ! -e /var/lib/lockd ]; then
 	[ -d /var/lib/private ] || { mkdir -m 0700 /var/lib/private && made_private=1; }
 	/usr/bin/lockd --listen 127.0.0.1:0 --data-dir /var/lib/private/lockd \
+		--journal-size 65536 \
 		2>"$tmp/state.log" &
 	pid=$!
 	i=0
