@@ -526,37 +526,92 @@ fuzz-guard: $(FUZZ_SERVICE)
 	@tests/fuzz/run-fuzz.sh --guard service $(FUZZ_SERVICE) \
 	    tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)
 
-# The test run: every program above, the fuzzers' smoke runs, the Python
-# client's pytest suite (client/python/tests, against $(B)/lockd and
-# lockd-faulty), and the checks of the units, the install, the Debian
-# packages (built, installed into this machine, used and purged: it skips
-# where they are installed), the docs and their samples.
-TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
-            $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
+# --- the test tiers ---------------------------------------------------------
+# make check, the fast tier (about 2 minutes on 2 cores; run it after every
+# edit): the unit tests that need no etcd, the model checker, the short
+# simulator run (test_sim), a replay of every fuzz corpus (each input once,
+# no timed fuzzing), and the single-node integration and client tests.
+# make test (about 7 minutes; README, .ci/run): make check's and the rest:
+# etcd's unit tests, the cluster and fail-over tests, crash and power loss,
+# abuse, the cluster checkers' and the service fuzzer's guards, the Python
+# client, the units, the install, the Debian packages (built, installed
+# into this machine, used and purged: it skips where they are installed,
+# and two runs take turns), the bench report's layout, the docs and their
+# samples.  make soak, make fuzz and make soak-abuse are the long runs.
+#
+# Adding a test program is one line in one of the four lists below: a
+# program and its arguments (quoted when there are any).  CHECK_RUN and
+# TEST_RUN run in both passes of .ci/run, the plain one and make test
+# SANITIZE=1; CHECK_ONCE and TEST_ONCE only in the plain pass: what the
+# sanitizers cannot change (the fuzzers are built with them already; the
+# package is a plain build; scripts that read files; the guards, whose
+# verdict is the checkers').  "serial:" before an entry runs it alone,
+# after the others: what measures time or load.  tools/run-tests.sh runs
+# the rest TEST_JOBS at a time, in the order given: longest first.
+UNIT_ETCD_BIN       := $(B)/tests/test_etcd $(B)/tests/test_store_etcd
+INTEG_CLUSTER_BIN   := $(filter $(B)/tests/integ_cluster%,$(INTEG_BIN))
+CLIENT_FAILOVER_BIN := $(filter %failover,$(CLIENT_TEST_BIN))
+FUZZ_BIN            := $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS)
+
+CHECK_RUN = \
+    $(MODEL_BIN) \
+    $(filter-out $(CLIENT_FAILOVER_BIN),$(CLIENT_TEST_BIN)) \
+    $(SIM_TEST_BIN) \
+    $(filter-out $(INTEG_CLUSTER_BIN),$(INTEG_BIN)) \
+    $(filter-out $(UNIT_ETCD_BIN),$(UNIT_BIN))
+CHECK_ONCE = \
+    "tests/fuzz/run-fuzz.sh --replay service $(FUZZ_SERVICE) tests/fuzz/corpus/service" \
+    "tests/fuzz/run-fuzz.sh --replay proto $(FUZZ_PROTO) tests/fuzz/corpus/proto" \
+    "tests/fuzz/run-fuzz.sh --replay tls $(FUZZ_TLS) tests/fuzz/corpus/tls"
+TEST_RUN = \
+    "tests/python/run.sh $(abspath $(B)/lockd)" \
+    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
+    $(B)/tests/crash_loop \
+    $(B)/tests/crash_powerloss \
+    $(B)/tests/crash_faults \
+    $(INTEG_CLUSTER_BIN) \
+    $(UNIT_ETCD_BIN) \
+    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
+    "tests/docs/cron-tls.sh $(B)" \
+    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
+    $(addprefix serial:,$(CLIENT_FAILOVER_BIN)) \
+    serial:$(B)/tests/crash_fencing \
+    $(addprefix serial:,$(ABUSE_TEST_BIN))
+TEST_ONCE = \
+    "tests/packaging/check-deb.sh" \
+    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
+    "tests/integration/cluster-guards.sh $(B)" \
+    "tests/fuzz/run-fuzz.sh --guard service $(FUZZ_SERVICE) tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)" \
+    "tests/bench/check-report.sh"
+
+# What each tier builds first; the fuzzers and the broken lockds only for
+# the plain pass, which runs them.
+CHECK_BIN := $(MODEL_BIN) $(SIM_TEST_BIN) $(UNIT_BIN) $(INTEG_BIN) \
+             $(CLIENT_TEST_BIN) $(CRASH_FAULTY)
+TEST_BIN  := $(CHECK_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
+ifeq ($(SANITIZE),1)
+CHECK_ONCE :=
+TEST_ONCE  :=
+else
+CHECK_BIN  += $(FUZZ_BIN)
+TEST_BIN   += $(FUZZ_BIN) $(BROKEN_BIN)
+endif
+
+TEST_JOBS ?= 3
+RUN_TESTS  = LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh -j $(TEST_JOBS)
+
+.PHONY: check check-run
+check: deps-test
+	@$(MAKE) --no-print-directory check-run
+
+check-run: all $(CHECK_BIN)
+	@$(RUN_TESTS) $(CHECK_RUN) $(CHECK_ONCE)
 
 test: deps-test
 	@$(MAKE) --no-print-directory test-run
 
-# The programs run TEST_JOBS at a time (tools/run-tests.sh); those that
-# measure time or load run alone, after the others ("serial:").
-TEST_JOBS ?= 3
-TEST_SERIAL := $(B)/tests/crash_fencing $(ABUSE_TEST_BIN) \
-               $(B)/tests/client_failover $(B)/tests/client_uv_failover
-
-test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh -j $(TEST_JOBS) \
-	    $(filter-out $(TEST_SERIAL),$(TEST_BIN)) \
-	    $(addprefix serial:,$(TEST_SERIAL)) \
-	    "tests/integration/cluster-guards.sh $(B)" \
-	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
-	    "tests/python/run.sh $(abspath $(B)/lockd)" \
-	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
-	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
-	    "tests/packaging/check-deb.sh" \
-	    "tests/bench/check-report.sh" \
-	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
-	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
-	    "tests/docs/cron-tls.sh $(B)"
+test-run: all $(TEST_BIN)
+	@$(RUN_TESTS) $(TEST_ONCE) $(TEST_RUN) $(CHECK_RUN) $(CHECK_ONCE)
 
 # --- long runs: soak, abuse, valgrind ---------------------------------------
 .PHONY: crash-test soak abuse soak-abuse valgrind
