@@ -555,10 +555,11 @@ FUZZ_BIN            := $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS)
 
 CHECK_RUN = \
     $(MODEL_BIN) \
-    $(filter-out $(CLIENT_FAILOVER_BIN),$(CLIENT_TEST_BIN)) \
     $(SIM_TEST_BIN) \
+    $(B)/tests/test_journal \
+    $(filter-out $(CLIENT_FAILOVER_BIN),$(CLIENT_TEST_BIN)) \
     $(filter-out $(INTEG_CLUSTER_BIN),$(INTEG_BIN)) \
-    $(filter-out $(UNIT_ETCD_BIN),$(UNIT_BIN))
+    $(filter-out $(UNIT_ETCD_BIN) $(B)/tests/test_journal,$(UNIT_BIN))
 CHECK_ONCE = \
     "tests/fuzz/run-fuzz.sh --replay service $(FUZZ_SERVICE) tests/fuzz/corpus/service" \
     "tests/fuzz/run-fuzz.sh --replay proto $(FUZZ_PROTO) tests/fuzz/corpus/proto" \
@@ -599,16 +600,18 @@ endif
 
 TEST_JOBS ?= 3
 RUN_TESTS  = LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh -j $(TEST_JOBS)
+# make check and make test build with a job per CPU unless given -j.
+BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 
 .PHONY: check check-run
 check: deps-test
-	@$(MAKE) --no-print-directory check-run
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) check-run
 
 check-run: all $(CHECK_BIN)
 	@$(RUN_TESTS) $(CHECK_RUN) $(CHECK_ONCE)
 
 test: deps-test
-	@$(MAKE) --no-print-directory test-run
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) test-run
 
 test-run: all $(TEST_BIN)
 	@$(RUN_TESTS) $(TEST_ONCE) $(TEST_RUN) $(CHECK_RUN) $(CHECK_ONCE)
