@@ -547,7 +547,8 @@ fuzz-guard: $(FUZZ_SERVICE)
 # package is a plain build; scripts that read files; the guards, whose
 # verdict is the checkers').  "serial:" before an entry runs it alone,
 # after the others: what measures time or load.  tools/run-tests.sh runs
-# the rest TEST_JOBS at a time, in the order given: longest first.
+# the rest TEST_JOBS at a time: longest first by the last run's times
+# ($(B)/test-times), else in the order given, which puts the long first.
 UNIT_ETCD_BIN       := $(B)/tests/test_etcd $(B)/tests/test_store_etcd
 INTEG_CLUSTER_BIN   := $(filter $(B)/tests/integ_cluster%,$(INTEG_BIN))
 CLIENT_FAILOVER_BIN := $(filter %failover,$(CLIENT_TEST_BIN))
@@ -599,7 +600,8 @@ TEST_BIN   += $(FUZZ_BIN) $(BROKEN_BIN)
 endif
 
 TEST_JOBS ?= 3
-RUN_TESTS  = LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh -j $(TEST_JOBS)
+RUN_TESTS  = LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh \
+             -j $(TEST_JOBS) -t $(B)/test-times
 # make check and make test build with a job per CPU unless given -j.
 BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 
@@ -614,7 +616,7 @@ test: deps-test
 	@$(MAKE) --no-print-directory $(BUILD_JOBS) test-run
 
 test-run: all $(TEST_BIN)
-	@$(RUN_TESTS) $(TEST_ONCE) $(TEST_RUN) $(CHECK_RUN) $(CHECK_ONCE)
+	@$(RUN_TESTS) $(TEST_ONCE) $(CHECK_RUN) $(TEST_RUN) $(CHECK_ONCE)
 
 # --- long runs: soak, abuse, valgrind ---------------------------------------
 .PHONY: crash-test soak abuse soak-abuse valgrind

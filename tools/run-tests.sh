@@ -5,7 +5,7 @@
 # seconds, the failed ones, and last one line "programs: N passed, N
 # failed" counting the programs.  Exits non-zero when any program failed.
 #
-# Usage: tools/run-tests.sh [-j N] ENTRY...
+# Usage: tools/run-tests.sh [-j N] [-t FILE] ENTRY...
 #   ENTRY   a program and its arguments, as one word ("prog --flag x");
 #           "serial:ENTRY" runs it alone, after the others have ended and
 #           with nothing beside it: what measures time or load (fencing
@@ -13,13 +13,20 @@
 #   -j N    how many run at once (default: $TEST_JOBS, else 3).  Every
 #           program picks its own ports and temporary directories, so any
 #           two can run side by side.
+#   -t FILE each program's seconds of the last run ("SECONDS<TAB>ENTRY"
+#           lines; made when missing): the others start longest first,
+#           those it does not know before them, in the order given.
 # Needs bash 5.1 or later (wait -n -p).
 set -u
 jobs=${TEST_JOBS:-3}
-if [ "${1:-}" = -j ]; then
-	jobs=$2
-	shift 2
-fi
+times_file=""
+while :; do
+	case "${1:-}" in
+	-j) jobs=$2; shift 2 ;;
+	-t) times_file=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
 case "$jobs" in '' | *[!0-9]* | 0) echo "run-tests.sh: -j needs a count" >&2; exit 2 ;; esac
 
 outdir=$(mktemp -d "${TMPDIR:-/tmp}/run-tests.XXXXXX") || exit 2
@@ -64,15 +71,37 @@ reap() {
 	fi
 	times_list="$times_list$secs $t
 "
+	last_secs[$t]=$secs
 	unset "entry_of[$pid]" "start_of[$pid]" "out_of[$pid]"
 }
 
-began=$(now)
+# The entries to run beside each other: longest first by times_file.
+declare -A last_secs=()
+if [ -n "$times_file" ] && [ -r "$times_file" ]; then
+	while IFS=$'\t' read -r secs t; do
+		last_secs[$t]=$secs
+	done < "$times_file"
+fi
+pool=()
 serial=()
 for t in "$@"; do
 	case "$t" in
-	serial:*) serial+=("${t#serial:}"); continue ;;
+	serial:*) serial+=("${t#serial:}") ;;
+	*) pool+=("$t") ;;
 	esac
+done
+ordered=()
+for t in ${pool[@]+"${pool[@]}"}; do
+	[ -z "${last_secs[$t]:-}" ] && ordered+=("$t")
+done
+while IFS=$'\t' read -r _ t; do
+	[ -n "$t" ] && ordered+=("$t")
+done < <(for t in ${pool[@]+"${pool[@]}"}; do
+	[ -n "${last_secs[$t]:-}" ] && printf '%s\t%s\n' "${last_secs[$t]}" "$t"
+done | sort -t "$(printf '\t')" -k1,1rn)
+
+began=$(now)
+for t in ${ordered[@]+"${ordered[@]}"}; do
 	while [ "${#entry_of[@]}" -ge "$jobs" ]; do reap; done
 	start "$t"
 done
@@ -81,6 +110,12 @@ for t in ${serial[@]+"${serial[@]}"}; do
 	start "$t"
 	reap
 done
+
+if [ -n "$times_file" ]; then
+	for t in "${!last_secs[@]}"; do
+		printf '%s\t%s\n' "${last_secs[$t]}" "$t"
+	done > "$times_file.new" && mv "$times_file.new" "$times_file"
+fi
 
 echo "=== slowest programs (seconds, wall clock):"
 printf '%s' "$times_list" | sort -rn | head -12 |
