@@ -10,15 +10,16 @@
 #           "serial:ENTRY" runs it alone, after the others have ended and
 #           with nothing beside it: what measures time or load (fencing
 #           pauses, fail-over timing, the abuse programs) goes there.
-#   -j N    how many run at once (default: $TEST_JOBS, else 3).  Every
-#           program picks its own ports and temporary directories, so any
-#           two can run side by side.
+#   -j N    how many run at once (default 1: one after another, as make
+#           soak, make abuse and make valgrind run theirs).  Every program
+#           picks its own ports and temporary directories, so any two can
+#           run side by side.
 #   -t FILE each program's seconds of the last run ("SECONDS<TAB>ENTRY"
 #           lines; made when missing): the others start longest first,
 #           those it does not know before them, in the order given.
 # Needs bash 5.1 or later (wait -n -p).
 set -u
-jobs=${TEST_JOBS:-3}
+jobs=1
 times_file=""
 while :; do
 	case "${1:-}" in
