@@ -2,6 +2,7 @@
 #
 #   make            build lockd, liblockd and lockctl (nothing else)
 #   make run        install build dependencies, build, run lockd in the foreground
+#   make check      the fast tests, after every edit (see "the test tiers")
 #   make test       install test dependencies, build the tests, run every one
 #   make install    install lockd, liblockd, lockctl, man pages and units
 #   make deb        the Debian packages lockd, liblockd0, liblockd-dev, lockctl
@@ -55,8 +56,8 @@ DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS) $(ETCD_LIBS) $(OPENSSL
 ALL_CFLAGS = $(STD) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
-.PHONY: all client run test test-run deps-build deps-test install uninstall \
-        clean
+.PHONY: all client run check check-run test test-run deps-build deps-test \
+        install uninstall clean
 all: $(B)/lockd client
 
 # Everything else under $(B) but the programs themselves is kept, so a
@@ -605,7 +606,6 @@ RUN_TESTS  = LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh \
 # make check and make test build with a job per CPU unless given -j.
 BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 
-.PHONY: check check-run
 check: deps-test
 	@$(MAKE) --no-print-directory $(BUILD_JOBS) check-run
 
