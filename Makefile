@@ -3,6 +3,7 @@
 #   make            build lockd, liblockd and lockctl (nothing else)
 #   make run        install build dependencies, build lockd and lockctl, run
 #                   lockd in the foreground (ARGS='--listen ...': its flags)
+#   make check      the fast tests, after every edit (see "the test tiers")
 #   make test       install test dependencies, build the tests, run every one
 #   make install    install lockd, liblockd, lockctl, man pages and units
 #   make deb        the Debian packages lockd, liblockd0, liblockd-dev, lockctl,
@@ -58,8 +59,8 @@ DAEMON_LIBS    := $(UV_LIBS) $(LMDB_LIBS) $(SYSTEMD_LIBS) $(ETCD_LIBS) $(OPENSSL
 ALL_CFLAGS = $(STD) $(WARNINGS) $(CFLAGS) $(SANFLAGS) -I. -MMD -MP
 ALL_LDFLAGS = $(LDFLAGS) $(SANFLAGS)
 
-.PHONY: all client run test test-run deps-build deps-test install uninstall \
-        clean
+.PHONY: all client run check check-run test test-run deps-build deps-test \
+        install uninstall clean
 all: $(B)/lockd client
 
 # Everything else under $(B) but the programs themselves is kept, so a
@@ -492,11 +493,14 @@ $(B)/tests/abuse_%: $(B)/tests/abuse/test_%.o $(B)/tests/abuse/abuse.o \
 # libFuzzer targets, built apart from the rest with clang (ASan + UBSan),
 # in build-fuzz/: fuzz_proto over the parser; fuzz_service drives
 # daemon/service.c (not libuv) over the in-memory store (see the comment at
-# its top; UBSan findings are fatal, so they count as crashes).
+# its top; UBSan findings are fatal, so they count as crashes); fuzz_tls
+# the TLS glue; fuzz_http the metrics endpoint's request head parser.
 # tests/fuzz/run-fuzz.sh NAME BINARY CORPUS SECONDS runs one on a throwaway
 # copy of its seeds (tests/fuzz/corpus/; make_service_seeds.py writes the
 # service's), leaves a crashing input in build-fuzz/ as crash-*, and prints
-# one summary line.  make test runs fuzz-smoke-all (25 s each).
+# one summary line.  make check and make test replay every corpus
+# (--replay: each input once); fuzz-smoke-all (25 s each) and make fuzz
+# search.
 FUZZ_CC      ?= clang
 FUZZ_CFLAGS  := -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 \
                 -D_GNU_SOURCE -I.
@@ -568,38 +572,106 @@ fuzz-guard: $(FUZZ_SERVICE)
 	@tests/fuzz/run-fuzz.sh --guard service $(FUZZ_SERVICE) \
 	    tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)
 
-# The test run: every program above, the fuzzers' smoke runs, the Python
-# client's pytest suite (client/python/tests, against $(B)/lockd and
-# lockd-faulty), and the checks of the units, the install, the Debian
-# packages (built, installed into this machine, used and purged: it skips
-# where they are installed; then under systemd in a container), the docs
-# and their samples.
-TEST_BIN := $(UNIT_BIN) $(MODEL_BIN) $(INTEG_BIN) $(SIM_TEST_BIN) \
-            $(CLIENT_TEST_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
+# --- the test tiers ---------------------------------------------------------
+# make check, the fast tier (about 2 minutes on 2 cores; run it after every
+# edit): the unit tests that need no etcd, the model checker, the short
+# simulator run (test_sim), a replay of every fuzz corpus (each input once,
+# no timed fuzzing), and the single-node integration and client tests.
+# make test (about 7 minutes; README, .ci/run): make check's and the rest:
+# etcd's unit tests, the cluster and fail-over tests, crash and power loss,
+# abuse, the cluster checkers' and the service fuzzer's guards, the Python
+# client, the units, the install, the Debian packages (built, installed
+# into this machine, used and purged: it skips where they are installed,
+# and two runs take turns), the bench report's layout, the docs and their
+# samples.  make soak, make fuzz and make soak-abuse are the long runs.
+#
+# Adding a test program is one line in one of the four lists below: a
+# program and its arguments (quoted when there are any).  CHECK_RUN and
+# TEST_RUN run in both passes of .ci/run, the plain one and make test
+# SANITIZE=1; CHECK_ONCE and TEST_ONCE only in the plain pass: what the
+# sanitizers cannot change (the fuzzers are built with them already; the
+# package is a plain build; scripts that read files; the guards, whose
+# verdict is the checkers').  "serial:" before an entry runs it alone,
+# after the others: what measures time or load.  tools/run-tests.sh runs
+# the rest TEST_JOBS at a time: longest first by the last run's times
+# ($(B)/test-times), else in the order given, which puts the long first.
+UNIT_ETCD_BIN       := $(B)/tests/test_etcd $(B)/tests/test_store_etcd
+INTEG_CLUSTER_BIN   := $(filter $(B)/tests/integ_cluster%,$(INTEG_BIN))
+CLIENT_FAILOVER_BIN := $(filter %failover,$(CLIENT_TEST_BIN))
+FUZZ_BIN            := $(FUZZ_PROTO) $(FUZZ_SERVICE) $(FUZZ_TLS) $(FUZZ_HTTP)
+
+CHECK_RUN = \
+    $(MODEL_BIN) \
+    $(SIM_TEST_BIN) \
+    $(B)/tests/test_journal \
+    $(filter-out $(CLIENT_FAILOVER_BIN),$(CLIENT_TEST_BIN)) \
+    $(filter-out $(INTEG_CLUSTER_BIN),$(INTEG_BIN)) \
+    $(filter-out $(UNIT_ETCD_BIN) $(B)/tests/test_journal,$(UNIT_BIN))
+CHECK_ONCE = \
+    "tests/fuzz/run-fuzz.sh --replay service $(FUZZ_SERVICE) tests/fuzz/corpus/service" \
+    "tests/fuzz/run-fuzz.sh --replay proto $(FUZZ_PROTO) tests/fuzz/corpus/proto" \
+    "tests/fuzz/run-fuzz.sh --replay tls $(FUZZ_TLS) tests/fuzz/corpus/tls" \
+    "tests/fuzz/run-fuzz.sh --replay http $(FUZZ_HTTP) tests/fuzz/corpus/http"
+TEST_RUN = \
+    "tests/python/run.sh $(abspath $(B)/lockd)" \
+    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
+    $(B)/tests/crash_loop \
+    $(B)/tests/crash_powerloss \
+    $(B)/tests/crash_faults \
+    $(INTEG_CLUSTER_BIN) \
+    $(UNIT_ETCD_BIN) \
+    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
+    "tests/docs/cron-tls.sh $(B)" \
+    "tests/docs/security-tls.sh $(B)" \
+    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
+    $(addprefix serial:,$(CLIENT_FAILOVER_BIN)) \
+    serial:$(B)/tests/crash_fencing \
+    $(addprefix serial:,$(ABUSE_TEST_BIN))
+TEST_ONCE = \
+    "tests/go/run.sh $(abspath $(B)/lockd)" \
+    "tests/packaging/check-deb.sh" \
+    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
+    "tests/integration/cluster-guards.sh $(B)" \
+    "tests/fuzz/run-fuzz.sh --guard service $(FUZZ_SERVICE) tests/fuzz/corpus/service $(FUZZ_GUARD_SECONDS)" \
+    "tests/bench/check-report.sh" \
+    serial:tests/systemd/check-nspawn.sh
+
+# What each tier builds first; the fuzzers and the broken lockds only for
+# the plain pass, which runs them.
+CHECK_BIN := $(MODEL_BIN) $(SIM_TEST_BIN) $(UNIT_BIN) $(INTEG_BIN) \
+             $(CLIENT_TEST_BIN) $(CRASH_FAULTY)
+TEST_BIN  := $(CHECK_BIN) $(CRASH_TEST_BIN) $(ABUSE_TEST_BIN)
+ifeq ($(SANITIZE),1)
+CHECK_ONCE :=
+TEST_ONCE  :=
+else
+CHECK_BIN  += $(FUZZ_BIN)
+TEST_BIN   += $(FUZZ_BIN) $(BROKEN_BIN)
+endif
+
+TEST_JOBS ?= 3
+RUN_TESTS  = LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh \
+             -j $(TEST_JOBS) -t $(B)/test-times
+# make check and make test build with a job per CPU unless given -j.
+BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
+
+check: deps-test
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) check-run
+
+check-run: all $(CHECK_BIN)
+	@$(RUN_TESTS) $(CHECK_RUN) $(CHECK_ONCE)
 
 test: deps-test
-	@$(MAKE) --no-print-directory test-run
+	@$(MAKE) --no-print-directory $(BUILD_JOBS) test-run
 
-test-run: all $(TEST_BIN) $(CRASH_FAULTY) $(BROKEN_BIN)
-	@LOCKD_BIN=$(abspath $(B)/lockd) tools/run-tests.sh $(TEST_BIN) \
-	    "tests/integration/cluster-guards.sh $(B)" \
-	    "$(MAKE) --no-print-directory fuzz-smoke-all" \
-	    "tests/python/run.sh $(abspath $(B)/lockd)" \
-	    "tests/go/run.sh $(abspath $(B)/lockd)" \
-	    "tests/systemd/check-units.sh $(abspath $(B)/lockd)" \
-	    "tests/systemd/check-install.sh $(B) $(SANFLAGS)" \
-	    "tests/packaging/check-deb.sh" \
-	    "tests/systemd/check-nspawn.sh" \
-	    "tests/bench/check-report.sh" \
-	    "tests/docs/check-docs.sh $(abspath $(B)/lockd)" \
-	    "tests/docs/run-samples.sh $(B) $(SANFLAGS)" \
-	    "tests/docs/cron-tls.sh $(B)" \
-	    "tests/docs/security-tls.sh $(B)"
+test-run: all $(TEST_BIN)
+	@$(RUN_TESTS) $(TEST_ONCE) $(CHECK_RUN) $(TEST_RUN) $(CHECK_ONCE)
 
 # The packages under a real systemd: a Debian 12 root booted by
 # systemd-nspawn (built once into /var/cache/lockd-tests), driven through
 # apt, systemctl and journalctl; it reuses build/deb when no file of the
-# tree is newer (make test's check-deb.sh has just built it).
+# tree is newer (make test runs it after check-deb.sh has built them:
+# alone, at the end).
 .PHONY: check-systemd
 check-systemd: deps-test
 	@tests/systemd/check-nspawn.sh

@@ -584,6 +584,7 @@ test_failover_acquire_in_flight_is_answered_once(void **state)
 {
 	lockd_context *holder;
 	lockd_lease held;
+	struct harness_conn *queue;
 	struct waiter w;
 	pthread_t thread;
 	char status[256], want[80];
@@ -599,7 +600,9 @@ test_failover_acquire_in_flight_is_answered_once(void **state)
 	memset(&w, 0, sizeof(w));
 	w.c = connect_list(cluster.endpoints);
 	assert_int_equal(pthread_create(&thread, NULL, waiter_main, &w), 0);
-	harness_sleep_ms(300);            /* it waits in the queue now */
+	queue = harness_connect(cluster.nodes[leader]);
+	harness_await_queue(queue, "queued", 1);    /* it waits there now */
+	harness_close(queue);
 
 	cluster_harness_kill(&cluster, leader);
 	/* The holder lets go on the new leader: the waiter's turn. */
@@ -1068,5 +1071,6 @@ main(void)
 
 	if (filter != NULL && *filter != '\0')
 		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, cluster_harness_group_setup,
+	    cluster_harness_group_teardown);
 }

@@ -725,6 +725,7 @@ static void
 test_liblockd_reconnect_after_a_server_restart(void **state)
 {
 	struct harness_server *s;
+	struct harness_conn *hc;
 	lockd_context *c, *holder, *waiter;
 	lockd_lease lease, other;
 	lockd_lock_status st;
@@ -743,7 +744,9 @@ test_liblockd_reconnect_after_a_server_restart(void **state)
 	assert_int_equal(lockd_append_acquire(waiter, "restart/queue", 5000,
 	    LOCKD_WAIT_FOREVER, 0), LOCKD_OK);
 	assert_int_equal(lockd_flush(waiter), LOCKD_OK);
-	harness_sleep_ms(100);
+	hc = harness_connect(s);
+	harness_await_queue(hc, "restart/queue", 1);
+	harness_close(hc);
 
 	/* A clean stop answers waiters ERR SHUTDOWN, then closes. */
 	harness_server_stop(s, HARNESS_STOP_TIMEOUT_MS, NULL);

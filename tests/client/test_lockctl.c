@@ -910,6 +910,7 @@ static void
 test_lockctl_run_with_a_limit_runs_that_many_at_once(void **state)
 {
 	char one[512], two[512], three[512];
+	struct harness_conn *c;
 	pid_t p1, p2, p3;
 
 	(void)state;
@@ -929,7 +930,9 @@ test_lockctl_run_with_a_limit_runs_that_many_at_once(void **state)
 	/* Without -n it waits until one of the two is done. */
 	p3 = spawn_lockctl(NULL, NULL, "run", "-N", "2", "ctl/run-sem", "-c",
 	    three, NULL);
-	harness_sleep_ms(300);
+	c = harness_connect(harness_shared);
+	harness_await_queue(c, "ctl/run-sem", 1);
+	harness_close(c);
 	assert_false(harness_wait_for_file(path_of("job3"), 1));
 	touch(path_of("go-sem"));
 	assert_int_equal(harness_wait(p1, RUN_TIMEOUT_MS), 0);

@@ -878,5 +878,6 @@ main(void)
 
 	if (filter != NULL && *filter != '\0')
 		cmocka_set_test_filter(filter);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, cluster_harness_group_setup,
+	    cluster_harness_group_teardown);
 }

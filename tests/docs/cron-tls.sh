@@ -60,6 +60,7 @@ printf 'reports %s lock reports/\n' \
 	"$(tr -d '\n' < reports.token | sha256sum | cut -d' ' -f1)" > auth
 
 "$build/lockd" --listen 127.0.0.1:0 --data-dir "$tmp/data" \
+	--journal-size 65536 \
 	--tls-cert server.pem --tls-key server.key --auth auth \
 	2>"$tmp/lockd.log" &
 pid=$!

@@ -58,6 +58,7 @@ cd "$top" || exit 1
 
 # ---- the lockd the samples talk to -----------------------------------------
 "$build/lockd" --listen 127.0.0.1:0 --data-dir "$tmp/data" \
+	--journal-size 65536 \
 	2>"$tmp/lockd.log" &
 pid=$!
 port=""

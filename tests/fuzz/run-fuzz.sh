@@ -6,15 +6,39 @@
 #
 #   tests/fuzz/run-fuzz.sh NAME BINARY SEEDS SECONDS
 #   tests/fuzz/run-fuzz.sh --guard NAME BINARY SEEDS SECONDS
+#   tests/fuzz/run-fuzz.sh --replay NAME BINARY SEEDS
 #
 # --guard runs the target once per broken variant (FUZZ_SERVICE_VARIANT,
 # see tests/fuzz/fuzz_service.c) and fails unless each one is caught
 # within SECONDS; their inputs go to a temporary directory.
+# --replay runs every input of SEEDS through the target once, with no
+# mutation (-runs=0) and no time limit: make check's regression run of
+# the corpus; a crash fails it as above.
 set -u
 guard=0
 if [ "${1:-}" = "--guard" ]; then
 	guard=1
 	shift
+fi
+if [ "${1:-}" = "--replay" ]; then
+	[ $# -eq 4 ] || { echo "usage: $0 --replay NAME BINARY SEEDS" >&2; exit 2; }
+	name=$2 bin=$3 seeds=$4
+	mkdir -p build-fuzz
+	log=$(mktemp)
+	"$bin" -runs=0 -artifact_prefix=build-fuzz/ "$seeds" >"$log" 2>&1
+	rc=$?
+	inputs=$(find "$seeds" -type f | wc -l)
+	if [ $rc -ne 0 ]; then
+		grep -E 'ERROR|SUMMARY|Test unit written|runtime error' "$log" >&2
+		echo "fuzz $name: replayed $inputs inputs of $seeds, 1 crash (exit $rc)"
+		echo "fuzz-replay $name: 0 passed, 1 failed"
+		rm -f "$log"
+		exit 1
+	fi
+	echo "fuzz $name: replayed $inputs inputs of $seeds, 0 crashes"
+	echo "fuzz-replay $name: 1 passed, 0 failed"
+	rm -f "$log"
+	exit 0
 fi
 [ $# -eq 4 ] || { echo "usage: $0 [--guard] NAME BINARY SEEDS SECONDS" >&2; exit 2; }
 name=$1 bin=$2 seeds=$3 secs=$4

@@ -171,13 +171,15 @@ spawn_unix(const char *dir, const char *notify, int pass_fd,
 			setenv("LISTEN_PID", pidbuf, 1);
 			setenv("LISTEN_FDS", "1", 1);
 		}
+		/* The smallest journal, as the harness's lockds have. */
 		if (unix_path != NULL)
 			execl(lockd_bin(), "lockd", "--data-dir", data,
-			    "--listen", listen, "--unix", unix_path,
-			    (char *)NULL);
+			    "--journal-size", "65536", "--listen", listen,
+			    "--unix", unix_path, (char *)NULL);
 		else
 			execl(lockd_bin(), "lockd", "--data-dir", data,
-			    "--listen", listen, (char *)NULL);
+			    "--journal-size", "65536", "--listen", listen,
+			    (char *)NULL);
 		_exit(127);
 	}
 	return pid;

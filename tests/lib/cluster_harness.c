@@ -24,6 +24,31 @@
 #include "tests/lib/certs.h"
 #include "tests/lib/cluster_harness.h"
 
+/* The group's etcd, when cluster_harness_group_setup started one. */
+static struct etcd_cluster group_etcd;
+static bool group_etcd_running;
+static int group_clusters;         /* names handed out on it */
+
+int
+cluster_harness_group_setup(void **state)
+{
+	(void)state;
+	if (etcd_cluster_start(&group_etcd, 3) != 0)
+		return -1;
+	group_etcd_running = true;
+	return 0;
+}
+
+int
+cluster_harness_group_teardown(void **state)
+{
+	(void)state;
+	if (group_etcd_running)
+		etcd_cluster_stop(&group_etcd);
+	group_etcd_running = false;
+	return 0;
+}
+
 void
 cluster_harness_start(struct cluster_harness *c, int n, const char *name,
     const char *auth)
@@ -35,7 +60,16 @@ cluster_harness_start(struct cluster_harness *c, int n, const char *name,
 
 	assert_true(n >= 1 && n <= CLUSTER_HARNESS_NODES);
 	memset(c->nodes, 0, sizeof(c->nodes));
-	assert_int_equal(etcd_cluster_start(&c->etcd, 3), 0);
+	c->shared = group_etcd_running;
+	if (c->shared) {
+		c->etcd = group_etcd;
+		snprintf(c->name, sizeof(c->name), "%s%d", name,
+		    ++group_clusters);
+	} else {
+		assert_int_equal(etcd_cluster_start(&c->etcd, 3), 0);
+		snprintf(c->name, sizeof(c->name), "%s", name);
+	}
+	name = c->name;
 	c->endpoints[0] = '\0';
 	for (i = 0; i < n; i++) {
 		c->nodes[i] = harness_server_new();
@@ -68,7 +102,8 @@ cluster_harness_stop(struct cluster_harness *c)
 	for (i = 0; i < CLUSTER_HARNESS_NODES; i++)
 		if (c->nodes[i] != NULL && c->nodes[i]->pid > 0)
 			kill(c->nodes[i]->pid, SIGCONT);
-	etcd_cluster_stop(&c->etcd);
+	if (!c->shared)
+		etcd_cluster_stop(&c->etcd);
 }
 
 int64_t

@@ -12,6 +12,7 @@
 #ifndef LOCKD_TESTS_CLUSTER_HARNESS_H
 #define LOCKD_TESTS_CLUSTER_HARNESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -28,15 +29,28 @@
 
 struct cluster_harness {
 	struct etcd_cluster etcd;
+	bool shared;              /* etcd is the group's: stop leaves it */
+	char name[48];            /* the nodes' --cluster */
 	struct harness_server *nodes[CLUSTER_HARNESS_NODES];  /* NULL: none */
 	char endpoints[CLUSTER_HARNESS_NODES * 32];  /* "127.0.0.1:P0,..." */
 	const char *token;        /* AUTH for raw connections; NULL: none */
 };
 
 /*
- * Starts a 3-member etcd and n lockd nodes of the cluster named name
- * (--cluster); with auth (NULL: none), each node runs --auth with that
- * file's text.  Fills endpoints.  A failure fails the test.
+ * A cmocka group setup and teardown: one 3-member etcd for all the
+ * group's tests, started once instead of once a test.  Each test's nodes
+ * then run under a cluster name of their own (name and a number), so
+ * the keys a test's killed nodes leave behind meet no later test.  For
+ * tests that leave etcd's members alone (kill no member, restart none).
+ */
+int cluster_harness_group_setup(void **state);
+int cluster_harness_group_teardown(void **state);
+
+/*
+ * Starts a 3-member etcd (or takes the group's) and n lockd nodes of the
+ * cluster named name (--cluster); with auth (NULL: none), each node runs
+ * --auth with that file's text.  Fills endpoints.  A failure fails the
+ * test.
  */
 void cluster_harness_start(struct cluster_harness *c, int n,
     const char *name, const char *auth);

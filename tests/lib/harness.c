@@ -627,6 +627,18 @@ harness__server_new(const char *file, int line)
 	return s;
 }
 
+/* True when s's saved flags name the option flag. */
+static bool
+has_flag(const struct harness_server *s, const char *flag)
+{
+	int i;
+
+	for (i = 0; i < s->nflags; i++)
+		if (strcmp(s->flags[i], flag) == 0)
+			return true;
+	return false;
+}
+
 /* Starts s with its saved flags and waits for its port. */
 static void
 launch(const char *file, int line, struct harness_server *s)
@@ -652,6 +664,13 @@ launch(const char *file, int line, struct harness_server *s)
 	argv[argc++] = listen_at;
 	argv[argc++] = (char *)"--data-dir";
 	argv[argc++] = s->data_dir;
+	/* The smallest journal, unless the test sets one (or a config file
+	 * may): the default's 64 MiB are zero-filled and synced at every
+	 * start, and no test here is about its size. */
+	if (!has_flag(s, "--journal-size") && !has_flag(s, "--config")) {
+		argv[argc++] = (char *)"--journal-size";
+		argv[argc++] = (char *)"65536";
+	}
 	for (i = 0; i < s->nflags; i++)
 		argv[argc++] = s->flags[i];
 	argv[argc] = NULL;

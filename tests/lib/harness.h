@@ -209,7 +209,10 @@ struct harness_server *harness__server_new(const char *file, int line);
  * Starts lockd with --listen 127.0.0.1:0 --data-dir s->data_dir and the
  * extra flags given (a NULL-terminated list of strings), and waits for it to
  * log the port it listens on.  Fails the test when it does not within
- * HARNESS_START_TIMEOUT_MS or exits instead.
+ * HARNESS_START_TIMEOUT_MS or exits instead.  Unless the flags include
+ * --journal-size or --config, --journal-size 65536 comes first: the default
+ * journal (64 MiB, zero-filled and synced at every start) is for tests
+ * that set it themselves.
  */
 void harness__server_start(const char *file, int line,
     struct harness_server *s, ...);

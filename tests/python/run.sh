@@ -16,10 +16,13 @@ min_passed=135
 
 cd "$top/client/python" || exit 1
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+# pytest's own temporary directories under one of this run's, not the
+# shared /tmp/pytest-of-USER, whose old entries another run removes.
+base=$(mktemp -d)
+trap 'rm -rf "$out" "$base"' EXIT
 # No cache directory and no bytecode left in the tree.
 PYTHONDONTWRITEBYTECODE=1 timeout 600 "$python" -m pytest -q \
-    -p no:cacheprovider tests >"$out" 2>&1
+    -p no:cacheprovider --basetemp="$base/pytest" tests >"$out" 2>&1
 status=$?
 cat "$out"
 passed=$(tail -n 1 "$out" | sed -n 's/^=* *\([0-9][0-9]*\) passed.*/\1/p')

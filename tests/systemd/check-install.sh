@@ -199,6 +199,7 @@ else
 fi
 
 "$root$prefix/bin/lockd" --listen 127.0.0.1:0 --data-dir "$tmp/data" \
+	--journal-size 65536 \
 	2>"$tmp/lockd.log" &
 pid=$!
 port=""

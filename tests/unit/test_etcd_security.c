@@ -193,13 +193,18 @@ test_etcd_urls_check_refuses_what_is_not_a_url(void **state)
 	    sizeof(err)), -1);
 }
 
-/* config_load with the arguments given (NULL-terminated). */
+/*
+ * config_load over "lockd --listen none --unix P" and the arguments given
+ * (NULL-terminated).  Without --listen none, config_load would bind the
+ * default 127.0.0.1:7420 to check it, and fail where a lockd serves there.
+ */
 static enum config_result
 load(char *err, size_t err_len, ...)
 {
 	static struct config cfg;
-	char *argv[32] = { "lockd" };
-	int argc = 1;
+	char *argv[32] = { "lockd", "--listen", "none", "--unix",
+	    "/nonexistent/lockd.sock" };
+	int argc = 5;
 	va_list ap;
 
 	va_start(ap, err_len);

@@ -350,14 +350,14 @@ test_journal_a_lost_journal_is_refused_unless_lockd_stopped_cleanly(
     void **state)
 {
 	struct store_journal_config cfg = { MAP_BIG,
-	    STORE_JOURNAL_DEFAULT_SIZE, 0, false };
+	    STORE_JOURNAL_MIN_SIZE, 0, false };
 	char err[512];
 	struct model m;
 	struct store *s;
 
 	(void)state;
 	memset(&m, 0, sizeof(m));
-	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 31, 30, 5);
+	crash_run(STORE_JOURNAL_MIN_SIZE, &m, 31, 30, 5);
 	remove_journal();
 	assert_null(store_journal_open(dir, &cfg, err, sizeof(err)));
 	assert_non_null(strstr(err, "lockd.wal is missing"));
@@ -365,16 +365,16 @@ test_journal_a_lost_journal_is_refused_unless_lockd_stopped_cleanly(
 	memset(&m, 0, sizeof(m));
 	teardown(NULL);
 	assert_int_equal(setup(NULL), 0);
-	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 32, 30, 5);
-	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	crash_run(STORE_JOURNAL_MIN_SIZE, &m, 32, 30, 5);
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
 	s->ops->close(s);                 /* clean */
 	remove_journal();
-	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
 	check(s, &m);
 	s->ops->close(s);
 	/* And a crash after a clean start is a crash again: the mark said
 	 * "clean" only until the first record. */
-	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 33, 5, 5);
+	crash_run(STORE_JOURNAL_MIN_SIZE, &m, 33, 5, 5);
 	remove_journal();
 	assert_null(store_journal_open(dir, &cfg, err, sizeof(err)));
 }
@@ -408,10 +408,10 @@ test_journal_a_torn_last_record_ends_the_replay(void **state)
 
 	(void)state;
 	memset(&before, 0, sizeof(before));
-	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &before, 3, 10, 4);
+	crash_run(STORE_JOURNAL_MIN_SIZE, &before, 3, 10, 4);
 	/* One more batch in another life, so its record is the last. */
 	after = before;
-	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &after, 4, 1, 4);
+	crash_run(STORE_JOURNAL_MIN_SIZE, &after, 4, 1, 4);
 	assert_memory_not_equal(&before, &after, sizeof(before));
 	/* Its last written byte, which the CRC covers, goes bad. */
 	snprintf(path, sizeof(path), "%s/lockd.wal", dir);
@@ -423,7 +423,7 @@ test_journal_a_torn_last_record_ends_the_replay(void **state)
 		;
 	assert_true(i > 0);
 	damage(i);
-	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
 	check(s, &before);
 	/* The next record takes the torn one's place and number. */
 	{
@@ -431,7 +431,7 @@ test_journal_a_torn_last_record_ends_the_replay(void **state)
 		assert_int_equal(random_batch(s, &before, &seed, 3), 0);
 	}
 	s->ops->close(s);
-	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
 	check(s, &before);
 	s->ops->close(s);
 }
@@ -494,7 +494,7 @@ failing_writes(void *ctx, void *out)
 	struct model *m = out, before = *m;
 	unsigned *seed = ctx;
 	char err[512];
-	struct store *s = try_open(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG, err,
+	struct store *s = try_open(STORE_JOURNAL_MIN_SIZE, MAP_BIG, err,
 	    sizeof(err));
 	int wal, full, saved, i;
 
@@ -531,9 +531,9 @@ test_journal_a_failed_write_is_not_acknowledged_and_written_over(
 
 	(void)state;
 	memset(&m, 0, sizeof(m));
-	crash_run(STORE_JOURNAL_DEFAULT_SIZE, &m, 17, 20, 6);
+	crash_run(STORE_JOURNAL_MIN_SIZE, &m, 17, 20, 6);
 	in_child(failing_writes, &seed, &m, sizeof(m));
-	s = open_store(STORE_JOURNAL_DEFAULT_SIZE, MAP_BIG);
+	s = open_store(STORE_JOURNAL_MIN_SIZE, MAP_BIG);
 	check(s, &m);
 	s->ops->close(s);
 }

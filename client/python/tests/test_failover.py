@@ -389,7 +389,7 @@ def test_kill_of_the_leader_during_acquire_and_renew(cluster3):
         w.close()
     t = threading.Thread(target=wait_sync, daemon=True)
     t.start()
-    time.sleep(0.5)
+    assert wait_for(lambda: holder.status("k/queued").queue == 1, 5)
     leader.kill()
     killed = lockd.now()
     # A RENEW sent as the leader dies is answered by the new one.
@@ -446,8 +446,8 @@ def test_a_keepalive_reports_the_loss_when_no_leader_comes_back(cluster3):
     ka = c.keepalive(lease, on_lost=lambda l, e: lost.append(
         (lockd.now(), e)))
     try:
-        time.sleep(1.5)               # a renewal on the leader
-        assert ka.renewals >= 1 and not lost
+        # A renewal on the leader (half the lease after the grant).
+        assert wait_for(lambda: ka.renewals >= 1, 5, 0.05) and not lost
         for f in followers:
             os.kill(f.proc.pid, signal.SIGSTOP)
         leader.kill()

@@ -296,8 +296,23 @@ def cluster(make_lockd, etcd):
     return start_cluster(make_lockd, etcd)
 
 
+def hint_of(follower):
+    """What the follower's NOTLEADER names (None: no leader known); a
+    pipeline does not follow it."""
+    c = lockd.Client(port=follower.port, **TIMEOUTS)
+    try:
+        hint, = c.pipeline().status("x").execute()
+    finally:
+        c.close()
+    return hint.leader if isinstance(hint, lockd.NotLeaderError) else None
+
+
 def test_notleader_is_followed_to_the_leader(cluster):
     leader, follower = cluster
+    # The follower learns the leader's address from etcd after it knows
+    # its own role ("no leader is known" until then): wait for it, bounded.
+    assert wait_for(lambda: hint_of(follower) == ("127.0.0.1", leader.port),
+                    15, 0.05)
     # A pipeline does not follow: it shows the follower's answer.
     c = lockd.Client(port=follower.port, **TIMEOUTS)
     p = c.pipeline()
