@@ -353,7 +353,6 @@ func TestKeepAliveLossCancelsTheContextBeforeTheLeaseEnds(t *testing.T) {
 		t.Fatalf("lost while lockd answers: %v", l.Err())
 	default:
 	}
-	last := l.Deadline()
 	s.kill() // and not restarted: no renewal can succeed
 	select {
 	case <-l.Context().Done():
@@ -365,9 +364,11 @@ func TestKeepAliveLossCancelsTheContextBeforeTheLeaseEnds(t *testing.T) {
 	if !errors.Is(l.Err(), ErrLost) {
 		t.Fatalf("why: %v", l.Err())
 	}
-	// lockctl's SIGTERM point: L/6 + L/10 before the lease could end.
+	// lockctl's SIGTERM point: L/6 + L/10 before the lease could end, as
+	// the last renewal lockd confirmed set it (one answered just before
+	// the kill counts: its reply may be read after kill returns).
 	margin := l.Deadline().Sub(stopped)
-	if l.Deadline() != last || margin < lease/10 {
+	if margin < lease/10 {
 		t.Fatalf("context cancelled %v before the lease's end (want >= %v)",
 			margin, lease/10)
 	}
