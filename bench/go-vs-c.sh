@@ -17,10 +17,8 @@ trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 # Built here, not by make: a measuring tool, not part of the product.
 cc -O2 -I"$top" -o "$tmp/liblockd_loop" "$top/bench/liblockd_loop.c" \
     "$build/liblockd.a" -luv -lssl -lcrypto -lpthread
-(cd "$top/client/go" && GOTOOLCHAIN=local GOPROXY=off \
-    GOFLAGS=-buildvcs=false GOCACHE="$build/go/cache" \
-    GOPATH="$build/go/path" go build -o "$tmp/lockd-gobench" \
-    ./cmd/lockd-gobench)
+(cd "$top/client/go" && go_cache="$build/go" && . "$top/tools/go-env.sh" &&
+    go build -o "$tmp/lockd-gobench" ./cmd/lockd-gobench)
 
 "$build/lockd" --listen 127.0.0.1:0 --data-dir "$tmp/data" \
     --journal-size 65536 2>"$tmp/lockd.log" &

@@ -225,8 +225,7 @@ run_go() {   # where body mark
 	printf 'module sample\n\ngo 1.19\n\nrequire lockd.dev/lockd v0.0.0\n\nreplace lockd.dev/lockd => %s/client/go\n' \
 	    "$top" > "$work/go.mod"
 	# Offline, with Debian's toolchain and the cache tests/go/run.sh uses.
-	if (cd "$work" && GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-buildvcs=false \
-	    GOCACHE="$build/go/cache" GOPATH="$build/go/path" \
+	if (cd "$work" && go_cache="$build/go" && . "$top/tools/go-env.sh" &&
 	    timeout 120 go run .) >"$log" 2>&1; then
 		ok "$2 Go sample built and ran against lockd"
 	else

@@ -19,10 +19,10 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cache=$(cd "$(dirname "$LOCKD_BIN")" && pwd)/go
-mkdir -p "$cache" || exit 1
-export GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-buildvcs=false \
-    GOCACHE="$cache/cache" GOPATH="$cache/path" GOTMPDIR="$tmp"
+go_cache=$(cd "$(dirname "$LOCKD_BIN")" && pwd)/go
+mkdir -p "$go_cache" || exit 1
+. "$top/tools/go-env.sh"
+export GOTMPDIR="$tmp"
 cd "$top/client/go" || exit 1
 passed=0
 failed=0
