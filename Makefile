@@ -522,9 +522,9 @@ FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 25
 FUZZ_GUARD_SECONDS ?= 120
 
-$(FUZZ_PROTO): tests/fuzz/fuzz_proto.c $(PROTO_SRC) proto/proto.h
+$(FUZZ_PROTO): tests/fuzz/fuzz_proto.c proto/proto.c proto/proto.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_proto.c $(PROTO_SRC) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_proto.c proto/proto.c -o $@
 
 $(FUZZ_SERVICE): $(FUZZ_SERVICE_SRC) $(wildcard core/*.h proto/*.h \
     daemon/*.h tests/lib/*.h)

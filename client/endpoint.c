@@ -261,10 +261,9 @@ tls_refusal(SSL *ssl, unsigned long code, char *buf, size_t size)
 }
 
 void
-lockd__tls_why(SSL *ssl, char *buf, size_t size)
+lockd__tls_why(SSL *ssl, unsigned long code, char *buf, size_t size)
 {
 	long verify = SSL_get_verify_result(ssl);
-	unsigned long code = ERR_peek_last_error();
 
 	if (verify != X509_V_OK)
 		snprintf(buf, size, "certificate: %s",

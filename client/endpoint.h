@@ -84,8 +84,9 @@ bool lockd__endpoint_tls_name(const struct lockd__endpoint *e, SSL *ssl);
 
 /* A sentence for a failed handshake or a TLS read or write that failed
  * (the verify result, a server refusing the client's certificate or its
- * lack of one, or OpenSSL's error), in buf; clears OpenSSL's errors. */
-void lockd__tls_why(SSL *ssl, char *buf, size_t size);
+ * lack of one, or OpenSSL's error reason, 0 for none), in buf; clears
+ * OpenSSL's errors. */
+void lockd__tls_why(SSL *ssl, unsigned long reason, char *buf, size_t size);
 
 /*
  * Formats "AUTH <token>\r\n" into line (LOCKD__TOKEN_MAX + 8 bytes) from

@@ -355,7 +355,8 @@ lockd__tls_handshake(lockd_context *c, int64_t deadline)
 			revents = lockd__wait(c->fd, POLLOUT, deadline);
 			break;
 		default:
-			lockd__tls_why(s->ssl, why, sizeof(why));
+			lockd__tls_why(s->ssl, ERR_peek_last_error(), why,
+			    sizeof(why));
 			return lockd__fail(c, LOCKD_ERR_IO, "TLS with %s:%d: %s",
 			    s->at->host, s->at->port, why);
 		}
@@ -821,8 +822,8 @@ lockd__tls_result(lockd_context *c, int n)
 			return 0;
 		return -1;
 	default:
-		lockd__tls_why(c->state->ssl, c->state->tls_why,
-		    sizeof(c->state->tls_why));
+		lockd__tls_why(c->state->ssl, ERR_peek_last_error(),
+		    c->state->tls_why, sizeof(c->state->tls_why));
 		errno = EPROTO;
 		return -1;
 	}

@@ -14,9 +14,9 @@
  * allocation, freed in its close callback, so a client can drop a broken
  * connection (or a failed attempt at one address) and make another.
  *
- * TLS runs through OpenSSL memory BIOs, as the daemon's (daemon/tls.c):
- * what the stream reads is written into the SSL's input BIO, and what
- * OpenSSL writes to its output BIO goes out in the next uv_write, so the
+ * TLS runs through a tls_pipe (proto/tls_pipe.h), the daemon's own
+ * memory-BIO glue: what the stream reads is put into the pipe, and the
+ * ciphertext the pipe has pending goes out in the next uv_write, so the
  * handshake never blocks the loop; it is bounded by the connect timeout
  * with the TCP connect and AUTH.  The TLS context, the server name to
  * verify and the token are endpoint.c's, the blocking client's.  Until
@@ -35,6 +35,7 @@
 #include "client/request.h"
 #include "client/schedule.h"
 #include "proto/proto.h"
+#include "proto/tls_pipe.h"
 
 #define LOCKD__UV_READ_CHUNK 4096
 
@@ -65,7 +66,7 @@ struct lockd__uv_conn {
 	uv_connect_t connect;
 	uv_write_t write;
 	lockd_uv_client *client;
-	SSL *ssl;              /* TLS over this stream; NULL: plain */
+	struct tls_pipe tls;   /* TLS over this stream; tls.ssl NULL: plain */
 	bool dropped;          /* closing; its callbacks are to be ignored */
 	bool writing;
 };
@@ -218,8 +219,8 @@ lockd__uv_conn_closed(uv_handle_t *h)
 	struct lockd__uv_conn *conn = h->data;
 	lockd_uv_client *c = conn->client;
 
-	if (conn->ssl != NULL)
-		SSL_free(conn->ssl);
+	if (conn->tls.ssl != NULL)
+		tls_pipe_free(&conn->tls);
 	free(conn);
 	lockd__uv_unref(c);
 }
@@ -373,7 +374,7 @@ lockd__uv_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	(void)suggested;
 	buf->base = NULL;
 	buf->len = 0;
-	if (conn->ssl != NULL) {
+	if (conn->tls.ssl != NULL) {
 		if (c->raw == NULL &&
 		    (c->raw = malloc(LOCKD__UV_READ_CHUNK)) == NULL)
 			return;     /* libuv reports UV_ENOBUFS */
@@ -514,51 +515,30 @@ lockd__uv_auth_reply(lockd_uv_client *c)
 static void
 lockd__uv_handshake(lockd_uv_client *c)
 {
-	SSL *ssl = c->conn->ssl;
+	struct lockd__uv_conn *conn = c->conn;
 	char why[LOCKD_ERRSTR_SIZE];
 	int rc;
 
-	ERR_clear_error();
-	rc = SSL_do_handshake(ssl);
-	if (rc != 1) {
-		switch (SSL_get_error(ssl, rc)) {
-		case SSL_ERROR_WANT_READ:
-		case SSL_ERROR_WANT_WRITE:
-			lockd__uv_flush(c);
-			return;
-		default:
-			lockd__tls_why(ssl, why, sizeof(why));
-			lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: %s",
-			    c->where, why);
-			return;
-		}
+	if ((rc = tls_pipe_handshake(&conn->tls)) < 0) {
+		lockd__tls_why(conn->tls.ssl, conn->tls.reason, why,
+		    sizeof(why));
+		lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: %s", c->where,
+		    why);
+		return;
 	}
-	lockd__uv_flush(c);     /* the last flight of the handshake */
-	if (c->state == LOCKD__UV_CONNECTING && c->conn != NULL &&
-	    c->conn->ssl == ssl)
+	lockd__uv_flush(c);     /* its next flight, or the last */
+	if (rc == 1 && c->state == LOCKD__UV_CONNECTING && c->conn == conn)
 		lockd__uv_authenticate(c);
 }
 
-/* An SSL over memory BIOs on the connected stream, verifying the name. */
+/* TLS over the connected stream, verifying the server's name. */
 static void
 lockd__uv_start_tls(lockd_uv_client *c)
 {
 	struct lockd__uv_conn *conn = c->conn;
-	BIO *in = NULL, *out = NULL;
 
-	if ((conn->ssl = SSL_new(c->at->tls_ctx)) == NULL ||
-	    (in = BIO_new(BIO_s_mem())) == NULL ||
-	    (out = BIO_new(BIO_s_mem())) == NULL) {
-		BIO_free(in);
-		ERR_clear_error();
-		lockd__uv_fail(c, LOCKD_ERR_OOM, "cannot set up TLS");
-		return;
-	}
-	/* An empty input BIO means "wait for more", not end of file. */
-	BIO_set_mem_eof_return(in, -1);
-	SSL_set_bio(conn->ssl, in, out);   /* the SSL owns both */
-	SSL_set_connect_state(conn->ssl);
-	if (!lockd__endpoint_tls_name(c->at, conn->ssl)) {
+	if (tls_pipe_init(&conn->tls, c->at->tls_ctx, TLS_PIPE_CLIENT) != 0 ||
+	    !lockd__endpoint_tls_name(c->at, conn->tls.ssl)) {
 		ERR_clear_error();
 		lockd__uv_fail(c, LOCKD_ERR_OOM, "cannot set up TLS");
 		return;
@@ -571,7 +551,7 @@ lockd__uv_start_tls(lockd_uv_client *c)
 static bool
 lockd__uv_decrypt(lockd_uv_client *c)
 {
-	SSL *ssl = c->conn->ssl;
+	struct tls_pipe *tls = &c->conn->tls;
 	char why[LOCKD_ERRSTR_SIZE];
 	int n;
 
@@ -580,27 +560,23 @@ lockd__uv_decrypt(lockd_uv_client *c)
 			lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
 			return false;
 		}
-		ERR_clear_error();
-		n = SSL_read(ssl, c->in + c->in_len,
-		    (int)(c->in_cap - c->in_len));
+		n = tls_pipe_read(tls, c->in + c->in_len,
+		    c->in_cap - c->in_len);
 		if (n > 0) {
 			c->in_len += (size_t)n;
 			continue;
 		}
-		switch (SSL_get_error(ssl, n)) {
-		case SSL_ERROR_WANT_READ:
-		case SSL_ERROR_WANT_WRITE:
+		if (n == 0)
 			return true;
-		case SSL_ERROR_ZERO_RETURN:
+		if (tls->ssl_error == SSL_ERROR_ZERO_RETURN) {
 			lockd__uv_fail(c, LOCKD_ERR_EOF,
 			    "server closed the connection");
 			return false;
-		default:
-			lockd__tls_why(ssl, why, sizeof(why));
-			lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: %s",
-			    c->where, why);
-			return false;
 		}
+		lockd__tls_why(tls->ssl, tls->reason, why, sizeof(why));
+		lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: %s", c->where,
+		    why);
+		return false;
 	}
 }
 
@@ -615,7 +591,8 @@ lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 	if (conn->dropped || nread == 0)
 		return;
 	if (nread == UV_EOF && c->phase == LOCKD__UV_PHASE_TLS) {
-		lockd__tls_why(conn->ssl, why, sizeof(why));
+		lockd__tls_why(conn->tls.ssl, conn->tls.reason, why,
+		    sizeof(why));
 		lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: %s",
 		    c->where, why);
 		return;
@@ -629,11 +606,10 @@ lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		    LOCKD_ERR_IO, "read: %s", uv_strerror((int)nread));
 		return;
 	}
-	if (conn->ssl == NULL) {
+	if (conn->tls.ssl == NULL) {
 		c->in_len += (size_t)nread;
 	} else {
-		if (BIO_write(SSL_get_rbio(conn->ssl), c->raw, (int)nread) !=
-		    (int)nread) {
+		if (tls_pipe_put(&conn->tls, c->raw, (size_t)nread) != 0) {
 			lockd__uv_fail(c, LOCKD_ERR_OOM, "out of memory");
 			return;
 		}
@@ -641,8 +617,7 @@ lockd__uv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		    c->state == LOCKD__UV_CONNECTING) {
 			lockd__uv_handshake(c);
 			/* Failed, closed, or waiting for more of the
-			 * handshake: SSL_read must not go on with it
-			 * behind our back. */
+			 * handshake: there is nothing to decrypt yet. */
 			if (conn->dropped || c->state == LOCKD__UV_DEAD ||
 			    c->closing ||
 			    (c->state == LOCKD__UV_CONNECTING &&
@@ -1121,34 +1096,25 @@ lockd__uv_wbuf_room(lockd_uv_client *c, size_t cap)
 }
 
 /*
- * Plaintext to go out: with TLS encrypted into the output BIO (which takes
+ * Plaintext to go out: with TLS encrypted into the pipe (which takes
  * everything), else copied to c->wbuf at *n.  false: failed.
  */
 static bool
 lockd__uv_stage(lockd_uv_client *c, const char *p, size_t len, size_t *n)
 {
-	SSL *ssl = c->conn->ssl;
-	size_t done = 0;
-	int rc;
+	struct tls_pipe *tls = &c->conn->tls;
 
-	if (ssl == NULL) {
+	if (tls->ssl == NULL) {
 		if (!lockd__uv_wbuf_room(c, *n + len))
 			return false;
 		memcpy(c->wbuf + *n, p, len);
 		*n += len;
 		return true;
 	}
-	while (done < len) {
-		ERR_clear_error();
-		rc = SSL_write(ssl, p + done, (int)(len - done > 65536 ?
-		    65536 : len - done));
-		if (rc <= 0) {
-			ERR_clear_error();
-			lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: "
-			    "cannot encrypt", c->where);
-			return false;
-		}
-		done += (size_t)rc;
+	if (tls_pipe_write(tls, p, len) != 0) {
+		lockd__uv_fail(c, LOCKD_ERR_IO, "TLS with %.80s: cannot "
+		    "encrypt", c->where);
+		return false;
 	}
 	return true;
 }
@@ -1200,12 +1166,11 @@ lockd__uv_flush(lockd_uv_client *c)
 			c->sent++;
 		}
 	}
-	if (conn->ssl != NULL && (m = BIO_ctrl_pending(
-	    SSL_get_wbio(conn->ssl))) > 0) {
+	if (conn->tls.ssl != NULL &&
+	    (m = tls_pipe_pending(&conn->tls)) > 0) {
 		if (!lockd__uv_wbuf_room(c, m))
 			return;
-		rc = BIO_read(SSL_get_wbio(conn->ssl), c->wbuf, (int)m);
-		n = rc > 0 ? (size_t)rc : 0;
+		n = tls_pipe_take(&conn->tls, c->wbuf, m);
 	}
 	if (n == 0)
 		return;

@@ -11,7 +11,7 @@
  * 400 (or dropped) and closed.  Nothing here touches the lock table but
  * to read its counters.
  *
- * With TLS the bytes go through a tls_conn (tls.h) as on the lock port;
+ * With TLS the bytes go through a tls_pipe (tls_pipe.h) as on the lock port;
  * every write is its own buffer, and the connection closes once the
  * response and its close_notify are written.  With --auth, /metrics asks
  * for a principal that may STATS (401 otherwise).
@@ -48,11 +48,10 @@ struct http_conn {
 	bool answered;
 	int closing;               /* handles still to close */
 	bool is_tls;
-	struct tls_conn tls;
+	struct tls_pipe tls;
 	char net[4096];            /* ciphertext as read */
 	int writes;                /* TLS writes in flight */
 	bool close_when_written;
-	bool too_large;            /* the plaintext overran in[] */
 };
 
 /* One TLS write: the ciphertext follows the struct. */
@@ -69,7 +68,7 @@ on_handle_closed(uv_handle_t *h)
 
 	if (--c->closing == 0) {
 		if (c->is_tls)
-			tls_conn_free(&c->tls);
+			tls_pipe_free(&c->tls);
 		free(c->out);
 		free(c);
 	}
@@ -109,7 +108,7 @@ on_tls_written(uv_write_t *req, int status)
 static void
 tls_flush(struct http_conn *c)
 {
-	size_t n = tls_conn_pending(&c->tls);
+	size_t n = tls_pipe_pending(&c->tls);
 	struct http_write *w;
 	uv_buf_t buf;
 
@@ -119,7 +118,7 @@ tls_flush(struct http_conn *c)
 			return;
 		}
 		w->conn = c;
-		n = tls_conn_take(&c->tls, w->data, n);
+		n = tls_pipe_take(&c->tls, w->data, n);
 		buf = uv_buf_init(w->data, (unsigned int)n);
 		if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1,
 		    on_tls_written) != 0) {
@@ -157,11 +156,11 @@ respond(struct http_conn *c, int code, const char *reason,
 	memcpy(c->out + n, body, body_len);
 	if (c->is_tls) {
 		c->close_when_written = true;
-		if (tls_conn_send(&c->tls, c->out, (size_t)n + body_len) != 0) {
+		if (tls_pipe_write(&c->tls, c->out, (size_t)n + body_len) != 0) {
 			http_close(c);
 			return;
 		}
-		tls_conn_shutdown(&c->tls);
+		tls_pipe_shutdown(&c->tls);
 		tls_flush(c);
 		return;
 	}
@@ -198,7 +197,7 @@ scrape_allowed(struct http_conn *c, const struct http_request *req)
 		if ((principal = auth_token_principal(rules, req->token,
 		    req->token_len)) == NULL)
 			c->http->svc->stats.auth_failures++;
-	} else if (c->is_tls && tls_conn_peer_cn(&c->tls, cn) &&
+	} else if (c->is_tls && tls_peer_cn(&c->tls, cn) &&
 	    strncmp(cn, "uid:", 4) != 0) {
 		principal = cn;
 	}
@@ -267,19 +266,6 @@ on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 		    (unsigned int)(sizeof(c->in) - c->in_len));
 }
 
-static void
-on_plain(void *ctx, const char *p, size_t n)
-{
-	struct http_conn *c = ctx;
-
-	if (n > sizeof(c->in) - c->in_len) {
-		n = sizeof(c->in) - c->in_len;
-		c->too_large = true;
-	}
-	memcpy(c->in + c->in_len, p, n);
-	c->in_len += n;
-}
-
 /* A request head is complete, or too large: answer it. */
 static void
 examine(struct http_conn *c)
@@ -294,7 +280,7 @@ examine(struct http_conn *c)
 		respond_text(c, 400, "Bad Request", "bad request\n");
 		return;
 	case HTTP_PARSE_PARTIAL:
-		if (c->in_len == sizeof(c->in) || c->too_large)
+		if (c->in_len == sizeof(c->in))
 			respond_text(c, 400, "Bad Request",
 			    "request too large\n");
 		return;
@@ -305,7 +291,7 @@ static void
 on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	struct http_conn *c = stream->data;
-	const char *why;
+	int n;
 
 	if (nread < 0) {
 		http_close(c);
@@ -317,8 +303,15 @@ on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		examine(c);
 		return;
 	}
-	if (tls_conn_receive(&c->tls, buf->base, (size_t)nread, &why) < 0 ||
-	    tls_conn_read(&c->tls, on_plain, c, &why) < 0) {
+	/* Plaintext beyond in[] is left unread: a full in[] is answered
+	 * as too large. */
+	if (tls_pipe_put(&c->tls, buf->base, (size_t)nread) == 0 &&
+	    tls_pipe_handshake(&c->tls) == 1) {
+		while (c->in_len < sizeof(c->in) && (n = tls_pipe_read(&c->tls,
+		    c->in + c->in_len, sizeof(c->in) - c->in_len)) > 0)
+			c->in_len += (size_t)n;
+	}
+	if (c->tls.failed) {
 		/* An alert, if OpenSSL has one, then the end. */
 		c->close_when_written = true;
 		tls_flush(c);
@@ -357,7 +350,7 @@ on_connection(uv_stream_t *listener, int status)
 		return;
 	}
 	if (http->tls != NULL && *http->tls != NULL) {
-		if (tls_conn_init(&c->tls, *http->tls) != 0) {
+		if (tls_pipe_init(&c->tls, *http->tls, TLS_PIPE_SERVER) != 0) {
 			http_close(c);
 			return;
 		}

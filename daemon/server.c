@@ -56,7 +56,7 @@ struct conn {
 	struct core_link paused_link;  /* in srv->paused: over its budget */
 	bool closing;
 	bool is_tls;              /* a TCP connection with --tls-cert */
-	struct tls_conn tls;
+	struct tls_pipe tls;
 	struct core_link handshake_link;  /* in srv->handshaking until ready */
 	uint64_t handshake_deadline;      /* uv_now() ms */
 };
@@ -79,7 +79,7 @@ on_conn_closed(uv_handle_t *h)
 
 	free(c->writing);
 	if (c->is_tls)
-		tls_conn_free(&c->tls);
+		tls_pipe_free(&c->tls);
 	free(c);
 }
 
@@ -146,15 +146,8 @@ read_budget_renew(struct server *srv)
 
 /* ---- TLS -------------------------------------------------------------- */
 
-static void
-tls_plain(void *ctx, const char *p, size_t n)
-{
-	struct conn *c = ctx;
-
-	if (c->closing || c->sc.quit || c->sc.overflow)
-		return;
-	service_conn_feed(&c->srv->svc, &c->sc, p, n);
-}
+/* Plaintext taken from a pipe at a time (the loop is one thread). */
+static char tls_plain[16384];
 
 /* A handshake finished: the connection leaves the timed list, and a
  * client certificate (--tls-client-ca) names its principal. */
@@ -167,7 +160,7 @@ tls_ready(struct conn *c)
 	c->srv->svc.stats.tls_handshakes++;
 	if (c->srv->cfg->tls_client_ca[0] == '\0')
 		return;
-	if (!tls_conn_peer_cn(&c->tls, cn) || !auth_valid_principal(cn,
+	if (!tls_peer_cn(&c->tls, cn) || !auth_valid_principal(cn,
 	    strlen(cn))) {
 		log_limited(&c->srv->tls_log, LOG_WARN, "tls_bad_cn",
 		    "conn=%llu msg=\"the client certificate's CN cannot be "
@@ -192,16 +185,21 @@ tls_ready(struct conn *c)
 static void
 tls_read(struct conn *c, const char *data, size_t len)
 {
-	const char *why;
 	bool was_ready = c->tls.ready;
-	int rc;
+	char why[256];
+	int n;
 
-	rc = tls_conn_receive(&c->tls, data, len, &why);
-	if (rc == 1)
+	if (tls_pipe_put(&c->tls, data, len) == 0 && !was_ready &&
+	    tls_pipe_handshake(&c->tls) == 1)
 		tls_ready(c);   /* the principal first, then its requests */
-	if (rc >= 0)
-		rc = tls_conn_read(&c->tls, tls_plain, c, &why);
-	if (rc < 0) {
+	while ((n = tls_pipe_read(&c->tls, tls_plain, sizeof(tls_plain))) >
+	    0) {
+		if (!c->closing && !c->sc.quit && !c->sc.overflow)
+			service_conn_feed(&c->srv->svc, &c->sc, tls_plain,
+			    (size_t)n);
+	}
+	if (c->tls.failed) {
+		tls_pipe_why(&c->tls, why, sizeof(why));
 		if (!was_ready)
 			c->srv->svc.stats.tls_failures++;
 		if (was_ready)
@@ -249,7 +247,7 @@ tls_accept(struct conn *c)
 {
 	struct server *srv = c->srv;
 
-	if (tls_conn_init(&c->tls, srv->tls) != 0)
+	if (tls_pipe_init(&c->tls, srv->tls, TLS_PIPE_SERVER) != 0)
 		return -1;
 	c->is_tls = true;
 	c->handshake_deadline = uv_now(srv->loop) +
@@ -272,7 +270,7 @@ tls_flush(struct conn *c)
 	int w;
 
 	if (c->tls.ready && out->len > 0) {
-		if (tls_conn_send(&c->tls, out->data, out->len) != 0) {
+		if (tls_pipe_write(&c->tls, out->data, out->len) != 0) {
 			conn_close(c);
 			return;
 		}
@@ -280,13 +278,13 @@ tls_flush(struct conn *c)
 	}
 	if ((c->tls.failed || ((c->sc.quit || c->srv->stopping) &&
 	    c->sc.slots_head == NULL)) && c->tls.ready)
-		tls_conn_shutdown(&c->tls);
-	if ((pending = tls_conn_pending(&c->tls)) > 0) {
+		tls_pipe_shutdown(&c->tls);
+	if ((pending = tls_pipe_pending(&c->tls)) > 0) {
 		if ((c->writing = malloc(pending)) == NULL) {
 			conn_close(c);
 			return;
 		}
-		n = tls_conn_take(&c->tls, c->writing, pending);
+		n = tls_pipe_take(&c->tls, c->writing, pending);
 		buf = uv_buf_init(c->writing, (unsigned int)n);
 		w = uv_try_write(&c->h.stream, &buf, 1);
 		if (w == (int)n) {

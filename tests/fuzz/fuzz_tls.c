@@ -1,11 +1,12 @@
 /*
  * fuzz_tls.c - libFuzzer target for TLS connections: a real TLS 1.3 (or
- * 1.2) handshake between an OpenSSL client and daemon/tls.c's server side,
- * both over memory, then the input as the client's plaintext, encrypted
- * and handed to the server in pieces of fuzzed sizes, decrypted by
- * tls_conn_read into service_conn_feed (with --auth on, so AUTH and ERR
- * DENIED are on the path), and the service's replies sent back through
- * tls_conn_send and decrypted by the client.  It checks that the client
+ * 1.2) handshake between two tls_pipes (proto/tls_pipe.c), a client as
+ * liblockd's libuv client has and a server as the daemon's connections
+ * have, then the input as the client's plaintext, encrypted and handed to
+ * the server in pieces of fuzzed sizes, decrypted by tls_pipe_read into
+ * service_conn_feed (with --auth on, so AUTH and ERR DENIED are on the
+ * path), and the service's replies sent back through tls_pipe_write and
+ * decrypted by the client.  It checks that the client
  * decrypts every byte the server sent and that those bytes are reply lines
  * proto_parse_reply accepts, and that the server hands on exactly the
  * client's plaintext; when the input asks for it, one ciphertext byte is
@@ -112,28 +113,27 @@ init_once(void)
 	EVP_PKEY_free(key);
 }
 
-/* Moves what the client wrote to the server, in pieces; -1 when the
- * server failed the connection. */
+/* Moves what the client wrote to the server, in pieces, stepping the
+ * server's handshake after each; -1 when the server failed. */
 static int
-client_to_server(SSL *client, struct tls_conn *t, uint8_t *seed,
-    int corrupt_at)
+client_to_server(struct tls_pipe *client, struct tls_pipe *t,
+    uint8_t *seed, int corrupt_at)
 {
-	BIO *out = SSL_get_wbio(client);
 	char buf[4096];
-	const char *why;
-	int n, rc = 0;
-	size_t off, piece;
+	size_t n, off, piece;
+	int rc = 0;
 
-	while ((n = BIO_read(out, buf, sizeof(buf))) > 0) {
-		if (corrupt_at >= 0 && corrupt_at < n)
+	while ((n = tls_pipe_take(client, buf, sizeof(buf))) > 0) {
+		if (corrupt_at >= 0 && (size_t)corrupt_at < n)
 			buf[corrupt_at] ^= 0x5a;
-		corrupt_at = corrupt_at >= 0 ? corrupt_at - n : -1;
-		for (off = 0; off < (size_t)n; off += piece) {
+		corrupt_at = corrupt_at >= 0 ? corrupt_at - (int)n : -1;
+		for (off = 0; off < n; off += piece) {
 			*seed = (uint8_t)(*seed * 73 + 41);
 			piece = 1 + *seed % 97;
-			if (piece > (size_t)n - off)
-				piece = (size_t)n - off;
-			if (tls_conn_receive(t, buf + off, piece, &why) < 0)
+			if (piece > n - off)
+				piece = n - off;
+			if (tls_pipe_put(t, buf + off, piece) < 0 ||
+			    tls_pipe_handshake(t) < 0)
 				rc = -1;
 		}
 	}
@@ -141,14 +141,13 @@ client_to_server(SSL *client, struct tls_conn *t, uint8_t *seed,
 }
 
 static void
-server_to_client(struct tls_conn *t, SSL *client)
+server_to_client(struct tls_pipe *t, struct tls_pipe *client)
 {
 	char buf[4096];
 	size_t n;
 
-	while ((n = tls_conn_take(t, buf, sizeof(buf))) > 0)
-		FUZZ_CHECK(BIO_write(SSL_get_rbio(client), buf, (int)n) ==
-		    (int)n);
+	while ((n = tls_pipe_take(t, buf, sizeof(buf))) > 0)
+		FUZZ_CHECK(tls_pipe_put(client, buf, n) == 0);
 }
 
 struct feed_ctx {
@@ -182,13 +181,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct store_mem mem;
 	struct service svc;
 	struct service_conn conn;
-	struct tls_conn t;
+	static char plain[16384];
+	struct tls_pipe t, client;
 	struct feed_ctx f;
-	SSL *client;
-	const char *why;
 	uint8_t seed;
 	size_t len = 0, used, pos;
-	int i, rc, corrupt_at = -1, failed;
+	int i, n, corrupt_at = -1, failed;
 
 	if (size < 2)
 		return 0;
@@ -198,20 +196,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		corrupt_at = size > 2 ? data[2] : 0;
 
 	/* The handshake, over memory. */
-	FUZZ_CHECK(tls_conn_init(&t, server_ctx) == 0);
-	client = SSL_new(client_ctx);
-	FUZZ_CHECK(client != NULL);
+	FUZZ_CHECK(tls_pipe_init(&t, server_ctx, TLS_PIPE_SERVER) == 0);
+	FUZZ_CHECK(tls_pipe_init(&client, client_ctx, TLS_PIPE_CLIENT) == 0);
 	if (data[0] & 1)
-		SSL_set_max_proto_version(client, TLS1_2_VERSION);
-	SSL_set_bio(client, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
-	SSL_set_connect_state(client);
+		SSL_set_max_proto_version(client.ssl, TLS1_2_VERSION);
 	for (i = 0; i < FUZZ_HANDSHAKE_ROUNDS && !t.ready; i++) {
-		SSL_do_handshake(client);
-		FUZZ_CHECK(client_to_server(client, &t, &seed, -1) == 0);
-		server_to_client(&t, client);
+		FUZZ_CHECK(tls_pipe_handshake(&client) >= 0);
+		FUZZ_CHECK(client_to_server(&client, &t, &seed, -1) == 0);
+		server_to_client(&t, &client);
 	}
 	FUZZ_CHECK(t.ready);
-	FUZZ_CHECK(SSL_do_handshake(client) == 1);
+	FUZZ_CHECK(tls_pipe_handshake(&client) == 1);
 
 	service_config_defaults(&cfg);
 	cfg.core.secret = fuzz_secret;
@@ -233,11 +228,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The input, as the client's plaintext. */
 	if (size > 2)
-		FUZZ_CHECK(SSL_write(client, data + 2, (int)(size - 2 >
-		    FUZZ_PLAIN_MAX ? FUZZ_PLAIN_MAX : size - 2)) > 0);
-	failed = client_to_server(client, &t, &seed, corrupt_at);
-	if (failed == 0)
-		failed = tls_conn_read(&t, on_plain, &f, &why);
+		FUZZ_CHECK(tls_pipe_write(&client, (const char *)data + 2,
+		    f.sent_len) == 0);
+	failed = client_to_server(&client, &t, &seed, corrupt_at);
+	while (failed == 0 && (n = tls_pipe_read(&t, plain, sizeof(plain))) >
+	    0)
+		on_plain(&f, plain, (size_t)n);
+	if (t.failed)
+		failed = -1;
 	/* Untouched, every byte arrives; altered, on_plain has checked
 	 * that nothing altered did (a changed record fails, or waits for
 	 * bytes that never come when its length was changed). */
@@ -247,15 +245,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (service_next_ready(&svc) != NULL)
 		;
 	if (failed == 0 && conn.out.len > 0) {
-		FUZZ_CHECK(tls_conn_send(&t, conn.out.data, conn.out.len) == 0);
+		FUZZ_CHECK(tls_pipe_write(&t, conn.out.data, conn.out.len) ==
+		    0);
 		service_conn_written(&conn, conn.out.len);
 	}
 	if (failed == 0) {
-		tls_conn_shutdown(&t);
-		server_to_client(&t, client);
-		while (len < sizeof(reply) && (rc = SSL_read(client,
-		    reply + len, (int)(sizeof(reply) - len))) > 0)
-			len += (size_t)rc;
+		tls_pipe_shutdown(&t);
+		server_to_client(&t, &client);
+		while (len < sizeof(reply) && (n = tls_pipe_read(&client,
+		    reply + len, sizeof(reply) - len)) > 0)
+			len += (size_t)n;
+		/* The server's close_notify ends the client's reading. */
+		FUZZ_CHECK(len == sizeof(reply) || (client.failed &&
+		    client.ssl_error == SSL_ERROR_ZERO_RETURN));
 		/* Every reply the client decrypts is a whole reply line. */
 		for (pos = 0; pos < len; pos += used) {
 			struct proto_reply r;
@@ -267,8 +269,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	service_conn_close(&svc, &conn);
 	service_close(&svc);
 	store_mem_free(&mem);
-	tls_conn_free(&t);
-	SSL_free(client);
+	tls_pipe_free(&t);
+	tls_pipe_free(&client);
 	ERR_clear_error();
 	return 0;
 }
