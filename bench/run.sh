@@ -76,14 +76,19 @@ esac
 # MDB_NOMETASYNC and replies a batch late (docs/performance.md, "The
 # journal against MDB_NOMETASYNC").  Never a mode of lockd.
 LOCKD_NOMETASYNC=${LOCKD_NOMETASYNC:-}
+# LOCKD_ALT=/path/to/another/lockd adds the peer "alt": another build of
+# lockd (the one before a change, say), run beside this one in every round,
+# so that before and after come from the same minutes.
+LOCKD_ALT=${LOCKD_ALT:-}
 ALT=()
-[ -n "$LOCKD_NOMETASYNC" ] && ALT=(nometasync)
+[ -n "$LOCKD_NOMETASYNC" ] && ALT+=(nometasync)
+[ -n "$LOCKD_ALT" ] && ALT+=(alt)
 PEERS=(lockd "${ALT[@]}" redis etcd noop)
 if [ "$BENCH_ONLY" = kinds ]; then
 	PEERS=(lockd redis)
 fi
 
-for bin in "$LOCKD" "$LOADGEN" "$NOOP"; do
+for bin in "$LOCKD" "$LOADGEN" "$NOOP" ${LOCKD_ALT:+"$LOCKD_ALT"}; do
 	[ -x "$bin" ] || { echo "bench: $bin is missing; run make bench" >&2; exit 1; }
 done
 for tool in redis-server etcd taskset timeout; do
@@ -340,6 +345,7 @@ kinds_round() {
 	echo "# disk: $WORK on $fstype ($(df --output=source "$WORK" | tail -1)); $(flush_cost)"
 	echo "# pinning: $pinning; load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $(pressure)"
 	echo "# lockd $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD 2>/dev/null || echo '+dirty'); $(redis-server --version | cut -d' ' -f1-3); etcd $(etcd --version | awk '/etcd Version/ { print $3 }')"
+	[ -z "$LOCKD_ALT" ] || echo "# alt: $LOCKD_ALT ($(stat -c %y "$LOCKD_ALT" | cut -d. -f1))"
 	echo "# rounds=$BENCH_ROUNDS seconds=$BENCH_SECONDS warmup=$BENCH_WARMUP conns=\"$BENCH_CONNS\" handoff_conns=$BENCH_HANDOFF_CONNS try_conns=$BENCH_TRY_CONNS"
 	if [ "$BENCH_KINDS" = 1 ]; then
 		echo "# kinds${BENCH_ONLY:+ only}: sem_conns=$BENCH_SEM_CONNS sem_limit=$BENCH_SEM_LIMIT rw_readers=$BENCH_RW_READERS rw_writers=$BENCH_RW_WRITERS hold_ms=$BENCH_KINDS_HOLD_MS"
@@ -351,6 +357,9 @@ start_lockd lockd "$WORK/lockd"
 if [ -n "$LOCKD_NOMETASYNC" ]; then
 	LOCKD_FAULT=lmdb_nometasync LOCKD_BIN=$LOCKD_NOMETASYNC \
 	    start_lockd nometasync "$WORK/nometasync"
+fi
+if [ -n "$LOCKD_ALT" ]; then
+	LOCKD_BIN=$LOCKD_ALT start_lockd alt "$WORK/alt"
 fi
 start_redis
 [ "$BENCH_ONLY" = kinds ] || start_etcd
@@ -396,6 +405,7 @@ done
 stop etcd
 stop noop
 stop nometasync
+stop alt
 
 # --- scale ------------------------------------------------------------------
 # Held locks: a fresh lockd, BENCH_LOCKS locks taken and kept (lease 1 h, so
