@@ -454,15 +454,17 @@ struct core_holder {
 	uint64_t ended_fence;
 };
 
-/* What a name beyond a plain, unwatched mutex has: allocated when a
- * request with a limit or mode=shared comes, or a WATCH waits, and freed
- * with the entry. */
+/* What a name beyond a plain mutex that nobody waits for has: allocated
+ * when a request with a limit or mode=shared comes, an ACQUIRE waits or a
+ * WATCH does, and freed with the entry. */
 struct core_multi {
 	struct core_holder *holders;  /* beyond the entry's own, newest first */
 	/* Holders that ended since the last core_table_changes: reported as
 	 * deletes of their keys, then freed. */
 	struct core_holder *ended;
+	struct core_link queue;       /* waiters, head first */
 	struct core_link watchers;    /* pending WATCHes, oldest first */
+	uint32_t queue_len;
 	uint32_t watch_len;
 	uint32_t count;               /* in holders */
 	uint16_t limit;               /* the name's, set while it is idle */
@@ -473,7 +475,6 @@ struct core_entry {
 	struct core_lock lock;
 	core_time granted_at;
 	struct core_timer timer;     /* the lease expiry while held */
-	struct core_link queue;      /* waiters, head first */
 	/* The session bound by onclose=release; the link that puts the
 	 * entry in that session's list is in lock.tags, which a bound hold
 	 * always has, so that an unbound plain lock pays nothing for it. */
@@ -487,16 +488,43 @@ struct core_entry {
 	struct core_entry *order_left, *order_right;
 	uint64_t user;               /* the caller's; zeroed when made and when
 	                              * restored, otherwise never touched */
-	/* Holders beyond the first, the limit, pending WATCHes; NULL: a
-	 * plain mutex (limit 1) that nobody watches. */
+	/* Holders beyond the first, the limit, the waiters, pending
+	 * WATCHes; NULL: a plain mutex (limit 1) that nobody has waited for
+	 * or watched. */
 	struct core_multi *multi;
-	uint32_t queue_len;
 	uint32_t hash;               /* low bits of core_name_hash(name) */
 	uint8_t cause;               /* enum core_end: the last change seen */
 	uint8_t flags;
 	uint8_t name_len;            /* 1..255 */
 	char name[];
 };
+
+/*
+ * e's queue of waiters, head first, or NULL: nobody has waited for e yet
+ * (the queue is in e's core_multi, made by the first waiter, so that a
+ * plain lock that nobody waits for pays nothing for it).
+ */
+static inline struct core_link *
+core_entry_queue(const struct core_entry *e)
+{
+	return e->multi != NULL ? &e->multi->queue : NULL;
+}
+
+/* Where a walk of e's queue starts: its head waiter's link, the queue
+ * itself when empty, NULL when there is none.  The walk ends at
+ * core_entry_queue(e). */
+static inline struct core_link *
+core_entry_queue_first(const struct core_entry *e)
+{
+	return e->multi != NULL ? e->multi->queue.next : NULL;
+}
+
+/* The number of waiters in e's queue. */
+static inline uint32_t
+core_entry_queue_len(const struct core_entry *e)
+{
+	return e->multi != NULL ? e->multi->queue_len : 0;
+}
 
 struct core_waiter {
 	struct core_link queue_link;    /* in its entry's queue */

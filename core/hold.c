@@ -83,6 +83,7 @@ core__multi_get(struct core_table *table, struct core_entry *e)
 		if (e->multi == NULL)
 			return NULL;
 		memset(e->multi, 0, sizeof(*e->multi));
+		link_init(&e->multi->queue);
 		link_init(&e->multi->watchers);
 		e->multi->limit = 1;
 	}
@@ -228,7 +229,7 @@ core__status_fill(const struct core_table *table, const struct core_entry *e,
 	const struct core_lock *lock = HOLD(x, lock);
 
 	memset(status, 0, sizeof(*status));
-	status->queue = e->queue_len;
+	status->queue = core_entry_queue_len(e);
 	status->cause = (enum core_end)e->cause;
 	status->limit = name_idle(e) ? 1 : entry_limit(e);
 	if (table->rules->delay_blocks(e->delay_until, now))
@@ -444,7 +445,7 @@ core__waiter_remove(struct core_table *table, struct core_waiter *w)
 		w->entry->multi->watch_len--;
 		table->stats.watches--;
 	} else {
-		w->entry->queue_len--;
+		w->entry->multi->queue_len--;
 		table->stats.waiters--;
 	}
 	w->session->waiter_count--;
@@ -552,7 +553,7 @@ core__queue_changed(struct core_table *table, struct core_entry *e,
 	/* Holders whose lease ran out go first, as they do before every
 	 * operation: a grant is never made beside an expired holder that
 	 * is still on the books. */
-	if (holder_set(e) && !link_empty(&e->queue)) {
+	if (holder_set(e) && !queue_empty(e)) {
 		core__reclaim(table, e, now);
 		core__hand_off(table, e, now);
 	}
@@ -679,7 +680,7 @@ hold_with_rid(const struct core_table *table, struct core_entry *e,
 static bool
 name_idle(const struct core_entry *e)
 {
-	return holders_count(e) == 0 && link_empty(&e->queue) &&
+	return holders_count(e) == 0 && queue_empty(e) &&
 	    e->delay_until == 0;
 }
 
@@ -763,7 +764,7 @@ core__take_if_free(struct core_table *table, struct core_session *session,
 		*status = CORE_OK;
 		return true;
 	}
-	if (!link_empty(&e->queue) || !admitted(table, e, opt->shared, now))
+	if (!queue_empty(e) || !admitted(table, e, opt->shared, now))
 		return false;
 	if (held_limit_hit(table, e, opt)) {
 		core__reply_limit(table, session, tag, e, CORE_LIMIT_HELD);

@@ -342,8 +342,8 @@ restore_prepare(struct core_table *table, struct core_entry *e,
 static void
 refuse_waiters(struct core_table *table, struct core_entry *e)
 {
-	while (!link_empty(&e->queue)) {
-		struct core_waiter *w = container_of(e->queue.next,
+	while (!queue_empty(e)) {
+		struct core_waiter *w = container_of(e->multi->queue.next,
 		    struct core_waiter, queue_link);
 		struct core_session *s = w->session;
 		uint64_t tag = w->tag;
@@ -381,7 +381,7 @@ restore_plan(struct core_table *table, struct core_entry *e,
 	memset(plan, 0, sizeof(*plan));
 	plan->limit = 1;
 	/* The limit its waiters fit; 0: nobody waits. */
-	plan->queued = link_empty(&e->queue) ? 0 : entry_limit(e);
+	plan->queued = queue_empty(e) ? 0 : entry_limit(e);
 	for (i = 0; i < n; i++) {
 		const struct core_record *r = restore_rec(first, more, i);
 

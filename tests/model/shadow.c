@@ -1768,7 +1768,7 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 		}
 		return true;
 	}
-	for (l = e->queue.next; l != &e->queue; l = l->next, i++) {
+	for (l = core_entry_queue_first(e); l != core_entry_queue(e); l = l->next, i++) {
 		const struct core_waiter *w = (const void *)((const char *)l -
 		    offsetof(struct core_waiter, queue_link));
 		int c = model__client_of(s, w->session);
@@ -1789,7 +1789,7 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			return false;
 		}
 	}
-	if (i != sh->qlen || i != (int)e->queue_len) {
+	if (i != sh->qlen || i != (int)core_entry_queue_len(e)) {
 		snprintf(why, whylen, "%s: the table has %d waiters, the "
 		    "model %d", name, i, sh->qlen);
 		return false;

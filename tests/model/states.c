@@ -216,7 +216,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, (uint64_t)w->timer.when);
 		}
 		put8(&x, 0xef);
-		for (l = e->queue.next; l != &e->queue; l = l->next) {
+		for (l = core_entry_queue_first(e); l != core_entry_queue(e); l = l->next) {
 			const struct core_waiter *w = (const void *)
 			    ((const char *)l -
 			    offsetof(struct core_waiter, queue_link));

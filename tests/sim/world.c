@@ -451,9 +451,10 @@ check_head_waiter(struct world *w, int name, const struct core_entry *e,
 	struct core_holding held;
 	unsigned k;
 
-	if (e->queue_len == 0 || e->delay_until != 0)
+	if (core_entry_queue_len(e) == 0 || e->delay_until != 0)
 		return;
-	head = container_of(e->queue.next, struct core_waiter, queue_link);
+	head = container_of(core_entry_queue_first(e), struct core_waiter,
+	    queue_link);
 	held.holders = n;
 	held.shared = true;
 	held.limit = entry_limit_of(e);
@@ -465,7 +466,7 @@ check_head_waiter(struct world *w, int name, const struct core_entry *e,
 		    "%s head waiter wait (%u waiters)", w->name_text[name], n,
 		    (unsigned)held.limit, n > 0 && held.shared ? ", shared" :
 		    "", (long long)w->now, head->shared ? "shared" :
-		    "exclusive", e->queue_len);
+		    "exclusive", core_entry_queue_len(e));
 }
 
 /*
