@@ -94,11 +94,13 @@ struct core_tags {
 #define CORE_TAGS_DELAY 0x01
 #define CORE_TAGS_BOND  0x02
 
-/* The entry's own holder while bound by onclose=release (its
- * core_entry.owner set): its place in that session's onclose list. */
+/* The entry's own holder's binding by onclose=release: the session it
+ * is bound to and its place in that session's onclose list.  In the
+ * hold's tags, so that an unbound plain lock pays nothing for it. */
 struct core_bond {
-	struct core_link onclose_link;
+	struct core_link onclose_link;   /* linked while owner is set */
 	struct core_entry *entry;   /* whose own holder it is */
+	struct core_session *owner; /* NULL: not bound (now) */
 };
 
 /*
@@ -475,10 +477,8 @@ struct core_entry {
 	struct core_lock lock;
 	core_time granted_at;
 	struct core_timer timer;     /* the lease expiry while held */
-	/* The session bound by onclose=release; the link that puts the
-	 * entry in that session's list is in lock.tags, which a bound hold
-	 * always has, so that an unbound plain lock pays nothing for it. */
-	struct core_session *owner;
+	/* The session bound by onclose=release is in lock.tags' bond
+	 * (core_entry_owner), which a bound hold always has. */
 	struct core_entry *changed_next;  /* on the table's changed list */
 	/* The name's lock-delay runs until this instant (0: none).  It is
 	 * the name's, not a holder's: a delay blocks new grants of the
@@ -508,6 +508,16 @@ static inline struct core_link *
 core_entry_queue(const struct core_entry *e)
 {
 	return e->multi != NULL ? &e->multi->queue : NULL;
+}
+
+/* The session e's own holder is bound to by onclose=release; NULL:
+ * none. */
+static inline struct core_session *
+core_entry_owner(const struct core_entry *e)
+{
+	const struct core_bond *bond = core_tags_bond(e->lock.tags);
+
+	return bond != NULL ? bond->owner : NULL;
 }
 
 /* Where a walk of e's queue starts: its head waiter's link, the queue

@@ -47,9 +47,11 @@ onclose_link_of(struct hold x, struct core_tags *tags)
 static void
 unbind_owner_tags(struct hold x, struct core_tags *tags)
 {
-	struct core_session **owner = HOLD(x, owner);
+	struct core_bond *bond = core_tags_bond(tags);
+	struct core_session **owner = x.h != NULL ? &x.h->owner :
+	    bond != NULL ? &bond->owner : NULL;
 
-	if (*owner != NULL) {
+	if (owner != NULL && *owner != NULL) {
 		link_remove(onclose_link_of(x, tags));
 		*owner = NULL;
 	}
@@ -70,8 +72,10 @@ core__bind_owner(struct hold x, struct core_session *session)
 		if (core_tags_bond(tags) == NULL)
 			return;   /* not reached: see above */
 		core_tags_bond(tags)->entry = x.e;
+		core_tags_bond(tags)->owner = session;
+	} else {
+		x.h->owner = session;
 	}
-	*HOLD(x, owner) = session;
 	link_append(onclose_list(session, x), onclose_link_of(x, tags));
 }
 
@@ -639,7 +643,7 @@ static void
 regrant(struct core_table *table, struct hold x,
     struct core_session *session, uint64_t tag, core_time now)
 {
-	struct core_session *owner = *HOLD(x, owner);
+	struct core_session *owner = core__hold_owner(x);
 	const struct core_lock *lock = HOLD(x, lock);
 	struct core_reply r;
 

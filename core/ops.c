@@ -515,7 +515,7 @@ core_disconnect(struct core_table *table, struct core_session *session,
 		    struct core_bond, onclose_link)->entry;
 		/* An expired lease is reclaimed (and reported) as such. */
 		core__reclaim(table, e, now);
-		if (e->owner == session)
+		if (core_entry_owner(e) == session)
 			core__release_onclose(table, hold_own(e), now);
 	}
 	while (!link_empty(&session->onclose_more)) {

@@ -22,7 +22,7 @@ record_fill(const struct core_entry *e, struct hold x,
     struct core_record *rec)
 {
 	const struct core_lock *lock = HOLD(x, lock);
-	struct core_session *owner = *HOLD(x, owner);
+	struct core_session *owner = core__hold_owner(x);
 	const char *label, *rid;
 
 	memset(rec, 0, sizeof(*rec));

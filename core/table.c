@@ -168,6 +168,7 @@ core__tags_make(struct core_table *table, const char *label, size_t label_len,
 
 		link_init(&b->onclose_link);
 		b->entry = NULL;
+		b->owner = NULL;
 	}
 	return t;
 }
@@ -253,7 +254,7 @@ core_table_destroy(struct core_table *table)
 					(*w->session->group_waiters)--;
 				core__waiter_free(table, w);
 			}
-			if (e->owner != NULL)
+			if (core_entry_owner(e) != NULL)
 				link_remove(&core_tags_bond(
 				    e->lock.tags)->onclose_link);
 			core__tags_free(table, e->lock.tags);

@@ -46,6 +46,14 @@ struct hold {
 
 #define HOLD(x, field) ((x).h != NULL ? &(x).h->field : &(x).e->field)
 
+/* The session x is bound to by onclose=release; NULL: none.  (The own
+ * holder keeps it in its tags' bond, a core_holder in itself.) */
+static inline struct core_session *
+core__hold_owner(struct hold x)
+{
+	return x.h != NULL ? x.h->owner : core_entry_owner(x.e);
+}
+
 /* What a new holder asked for, beside its lease. */
 struct hold_options {
 	bool onclose_release;

@@ -1751,16 +1751,16 @@ check_table(bool after_tick)
 				    e->timer.when == e->delay_until);
 				FUZZ_CHECK(!after_tick ||
 				    e->delay_until > svc_now());
-				FUZZ_CHECK(e->owner == NULL);
+				FUZZ_CHECK(core_entry_owner(e) == NULL);
 			} else if (e->multi != NULL && e->multi->count > 0) {
 				/* Held by others: see check_holders. */
 				FUZZ_CHECK(e->timer.slot == CORE__HEAP_OUT);
-				FUZZ_CHECK(e->owner == NULL);
+				FUZZ_CHECK(core_entry_owner(e) == NULL);
 			} else {
 				/* NoStarvation: nobody waits for a free lock. */
 				FUZZ_CHECK(core_entry_queue_len(e) == 0);
 				FUZZ_CHECK(e->timer.slot == CORE__HEAP_OUT);
-				FUZZ_CHECK(e->owner == NULL);
+				FUZZ_CHECK(core_entry_owner(e) == NULL);
 			}
 			/* WATCHes live in the entry's core_multi (issue 17),
 			 * with the holders beyond the entry's own. */

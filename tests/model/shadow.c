@@ -1666,7 +1666,7 @@ hold_agrees(struct sys *s, const struct core_entry *e, const struct shold *h,
 	if (e->lock.fence == h->fence) {
 		lock = &e->lock;
 		timer = &e->timer;
-		owner = e->owner;
+		owner = core_entry_owner(e);
 	}
 	for (o = e->multi != NULL ? e->multi->holders : NULL; o != NULL &&
 	    lock == NULL; o = o->next)

@@ -169,7 +169,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, e->lock.secret);
 		put64(&x, (uint64_t)e->lock.expiry);
 		put64(&x, (uint64_t)e->lock.lease_ms);
-		put8(&x, e->owner ? model__client_of(s, e->owner) : NOBODY);
+		put8(&x, core_entry_owner(e) ? model__client_of(s, core_entry_owner(e)) : NOBODY);
 		put8(&x, e->timer.slot != UINT32_MAX);
 		put64(&x, (uint64_t)e->timer.when);
 		put64(&x, (uint64_t)core_tags_delay(e->lock.tags));

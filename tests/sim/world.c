@@ -371,7 +371,7 @@ table_holds(const struct core_entry *e, struct table_hold *out)
 		return 0;
 	if (e->lock.fence != 0)
 		out[n++] = (struct table_hold){ &e->lock, e->granted_at,
-		    false, e->owner != NULL };
+		    false, core_entry_owner(e) != NULL };
 	for (h = e->multi != NULL ? e->multi->holders : NULL; h != NULL;
 	    h = h->next) {
 		if (n == SEEN_MAX)

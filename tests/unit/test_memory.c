@@ -217,7 +217,7 @@ test_memory_plain_held_lock_is_one_entry_in_a_176_byte_chunk(void **state)
 	assert_non_null(e);
 	assert_null(e->lock.tags);
 	assert_null(e->multi);
-	assert_null(e->owner);
+	assert_null(core_entry_owner(e));
 }
 
 /*
@@ -240,7 +240,7 @@ test_memory_onclose_release_binds_through_the_tags(void **state)
 	assert_int_equal(nallocs, 2);
 	assert_in_range(malloc_chunk(alloc_sizes[1]), 32, 48);
 	e = core_table_find(&f->table, "x", 1);
-	assert_ptr_equal(e->owner, &f->a);
+	assert_ptr_equal(core_entry_owner(e), &f->a);
 	assert_non_null(core_tags_bond(e->lock.tags));
 	acquire(f, &f->a, "y", &plain, CORE_REPLY_GRANTED, 0);
 	acquire(f, &f->b, "z", &bound, CORE_REPLY_GRANTED, 0);
@@ -271,7 +271,7 @@ test_memory_onclose_release_waiter_is_bound_when_granted(void **state)
 	(void)core_release(&f->table, &f->a, "x", 1, h, 9, 2);
 	assert_int_equal(f->nreplies, 2);
 	assert_int_equal(f->replies[1].kind, CORE_REPLY_GRANTED);
-	assert_ptr_equal(core_table_find(&f->table, "x", 1)->owner, &f->b);
+	assert_ptr_equal(core_entry_owner(core_table_find(&f->table, "x", 1)), &f->b);
 	close_releases(f, &f->b, "x", 3);
 }
 
@@ -427,7 +427,7 @@ test_memory_restored_bound_hold_is_released_by_its_close(void **state)
 	rec.owner = &f->a;
 	assert_int_equal(core_table_restore(&f->table, "x", 1, &rec, 0),
 	    CORE_OK);
-	assert_ptr_equal(core_table_find(&f->table, "x", 1)->owner, &f->a);
+	assert_ptr_equal(core_entry_owner(core_table_find(&f->table, "x", 1)), &f->a);
 	assert_int_equal(core_tags_delay(
 	    core_table_find(&f->table, "x", 1)->lock.tags), 250);
 	close_releases(f, &f->a, "x", 10);

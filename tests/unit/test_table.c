@@ -150,7 +150,7 @@ assert_books_balance(struct table_fixture *f)
 				assert_true(e->timer.when == e->lock.expiry);
 			} else {
 				assert_true(e->timer.slot == UINT32_MAX);
-				assert_null(e->owner);
+				assert_null(core_entry_owner(e));
 			}
 			for (l = core_entry_queue_first(e); l != core_entry_queue(e); l = l->next) {
 				const struct core_waiter *w = (const void *)
