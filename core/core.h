@@ -457,8 +457,8 @@ struct core_holder {
 };
 
 /* What a name beyond a plain mutex that nobody waits for has: allocated
- * when a request with a limit or mode=shared comes, an ACQUIRE waits or a
- * WATCH does, and freed with the entry. */
+ * when a request with a limit, mode=shared or a lock-delay comes, an
+ * ACQUIRE waits or a WATCH does, and freed with the entry. */
 struct core_multi {
 	struct core_holder *holders;  /* beyond the entry's own, newest first */
 	/* Holders that ended since the last core_table_changes: reported as
@@ -466,6 +466,11 @@ struct core_multi {
 	struct core_holder *ended;
 	struct core_link queue;       /* waiters, head first */
 	struct core_link watchers;    /* pending WATCHes, oldest first */
+	/* The name's lock-delay runs until this instant (0: none).  It is
+	 * the name's, not a holder's: a delay blocks new grants of the
+	 * whole name, whoever still holds it.  Only a hold with a
+	 * lock-delay starts one, and its name has a multi from its grant. */
+	core_time delay_until;
 	uint32_t queue_len;
 	uint32_t watch_len;
 	uint32_t count;               /* in holders */
@@ -480,17 +485,13 @@ struct core_entry {
 	/* The session bound by onclose=release is in lock.tags' bond
 	 * (core_entry_owner), which a bound hold always has. */
 	struct core_entry *changed_next;  /* on the table's changed list */
-	/* The name's lock-delay runs until this instant (0: none).  It is
-	 * the name's, not a holder's: a delay blocks new grants of the
-	 * whole name, whoever still holds it. */
-	core_time delay_until;
 	/* The name-ordered index (core/order.h), for LIST. */
 	struct core_entry *order_left, *order_right;
 	uint64_t user;               /* the caller's; zeroed when made and when
 	                              * restored, otherwise never touched */
 	/* Holders beyond the first, the limit, the waiters, pending
-	 * WATCHes; NULL: a plain mutex (limit 1) that nobody has waited for
-	 * or watched. */
+	 * WATCHes, the lock-delay; NULL: a plain mutex (limit 1) that
+	 * nobody has waited for or watched, without a lock-delay. */
 	struct core_multi *multi;
 	uint32_t hash;               /* low bits of core_name_hash(name) */
 	uint8_t cause;               /* enum core_end: the last change seen */
@@ -518,6 +519,13 @@ core_entry_owner(const struct core_entry *e)
 	const struct core_bond *bond = core_tags_bond(e->lock.tags);
 
 	return bond != NULL ? bond->owner : NULL;
+}
+
+/* The end of e's lock-delay (0: none). */
+static inline core_time
+core_entry_delay_until(const struct core_entry *e)
+{
+	return e->multi != NULL ? e->multi->delay_until : 0;
 }
 
 /* Where a walk of e's queue starts: its head waiter's link, the queue

@@ -154,15 +154,23 @@ core__delay_set(struct core_table *table, struct core_entry *e, core_time until)
 {
 	struct core_holder *h;
 
-	if (e->delay_until == 0 && until != 0)
+	core_time was = core_entry_delay_until(e);
+
+	if (was == until)
+		return;
+	/* The delay lives in the name's multi, which a hold with a
+	 * lock-delay (the only kind that starts one) was granted or
+	 * restored with: made here only if some path missed it. */
+	if (core__multi_get(table, e) == NULL)
+		return;
+	if (was == 0)
 		table->stats.delayed++;
-	else if (e->delay_until != 0 && until == 0)
+	else if (until == 0)
 		table->stats.delayed--;
 	/* Every holder's record carries the name's delay. */
-	if (e->delay_until != until && e->multi != NULL)
-		for (h = e->multi->holders; h != NULL; h = h->next)
-			h->dirty = true;
-	e->delay_until = until;
+	for (h = e->multi->holders; h != NULL; h = h->next)
+		h->dirty = true;
+	e->multi->delay_until = until;
 }
 
 void
@@ -181,7 +189,7 @@ admitted(const struct core_table *table, const struct core_entry *e,
 {
 	struct core_holding held;
 
-	if (table->rules->delay_blocks(e->delay_until, now))
+	if (table->rules->delay_blocks(core_entry_delay_until(e), now))
 		return false;
 	holding_of(table, e, now, &held);
 	return table->rules->admits(&held, shared);
@@ -216,10 +224,10 @@ core__holding_ended(struct core_table *table, struct hold x,
 		x.h->next = e->multi->ended;
 		e->multi->ended = x.h;
 	}
-	if (until > e->delay_until && table->rules->delay_blocks(until, now))
+	if (until > core_entry_delay_until(e) && table->rules->delay_blocks(until, now))
 		core__delay_set(table, e, until);
-	if (e->delay_until != 0 && e->lock.fence == 0)
-		core__timer_set(table, &e->timer, e->delay_until);
+	if (core_entry_delay_until(e) != 0 && e->lock.fence == 0)
+		core__timer_set(table, &e->timer, core_entry_delay_until(e));
 	core__entry_dirty(table, e);
 }
 
@@ -236,8 +244,8 @@ core__status_fill(const struct core_table *table, const struct core_entry *e,
 	status->queue = core_entry_queue_len(e);
 	status->cause = (enum core_end)e->cause;
 	status->limit = name_idle(e) ? 1 : entry_limit(e);
-	if (table->rules->delay_blocks(e->delay_until, now))
-		status->delay_ms = e->delay_until - now;
+	if (table->rules->delay_blocks(core_entry_delay_until(e), now))
+		status->delay_ms = core_entry_delay_until(e) - now;
 	if (lock->fence != 0) {
 		const char *label;
 
@@ -373,6 +381,14 @@ grant_to(struct core_table *table, struct core_entry *e,
 	bool was_held;
 	uint64_t secret;
 	enum core_status st;
+
+	/* The lock-delay this hold may start is the name's, kept in its
+	 * multi: made now, while NOMEM can still be the answer. */
+	if (core_tags_delay(tags) > 0 && core__multi_get(table, e) == NULL) {
+		core__tags_free(table, tags);
+		core__reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+		return CORE_ERR_NOMEM;
+	}
 	struct core_reply r;
 	struct core_lock *lock;
 
@@ -513,7 +529,7 @@ core__hand_off(struct core_table *table, struct core_entry *e, core_time now)
 	 * date grant by grant: a run of k readers costs O(k), not O(k^2). */
 	holding_of(table, e, now, &held);
 	while ((w = table->rules->next_waiter(e)) != NULL &&
-	    !table->rules->delay_blocks(e->delay_until, now) &&
+	    !table->rules->delay_blocks(core_entry_delay_until(e), now) &&
 	    table->rules->admits(&held, w->shared)) {
 		struct core_session *s = w->session;
 		uint64_t tag = w->tag;
@@ -609,8 +625,8 @@ core__reclaim(struct core_table *table, struct core_entry *e, core_time now)
 	if (freed)
 		core__hand_off(table, e, now);
 	/* A lock-delay that has run out ends, and the lock goes on. */
-	if (e->delay_until != 0 &&
-	    !table->rules->delay_blocks(e->delay_until, now)) {
+	if (core_entry_delay_until(e) != 0 &&
+	    !table->rules->delay_blocks(core_entry_delay_until(e), now)) {
 		core__delay_set(table, e, 0);
 		if (e->lock.fence == 0)
 			core__timer_clear(table, &e->timer);
@@ -685,7 +701,7 @@ static bool
 name_idle(const struct core_entry *e)
 {
 	return holders_count(e) == 0 && queue_empty(e) &&
-	    e->delay_until == 0;
+	    core_entry_delay_until(e) == 0;
 }
 
 void

@@ -464,7 +464,7 @@ bool
 core__entry_idle(const struct core_entry *e)
 {
 	return e->lock.fence == 0 && queue_empty(e) &&
-	    e->delay_until == 0 && !entry_watched(e) &&
+	    core_entry_delay_until(e) == 0 && !entry_watched(e) &&
 	    (e->multi == NULL || (e->multi->holders == NULL &&
 	    e->multi->ended == NULL));
 }

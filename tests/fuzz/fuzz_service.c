@@ -1700,7 +1700,7 @@ check_holders(const struct core_entry *e, bool after_tick)
 	FUZZ_CHECK(m->limit >= 1);
 	FUZZ_CHECK(n == 0 || e->lock.fence == 0);
 	FUZZ_CHECK(n <= m->limit || m->limit == 1);
-	if (n == 0 || e->delay_until != 0 || core_entry_queue_len(e) == 0)
+	if (n == 0 || core_entry_delay_until(e) != 0 || core_entry_queue_len(e) == 0)
 		return n;
 	head = container_of(core_entry_queue_first(e), struct core_waiter,
 	    queue_link);
@@ -1742,15 +1742,15 @@ check_table(bool after_tick)
 			}
 			if (e->lock.fence != 0) {
 				/* Held: checked by check_holder. */
-			} else if (e->delay_until != 0) {
+			} else if (core_entry_delay_until(e) != 0) {
 				/* In lock-delay (free, or held by others):
 				 * waiters wait for its end, which the
 				 * entry's timer waits for. */
 				timers++;
 				FUZZ_CHECK(e->timer.slot != CORE__HEAP_OUT &&
-				    e->timer.when == e->delay_until);
+				    e->timer.when == core_entry_delay_until(e));
 				FUZZ_CHECK(!after_tick ||
-				    e->delay_until > svc_now());
+				    core_entry_delay_until(e) > svc_now());
 				FUZZ_CHECK(core_entry_owner(e) == NULL);
 			} else if (e->multi != NULL && e->multi->count > 0) {
 				/* Held by others: see check_holders. */

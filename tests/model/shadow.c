@@ -1753,10 +1753,10 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			return false;
 		}
 	}
-	if ((e != NULL ? e->delay_until : 0) != sh->delay_until) {
+	if ((e != NULL ? core_entry_delay_until(e) : 0) != sh->delay_until) {
 		snprintf(why, whylen, "%s: the table's lock-delay ends at "
 		    "%lld, the model's at %lld", name,
-		    e ? (long long)e->delay_until : 0LL,
+		    e ? (long long)core_entry_delay_until(e) : 0LL,
 		    (long long)sh->delay_until);
 		return false;
 	}

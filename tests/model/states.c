@@ -173,7 +173,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put8(&x, e->timer.slot != UINT32_MAX);
 		put64(&x, (uint64_t)e->timer.when);
 		put64(&x, (uint64_t)core_tags_delay(e->lock.tags));
-		put64(&x, (uint64_t)e->delay_until);
+		put64(&x, (uint64_t)core_entry_delay_until(e));
 		put8(&x, e->cause);
 		put8(&x, e->flags);
 		{

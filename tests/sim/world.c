@@ -451,7 +451,7 @@ check_head_waiter(struct world *w, int name, const struct core_entry *e,
 	struct core_holding held;
 	unsigned k;
 
-	if (core_entry_queue_len(e) == 0 || e->delay_until != 0)
+	if (core_entry_queue_len(e) == 0 || core_entry_delay_until(e) != 0)
 		return;
 	head = container_of(core_entry_queue_first(e), struct core_waiter,
 	    queue_link);
@@ -507,7 +507,7 @@ observe(struct world *w, bool after_tick)
 			if (holds_fence(th, n, s->fence) || w->delay_skip[i] ||
 			    e == NULL || e->cause != CORE_END_EXPIRED ||
 			    s->expiry > w->now || s->delay <= 0 ||
-			    (e->delay_until != 0 && e->delay_until +
+			    (core_entry_delay_until(e) != 0 && core_entry_delay_until(e) +
 			    w->boot_off != s->expiry + s->delay) ||
 			    s->expiry + s->delay <= w->delay_until[i])
 				continue;
