@@ -183,9 +183,11 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put8(&x, len);
 			put(&x, rid, len);
 		}
-		put8(&x, e->multi != NULL);
-		if (e->multi != NULL)
-			put64(&x, e->multi->limit);
+		/* The name's limit, not whether it has a core_multi: an
+		 * empty multi (left by a waiter, a WATCH or a lock-delay) and
+		 * none behave the same, and where the table keeps a field is
+		 * no state of the model's. */
+		put64(&x, e->multi != NULL ? e->multi->limit : 1);
 		for (o = e->multi != NULL ? e->multi->holders : NULL;
 		    o != NULL; o = o->next) {
 			const char *rid;
