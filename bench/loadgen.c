@@ -15,7 +15,7 @@
  *           [-W WARMUP] [-n MAX_CYCLES] [-P PREFIX] [-S SERVER_PID]
  *           [-d DEPTH] [-l LEASE] [-L "key=value ..."]
  *           [-r RECORDS] [-A PORT,PORT,...] [-N LIMIT] [-R READERS]
- *           [-h HOLD_MS] [-B] [-V]
+ *           [-h HOLD_MS] [-z NAME_LEN] [-B] [-V]
  *   loadgen -F COUNT        print COUNT free loopback TCP ports
  *
  * Workloads (a "cycle" is what one latency sample measures):
@@ -32,7 +32,9 @@
  *   hold     -n locks on distinct names (here -n counts locks), pipelined
  *            -d deep per connection, with lease -l, kept held after the
  *            connections close (lockd only); with -S, the server's resident
- *            memory per held lock.
+ *            memory per held lock.  Names are PREFIX/N; with -z, N is
+ *            zero-padded so that every name is NAME_LEN bytes
+ *            (-P held -z 16: held/00000000042).
  *   idle     -c connections opened, each answered one PING, then left idle;
  *            with -S, the server's resident memory per connection.
  *   txn      (etcd only) each connection writes guarded transactions the
@@ -221,6 +223,7 @@ static struct loadgen {
 	bool *released_writer; /* rw: that release was a writer's */
 	int released_head, released_len, released_cap;
 	double hold;           /* -h, seconds */
+	int name_len;          /* -z: hold's names padded to this length */
 	struct conn **holders; /* by release_at: the hold is the same for all */
 	int holders_head, holders_len;
 
@@ -1220,8 +1223,10 @@ static void
 hold_next(struct conn *c)
 {
 	while (c->inflight < lg.depth && lg.sent < lg.max_cycles) {
-		snprintf(c->name, sizeof(c->name), "%s/%ld", lg.prefix,
-		    lg.next_name++ / lg.limit);
+		int digits = lg.name_len - (int)strlen(lg.prefix) - 1;
+
+		snprintf(c->name, sizeof(c->name), "%s/%0*ld", lg.prefix,
+		    digits > 0 ? digits : 1, lg.next_name++ / lg.limit);
 		send_acquire(c);
 		c->inflight++;
 		lg.sent++;
@@ -2254,7 +2259,7 @@ usage(void)
 	    "               [-l LEASE] [-L \"key=value ...\"] [-r RECORDS] "
 	    "[-A PORT,...]\n"
 	    "               [-w sem|rw|scripts] [-N LIMIT] [-R READERS] [-h HOLD_MS] "
-	    "[-B] [-V]\n"
+	    "[-z NAME_LEN]\n               [-B] [-V]\n"
 	    "       loadgen -F COUNT\n");
 	exit(2);
 }
@@ -2275,7 +2280,7 @@ main(int argc, char **argv)
 	lg.max_cycles = LOADGEN_DEFAULT_MAX_CYCLES;
 	lg.readers = -1;
 	while ((opt = getopt(argc, argv,
-	    "x:H:p:c:t:W:n:w:P:S:d:l:L:F:r:A:N:R:Bh:V")) != -1) {
+	    "x:H:p:c:t:W:n:w:P:S:d:l:L:F:r:A:N:R:Bh:Vz:")) != -1) {
 		switch (opt) {
 		case 'x':
 			if (strcmp(optarg, "lockd") == 0)
@@ -2330,6 +2335,7 @@ main(int argc, char **argv)
 		case 'B': lg.broken = true; break;
 		case 'V': lg.stop_on_overlap = true; break;
 		case 'h': lg.hold = atof(optarg) / 1000; break;
+		case 'z': lg.name_len = atoi(optarg); break;
 		default: usage();
 		}
 	}
@@ -2337,7 +2343,8 @@ main(int argc, char **argv)
 	    lg.nconns <= 0 || lg.nconns > LOADGEN_MAX_CONNS ||
 	    lg.max_cycles <= 0 || lg.seconds <= 0 || lg.seconds > 3600 ||
 	    lg.warmup < 0 || lg.warmup > 600 || lg.depth <= 0 ||
-	    lg.records < 1 || lg.records > 127 || lg.hold < 0 || lg.hold > 60)
+	    lg.records < 1 || lg.records > 127 || lg.hold < 0 || lg.hold > 60 ||
+	    lg.name_len < 0 || lg.name_len >= (int)sizeof(((struct conn *)0)->name))
 		usage();
 	if (lg.limit == 0)
 		lg.limit = lg.workload == W_SEM ? 16 : 1;

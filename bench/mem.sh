@@ -16,10 +16,13 @@
 #   bench/mem.sh                              # build/lockd, 3 runs
 #   bench/mem.sh /tmp/lockd-before build/lockd    # alternated
 #   MEM_RUNS=5 BENCH_LOCKS=200000 MEM_LIMIT=16 bench/mem.sh
+#   MEM_NAME_LEN=16 bench/mem.sh              # names held/00000000042
 #
 # MEM_RUNS (3) runs per build; BENCH_LOCKS (1000000) locks per run;
 # MEM_LIMIT (1) with N above 1 holds N-permit semaphores instead (bytes
-# per holder); BENCH_MAP_SIZE (8 GiB) the lockd map, as in run.sh.
+# per holder); MEM_NAME_LEN (unset: held/0 to held/999999, 11 bytes at
+# most, as run.sh names them) pads every name with zeros to that many
+# bytes; BENCH_MAP_SIZE (8 GiB) the lockd map, as in run.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +31,7 @@ MEMSIZES=${MEMSIZES:-build/bench/memsizes}
 MEM_RUNS=${MEM_RUNS:-3}
 BENCH_LOCKS=${BENCH_LOCKS:-1000000}
 MEM_LIMIT=${MEM_LIMIT:-1}
+MEM_NAME_LEN=${MEM_NAME_LEN:-}
 BENCH_MAP_SIZE=${BENCH_MAP_SIZE:-8589934592}
 BUILDS=("$@")
 [ ${#BUILDS[@]} -gt 0 ] || BUILDS=(build/lockd)
@@ -62,7 +66,7 @@ trap 'exit 130' INT TERM
 
 # run_one LOCKD: one fresh lockd, BENCH_LOCKS held; prints loadgen's line.
 run_one() {
-	local lockd=$1 dir port i line kind=()
+	local lockd=$1 dir port i line kind=() pad=()
 	dir=$(mktemp -d "$WORK/run.XXXXXX")
 	"${SPIN[@]}" "$lockd" --data-dir "$dir" --listen 127.0.0.1:0 \
 	    --max-lease 1h --max-held $((BENCH_LOCKS + 1000)) \
@@ -74,11 +78,13 @@ run_one() {
 		sleep 0.1
 	done
 	[ "$MEM_LIMIT" -gt 1 ] && kind=(-N "$MEM_LIMIT")
+	[ -n "$MEM_NAME_LEN" ] && pad=(-z "$MEM_NAME_LEN")
 	port=$(grep -o 'listening on 127.0.0.1:[0-9]*' "$dir/log" | tail -1 |
 	    sed 's/.*://')
 	[ -n "$port" ] || { echo "mem: $lockd did not listen" >&2; exit 1; }
 	line=$(timeout -k 5 700 "${CPIN[@]}" "$LOADGEN" -x lockd -p "$port" \
-	    -S "$PID" -L "scale=mem lockd=$lockd" -w hold "${kind[@]}" \
+	    -S "$PID" -L "scale=mem lockd=$lockd name_len=${MEM_NAME_LEN:-11}" \
+	    -w hold "${kind[@]}" "${pad[@]}" \
 	    -n "$BENCH_LOCKS" -c 8 -d 512 -l 1h -t 600 -P held)
 	cleanup
 	rm -rf "$dir"
@@ -104,9 +110,10 @@ echo
 per=lock
 [ "$MEM_LIMIT" -gt 1 ] && per="holder ($MEM_LIMIT-permit semaphores)"
 for b in "${BUILDS[@]}"; do
-	echo "$b: median $(tr ' ' '\n' <<<"${BPL[$b]}" | grep . | median) bytes of VmRSS per $per ($(tr ' ' '\n' <<<"${ABPL[$b]}" | grep . | median) anonymous) over $MEM_RUNS runs of $BENCH_LOCKS: ${BPL[$b]}"
+	echo "$b (names of ${MEM_NAME_LEN:-up to 11} bytes): median $(tr ' ' '\n' <<<"${BPL[$b]}" | grep . | median) bytes of VmRSS per $per ($(tr ' ' '\n' <<<"${ABPL[$b]}" | grep . | median) anonymous) over $MEM_RUNS runs of $BENCH_LOCKS: ${BPL[$b]}"
 done
 if [ -x "$MEMSIZES" ]; then
 	# The longest name: "held/" and the digits of BENCH_LOCKS - 1.
-	"$MEMSIZES" "$((${#BENCH_LOCKS} + 4))" | sed 's/^/structures of this tree: /'
+	"$MEMSIZES" "${MEM_NAME_LEN:-$((${#BENCH_LOCKS} + 4))}" |
+	    sed 's/^/structures of this tree: /'
 fi

@@ -94,11 +94,13 @@ struct core_tags {
 #define CORE_TAGS_DELAY 0x01
 #define CORE_TAGS_BOND  0x02
 
-/* The entry's own holder while bound by onclose=release (its
- * core_entry.owner set): its place in that session's onclose list. */
+/* The entry's own holder's binding by onclose=release: the session it
+ * is bound to and its place in that session's onclose list.  In the
+ * hold's tags, so that an unbound plain lock pays nothing for it. */
 struct core_bond {
-	struct core_link onclose_link;
+	struct core_link onclose_link;   /* linked while owner is set */
 	struct core_entry *entry;   /* whose own holder it is */
+	struct core_session *owner; /* NULL: not bound (now) */
 };
 
 /*
@@ -454,15 +456,22 @@ struct core_holder {
 	uint64_t ended_fence;
 };
 
-/* What a name beyond a plain, unwatched mutex has: allocated when a
- * request with a limit or mode=shared comes, or a WATCH waits, and freed
- * with the entry. */
+/* What a name beyond a plain mutex that nobody waits for has: allocated
+ * when a request with a limit, mode=shared or a lock-delay comes, an
+ * ACQUIRE waits or a WATCH does, and freed with the entry. */
 struct core_multi {
 	struct core_holder *holders;  /* beyond the entry's own, newest first */
 	/* Holders that ended since the last core_table_changes: reported as
 	 * deletes of their keys, then freed. */
 	struct core_holder *ended;
+	struct core_link queue;       /* waiters, head first */
 	struct core_link watchers;    /* pending WATCHes, oldest first */
+	/* The name's lock-delay runs until this instant (0: none).  It is
+	 * the name's, not a holder's: a delay blocks new grants of the
+	 * whole name, whoever still holds it.  Only a hold with a
+	 * lock-delay starts one, and its name has a multi from its grant. */
+	core_time delay_until;
+	uint32_t queue_len;
 	uint32_t watch_len;
 	uint32_t count;               /* in holders */
 	uint16_t limit;               /* the name's, set while it is idle */
@@ -473,30 +482,67 @@ struct core_entry {
 	struct core_lock lock;
 	core_time granted_at;
 	struct core_timer timer;     /* the lease expiry while held */
-	struct core_link queue;      /* waiters, head first */
-	/* The session bound by onclose=release; the link that puts the
-	 * entry in that session's list is in lock.tags, which a bound hold
-	 * always has, so that an unbound plain lock pays nothing for it. */
-	struct core_session *owner;
+	/* The session bound by onclose=release is in lock.tags' bond
+	 * (core_entry_owner), which a bound hold always has. */
 	struct core_entry *changed_next;  /* on the table's changed list */
-	/* The name's lock-delay runs until this instant (0: none).  It is
-	 * the name's, not a holder's: a delay blocks new grants of the
-	 * whole name, whoever still holds it. */
-	core_time delay_until;
 	/* The name-ordered index (core/order.h), for LIST. */
 	struct core_entry *order_left, *order_right;
 	uint64_t user;               /* the caller's; zeroed when made and when
 	                              * restored, otherwise never touched */
-	/* Holders beyond the first, the limit, pending WATCHes; NULL: a
-	 * plain mutex (limit 1) that nobody watches. */
+	/* Holders beyond the first, the limit, the waiters, pending
+	 * WATCHes, the lock-delay; NULL: a plain mutex (limit 1) that
+	 * nobody has waited for or watched, without a lock-delay. */
 	struct core_multi *multi;
-	uint32_t queue_len;
 	uint32_t hash;               /* low bits of core_name_hash(name) */
 	uint8_t cause;               /* enum core_end: the last change seen */
 	uint8_t flags;
 	uint8_t name_len;            /* 1..255 */
 	char name[];
 };
+
+/*
+ * e's queue of waiters, head first, or NULL: nobody has waited for e yet
+ * (the queue is in e's core_multi, made by the first waiter, so that a
+ * plain lock that nobody waits for pays nothing for it).
+ */
+static inline struct core_link *
+core_entry_queue(const struct core_entry *e)
+{
+	return e->multi != NULL ? &e->multi->queue : NULL;
+}
+
+/* The session e's own holder is bound to by onclose=release; NULL:
+ * none. */
+static inline struct core_session *
+core_entry_owner(const struct core_entry *e)
+{
+	const struct core_bond *bond = core_tags_bond(e->lock.tags);
+
+	return bond != NULL ? bond->owner : NULL;
+}
+
+/* The end of e's lock-delay (0: none). */
+static inline core_time
+core_entry_delay_until(const struct core_entry *e)
+{
+	return e->multi != NULL ? e->multi->delay_until : 0;
+}
+
+/* Where a walk of e's queue starts: its head waiter's link, the queue
+ * itself when empty, NULL when there is none.  The walk ends at
+ * core_entry_queue(e). */
+static inline struct core_link *
+core_entry_queue_first(const struct core_entry *e)
+{
+	return e->multi != NULL ? e->multi->queue.next : NULL;
+}
+
+/* The number of waiters in e's queue. */
+static inline uint32_t
+core_entry_queue_len(const struct core_entry *e)
+{
+	return e->multi != NULL ? e->multi->queue_len : 0;
+}
 
 struct core_waiter {
 	struct core_link queue_link;    /* in its entry's queue */

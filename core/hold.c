@@ -47,9 +47,11 @@ onclose_link_of(struct hold x, struct core_tags *tags)
 static void
 unbind_owner_tags(struct hold x, struct core_tags *tags)
 {
-	struct core_session **owner = HOLD(x, owner);
+	struct core_bond *bond = core_tags_bond(tags);
+	struct core_session **owner = x.h != NULL ? &x.h->owner :
+	    bond != NULL ? &bond->owner : NULL;
 
-	if (*owner != NULL) {
+	if (owner != NULL && *owner != NULL) {
 		link_remove(onclose_link_of(x, tags));
 		*owner = NULL;
 	}
@@ -70,8 +72,10 @@ core__bind_owner(struct hold x, struct core_session *session)
 		if (core_tags_bond(tags) == NULL)
 			return;   /* not reached: see above */
 		core_tags_bond(tags)->entry = x.e;
+		core_tags_bond(tags)->owner = session;
+	} else {
+		x.h->owner = session;
 	}
-	*HOLD(x, owner) = session;
 	link_append(onclose_list(session, x), onclose_link_of(x, tags));
 }
 
@@ -83,6 +87,7 @@ core__multi_get(struct core_table *table, struct core_entry *e)
 		if (e->multi == NULL)
 			return NULL;
 		memset(e->multi, 0, sizeof(*e->multi));
+		link_init(&e->multi->queue);
 		link_init(&e->multi->watchers);
 		e->multi->limit = 1;
 	}
@@ -149,15 +154,23 @@ core__delay_set(struct core_table *table, struct core_entry *e, core_time until)
 {
 	struct core_holder *h;
 
-	if (e->delay_until == 0 && until != 0)
+	core_time was = core_entry_delay_until(e);
+
+	if (was == until)
+		return;
+	/* The delay lives in the name's multi, which a hold with a
+	 * lock-delay (the only kind that starts one) was granted or
+	 * restored with: made here only if some path missed it. */
+	if (core__multi_get(table, e) == NULL)
+		return;
+	if (was == 0)
 		table->stats.delayed++;
-	else if (e->delay_until != 0 && until == 0)
+	else if (until == 0)
 		table->stats.delayed--;
 	/* Every holder's record carries the name's delay. */
-	if (e->delay_until != until && e->multi != NULL)
-		for (h = e->multi->holders; h != NULL; h = h->next)
-			h->dirty = true;
-	e->delay_until = until;
+	for (h = e->multi->holders; h != NULL; h = h->next)
+		h->dirty = true;
+	e->multi->delay_until = until;
 }
 
 void
@@ -176,7 +189,7 @@ admitted(const struct core_table *table, const struct core_entry *e,
 {
 	struct core_holding held;
 
-	if (table->rules->delay_blocks(e->delay_until, now))
+	if (table->rules->delay_blocks(core_entry_delay_until(e), now))
 		return false;
 	holding_of(table, e, now, &held);
 	return table->rules->admits(&held, shared);
@@ -211,10 +224,10 @@ core__holding_ended(struct core_table *table, struct hold x,
 		x.h->next = e->multi->ended;
 		e->multi->ended = x.h;
 	}
-	if (until > e->delay_until && table->rules->delay_blocks(until, now))
+	if (until > core_entry_delay_until(e) && table->rules->delay_blocks(until, now))
 		core__delay_set(table, e, until);
-	if (e->delay_until != 0 && e->lock.fence == 0)
-		core__timer_set(table, &e->timer, e->delay_until);
+	if (core_entry_delay_until(e) != 0 && e->lock.fence == 0)
+		core__timer_set(table, &e->timer, core_entry_delay_until(e));
 	core__entry_dirty(table, e);
 }
 
@@ -228,11 +241,11 @@ core__status_fill(const struct core_table *table, const struct core_entry *e,
 	const struct core_lock *lock = HOLD(x, lock);
 
 	memset(status, 0, sizeof(*status));
-	status->queue = e->queue_len;
+	status->queue = core_entry_queue_len(e);
 	status->cause = (enum core_end)e->cause;
 	status->limit = name_idle(e) ? 1 : entry_limit(e);
-	if (table->rules->delay_blocks(e->delay_until, now))
-		status->delay_ms = e->delay_until - now;
+	if (table->rules->delay_blocks(core_entry_delay_until(e), now))
+		status->delay_ms = core_entry_delay_until(e) - now;
 	if (lock->fence != 0) {
 		const char *label;
 
@@ -368,6 +381,14 @@ grant_to(struct core_table *table, struct core_entry *e,
 	bool was_held;
 	uint64_t secret;
 	enum core_status st;
+
+	/* The lock-delay this hold may start is the name's, kept in its
+	 * multi: made now, while NOMEM can still be the answer. */
+	if (core_tags_delay(tags) > 0 && core__multi_get(table, e) == NULL) {
+		core__tags_free(table, tags);
+		core__reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
+		return CORE_ERR_NOMEM;
+	}
 	struct core_reply r;
 	struct core_lock *lock;
 
@@ -444,7 +465,7 @@ core__waiter_remove(struct core_table *table, struct core_waiter *w)
 		w->entry->multi->watch_len--;
 		table->stats.watches--;
 	} else {
-		w->entry->queue_len--;
+		w->entry->multi->queue_len--;
 		table->stats.waiters--;
 	}
 	w->session->waiter_count--;
@@ -508,7 +529,7 @@ core__hand_off(struct core_table *table, struct core_entry *e, core_time now)
 	 * date grant by grant: a run of k readers costs O(k), not O(k^2). */
 	holding_of(table, e, now, &held);
 	while ((w = table->rules->next_waiter(e)) != NULL &&
-	    !table->rules->delay_blocks(e->delay_until, now) &&
+	    !table->rules->delay_blocks(core_entry_delay_until(e), now) &&
 	    table->rules->admits(&held, w->shared)) {
 		struct core_session *s = w->session;
 		uint64_t tag = w->tag;
@@ -552,7 +573,7 @@ core__queue_changed(struct core_table *table, struct core_entry *e,
 	/* Holders whose lease ran out go first, as they do before every
 	 * operation: a grant is never made beside an expired holder that
 	 * is still on the books. */
-	if (holder_set(e) && !link_empty(&e->queue)) {
+	if (holder_set(e) && !queue_empty(e)) {
 		core__reclaim(table, e, now);
 		core__hand_off(table, e, now);
 	}
@@ -604,8 +625,8 @@ core__reclaim(struct core_table *table, struct core_entry *e, core_time now)
 	if (freed)
 		core__hand_off(table, e, now);
 	/* A lock-delay that has run out ends, and the lock goes on. */
-	if (e->delay_until != 0 &&
-	    !table->rules->delay_blocks(e->delay_until, now)) {
+	if (core_entry_delay_until(e) != 0 &&
+	    !table->rules->delay_blocks(core_entry_delay_until(e), now)) {
 		core__delay_set(table, e, 0);
 		if (e->lock.fence == 0)
 			core__timer_clear(table, &e->timer);
@@ -638,7 +659,7 @@ static void
 regrant(struct core_table *table, struct hold x,
     struct core_session *session, uint64_t tag, core_time now)
 {
-	struct core_session *owner = *HOLD(x, owner);
+	struct core_session *owner = core__hold_owner(x);
 	const struct core_lock *lock = HOLD(x, lock);
 	struct core_reply r;
 
@@ -679,8 +700,8 @@ hold_with_rid(const struct core_table *table, struct core_entry *e,
 static bool
 name_idle(const struct core_entry *e)
 {
-	return holders_count(e) == 0 && link_empty(&e->queue) &&
-	    e->delay_until == 0;
+	return holders_count(e) == 0 && queue_empty(e) &&
+	    core_entry_delay_until(e) == 0;
 }
 
 void
@@ -763,7 +784,7 @@ core__take_if_free(struct core_table *table, struct core_session *session,
 		*status = CORE_OK;
 		return true;
 	}
-	if (!link_empty(&e->queue) || !admitted(table, e, opt->shared, now))
+	if (!queue_empty(e) || !admitted(table, e, opt->shared, now))
 		return false;
 	if (held_limit_hit(table, e, opt)) {
 		core__reply_limit(table, session, tag, e, CORE_LIMIT_HELD);

@@ -92,7 +92,10 @@ waiter_add(struct core_table *table, struct core_session *session,
 {
 	struct core_waiter *w;
 
-	if (!core__heap_reserve(table, 1) ||
+	/* The queue and the watchers' list are out of line: a plain lock
+	 * that nobody waits for or watches pays nothing for them. */
+	if (core__multi_get(table, e) == NULL ||
+	    !core__heap_reserve(table, 1) ||
 	    (w = table->config.realloc(NULL, sizeof(*w))) == NULL) {
 		core__reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
 		return NULL;
@@ -105,14 +108,15 @@ waiter_add(struct core_table *table, struct core_session *session,
 	w->enqueued_at = now;
 	w->timer.slot = CORE__HEAP_OUT;
 	w->timer.kind = TIMER_WAIT;
-	link_append(watch ? &e->multi->watchers : &e->queue, &w->queue_link);
+	link_append(watch ? &e->multi->watchers : &e->multi->queue,
+	    &w->queue_link);
 	link_append(&session->waiters, &w->session_link);
 	session->waiter_count++;
 	if (watch) {
 		e->multi->watch_len++;
 		table->stats.watches++;
 	} else {
-		e->queue_len++;
+		e->multi->queue_len++;
 		table->stats.waiters++;
 		if (session->group_waiters != NULL)
 			(*session->group_waiters)++;
@@ -129,9 +133,9 @@ waiter_with_rid(struct core_entry *e, const char *rid, size_t rid_len)
 {
 	struct core_link *l;
 
-	if (rid_len == 0)
+	if (rid_len == 0 || e->multi == NULL)
 		return NULL;
-	for (l = e->queue.next; l != &e->queue; l = l->next) {
+	for (l = e->multi->queue.next; l != &e->multi->queue; l = l->next) {
 		struct core_waiter *w = container_of(l, struct core_waiter,
 		    queue_link);
 		const char *r;
@@ -415,12 +419,6 @@ core_watch(struct core_table *table, struct core_session *session,
 	}
 	if (!waiter_room(table, session, tag, e, true))
 		return CORE_ERR_LIMIT;
-	/* The watchers' list is out of line: an unwatched lock pays
-	 * nothing for it. */
-	if (core__multi_get(table, e) == NULL) {
-		core__reply_simple(table, CORE_REPLY_NOMEM, session, tag, e);
-		return CORE_ERR_NOMEM;
-	}
 	if ((w = waiter_add(table, session, tag, e, true, wait_ms, now)) ==
 	    NULL)
 		return CORE_ERR_NOMEM;
@@ -517,7 +515,7 @@ core_disconnect(struct core_table *table, struct core_session *session,
 		    struct core_bond, onclose_link)->entry;
 		/* An expired lease is reclaimed (and reported) as such. */
 		core__reclaim(table, e, now);
-		if (e->owner == session)
+		if (core_entry_owner(e) == session)
 			core__release_onclose(table, hold_own(e), now);
 	}
 	while (!link_empty(&session->onclose_more)) {

@@ -22,11 +22,11 @@ record_fill(const struct core_entry *e, struct hold x,
     struct core_record *rec)
 {
 	const struct core_lock *lock = HOLD(x, lock);
-	struct core_session *owner = *HOLD(x, owner);
+	struct core_session *owner = core__hold_owner(x);
 	const char *label, *rid;
 
 	memset(rec, 0, sizeof(*rec));
-	rec->delay_until = e->delay_until;
+	rec->delay_until = core_entry_delay_until(e);
 	rec->fence = lock->fence;
 	rec->secret = lock->secret;
 	rec->expiry = lock->expiry;
@@ -63,7 +63,7 @@ entry_records(struct core_table *table, struct core_entry *e,
 	struct core_holder *h, *next;
 	struct core_record rec;
 	bool own = e->lock.fence != 0;
-	bool delay_only = !own && holders_count(e) == 0 && e->delay_until != 0;
+	bool delay_only = !own && holders_count(e) == 0 && core_entry_delay_until(e) != 0;
 	size_t n = 0;
 
 	if (own || delay_only || !holder_set(e) ||
@@ -72,7 +72,7 @@ entry_records(struct core_table *table, struct core_entry *e,
 			record_fill(e, hold_own(e), &rec);
 		else if (delay_only) {
 			memset(&rec, 0, sizeof(rec));
-			rec.delay_until = e->delay_until;
+			rec.delay_until = core_entry_delay_until(e);
 			rec.limit = entry_limit(e) > 1 ? entry_limit(e) : 0;
 		}
 		if (record != NULL)
@@ -342,8 +342,8 @@ restore_prepare(struct core_table *table, struct core_entry *e,
 static void
 refuse_waiters(struct core_table *table, struct core_entry *e)
 {
-	while (!link_empty(&e->queue)) {
-		struct core_waiter *w = container_of(e->queue.next,
+	while (!queue_empty(e)) {
+		struct core_waiter *w = container_of(e->multi->queue.next,
 		    struct core_waiter, queue_link);
 		struct core_session *s = w->session;
 		uint64_t tag = w->tag;
@@ -381,7 +381,7 @@ restore_plan(struct core_table *table, struct core_entry *e,
 	memset(plan, 0, sizeof(*plan));
 	plan->limit = 1;
 	/* The limit its waiters fit; 0: nobody waits. */
-	plan->queued = link_empty(&e->queue) ? 0 : entry_limit(e);
+	plan->queued = queue_empty(e) ? 0 : entry_limit(e);
 	for (i = 0; i < n; i++) {
 		const struct core_record *r = restore_rec(first, more, i);
 
@@ -404,6 +404,13 @@ restore_plan(struct core_table *table, struct core_entry *e,
 		plan->tags = record_tags(table, rec, true, &nomem);
 	if (nomem)
 		return CORE_ERR_NOMEM;
+	/* A lock-delay, running or owed by the own holder, is kept in the
+	 * name's multi (core.h): made before anything changes. */
+	if ((plan->delay_until != 0 || core_tags_delay(plan->tags) > 0) &&
+	    core__multi_get(table, e) == NULL) {
+		core__tags_free(table, plan->tags);
+		return CORE_ERR_NOMEM;
+	}
 	if (!restore_prepare(table, e, first, more, n, &plan->fresh)) {
 		core__tags_free(table, plan->tags);
 		return CORE_ERR_NOMEM;
@@ -429,8 +436,8 @@ restore_own(struct core_table *table, struct core_entry *e,
 			memset(&e->lock, 0, sizeof(e->lock));
 		}
 		core__timer_clear(table, &e->timer);
-		if (e->delay_until != 0)
-			core__timer_set(table, &e->timer, e->delay_until);
+		if (core_entry_delay_until(e) != 0)
+			core__timer_set(table, &e->timer, core_entry_delay_until(e));
 		return false;
 	}
 	core_table_restore_hwm(table, rec->fence);

@@ -206,9 +206,11 @@ core_rule_restore_refuses(uint16_t limit, uint16_t queued)
 static struct core_waiter *
 next_waiter_fifo(struct core_entry *entry)
 {
-	if (entry->queue.next == &entry->queue)
+	const struct core_link *queue = core_entry_queue(entry);
+
+	if (queue == NULL || queue->next == queue)
 		return NULL;
-	return (struct core_waiter *)((char *)entry->queue.next -
+	return (struct core_waiter *)((char *)queue->next -
 	    offsetof(struct core_waiter, queue_link));
 }
 

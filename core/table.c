@@ -168,6 +168,7 @@ core__tags_make(struct core_table *table, const char *label, size_t label_len,
 
 		link_init(&b->onclose_link);
 		b->entry = NULL;
+		b->owner = NULL;
 	}
 	return t;
 }
@@ -240,10 +241,9 @@ core_table_destroy(struct core_table *table)
 		struct core_entry *e = table->buckets[i], *next;
 		for (; e != NULL; e = next) {
 			next = e->hash_next;
-			while (!link_empty(&e->queue) ||
-			    entry_watched(e)) {
+			while (!queue_empty(e) || entry_watched(e)) {
 				struct core_waiter *w = container_of(
-				    !link_empty(&e->queue) ? e->queue.next :
+				    !queue_empty(e) ? e->multi->queue.next :
 				    e->multi->watchers.next,
 				    struct core_waiter, queue_link);
 				link_remove(&w->queue_link);
@@ -254,7 +254,7 @@ core_table_destroy(struct core_table *table)
 					(*w->session->group_waiters)--;
 				core__waiter_free(table, w);
 			}
-			if (e->owner != NULL)
+			if (core_entry_owner(e) != NULL)
 				link_remove(&core_tags_bond(
 				    e->lock.tags)->onclose_link);
 			core__tags_free(table, e->lock.tags);
@@ -440,7 +440,6 @@ core__entry_get_hashed(struct core_table *table, const char *name, size_t len,
 	e->hash = hash;
 	e->timer.slot = CORE__HEAP_OUT;
 	e->timer.kind = TIMER_LEASE;
-	link_init(&e->queue);
 	bucket = core__bucket_at(table, hash);
 	e->hash_next = *bucket;
 	*bucket = e;
@@ -464,8 +463,8 @@ core__entry_get(struct core_table *table, const char *name, size_t len)
 bool
 core__entry_idle(const struct core_entry *e)
 {
-	return e->lock.fence == 0 && link_empty(&e->queue) &&
-	    e->delay_until == 0 && !entry_watched(e) &&
+	return e->lock.fence == 0 && queue_empty(e) &&
+	    core_entry_delay_until(e) == 0 && !entry_watched(e) &&
 	    (e->multi == NULL || (e->multi->holders == NULL &&
 	    e->multi->ended == NULL));
 }

@@ -46,6 +46,14 @@ struct hold {
 
 #define HOLD(x, field) ((x).h != NULL ? &(x).h->field : &(x).e->field)
 
+/* The session x is bound to by onclose=release; NULL: none.  (The own
+ * holder keeps it in its tags' bond, a core_holder in itself.) */
+static inline struct core_session *
+core__hold_owner(struct hold x)
+{
+	return x.h != NULL ? x.h->owner : core_entry_owner(x.e);
+}
+
 /* What a new holder asked for, beside its lease. */
 struct hold_options {
 	bool onclose_release;
@@ -78,8 +86,8 @@ hold_more(struct core_entry *e, struct core_holder *h)
 }
 
 /* Is e more than a plain mutex: a limit above 1, or holders beyond its
- * own (now, or ended since the last drain)?  A plain mutex that is only
- * watched has a core_multi too, and is not. */
+ * own (now, or ended since the last drain)?  A plain mutex that has been
+ * waited for or watched has a core_multi too, and is not. */
 static inline bool
 holder_set(const struct core_entry *e)
 {
@@ -105,6 +113,13 @@ static inline bool
 name_ok(size_t len)
 {
 	return len >= 1 && len <= CORE_NAME_MAX;
+}
+
+/* Does no ACQUIRE wait for e? */
+static inline bool
+queue_empty(const struct core_entry *e)
+{
+	return e->multi == NULL || link_empty(&e->multi->queue);
 }
 
 /* Does a WATCH wait on e? */
@@ -218,7 +233,8 @@ struct hold core__hold_find(struct core_entry *e, uint64_t fence);
 void core__holding_ended(struct core_table *table, struct hold x,
     const struct core_lock *ended, enum core_end how, core_time now);
 
-/* e's multi, made on first need (limit 1): NULL without memory. */
+/* e's multi, made on first need (limit 1, nobody waiting): NULL without
+ * memory. */
 struct core_multi *core__multi_get(struct core_table *table,
     struct core_entry *e);
 

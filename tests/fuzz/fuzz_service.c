@@ -1700,9 +1700,10 @@ check_holders(const struct core_entry *e, bool after_tick)
 	FUZZ_CHECK(m->limit >= 1);
 	FUZZ_CHECK(n == 0 || e->lock.fence == 0);
 	FUZZ_CHECK(n <= m->limit || m->limit == 1);
-	if (n == 0 || e->delay_until != 0 || e->queue_len == 0)
+	if (n == 0 || core_entry_delay_until(e) != 0 || core_entry_queue_len(e) == 0)
 		return n;
-	head = container_of(e->queue.next, struct core_waiter, queue_link);
+	head = container_of(core_entry_queue_first(e), struct core_waiter,
+	    queue_link);
 	FUZZ_CHECK(m->limit == 1 ? !head->shared : n >= m->limit);
 	return n;
 }
@@ -1724,8 +1725,11 @@ check_table(bool after_tick)
 			locks++;
 			FUZZ_CHECK(e->name_len >= 1);
 			FUZZ_CHECK(e->lock.fence <= t->hwm);
-			FUZZ_CHECK(list_length(&e->queue) == e->queue_len);
-			waiters += e->queue_len;
+			FUZZ_CHECK(core_entry_queue(e) == NULL ?
+			    core_entry_queue_len(e) == 0 :
+			    list_length(core_entry_queue(e)) ==
+			    core_entry_queue_len(e));
+			waiters += core_entry_queue_len(e);
 			if (e->lock.fence != 0) {
 				held++;
 				timers++;
@@ -1738,25 +1742,25 @@ check_table(bool after_tick)
 			}
 			if (e->lock.fence != 0) {
 				/* Held: checked by check_holder. */
-			} else if (e->delay_until != 0) {
+			} else if (core_entry_delay_until(e) != 0) {
 				/* In lock-delay (free, or held by others):
 				 * waiters wait for its end, which the
 				 * entry's timer waits for. */
 				timers++;
 				FUZZ_CHECK(e->timer.slot != CORE__HEAP_OUT &&
-				    e->timer.when == e->delay_until);
+				    e->timer.when == core_entry_delay_until(e));
 				FUZZ_CHECK(!after_tick ||
-				    e->delay_until > svc_now());
-				FUZZ_CHECK(e->owner == NULL);
+				    core_entry_delay_until(e) > svc_now());
+				FUZZ_CHECK(core_entry_owner(e) == NULL);
 			} else if (e->multi != NULL && e->multi->count > 0) {
 				/* Held by others: see check_holders. */
 				FUZZ_CHECK(e->timer.slot == CORE__HEAP_OUT);
-				FUZZ_CHECK(e->owner == NULL);
+				FUZZ_CHECK(core_entry_owner(e) == NULL);
 			} else {
 				/* NoStarvation: nobody waits for a free lock. */
-				FUZZ_CHECK(e->queue_len == 0);
+				FUZZ_CHECK(core_entry_queue_len(e) == 0);
 				FUZZ_CHECK(e->timer.slot == CORE__HEAP_OUT);
-				FUZZ_CHECK(e->owner == NULL);
+				FUZZ_CHECK(core_entry_owner(e) == NULL);
 			}
 			/* WATCHes live in the entry's core_multi (issue 17),
 			 * with the holders beyond the entry's own. */
@@ -1776,7 +1780,7 @@ check_table(bool after_tick)
 						timers++;
 				}
 			}
-			for (l = e->queue.next; l != &e->queue; l = l->next) {
+			for (l = core_entry_queue_first(e); l != core_entry_queue(e); l = l->next) {
 				const struct core_waiter *w = container_of(l,
 				    struct core_waiter, queue_link);
 				FUZZ_CHECK(w->entry == e);

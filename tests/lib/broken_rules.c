@@ -127,9 +127,11 @@ grant_from_own_fence(struct core_lock *lock, uint64_t *hwm, core_time now,
 static struct core_waiter *
 next_waiter_tail(struct core_entry *entry)
 {
-	if (entry->queue.prev == &entry->queue)
+	struct core_link *queue = core_entry_queue(entry);
+
+	if (queue == NULL || queue->prev == queue)
 		return NULL;
-	return waiter_of(entry->queue.prev);
+	return waiter_of(queue->prev);
 }
 
 static struct core_waiter *
@@ -677,7 +679,7 @@ next_waiter_reader_first(struct core_entry *entry)
 
 	if (head == NULL || head->shared)
 		return head;
-	for (l = entry->queue.next; l != &entry->queue; l = l->next)
+	for (l = core_entry_queue_first(entry); l != core_entry_queue(entry); l = l->next)
 		if (waiter_of(l)->shared)
 			return waiter_of(l);
 	return head;

@@ -1666,7 +1666,7 @@ hold_agrees(struct sys *s, const struct core_entry *e, const struct shold *h,
 	if (e->lock.fence == h->fence) {
 		lock = &e->lock;
 		timer = &e->timer;
-		owner = e->owner;
+		owner = core_entry_owner(e);
 	}
 	for (o = e->multi != NULL ? e->multi->holders : NULL; o != NULL &&
 	    lock == NULL; o = o->next)
@@ -1753,10 +1753,10 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			return false;
 		}
 	}
-	if ((e != NULL ? e->delay_until : 0) != sh->delay_until) {
+	if ((e != NULL ? core_entry_delay_until(e) : 0) != sh->delay_until) {
 		snprintf(why, whylen, "%s: the table's lock-delay ends at "
 		    "%lld, the model's at %lld", name,
-		    e ? (long long)e->delay_until : 0LL,
+		    e ? (long long)core_entry_delay_until(e) : 0LL,
 		    (long long)sh->delay_until);
 		return false;
 	}
@@ -1768,7 +1768,7 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 		}
 		return true;
 	}
-	for (l = e->queue.next; l != &e->queue; l = l->next, i++) {
+	for (l = core_entry_queue_first(e); l != core_entry_queue(e); l = l->next, i++) {
 		const struct core_waiter *w = (const void *)((const char *)l -
 		    offsetof(struct core_waiter, queue_link));
 		int c = model__client_of(s, w->session);
@@ -1789,7 +1789,7 @@ table_agrees(struct sys *s, int n, char *why, size_t whylen)
 			return false;
 		}
 	}
-	if (i != sh->qlen || i != (int)e->queue_len) {
+	if (i != sh->qlen || i != (int)core_entry_queue_len(e)) {
 		snprintf(why, whylen, "%s: the table has %d waiters, the "
 		    "model %d", name, i, sh->qlen);
 		return false;

@@ -169,11 +169,11 @@ model__encode(const struct sys *s, uint8_t *buf)
 		put64(&x, e->lock.secret);
 		put64(&x, (uint64_t)e->lock.expiry);
 		put64(&x, (uint64_t)e->lock.lease_ms);
-		put8(&x, e->owner ? model__client_of(s, e->owner) : NOBODY);
+		put8(&x, core_entry_owner(e) ? model__client_of(s, core_entry_owner(e)) : NOBODY);
 		put8(&x, e->timer.slot != UINT32_MAX);
 		put64(&x, (uint64_t)e->timer.when);
 		put64(&x, (uint64_t)core_tags_delay(e->lock.tags));
-		put64(&x, (uint64_t)e->delay_until);
+		put64(&x, (uint64_t)core_entry_delay_until(e));
 		put8(&x, e->cause);
 		put8(&x, e->flags);
 		{
@@ -183,9 +183,11 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put8(&x, len);
 			put(&x, rid, len);
 		}
-		put8(&x, e->multi != NULL);
-		if (e->multi != NULL)
-			put64(&x, e->multi->limit);
+		/* The name's limit, not whether it has a core_multi: an
+		 * empty multi (left by a waiter, a WATCH or a lock-delay) and
+		 * none behave the same, and where the table keeps a field is
+		 * no state of the model's. */
+		put64(&x, e->multi != NULL ? e->multi->limit : 1);
 		for (o = e->multi != NULL ? e->multi->holders : NULL;
 		    o != NULL; o = o->next) {
 			const char *rid;
@@ -216,7 +218,7 @@ model__encode(const struct sys *s, uint8_t *buf)
 			put64(&x, (uint64_t)w->timer.when);
 		}
 		put8(&x, 0xef);
-		for (l = e->queue.next; l != &e->queue; l = l->next) {
+		for (l = core_entry_queue_first(e); l != core_entry_queue(e); l = l->next) {
 			const struct core_waiter *w = (const void *)
 			    ((const char *)l -
 			    offsetof(struct core_waiter, queue_link));

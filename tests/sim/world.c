@@ -371,7 +371,7 @@ table_holds(const struct core_entry *e, struct table_hold *out)
 		return 0;
 	if (e->lock.fence != 0)
 		out[n++] = (struct table_hold){ &e->lock, e->granted_at,
-		    false, e->owner != NULL };
+		    false, core_entry_owner(e) != NULL };
 	for (h = e->multi != NULL ? e->multi->holders : NULL; h != NULL;
 	    h = h->next) {
 		if (n == SEEN_MAX)
@@ -451,9 +451,10 @@ check_head_waiter(struct world *w, int name, const struct core_entry *e,
 	struct core_holding held;
 	unsigned k;
 
-	if (e->queue_len == 0 || e->delay_until != 0)
+	if (core_entry_queue_len(e) == 0 || core_entry_delay_until(e) != 0)
 		return;
-	head = container_of(e->queue.next, struct core_waiter, queue_link);
+	head = container_of(core_entry_queue_first(e), struct core_waiter,
+	    queue_link);
 	held.holders = n;
 	held.shared = true;
 	held.limit = entry_limit_of(e);
@@ -465,7 +466,7 @@ check_head_waiter(struct world *w, int name, const struct core_entry *e,
 		    "%s head waiter wait (%u waiters)", w->name_text[name], n,
 		    (unsigned)held.limit, n > 0 && held.shared ? ", shared" :
 		    "", (long long)w->now, head->shared ? "shared" :
-		    "exclusive", e->queue_len);
+		    "exclusive", core_entry_queue_len(e));
 }
 
 /*
@@ -506,7 +507,7 @@ observe(struct world *w, bool after_tick)
 			if (holds_fence(th, n, s->fence) || w->delay_skip[i] ||
 			    e == NULL || e->cause != CORE_END_EXPIRED ||
 			    s->expiry > w->now || s->delay <= 0 ||
-			    (e->delay_until != 0 && e->delay_until +
+			    (core_entry_delay_until(e) != 0 && core_entry_delay_until(e) +
 			    w->boot_off != s->expiry + s->delay) ||
 			    s->expiry + s->delay <= w->delay_until[i])
 				continue;

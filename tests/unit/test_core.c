@@ -477,22 +477,28 @@ static void
 test_core_next_waiter_is_the_head_of_the_queue(void **state)
 {
 	struct core_entry *e = calloc(1, sizeof(*e) + 2);
+	struct core_multi multi;
+	struct core_link *q = &multi.queue;
 	struct core_waiter w1, w2;
 
 	(void)state;
 	assert_non_null(e);
+	memset(&multi, 0, sizeof(multi));
 	memset(&w1, 0, sizeof(w1));
 	memset(&w2, 0, sizeof(w2));
-	e->queue.prev = e->queue.next = &e->queue;
+	/* Nobody has waited: no queue at all. */
+	assert_null(core_rules_std.next_waiter(e));
+	e->multi = &multi;
+	q->prev = q->next = q;
 	assert_null(core_rules_std.next_waiter(e));
 
 	/* queue: w1, w2 */
-	e->queue.next = &w1.queue_link;
-	w1.queue_link.prev = &e->queue;
+	q->next = &w1.queue_link;
+	w1.queue_link.prev = q;
 	w1.queue_link.next = &w2.queue_link;
 	w2.queue_link.prev = &w1.queue_link;
-	w2.queue_link.next = &e->queue;
-	e->queue.prev = &w2.queue_link;
+	w2.queue_link.next = q;
+	q->prev = &w2.queue_link;
 	assert_ptr_equal(core_rules_std.next_waiter(e), &w1);
 	free(e);
 }

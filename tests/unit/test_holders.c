@@ -877,7 +877,12 @@ test_holders_a_plain_lock_makes_no_holder_set(void **state)
 	assert_int_equal(acq(f, 1, 1, false, -1, 2, 0), CORE_OK);
 	e = core_table_find(&f->table, "n", 1);
 	assert_non_null(e);
-	assert_null(e->multi);
+	/* The waiter's queue is in a core_multi; it makes no holders and
+	 * keeps the limit at 1. */
+	assert_non_null(e->multi);
+	assert_null(e->multi->holders);
+	assert_int_equal(e->multi->count, 0);
+	assert_int_equal(e->multi->limit, 1);
 	assert_int_equal(e->lock.fence, reply_of(f, 1)->fence);
 	assert_int_equal(f->table.more_holders, 0);
 }

@@ -6,10 +6,11 @@
  * million of them (docs/performance.md); most of it is the lock's
  * core_entry.  These tests pin the allocations behind it through the
  * table's allocation seam: a held plain lock is one allocation that fits
- * glibc's 176-byte chunk with the bench's 11-byte names; the owner label,
- * rid, lock-delay and onclose=release binding are paid for, out of line,
- * only by the holds that use them, and those holds still behave as
- * before.  Sizes, not times: nothing here is timed.
+ * glibc's 144-byte chunk with names of up to 16 bytes (the bench's 11, or
+ * 16 with MEM_NAME_LEN=16); the owner label, rid, lock-delay,
+ * onclose=release binding, waiter queue and holder set are paid for, out
+ * of line, only by the names and holds that use them, and those still
+ * behave as before.  Sizes, not times: nothing here is timed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,10 +28,12 @@
 #define MAX_ALLOCS 16
 #define MAX_REPLIES 64
 
-/* The bench's names are "held/N" for N below a million: 11 bytes at most. */
+/* The bench's names are "held/N" for N below a million: 11 bytes at most;
+ * with MEM_NAME_LEN=16, "held/00000123456", the 16 of issue 30's target. */
 #define BENCH_NAME "held/123456"
-/* glibc's chunk for a plain lock's entry with such a name, at most. */
-#define ENTRY_CHUNK_MAX 176
+#define BENCH_NAME_16 "held/00000123456"
+/* glibc's chunk for a plain lock's entry with such names, at most. */
+#define ENTRY_CHUNK_MAX 144
 
 struct fixture {
 	struct core_table table;
@@ -198,26 +201,34 @@ close_releases(struct fixture *f, struct core_session *s, const char *name,
 
 /* ---- tests ------------------------------------------------------------ */
 
-/* A held plain lock is its entry and nothing else, in a 176-byte chunk. */
+/* A held plain lock is its entry and nothing else, in a 144-byte chunk
+ * with a name of 11 or 16 bytes. */
 static void
-test_memory_plain_held_lock_is_one_entry_in_a_176_byte_chunk(void **state)
+test_memory_plain_held_lock_is_one_entry_in_a_144_byte_chunk(void **state)
 {
+	static const char *const names[] = { BENCH_NAME, BENCH_NAME_16 };
 	struct fixture *f = *state;
 	struct core_acquire_args args = { .lease_ms = LEASE };
 	const struct core_entry *e;
+	size_t i;
 
-	record_start();
-	acquire(f, &f->a, BENCH_NAME, &args, CORE_REPLY_GRANTED, 0);
-	record_stop();
-	assert_int_equal(nallocs, 1);
-	assert_int_equal(alloc_sizes[0],
-	    offsetof(struct core_entry, name) + strlen(BENCH_NAME));
-	assert_in_range(malloc_chunk(alloc_sizes[0]), 32, ENTRY_CHUNK_MAX);
-	e = core_table_find(&f->table, BENCH_NAME, strlen(BENCH_NAME));
-	assert_non_null(e);
-	assert_null(e->lock.tags);
-	assert_null(e->multi);
-	assert_null(e->owner);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		record_start();
+		acquire(f, &f->a, names[i], &args, CORE_REPLY_GRANTED, 0);
+		record_stop();
+		assert_int_equal(nallocs, 1);
+		assert_int_equal(alloc_sizes[0],
+		    offsetof(struct core_entry, name) + strlen(names[i]));
+		assert_in_range(malloc_chunk(alloc_sizes[0]), 32,
+		    ENTRY_CHUNK_MAX);
+		e = core_table_find(&f->table, names[i], strlen(names[i]));
+		assert_non_null(e);
+		assert_null(e->lock.tags);
+		assert_null(e->multi);
+		assert_null(core_entry_owner(e));
+		assert_int_equal(core_entry_delay_until(e), 0);
+		assert_int_equal(core_entry_queue_len(e), 0);
+	}
 }
 
 /*
@@ -240,7 +251,7 @@ test_memory_onclose_release_binds_through_the_tags(void **state)
 	assert_int_equal(nallocs, 2);
 	assert_in_range(malloc_chunk(alloc_sizes[1]), 32, 48);
 	e = core_table_find(&f->table, "x", 1);
-	assert_ptr_equal(e->owner, &f->a);
+	assert_ptr_equal(core_entry_owner(e), &f->a);
 	assert_non_null(core_tags_bond(e->lock.tags));
 	acquire(f, &f->a, "y", &plain, CORE_REPLY_GRANTED, 0);
 	acquire(f, &f->b, "z", &bound, CORE_REPLY_GRANTED, 0);
@@ -271,7 +282,7 @@ test_memory_onclose_release_waiter_is_bound_when_granted(void **state)
 	(void)core_release(&f->table, &f->a, "x", 1, h, 9, 2);
 	assert_int_equal(f->nreplies, 2);
 	assert_int_equal(f->replies[1].kind, CORE_REPLY_GRANTED);
-	assert_ptr_equal(core_table_find(&f->table, "x", 1)->owner, &f->b);
+	assert_ptr_equal(core_entry_owner(core_table_find(&f->table, "x", 1)), &f->b);
 	close_releases(f, &f->b, "x", 3);
 }
 
@@ -295,7 +306,8 @@ test_memory_bound_hold_follows_its_rid_repeat(void **state)
 	close_releases(f, &f->b, "x", 3);
 }
 
-/* The lock-delay lives in the tags, and still holds the name back. */
+/* The hold's lock-delay lives in its tags, the name's delay in its
+ * core_multi, made with the grant; and it still holds the name back. */
 static void
 test_memory_lock_delay_is_kept_in_the_tags_and_still_delays(void **state)
 {
@@ -309,12 +321,15 @@ test_memory_lock_delay_is_kept_in_the_tags_and_still_delays(void **state)
 	record_start();
 	acquire(f, &f->a, "x", &delayed, CORE_REPLY_GRANTED, 0);
 	record_stop();
-	assert_int_equal(nallocs, 2);
+	assert_int_equal(nallocs, 3);   /* entry, tags, the name's multi */
 	assert_int_equal(alloc_sizes[1],
 	    offsetof(struct core_tags, bytes) + sizeof(int64_t));
+	assert_int_equal(alloc_sizes[2], sizeof(struct core_multi));
 	e = core_table_find(&f->table, "x", 1);
 	assert_int_equal(core_tags_delay(e->lock.tags), 500);
 	assert_null(core_tags_bond(e->lock.tags));
+	assert_non_null(e->multi);
+	assert_int_equal(core_entry_delay_until(e), 0);
 	drain(f);
 
 	/* The lease runs out at 1000: the name is delayed until 1500. */
@@ -322,6 +337,7 @@ test_memory_lock_delay_is_kept_in_the_tags_and_still_delays(void **state)
 	core_status(&f->table, "x", 1, LEASE + 100, &st);
 	assert_false(st.held);
 	assert_int_equal(st.delay_ms, 400);
+	assert_int_equal(core_entry_delay_until(e), LEASE + 500);
 	f->nreplies = 0;
 	(void)core_try(&f->table, &f->b, "x", 1, &plain, 9, LEASE + 100);
 	assert_int_equal(f->replies[0].kind, CORE_REPLY_HELD);
@@ -333,7 +349,9 @@ test_memory_lock_delay_is_kept_in_the_tags_and_still_delays(void **state)
 /*
  * A waiting ACQUIRE is one 128-byte chunk, its lock-delay in its tags
  * only when it asked for one; the tags go over to its hold, whose end
- * then starts the delay.
+ * then starts the delay.  The first waiter of a name also makes the
+ * name's core_multi, where its queue is, once: a plain lock that nobody
+ * waits for has none.
  */
 static void
 test_memory_waiter_is_one_128_byte_chunk_and_keeps_its_delay(void **state)
@@ -354,9 +372,11 @@ test_memory_waiter_is_one_128_byte_chunk_and_keeps_its_delay(void **state)
 	record_start();
 	(void)core_acquire(&f->table, &f->b, "x", 1, &waits, 8, 1);
 	record_stop();
-	assert_int_equal(nallocs, 1);
-	assert_int_equal(alloc_sizes[0], sizeof(struct core_waiter));
-	assert_in_range(malloc_chunk(alloc_sizes[0]), 32, 128);
+	assert_int_equal(nallocs, 2);   /* the queue's multi, the waiter */
+	assert_int_equal(alloc_sizes[0], sizeof(struct core_multi));
+	assert_in_range(malloc_chunk(alloc_sizes[0]), 32, 80);
+	assert_int_equal(alloc_sizes[1], sizeof(struct core_waiter));
+	assert_in_range(malloc_chunk(alloc_sizes[1]), 32, 128);
 	record_start();
 	(void)core_acquire(&f->table, &f->b, "x", 1, &delayed, 9, 1);
 	record_stop();
@@ -423,7 +443,7 @@ test_memory_restored_bound_hold_is_released_by_its_close(void **state)
 	rec.owner = &f->a;
 	assert_int_equal(core_table_restore(&f->table, "x", 1, &rec, 0),
 	    CORE_OK);
-	assert_ptr_equal(core_table_find(&f->table, "x", 1)->owner, &f->a);
+	assert_ptr_equal(core_entry_owner(core_table_find(&f->table, "x", 1)), &f->a);
 	assert_int_equal(core_tags_delay(
 	    core_table_find(&f->table, "x", 1)->lock.tags), 250);
 	close_releases(f, &f->a, "x", 10);
@@ -434,7 +454,7 @@ main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_memory_plain_held_lock_is_one_entry_in_a_176_byte_chunk),
+		T(test_memory_plain_held_lock_is_one_entry_in_a_144_byte_chunk),
 		T(test_memory_onclose_release_binds_through_the_tags),
 		T(test_memory_onclose_release_waiter_is_bound_when_granted),
 		T(test_memory_bound_hold_follows_its_rid_repeat),

@@ -150,9 +150,9 @@ assert_books_balance(struct table_fixture *f)
 				assert_true(e->timer.when == e->lock.expiry);
 			} else {
 				assert_true(e->timer.slot == UINT32_MAX);
-				assert_null(e->owner);
+				assert_null(core_entry_owner(e));
 			}
-			for (l = e->queue.next; l != &e->queue; l = l->next) {
+			for (l = core_entry_queue_first(e); l != core_entry_queue(e); l = l->next) {
 				const struct core_waiter *w = (const void *)
 				    ((const char *)l -
 				    offsetof(struct core_waiter, queue_link));
@@ -162,7 +162,7 @@ assert_books_balance(struct table_fixture *f)
 					per_session[w->session - &f->s[0]]++;
 				q++;
 			}
-			assert_int_equal(q, e->queue_len);
+			assert_int_equal(q, core_entry_queue_len(e));
 			waiters += q;
 		}
 	}
@@ -274,7 +274,7 @@ test_table_waiters_are_granted_in_strict_fifo_order(void **state)
 		assert_int_equal(acquire(f, (int)(i % SESSIONS), "q", LEASE,
 		    i % 2 ? 100000 : -1, false, 1 + i, (core_time)i), CORE_OK);
 	assert_int_equal(f->ngot, 1);
-	assert_int_equal(find(f, "q")->queue_len, waiters);
+	assert_int_equal(core_entry_queue_len(find(f, "q")), waiters);
 	assert_int_equal(f->table.stats.waiters, waiters);
 	assert_books_balance(f);
 
@@ -290,7 +290,7 @@ test_table_waiters_are_granted_in_strict_fifo_order(void **state)
 		g = expect(f, next++, CORE_REPLY_GRANTED, holder, 1 + i, "q");
 		assert_int_equal(g->r.fence, 2 + i);
 		assert_int_equal(g->r.waited_ms, 100);
-		assert_int_equal(find(f, "q")->queue_len, waiters - 1 - i);
+		assert_int_equal(core_entry_queue_len(find(f, "q")), waiters - 1 - i);
 		h = handle_of(g);
 	}
 	release(f, holder, "q", h, 0, 1000);
@@ -336,7 +336,7 @@ test_table_waiter_times_out_and_leaves_the_queue(void **state)
 	assert_int_equal(core_tick(&f->table, 100), LEASE);
 	assert_int_equal(f->ngot, 2);
 	expect(f, 1, CORE_REPLY_TIMEOUT, 1, 2, "a");
-	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 1);
 	assert_int_equal(f->table.stats.timeouts, 1);
 	assert_int_equal(f->s[1].waiter_count, 0);
 	assert_books_balance(f);
@@ -382,7 +382,7 @@ test_table_wait_zero_fails_at_once_when_held(void **state)
 	acquire(f, 0, "a", LEASE, -1, false, 1, 0);
 	assert_int_equal(acquire(f, 1, "a", LEASE, 0, false, 2, 5), CORE_OK);
 	expect(f, 1, CORE_REPLY_TIMEOUT, 1, 2, "a");
-	assert_int_equal(find(f, "a")->queue_len, 0);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 0);
 	assert_int_equal(f->table.stats.timeouts, 1);
 	assert_int_equal(f->table.stats.waiters, 0);
 }
@@ -503,7 +503,7 @@ test_table_try_never_queues(void **state)
 	expect(f, 0, CORE_REPLY_GRANTED, 0, 1, "a");
 	assert_int_equal(try_lock(f, 1, "a", LEASE, 2, 10), CORE_OK);
 	expect(f, 1, CORE_REPLY_HELD, 1, 2, "a");
-	assert_int_equal(find(f, "a")->queue_len, 0);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 0);
 	assert_int_equal(f->table.stats.waiters, 0);
 	assert_int_equal(f->table.stats.unavailable, 1);
 	/* Once the lease is over TRY gets it, with a fresh fence. */
@@ -532,7 +532,7 @@ test_table_try_says_held_when_anyone_waits_even_if_the_lease_expired(
 	acquire(f, 3, "a", LEASE, -1, false, 4, 200);
 	try_lock(f, 2, "a", LEASE, 5, 200);
 	expect(f, 4, CORE_REPLY_HELD, 2, 5, "a");
-	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 1);
 }
 
 /* ---- renew and release ------------------------------------------------ */
@@ -735,7 +735,7 @@ test_table_disconnect_removes_waiters_without_reply_and_they_are_never_granted(
 	assert_int_equal(f->ngot, 2);
 	assert_int_equal(f->table.stats.waiters, 2);
 	assert_int_equal(f->s[1].waiter_count, 0);
-	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 1);
 	release(f, 0, "a", handle_of(&f->got[0]), 6, 20);
 	expect(f, 2, CORE_REPLY_RELEASED, 0, 6, "a");
 	expect(f, 3, CORE_REPLY_GRANTED, 2, 5, "a");
@@ -764,7 +764,7 @@ test_table_cancel_waiters_answers_shutdown(void **state)
 	assert_int_equal(f->ngot, 3);
 	expect(f, 1, CORE_REPLY_SHUTDOWN, 1, 2, "a");
 	expect(f, 2, CORE_REPLY_SHUTDOWN, 1, 3, "a");
-	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 1);
 	assert_int_equal(core_next_deadline(&f->table), LEASE);
 	release(f, 0, "a", handle_of(&f->got[0]), 5, 10);
 	expect(f, 4, CORE_REPLY_GRANTED, 2, 4, "a");
@@ -867,15 +867,15 @@ nomem_workload(struct table_fixture *f, long budget)
 		granted++;
 		/* A waiter on every third name. */
 		if (i % 3 == 0) {
-			size_t q = find(f, name)->queue_len;
+			size_t q = core_entry_queue_len(find(f, name));
 
 			acquire(f, 1, name, LEASE, 5000, false, 1000 + i, 0);
 			if (f->ngot == base + 2) {
 				expect(f, base + 1, CORE_REPLY_NOMEM, 1,
 				    1000 + i, name);
-				assert_int_equal(find(f, name)->queue_len, q);
+				assert_int_equal(core_entry_queue_len(find(f, name)), q);
 			} else
-				assert_int_equal(find(f, name)->queue_len,
+				assert_int_equal(core_entry_queue_len(find(f, name)),
 				    q + 1);
 		}
 		assert_books_balance(f);
@@ -933,7 +933,7 @@ test_table_waiter_allocation_failure_leaves_the_holder_alone(void **state)
 	    CORE_ERR_NOMEM);
 	table_fixture_alloc_budget = -1;
 	expect(f, 1, CORE_REPLY_NOMEM, 1, 2, "a");
-	assert_int_equal(find(f, "a")->queue_len, 0);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 0);
 	assert_int_equal(find(f, "a")->lock.fence, 1);
 	/* A new name fails before anything exists. */
 	table_fixture_alloc_budget = 0;
@@ -1867,7 +1867,7 @@ test_table_rid_repeat_returns_the_live_grant_and_changes_nothing(
 	assert_int_equal(f->table.hwm, 1);
 	assert_int_equal(f->table.stats.granted, 1);
 	assert_int_equal(find(f, "a")->lock.expiry, LEASE);
-	assert_int_equal(find(f, "a")->queue_len, 0);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 0);
 	/* Another rid, or a prefix of this one, is another request. */
 	try_rid(f, 2, "a", "r-", 4, 500);
 	expect(f, 3, CORE_REPLY_HELD, 2, 4, "a");
@@ -1917,7 +1917,7 @@ test_table_rid_repeat_of_a_waiter_takes_its_place(void **state)
 	assert_int_equal(f->ngot, 1);
 	acquire_rid(f, 3, "a", "w", 5000, false, 4, 30);
 	expect(f, 1, CORE_REPLY_SUPERSEDED, 1, 2, "a");
-	assert_int_equal(find(f, "a")->queue_len, 2);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 2);
 	assert_int_equal(f->table.stats.waiters, 2);
 	assert_books_balance(f);
 	/* The repeat is at the head, where the request it repeats was. */
@@ -1929,7 +1929,7 @@ test_table_rid_repeat_of_a_waiter_takes_its_place(void **state)
 	acquire_rid(f, 4, "a", "w", CORE_WAIT_FOREVER, false, 6, 150);
 	assert_true(expect(f, 4, CORE_REPLY_GRANTED, 4, 6, "a")->r.fence ==
 	    h.fence);
-	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 1);
 	release(f, 3, "a", h, 7, 200);
 	expect(f, 5, CORE_REPLY_RELEASED, 3, 7, "a");
 	expect(f, 6, CORE_REPLY_GRANTED, 2, 3, "a");
@@ -1947,7 +1947,7 @@ test_table_rid_try_leaves_a_waiter_with_its_rid(void **state)
 	acquire_rid(f, 1, "a", "w", CORE_WAIT_FOREVER, false, 2, 10);
 	try_rid(f, 2, "a", "w", 3, 20);
 	expect(f, 1, CORE_REPLY_HELD, 2, 3, "a");
-	assert_int_equal(find(f, "a")->queue_len, 1);
+	assert_int_equal(core_entry_queue_len(find(f, "a")), 1);
 	assert_books_balance(f);
 }
 
