@@ -101,6 +101,7 @@ function ms(us) { return us == "" ? "-" : fmt(us / 1000) }
 			held = kv["held"]; held_bpl = kv["bytes_per_lock"]
 			held_abpl = kv["anon_bytes_per_lock"]; held_rate = kv["rate"]
 			held_err = kv["errors"]; held_rss = kv["rss_after_kb"]
+			held_names = kv["name_len"] != "" ? " of " kv["name_len"] "-byte names" : ""
 		} else if (kv["scale"] == "holders") {
 			hdr = kv["held"]; hdr_bph = kv["bytes_per_lock"]
 			hdr_abph = kv["anon_bytes_per_lock"]; hdr_limit = kv["limit"]
@@ -307,8 +308,8 @@ END {
 	print "Scale (lockd)"
 	print ""
 	if (held != "")
-		printf "- %d held locks taken at %s/s (%d errors): %s bytes of VmRSS per held lock (%s bytes of it anonymous memory); VmRSS %s KiB\n",
-		    held, fmt(held_rate), held_err, fmt(held_bpl), fmt(held_abpl), held_rss
+		printf "- %d held locks%s taken at %s/s (%d errors): %s bytes of VmRSS per held lock (%s bytes of it anonymous memory); VmRSS %s KiB\n",
+		    held, held_names, fmt(held_rate), held_err, fmt(held_bpl), fmt(held_abpl), held_rss
 	if (rec_ms != "")
 		printf "- restart with %s held: listening again after %s ms (exec to \"listening on\"; %s ms between its start and listen log lines), recovered held=%s, VmRSS %s KiB\n",
 		    rec_locks, rec_ms, rec_log_ms, rec_held, rec_rss
