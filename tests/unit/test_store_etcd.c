@@ -4,7 +4,8 @@
  * load, per-name merging, batches over etcd's 127-record transaction, the
  * leader-key guard, a replay told apart from a refusal, a lost answer that
  * breaks the store, the paged load pinned to one revision, and the
- * asynchronous commit on the loop.
+ * asynchronous commit on the loop, whose transaction leaves before the
+ * loop runs again.
  *
  * A small proxy on a thread of the test stands between the store and etcd
  * where an answer must be lost: it forwards each request and, while told
@@ -774,6 +775,75 @@ test_store_etcd_commit_start_runs_on_the_loop(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Does etcd hold the record of name in f's cluster?  A read of its own. */
+static bool
+raw_has_record(const struct fixture *f, const char *name)
+{
+	char key[256];
+	json_t *reply;
+	bool has;
+
+	snprintf(key, sizeof(key), "/lockd/%s/locks/%s", f->cluster, name);
+	reply = raw("/v3/kv/range", json_pack("{s:o}", "key",
+	    etcd_bytes(key, strlen(key))));
+	has = json_array_size(json_object_get(reply, "kvs")) == 1;
+	json_decref(reply);
+	return has;
+}
+
+/*
+ * An idle leader's commit leaves at once: commit_start writes the
+ * transaction on the kept-alive connection before it returns, not on a
+ * later pass of the loop (curl's timer).  The loop does not run here
+ * until etcd holds the record, so a commit that waited for it would
+ * never get there: etcd is asked at most READS times, whatever the time
+ * each read takes.
+ */
+#define READS 1000
+
+static void
+test_store_etcd_commit_start_sends_before_the_loop_runs(void **state)
+{
+	uv_loop_t loop;
+	struct fixture f;
+	struct store_batch b;
+	struct async_done d = { false, 1 };
+	int passes, reads;
+
+	(void)state;
+	uv_loop_init(&loop);
+	open_store(&f, &loop, cluster.urls);
+	store_batch_init(&b);
+	/* The first commit opens the connection (a connect waits for the
+	 * loop); the second finds it kept alive. */
+	add(&b, STORE_PUT, "first", "v");
+	assert_int_equal(f.store->ops->commit_start(f.store, &b, on_committed,
+	    &d), 0);
+	for (passes = 0; !d.called && passes < 100000; passes++)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_true(d.called);
+	assert_int_equal(d.rc, 0);
+
+	store_batch_reset(&b);
+	add(&b, STORE_PUT, "second", "v");
+	d.called = false;
+	assert_int_equal(f.store->ops->commit_start(f.store, &b, on_committed,
+	    &d), 0);
+	for (reads = 0; reads < READS && !raw_has_record(&f, "second");
+	    reads++)
+		usleep(10000);
+	assert_true(reads < READS);
+	assert_false(d.called);   /* its answer is the loop's to take */
+	for (passes = 0; !d.called && passes < 100000; passes++)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_true(d.called);
+	assert_int_equal(d.rc, 0);
+	store_batch_free(&b);
+	close_store(&f);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 static void
 test_store_etcd_refuses_a_bad_cluster_name(void **state)
 {
@@ -809,6 +879,8 @@ main(void)
 		cmocka_unit_test(
 		    test_store_etcd_unknown_outcome_breaks_the_store),
 		cmocka_unit_test(test_store_etcd_commit_start_runs_on_the_loop),
+		cmocka_unit_test(
+		    test_store_etcd_commit_start_sends_before_the_loop_runs),
 		cmocka_unit_test(test_store_etcd_refuses_a_bad_cluster_name),
 	};
 
