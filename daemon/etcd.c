@@ -116,15 +116,21 @@ static bool curl_ready;
 
 /* ---- bytes and numbers ------------------------------------------------ */
 
+size_t
+etcd_base64(const void *data, size_t len, char *out)
+{
+	return (size_t)EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+}
+
 json_t *
 etcd_bytes(const void *data, size_t len)
 {
-	char *text = malloc(4 * ((len + 2) / 3) + 1);
+	char *text = malloc(ETCD_BASE64_LEN(len) + 1);
 	json_t *s;
 
 	if (text == NULL)
 		return NULL;
-	EVP_EncodeBlock((unsigned char *)text, data, (int)len);
+	etcd_base64(data, len, text);
 	s = json_string(text);
 	free(text);
 	return s;
@@ -788,12 +794,22 @@ int
 etcd_request(struct etcd *etcd, const char *path, json_t *body,
     long timeout_ms, etcd_done_fn done, void *ctx)
 {
-	struct request *r = calloc(1, sizeof(*r));
+	char *text = json_dumps(body, JSON_COMPACT);
+
+	json_decref(body);
+	return etcd_request_text(etcd, path, text, timeout_ms, done, ctx);
+}
+
+int
+etcd_request_text(struct etcd *etcd, const char *path, char *body,
+    long timeout_ms, etcd_done_fn done, void *ctx)
+{
+	struct request *r = body != NULL ? calloc(1, sizeof(*r)) : NULL;
 
 	if (r == NULL || etcd->loop == NULL || etcd->closing ||
 	    strlen(path) >= sizeof(r->path)) {
 		free(r);
-		json_decref(body);
+		free(body);
 		return -1;
 	}
 	r->etcd = etcd;
@@ -802,9 +818,8 @@ etcd_request(struct etcd *etcd, const char *path, json_t *body,
 	r->timeout_ms = timeout_ms;
 	link_init(&r->link);
 	snprintf(r->path, sizeof(r->path), "%s", path);
-	r->body = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	if (r->body == NULL || request_send(r) != 0) {
+	r->body = body;
+	if (request_send(r) != 0) {
 		request_free(r);
 		return -1;
 	}
@@ -885,13 +900,22 @@ enum etcd_result
 etcd_request_sync(struct etcd *etcd, const char *path, json_t *body,
     long timeout_ms, json_t **reply, char *err, size_t err_len)
 {
-	enum etcd_result result = ETCD_UNKNOWN;
 	char *text = json_dumps(body, JSON_COMPACT);
+
+	json_decref(body);
+	return etcd_request_sync_text(etcd, path, text, timeout_ms, reply,
+	    err, err_len);
+}
+
+enum etcd_result
+etcd_request_sync_text(struct etcd *etcd, const char *path, char *text,
+    long timeout_ms, json_t **reply, char *err, size_t err_len)
+{
+	enum etcd_result result = ETCD_UNKNOWN;
 	CURL *easy = curl_easy_init();
 	bool retried = false;
 	int tries;
 
-	json_decref(body);
 	*reply = NULL;
 	snprintf(err, err_len, "out of memory");
 	for (tries = 0; text != NULL && easy != NULL &&

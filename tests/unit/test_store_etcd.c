@@ -642,6 +642,30 @@ test_store_etcd_commit_of_a_deposed_leader_changes_nothing(void **state)
 	close_store(&f);
 }
 
+/*
+ * Revisions of every width go into the transaction whole: a guard of 19
+ * digits (a long-lived etcd's revisions grow without end) is compared,
+ * and the commit is answered as deposed, not refused as bad JSON.
+ */
+static void
+test_store_etcd_commit_compares_a_guard_of_19_digits(void **state)
+{
+	struct fixture f;
+	struct store_batch b;
+
+	(void)state;
+	open_store(&f, NULL, cluster.urls);
+	raw_put(&f, "leader", "127.0.0.1:1");
+	store_etcd_guard(f.store, INT64_MAX);
+	store_batch_init(&b);
+	add(&b, STORE_PUT, "x", "v");
+	assert_int_equal(f.store->ops->commit(f.store, &b), -1);
+	assert_non_null(strstr(f.store->error, "not the leader"));
+	assert_true(store_etcd_deposed(f.store));
+	store_batch_free(&b);
+	close_store(&f);
+}
+
 static void
 test_store_etcd_commit_over_a_moved_hwm_is_refused(void **state)
 {
@@ -872,6 +896,8 @@ main(void)
 		    test_store_etcd_load_pages_in_key_order_at_one_revision),
 		cmocka_unit_test(
 		    test_store_etcd_commit_of_a_deposed_leader_changes_nothing),
+		cmocka_unit_test(
+		    test_store_etcd_commit_compares_a_guard_of_19_digits),
 		cmocka_unit_test(
 		    test_store_etcd_commit_over_a_moved_hwm_is_refused),
 		cmocka_unit_test(
