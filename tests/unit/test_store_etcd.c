@@ -63,6 +63,9 @@ struct proxy {
 	int listen_fd, port, etcd_port;
 	/* The bodies of the first PROXY_KEEP transactions, when asked. */
 	bool keep_txns;
+	/* The answer goes back without its "Connection: close": the client
+	 * keeps the connection, which the proxy then closes while it idles. */
+	bool hide_close;
 	char *txns[PROXY_KEEP];
 	int ntxns;
 	pthread_t thread;
@@ -138,6 +141,12 @@ proxy_one(struct proxy *p, int c)
 		if (p->drop > 0)
 			p->drop--;
 		return;   /* etcd has done it; the client never hears so */
+	}
+	if (p->hide_close && (line = memmem(resp, rgot, "Connection: close\r\n",
+	    19)) != NULL) {
+		write_all(c, resp, (size_t)(line - resp));
+		write_all(c, line + 19, rgot - (size_t)(line + 19 - resp));
+		return;
 	}
 	write_all(c, resp, rgot);
 }
@@ -868,6 +877,75 @@ test_store_etcd_commit_start_sends_before_the_loop_runs(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Is a poll handle (curl's socket) active on the loop? */
+static void
+find_active_poll(uv_handle_t *h, void *arg)
+{
+	if (h->type == UV_POLL && uv_is_active(h))
+		*(bool *)arg = true;
+}
+
+static bool
+polling(uv_loop_t *loop)
+{
+	bool found = false;
+
+	uv_walk(loop, find_active_poll, &found);
+	return found;
+}
+
+/*
+ * A kept-alive connection stays in the loop between requests; when etcd
+ * (here the proxy) closes it while it idles, the loop stops polling it -
+ * a closed socket is readable for ever, and would wake the loop at every
+ * pass - and the next commit goes out on a new connection.  Bounded by
+ * passes of the loop, not by time.
+ */
+static void
+test_store_etcd_commit_after_etcd_closed_an_idle_connection(void **state)
+{
+	uv_loop_t loop;
+	struct fixture f;
+	struct store_batch b;
+	struct async_done d;
+	struct proxy p;
+	int i, passes;
+
+	(void)state;
+	proxy_start(&p, 0);
+	p.hide_close = true;
+	uv_loop_init(&loop);
+	open_store(&f, &loop, p.url);
+	store_batch_init(&b);
+	for (i = 0; i < 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		store_batch_reset(&b);
+		add(&b, STORE_PUT, name, "v");
+		d.called = false;
+		assert_int_equal(f.store->ops->commit_start(f.store, &b,
+		    on_committed, &d), 0);
+		for (passes = 0; !d.called && passes < 100000; passes++)
+			uv_run(&loop, UV_RUN_ONCE);
+		assert_true(d.called);
+		assert_int_equal(d.rc, 0);
+		/* The proxy hangs up; the loop hears it and lets go. */
+		for (passes = 0; polling(&loop) && passes < 1000; passes++) {
+			uv_run(&loop, UV_RUN_NOWAIT);
+			usleep(1000);
+		}
+		assert_false(polling(&loop));
+	}
+	assert_int_equal(p.forwarded, 3);
+	assert_true(raw_has_record(&f, "n2"));
+	store_batch_free(&b);
+	close_store(&f);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	proxy_stop(&p);
+}
+
 static void
 test_store_etcd_refuses_a_bad_cluster_name(void **state)
 {
@@ -907,6 +985,8 @@ main(void)
 		cmocka_unit_test(test_store_etcd_commit_start_runs_on_the_loop),
 		cmocka_unit_test(
 		    test_store_etcd_commit_start_sends_before_the_loop_runs),
+		cmocka_unit_test(
+		    test_store_etcd_commit_after_etcd_closed_an_idle_connection),
 		cmocka_unit_test(test_store_etcd_refuses_a_bad_cluster_name),
 	};
 
