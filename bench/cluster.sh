@@ -253,12 +253,16 @@ for ((round = 1; round <= BENCH_CLUSTER_ROUNDS; round++)); do
 		for peer in "${PEERS[@]}"; do
 			run "$peer" "round=$round" -w cycle -c "$n" -P "r$round/c$n"
 		done
+		# The floor of one connection's acquire, in the same minutes:
+		# one ACQUIRE's transaction (a record and hwm), one at a time.
+		if [ "$n" = 1 ]; then
+			run txn1 "round=$round" -w txn -c 1 -r 1 -P "/ceiling1/r$round"
+		fi
 	done
 	for peer in "${PEERS[@]}"; do
 		run "$peer" "round=$round" -w handoff -c "$BENCH_HANDOFF_CONNS" -P "r$round/h"
 	done
 	run txn "round=$round" -w txn -c 1 -r 64 -P "/ceiling/r$round"
-	run txn1 "round=$round" -w txn -c 1 -r 1 -P "/ceiling1/r$round"
 done
 
 # Fail-over: kill -9 the leader, time the first GRANTED from another node.
