@@ -7,7 +7,9 @@
 #      own name, and a hand-off on one contended name, lockd's leader and
 #      etcd's lock API interleaved in every round;
 #   2. the ceiling: guarded 64-record transactions, the shape lockd's
-#      store writes, against the same etcd;
+#      store writes, against the same etcd; and guarded 1-record ones,
+#      the transaction of one ACQUIRE at one connection, whose p50 is the
+#      floor of lockd's acquire p50 there;
 #   3. fail-over: kill -9 of the leader lockd, then the time until one of
 #      the other nodes answers an ACQUIRE with GRANTED; the killed node is
 #      started again as a standby; BENCH_FAILOVERS kills.  Each line says
@@ -251,6 +253,11 @@ for ((round = 1; round <= BENCH_CLUSTER_ROUNDS; round++)); do
 		for peer in "${PEERS[@]}"; do
 			run "$peer" "round=$round" -w cycle -c "$n" -P "r$round/c$n"
 		done
+		# The floor of one connection's acquire, in the same minutes:
+		# one ACQUIRE's transaction (a record and hwm), one at a time.
+		if [ "$n" = 1 ]; then
+			run txn1 "round=$round" -w txn -c 1 -r 1 -P "/ceiling1/r$round"
+		fi
 	done
 	for peer in "${PEERS[@]}"; do
 		run "$peer" "round=$round" -w handoff -c "$BENCH_HANDOFF_CONNS" -P "r$round/h"
@@ -315,6 +322,11 @@ function median(list,   n, a, i, j, t) {
 		tp99 = tp99 " " f["p99_us"]; terr += f["errors"]
 		next
 	}
+	if (f["peer"] == "txn1") {
+		txn1 = txn1 " " f["rate"]; t1p50 = t1p50 " " f["p50_us"]
+		t1err += f["errors"]
+		next
+	}
 	k = f["workload"] "|" f["conns"] "|" f["peer"]
 	if (!(k in seen)) { seen[k] = 1; order[++nk] = k }
 	rate[k] = rate[k] " " f["rate"]
@@ -358,6 +370,8 @@ END {
 	print ""
 	if (txn != "")
 		printf "Ceiling: guarded 64-record transactions, one at a time: %.0f txn/s, %.0f records/s (p99 %.0f us, %d errors)\n", median(txn), median(rec), median(tp99), terr
+	if (txn1 != "")
+		printf "Ceiling at one connection: guarded 1-record transactions (one ACQUIRE'"'"'s), one at a time: %.0f txn/s, p50 %.0f us (%d errors)\n", median(txn1), median(t1p50), t1err
 	if (nfo > 0)
 		printf "Fail-over (kill -9 of the leader to the first GRANTED from the new one): %d kills, p50 %d ms, max %d ms%s\n", nfo, median(fo), fomax, (fofail ? ", " fofail " failed" : "")
 	if (foetcd > 0)
@@ -372,5 +386,18 @@ END {
 	printf "- 64 conns, acquire p99 < 40 ms: %.1f ms (%s)\n", a / 1000, (a + 0 < 40000 ? "met" : "NOT met")
 	if (nfo > 0)
 		printf "- fail-over <= leader lease (3 s) + 1 s: max %d ms (%s)\n", fomax, ((fomax <= 4000 && !fofail) ? "met" : "NOT met")
+	print ""
+	print "Targets of issue 30"
+	print ""
+	k = "cycle|1|lockd"; t = median(t1p50)
+	if ((k in seen) && t > 0)
+		printf "- 1 conn, acquire p50 <= 1.1x a 1-record transaction'"'"'s p50: %.0f / %.0f us = %.2f (%s)\n", median(acq50[k]), t, median(acq50[k]) / t, (median(acq50[k]) <= 1.1 * t ? "met" : "NOT met")
+	if ((k in seen) && t > 0 && ("cycle|1|alt" in seen))
+		printf "  alt: %.0f / %.0f us = %.2f\n", median(acq50["cycle|1|alt"]), t, median(acq50["cycle|1|alt"]) / t
+	k = "cycle|64|lockd"; e = "cycle|64|etcd"
+	if (m[e] > 0)
+		printf "- 64 conns, >= 6x the etcd lock API: %.2f (%s)\n", m[k] / m[e], (m[k] / m[e] >= 6 ? "met" : "NOT met")
+	if (m[e] > 0 && ("cycle|64|alt" in seen))
+		printf "  alt: %.2f\n", m["cycle|64|alt"] / m[e]
 }' "$RESULTS" | tee -a "$RESULTS"
 echo "bench-cluster: raw lines and the tables in $RESULTS" >&2

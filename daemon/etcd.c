@@ -46,6 +46,7 @@ struct etcd {
 	uv_loop_t *loop;
 	CURLM *multi;
 	uv_timer_t timer;
+	uv_timer_t drain_timer;   /* a transfer that ended in etcd_request */
 	char urls[ETCD_URLS_MAX][ETCD_URL_MAX];
 	int nurls;
 	int current;              /* the endpoint requests go to */
@@ -94,26 +95,42 @@ struct request {
 	char curl_error[CURL_ERROR_SIZE];
 };
 
+/*
+ * One of curl's sockets, from its first transfer to its close (curl tells
+ * on_close_socket).  Between transfers it stays in the loop, polled for
+ * what the last transfer wanted: a kept-alive connection's next request
+ * then costs the loop no epoll_ctl at all.  An event on it while no
+ * transfer has it (etcd closing an idle connection) stops the poll; curl
+ * finds the connection dead when it next tries it.
+ */
 struct socket {
 	uv_poll_t poll;           /* first: libuv hands back this pointer */
 	struct core_link link;
 	struct etcd *etcd;
 	curl_socket_t fd;
+	int events;               /* polled for: UV_READABLE, UV_WRITABLE */
+	bool in_transfer;         /* curl has it (not CURL_POLL_REMOVE) */
 };
 
 static bool curl_ready;
 
 /* ---- bytes and numbers ------------------------------------------------ */
 
+size_t
+etcd_base64(const void *data, size_t len, char *out)
+{
+	return (size_t)EVP_EncodeBlock((unsigned char *)out, data, (int)len);
+}
+
 json_t *
 etcd_bytes(const void *data, size_t len)
 {
-	char *text = malloc(4 * ((len + 2) / 3) + 1);
+	char *text = malloc(ETCD_BASE64_LEN(len) + 1);
 	json_t *s;
 
 	if (text == NULL)
 		return NULL;
-	EVP_EncodeBlock((unsigned char *)text, data, (int)len);
+	etcd_base64(data, len, text);
 	s = json_string(text);
 	free(text);
 	return s;
@@ -538,6 +555,8 @@ take_token(struct etcd *etcd, enum etcd_result result, json_t *reply,
 
 static int request_send(struct request *r);
 static void auth_start(struct etcd *etcd);
+static int on_close_socket(void *clientp, curl_socket_t fd);
+static void kick(struct etcd *etcd);
 
 /* The body of /v3/auth/authenticate (the caller frees it), or NULL. */
 static char *
@@ -686,7 +705,11 @@ request_send(struct request *r)
 	    easy_setup(r->easy, etcd->urls[r->url], r->path, r->body,
 	    r->headers, &r->reply, r->curl_error, r->timeout_ms) != 0 ||
 	    easy_secure(etcd, r->easy) != 0 ||
-	    curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r) != CURLE_OK)
+	    curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r) != CURLE_OK ||
+	    curl_easy_setopt(r->easy, CURLOPT_CLOSESOCKETFUNCTION,
+	    on_close_socket) != CURLE_OK ||
+	    curl_easy_setopt(r->easy, CURLOPT_CLOSESOCKETDATA, etcd) !=
+	    CURLE_OK)
 		return -1;
 	if (curl_multi_add_handle(etcd->multi, r->easy) != CURLM_OK) {
 		curl_easy_cleanup(r->easy);
@@ -694,6 +717,7 @@ request_send(struct request *r)
 		return -1;
 	}
 	link_append(&etcd->requests, &r->link);
+	kick(etcd);
 	return 0;
 }
 
@@ -770,12 +794,22 @@ int
 etcd_request(struct etcd *etcd, const char *path, json_t *body,
     long timeout_ms, etcd_done_fn done, void *ctx)
 {
-	struct request *r = calloc(1, sizeof(*r));
+	char *text = json_dumps(body, JSON_COMPACT);
+
+	json_decref(body);
+	return etcd_request_text(etcd, path, text, timeout_ms, done, ctx);
+}
+
+int
+etcd_request_text(struct etcd *etcd, const char *path, char *body,
+    long timeout_ms, etcd_done_fn done, void *ctx)
+{
+	struct request *r = body != NULL ? calloc(1, sizeof(*r)) : NULL;
 
 	if (r == NULL || etcd->loop == NULL || etcd->closing ||
 	    strlen(path) >= sizeof(r->path)) {
 		free(r);
-		json_decref(body);
+		free(body);
 		return -1;
 	}
 	r->etcd = etcd;
@@ -784,9 +818,8 @@ etcd_request(struct etcd *etcd, const char *path, json_t *body,
 	r->timeout_ms = timeout_ms;
 	link_init(&r->link);
 	snprintf(r->path, sizeof(r->path), "%s", path);
-	r->body = json_dumps(body, JSON_COMPACT);
-	json_decref(body);
-	if (r->body == NULL || request_send(r) != 0) {
+	r->body = body;
+	if (request_send(r) != 0) {
 		request_free(r);
 		return -1;
 	}
@@ -867,13 +900,22 @@ enum etcd_result
 etcd_request_sync(struct etcd *etcd, const char *path, json_t *body,
     long timeout_ms, json_t **reply, char *err, size_t err_len)
 {
-	enum etcd_result result = ETCD_UNKNOWN;
 	char *text = json_dumps(body, JSON_COMPACT);
+
+	json_decref(body);
+	return etcd_request_sync_text(etcd, path, text, timeout_ms, reply,
+	    err, err_len);
+}
+
+enum etcd_result
+etcd_request_sync_text(struct etcd *etcd, const char *path, char *text,
+    long timeout_ms, json_t **reply, char *err, size_t err_len)
+{
+	enum etcd_result result = ETCD_UNKNOWN;
 	CURL *easy = curl_easy_init();
 	bool retried = false;
 	int tries;
 
-	json_decref(body);
 	*reply = NULL;
 	snprintf(err, err_len, "out of memory");
 	for (tries = 0; text != NULL && easy != NULL &&
@@ -956,6 +998,13 @@ on_poll(uv_poll_t *poll, int status, int events)
 	struct etcd *etcd = s->etcd;
 	int flags = 0, running;
 
+	if (!s->in_transfer) {
+		/* An idle connection spoke (etcd closed it, say): polling it
+		 * on would wake the loop for nothing. */
+		uv_poll_stop(&s->poll);
+		s->events = 0;
+		return;
+	}
 	if (status < 0)
 		flags = CURL_CSELECT_ERR;
 	if (events & UV_READABLE)
@@ -964,6 +1013,19 @@ on_poll(uv_poll_t *poll, int status, int events)
 		flags |= CURL_CSELECT_OUT;
 	curl_multi_socket_action(etcd->multi, s->fd, flags, &running);
 	drain(etcd);
+}
+
+static struct socket *
+socket_find(struct etcd *etcd, curl_socket_t fd)
+{
+	struct core_link *l;
+
+	for (l = etcd->sockets.next; l != &etcd->sockets; l = l->next) {
+		struct socket *s = container_of(l, struct socket, link);
+		if (s->fd == fd)
+			return s;
+	}
+	return NULL;
 }
 
 static int
@@ -975,9 +1037,17 @@ on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 	int events = 0;
 
 	(void)easy;
+	if (s == NULL)
+		s = socket_find(etcd, fd);
 	if (what == CURL_POLL_REMOVE) {
 		if (s != NULL) {
-			socket_close(s);
+			/* Kept for the connection's next transfer, but not
+			 * polled for writing: an idle socket is writable. */
+			s->in_transfer = false;
+			if (s->events & UV_WRITABLE) {
+				uv_poll_stop(&s->poll);
+				s->events = 0;
+			}
 			curl_multi_assign(etcd->multi, fd, NULL);
 		}
 		return 0;
@@ -994,15 +1064,34 @@ on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
 		s->fd = fd;
 		etcd->handles++;
 		link_append(&etcd->sockets, &s->link);
-		curl_multi_assign(etcd->multi, fd, s);
 	}
+	curl_multi_assign(etcd->multi, fd, s);
+	s->in_transfer = true;
 	if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
 		events |= UV_READABLE;
 	if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
 		events |= UV_WRITABLE;
+	if (events == s->events)
+		return 0;   /* as the last transfer left it */
+	s->events = events;
 	/* The handle's data is the client (handle_closed); on_poll finds the
 	 * socket from the handle itself. */
 	return uv_poll_start(&s->poll, events, on_poll) == 0 ? 0 : -1;
+}
+
+/*
+ * curl closes one of its sockets: its poll goes first, while the fd is
+ * still curl's (a closed fd's number may be a lock connection's next).
+ */
+static int
+on_close_socket(void *clientp, curl_socket_t fd)
+{
+	struct etcd *etcd = clientp;
+	struct socket *s = socket_find(etcd, fd);
+
+	if (s != NULL)
+		socket_close(s);
+	return close(fd);
 }
 
 static void
@@ -1027,6 +1116,35 @@ on_timeout(CURLM *multi, long ms, void *userp)
 	else
 		uv_timer_start(&etcd->timer, on_timer, (uint64_t)ms, 0);
 	return 0;
+}
+
+static void
+on_drain(uv_timer_t *timer)
+{
+	drain(timer->data);
+}
+
+/*
+ * Lets curl start the request just added, now: on a kept-alive connection
+ * it is written before etcd_request returns.  Left to curl's timer (0 ms)
+ * it would leave on the loop's next pass, behind everything else this
+ * pass does (the replies the service writes, a commit's transaction
+ * among them).  A transfer that ends in here (a connection refused at
+ * once) is finished on the next pass: a callback never runs inside
+ * etcd_request.
+ */
+static void
+kick(struct etcd *etcd)
+{
+	struct core_link *l;
+	int running = 0, added = 0;
+
+	curl_multi_socket_action(etcd->multi, CURL_SOCKET_TIMEOUT, 0,
+	    &running);
+	for (l = etcd->requests.next; l != &etcd->requests; l = l->next)
+		added++;
+	if (running < added)
+		uv_timer_start(&etcd->drain_timer, on_drain, 0, 0);
 }
 
 /* ---- the client ------------------------------------------------------- */
@@ -1303,8 +1421,9 @@ etcd_open(uv_loop_t *loop, const char *urls, char *err, size_t err_len)
 	curl_multi_setopt(etcd->multi, CURLMOPT_TIMERFUNCTION, on_timeout);
 	curl_multi_setopt(etcd->multi, CURLMOPT_TIMERDATA, etcd);
 	uv_timer_init(loop, &etcd->timer);
-	etcd->timer.data = etcd;
-	etcd->handles = 1;
+	uv_timer_init(loop, &etcd->drain_timer);
+	etcd->timer.data = etcd->drain_timer.data = etcd;
+	etcd->handles = 2;
 	return etcd;
 }
 
@@ -1343,7 +1462,9 @@ etcd_detach(struct etcd *etcd)
 	curl_multi_cleanup(etcd->multi);
 	etcd->multi = NULL;
 	uv_timer_stop(&etcd->timer);
+	uv_timer_stop(&etcd->drain_timer);
 	uv_close((uv_handle_t *)&etcd->timer, handle_closed);
+	uv_close((uv_handle_t *)&etcd->drain_timer, handle_closed);
 }
 
 void

@@ -87,6 +87,17 @@ enum etcd_result etcd_request_sync(struct etcd *etcd, const char *path,
     json_t *body, long timeout_ms, json_t **reply, char *err, size_t err_len);
 
 /*
+ * Both, with the body already JSON text (malloc'd, taken: freed whatever
+ * happens; NULL fails as out of memory): for a caller that writes its
+ * JSON straight rather than through a jansson tree (a batch's
+ * transaction, store_etcd.c).
+ */
+int etcd_request_text(struct etcd *etcd, const char *path, char *body,
+    long timeout_ms, etcd_done_fn done, void *ctx);
+enum etcd_result etcd_request_sync_text(struct etcd *etcd, const char *path,
+    char *body, long timeout_ms, json_t **reply, char *err, size_t err_len);
+
+/*
  * TLS and etcd's user/password auth (docs/security.md).  Files and names
  * are "" (or NULL) when not used.  ca_file: the CA that signs etcd's
  * server certificate (else the system's CAs); cert_file and key_file: a
@@ -141,6 +152,11 @@ int etcd_password_read(const char *path, char *out, size_t cap, char *err,
 
 /* Bytes as etcd's JSON wants them: a base64 string (NULL without memory). */
 json_t *etcd_bytes(const void *data, size_t len);
+/* The characters of len bytes in base64, without the NUL. */
+#define ETCD_BASE64_LEN(len) (4 * (((size_t)(len) + 2) / 3))
+/* The same bytes' base64 written to out (ETCD_BASE64_LEN(len) + 1 bytes,
+ * NUL included); returns its length. */
+size_t etcd_base64(const void *data, size_t len, char *out);
 /* A base64 field of obj decoded into buf (cap bytes); 0 and its length, or
  * -1 when missing, not base64 or too long.  A missing field is empty when
  * empty_ok (etcd leaves out empty values). */

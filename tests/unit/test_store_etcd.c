@@ -4,7 +4,8 @@
  * load, per-name merging, batches over etcd's 127-record transaction, the
  * leader-key guard, a replay told apart from a refusal, a lost answer that
  * breaks the store, the paged load pinned to one revision, and the
- * asynchronous commit on the loop.
+ * asynchronous commit on the loop, whose transaction leaves before the
+ * loop runs again.
  *
  * A small proxy on a thread of the test stands between the store and etcd
  * where an answer must be lost: it forwards each request and, while told
@@ -62,6 +63,9 @@ struct proxy {
 	int listen_fd, port, etcd_port;
 	/* The bodies of the first PROXY_KEEP transactions, when asked. */
 	bool keep_txns;
+	/* The answer goes back without its "Connection: close": the client
+	 * keeps the connection, which the proxy then closes while it idles. */
+	bool hide_close;
 	char *txns[PROXY_KEEP];
 	int ntxns;
 	pthread_t thread;
@@ -137,6 +141,12 @@ proxy_one(struct proxy *p, int c)
 		if (p->drop > 0)
 			p->drop--;
 		return;   /* etcd has done it; the client never hears so */
+	}
+	if (p->hide_close && (line = memmem(resp, rgot, "Connection: close\r\n",
+	    19)) != NULL) {
+		write_all(c, resp, (size_t)(line - resp));
+		write_all(c, line + 19, rgot - (size_t)(line + 19 - resp));
+		return;
 	}
 	write_all(c, resp, rgot);
 }
@@ -641,6 +651,30 @@ test_store_etcd_commit_of_a_deposed_leader_changes_nothing(void **state)
 	close_store(&f);
 }
 
+/*
+ * Revisions of every width go into the transaction whole: a guard of 19
+ * digits (a long-lived etcd's revisions grow without end) is compared,
+ * and the commit is answered as deposed, not refused as bad JSON.
+ */
+static void
+test_store_etcd_commit_compares_a_guard_of_19_digits(void **state)
+{
+	struct fixture f;
+	struct store_batch b;
+
+	(void)state;
+	open_store(&f, NULL, cluster.urls);
+	raw_put(&f, "leader", "127.0.0.1:1");
+	store_etcd_guard(f.store, INT64_MAX);
+	store_batch_init(&b);
+	add(&b, STORE_PUT, "x", "v");
+	assert_int_equal(f.store->ops->commit(f.store, &b), -1);
+	assert_non_null(strstr(f.store->error, "not the leader"));
+	assert_true(store_etcd_deposed(f.store));
+	store_batch_free(&b);
+	close_store(&f);
+}
+
 static void
 test_store_etcd_commit_over_a_moved_hwm_is_refused(void **state)
 {
@@ -774,6 +808,144 @@ test_store_etcd_commit_start_runs_on_the_loop(void **state)
 	assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Does etcd hold the record of name in f's cluster?  A read of its own. */
+static bool
+raw_has_record(const struct fixture *f, const char *name)
+{
+	char key[256];
+	json_t *reply;
+	bool has;
+
+	snprintf(key, sizeof(key), "/lockd/%s/locks/%s", f->cluster, name);
+	reply = raw("/v3/kv/range", json_pack("{s:o}", "key",
+	    etcd_bytes(key, strlen(key))));
+	has = json_array_size(json_object_get(reply, "kvs")) == 1;
+	json_decref(reply);
+	return has;
+}
+
+/*
+ * An idle leader's commit leaves at once: commit_start writes the
+ * transaction on the kept-alive connection before it returns, not on a
+ * later pass of the loop (curl's timer).  The loop does not run here
+ * until etcd holds the record, so a commit that waited for it would
+ * never get there: etcd is asked at most READS times, whatever the time
+ * each read takes.
+ */
+#define READS 1000
+
+static void
+test_store_etcd_commit_start_sends_before_the_loop_runs(void **state)
+{
+	uv_loop_t loop;
+	struct fixture f;
+	struct store_batch b;
+	struct async_done d = { false, 1 };
+	int passes, reads;
+
+	(void)state;
+	uv_loop_init(&loop);
+	open_store(&f, &loop, cluster.urls);
+	store_batch_init(&b);
+	/* The first commit opens the connection (a connect waits for the
+	 * loop); the second finds it kept alive. */
+	add(&b, STORE_PUT, "first", "v");
+	assert_int_equal(f.store->ops->commit_start(f.store, &b, on_committed,
+	    &d), 0);
+	for (passes = 0; !d.called && passes < 100000; passes++)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_true(d.called);
+	assert_int_equal(d.rc, 0);
+
+	store_batch_reset(&b);
+	add(&b, STORE_PUT, "second", "v");
+	d.called = false;
+	assert_int_equal(f.store->ops->commit_start(f.store, &b, on_committed,
+	    &d), 0);
+	for (reads = 0; reads < READS && !raw_has_record(&f, "second");
+	    reads++)
+		usleep(10000);
+	assert_true(reads < READS);
+	assert_false(d.called);   /* its answer is the loop's to take */
+	for (passes = 0; !d.called && passes < 100000; passes++)
+		uv_run(&loop, UV_RUN_ONCE);
+	assert_true(d.called);
+	assert_int_equal(d.rc, 0);
+	store_batch_free(&b);
+	close_store(&f);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* Is a poll handle (curl's socket) active on the loop? */
+static void
+find_active_poll(uv_handle_t *h, void *arg)
+{
+	if (h->type == UV_POLL && uv_is_active(h))
+		*(bool *)arg = true;
+}
+
+static bool
+polling(uv_loop_t *loop)
+{
+	bool found = false;
+
+	uv_walk(loop, find_active_poll, &found);
+	return found;
+}
+
+/*
+ * A kept-alive connection stays in the loop between requests; when etcd
+ * (here the proxy) closes it while it idles, the loop stops polling it -
+ * a closed socket is readable for ever, and would wake the loop at every
+ * pass - and the next commit goes out on a new connection.  Bounded by
+ * passes of the loop, not by time.
+ */
+static void
+test_store_etcd_commit_after_etcd_closed_an_idle_connection(void **state)
+{
+	uv_loop_t loop;
+	struct fixture f;
+	struct store_batch b;
+	struct async_done d;
+	struct proxy p;
+	int i, passes;
+
+	(void)state;
+	proxy_start(&p, 0);
+	p.hide_close = true;
+	uv_loop_init(&loop);
+	open_store(&f, &loop, p.url);
+	store_batch_init(&b);
+	for (i = 0; i < 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		store_batch_reset(&b);
+		add(&b, STORE_PUT, name, "v");
+		d.called = false;
+		assert_int_equal(f.store->ops->commit_start(f.store, &b,
+		    on_committed, &d), 0);
+		for (passes = 0; !d.called && passes < 100000; passes++)
+			uv_run(&loop, UV_RUN_ONCE);
+		assert_true(d.called);
+		assert_int_equal(d.rc, 0);
+		/* The proxy hangs up; the loop hears it and lets go. */
+		for (passes = 0; polling(&loop) && passes < 1000; passes++) {
+			uv_run(&loop, UV_RUN_NOWAIT);
+			usleep(1000);
+		}
+		assert_false(polling(&loop));
+	}
+	assert_int_equal(p.forwarded, 3);
+	assert_true(raw_has_record(&f, "n2"));
+	store_batch_free(&b);
+	close_store(&f);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	assert_int_equal(uv_loop_close(&loop), 0);
+	proxy_stop(&p);
+}
+
 static void
 test_store_etcd_refuses_a_bad_cluster_name(void **state)
 {
@@ -803,12 +975,18 @@ main(void)
 		cmocka_unit_test(
 		    test_store_etcd_commit_of_a_deposed_leader_changes_nothing),
 		cmocka_unit_test(
+		    test_store_etcd_commit_compares_a_guard_of_19_digits),
+		cmocka_unit_test(
 		    test_store_etcd_commit_over_a_moved_hwm_is_refused),
 		cmocka_unit_test(
 		    test_store_etcd_replay_of_a_commit_that_went_in_succeeds),
 		cmocka_unit_test(
 		    test_store_etcd_unknown_outcome_breaks_the_store),
 		cmocka_unit_test(test_store_etcd_commit_start_runs_on_the_loop),
+		cmocka_unit_test(
+		    test_store_etcd_commit_start_sends_before_the_loop_runs),
+		cmocka_unit_test(
+		    test_store_etcd_commit_after_etcd_closed_an_idle_connection),
 		cmocka_unit_test(test_store_etcd_refuses_a_bad_cluster_name),
 	};
 
