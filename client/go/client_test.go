@@ -89,6 +89,21 @@ func TestEveryCallAgainstOneLockd(t *testing.T) {
 		}
 		watched <- in
 	}()
+	// The WATCH must be waiting before the FORCE, or it would be answered
+	// at once with the state after it (cause=none): STATS counts it.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		st, err := c.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Int("watches") >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the WATCH never reached lockd")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	// FORCE: never a holder with another fence.
 	if ok, err := c.Force(ctx, "go/every", a.Fence()+1); ok || err != nil {
 		t.Fatalf("FORCE of another fence: %v %v", ok, err)
