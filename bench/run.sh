@@ -378,9 +378,25 @@ for peer in "${PEERS[@]}"; do
 	loadgen "$peer" "round=0" -w cycle -c 16 -t 1 -P "warm/$peer" >/dev/null 2>&1
 done
 
+# order ROUND PEER...: the peers in the order a round drives them, reversed
+# in even rounds and rotated by the round, so that no peer always runs
+# first or just before another (lockd before alt, say).
+order() {
+	local r=$1 i n
+	shift
+	local -a p=("$@") q=()
+	n=${#p[@]}
+	for ((i = 0; i < n; i++)); do
+		if ((r % 2 == 0)); then q+=("${p[n - 1 - i]}"); else q+=("${p[i]}"); fi
+	done
+	for ((i = 0; i < n; i++)); do echo "${q[(i + r - 1) % n]}"; done
+}
+
 # The rounds: each workload on every peer in turn, so the peers share the
 # machine's moods alike.
 for ((round = 1; round <= BENCH_ROUNDS; round++)); do
+	mapfile -t ORDER < <(order "$round" "${PEERS[@]}")
+	mapfile -t HANDOFF_ORDER < <(order "$round" lockd "${ALT[@]}" redis etcd)
 	if [ "$BENCH_KINDS" = 1 ]; then
 		kinds_round "$round"
 	fi
@@ -388,17 +404,17 @@ for ((round = 1; round <= BENCH_ROUNDS; round++)); do
 		continue
 	fi
 	for n in $BENCH_CONNS; do
-		for peer in "${PEERS[@]}"; do
+		for peer in "${ORDER[@]}"; do
 			loadgen "$peer" "round=$round" -w cycle -c "$n" \
 			    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" \
 			    -P "r$round/c$n"
 		done
 	done
-	for peer in lockd "${ALT[@]}" redis etcd; do   # no-op: no hand-off
+	for peer in "${HANDOFF_ORDER[@]}"; do   # no-op: no hand-off
 		loadgen "$peer" "round=$round" -w handoff -c "$BENCH_HANDOFF_CONNS" \
 		    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" -P "r$round/h"
 	done
-	for peer in "${PEERS[@]}"; do
+	for peer in "${ORDER[@]}"; do
 		loadgen "$peer" "round=$round" -w try -c "$BENCH_TRY_CONNS" \
 		    -t "$BENCH_SECONDS" -W "$BENCH_WARMUP" -P "r$round/t"
 	done
