@@ -185,7 +185,7 @@ tls_ready(struct conn *c)
 static void
 tls_read(struct conn *c, const char *data, size_t len)
 {
-	bool was_ready = c->tls.ready;
+	bool was_ready = c->tls.ready, had_failed = c->tls.failed;
 	char why[256];
 	int n;
 
@@ -198,18 +198,20 @@ tls_read(struct conn *c, const char *data, size_t len)
 			service_conn_feed(&c->srv->svc, &c->sc, tls_plain,
 			    (size_t)n);
 	}
-	if (c->tls.failed) {
+	/* Told once: bytes that arrive while the alert is still being
+	 * written find the pipe failed already. */
+	if (c->tls.failed && !had_failed) {
 		tls_pipe_why(&c->tls, why, sizeof(why));
-		if (!was_ready)
-			c->srv->svc.stats.tls_failures++;
-		if (was_ready)
+		if (was_ready) {
 			log_limited(&c->srv->tls_log, LOG_INFO, "tls_error",
 			    "conn=%llu error=\"%s\"",
 			    (unsigned long long)c->sc.session.id, why);
-		else
+		} else {
+			c->srv->svc.stats.tls_failures++;
 			log_limited(&c->srv->tls_log, LOG_INFO,
 			    "tls_handshake_failed", "conn=%llu error=\"%s\"",
 			    (unsigned long long)c->sc.session.id, why);
+		}
 	}
 	if (!c->closing)
 		flush_conn(c);
